@@ -1,0 +1,61 @@
+# sipedge. `make run` starts it on the embedded default; `make test` runs
+# every test, installing what the tests need on a fresh Debian machine.
+
+GO       ?= go
+FUZZTIME ?= 30s
+BENCH    ?= .
+COUNT    ?= 5
+PKGS     := ./...
+
+.PHONY: all build run test test-unit test-race bench fuzz lint deps clean
+
+all: build
+
+build:
+	$(GO) build $(PKGS)
+
+# Until the server lands (issue 4), `run` checks the bundled example
+# messages the way the server checks what it receives.
+run: build
+	$(GO) run ./cmd/sipedge check-msg parser/testdata/bench/invite.sip parser/testdata/bench/ok200.sip
+
+test: deps lint test-unit test-race
+
+test-unit:
+	$(GO) test -count=1 $(PKGS)
+
+# Allocation tests are excluded under -race (the race runtime allocates).
+test-race:
+	$(GO) test -race -count=1 $(PKGS)
+
+# Parser benchmarks and the sipgo baseline measured in the same run; prints
+# the speed-up. The baseline lives in its own module (bench/sipgo) so that
+# sipgo never becomes a dependency of sipedge.
+bench:
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT) ./parser/ ./shard/... | tee /tmp/sipedge-bench.txt
+	cd bench/sipgo && $(GO) test -run '^$$' -bench . -benchmem -count $(COUNT) . | tee /tmp/sipedge-bench-sipgo.txt
+	$(GO) run ./bench/cmd/ratio /tmp/sipedge-bench.txt /tmp/sipedge-bench-sipgo.txt
+
+# Every fuzz target for FUZZTIME each.
+fuzz:
+	@for t in $$($(GO) test -list '^Fuzz' ./fuzz/ | grep '^Fuzz'); do \
+		echo "fuzz $$t for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) ./fuzz/ || exit 1; \
+	done
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+# Tools the tests run against: a real redis-server and SIPp.
+deps:
+	@if ! command -v redis-server >/dev/null || ! command -v sipp >/dev/null; then \
+		echo "installing redis-server and sip-tester"; \
+		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update -qq && \
+		$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server sip-tester >/dev/null; \
+	fi
+
+clean:
+	$(GO) clean -testcache

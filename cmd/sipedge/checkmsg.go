@@ -1,0 +1,80 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/sipedge/sipedge/parser"
+)
+
+// supportedOptionTags are the option tags sipedge implements. A request that
+// Requires another is answered 420 (RFC 3261 8.2.2.3).
+var supportedOptionTags = []string{}
+
+// checkMsgCmd implements `sipedge check-msg`: each file is one received
+// message, run through what the server runs on receipt.
+func checkMsgCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("check-msg", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	transport := fs.String("transport", "udp", "transport the messages arrived on: udp or tcp")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *transport != "udp" && *transport != "tcp" {
+		fmt.Fprintf(stderr, "check-msg: -transport must be udp or tcp, not %q\n", *transport)
+		return 2
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprint(stderr, "check-msg: no files\n")
+		return 2
+	}
+	status := 0
+	for _, name := range fs.Args() {
+		buf, err := os.ReadFile(name)
+		if err != nil {
+			fmt.Fprintf(stderr, "check-msg: %v\n", err)
+			return 2
+		}
+		v, ok := checkMessage(buf, *transport == "tcp")
+		fmt.Fprintf(stdout, "%s: %s\n", name, v)
+		if !ok {
+			status = 1
+		}
+	}
+	return status
+}
+
+// checkMessage returns the verdict on one received message: "ok METHOD",
+// "ok CODE", "reject CODE REASON" or "drop REASON".
+func checkMessage(buf []byte, stream bool) (string, bool) {
+	if stream {
+		kind, n, err := parser.Frame(buf, parser.DefaultLimits.MaxMessageSize)
+		switch {
+		case err != nil:
+			return "drop " + err.(*parser.Error).Reason + " (framing error: the connection is closed)", false
+		case kind == parser.FrameNeedMore:
+			return "drop Incomplete Message (the server waits for more, then closes the connection)", false
+		case kind != parser.FrameMessage:
+			return "ok keep-alive", true
+		}
+		buf = buf[:n]
+	}
+	var m parser.Message
+	err := m.Parse(buf)
+	if err == nil {
+		err = m.Validate(supportedOptionTags)
+	}
+	if err != nil {
+		code, reason, drop := parser.Answer(&m, err)
+		if drop {
+			return "drop " + reason, false
+		}
+		return fmt.Sprintf("reject %d %s", code, reason), false
+	}
+	if m.IsResponse() {
+		return fmt.Sprintf("ok %d", m.StatusCode()), true
+	}
+	return "ok " + string(m.MethodBytes()), true
+}

@@ -1,0 +1,65 @@
+package sipedge_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/sipedge/sipedge"
+
+// forbidden lists, per package (and its subpackages), the import paths (and
+// their subpackages) it must not depend on, directly or not. Dependencies
+// flow one way: parser is a leaf; shard alone speaks gnet; cmd wires.
+var forbidden = map[string][]string{
+	"parser":    {module, "github.com/panjf2000/gnet"},
+	"ratelimit": {module + "/shard", module + "/dialog", module + "/route", module + "/health", module + "/cmd"},
+	"health":    {module + "/shard", module + "/dialog", module + "/route", module + "/cmd"},
+	"route":     {module + "/shard", module + "/dialog", module + "/cmd"},
+	"dialog":    {module + "/shard", module + "/cmd", "github.com/panjf2000/gnet"},
+	"shard":     {module + "/cmd"},
+}
+
+// TestDependencies fails when a package imports what it must not.
+func TestDependencies(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-test=false", "-f",
+		`{{.ImportPath}} {{join .Deps " "}}`, "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	seen := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg, deps := fields[0], fields[1:]
+		rel, ok := strings.CutPrefix(pkg, module+"/")
+		if !ok {
+			continue
+		}
+		top, _, _ := strings.Cut(rel, "/")
+		if top == "parser" {
+			seen++
+			for _, d := range deps {
+				if strings.Contains(strings.Split(d, "/")[0], ".") {
+					t.Errorf("%s imports %s: parser may import only the standard library", pkg, d)
+				}
+			}
+		}
+		if !strings.HasPrefix(rel, "shard") {
+			for _, d := range deps {
+				if strings.HasPrefix(d, "github.com/panjf2000/gnet") {
+					t.Errorf("%s imports %s: only shard may import gnet", pkg, d)
+				}
+			}
+		}
+		for _, bad := range forbidden[top] {
+			for _, d := range deps {
+				if d == bad || strings.HasPrefix(d, bad+"/") {
+					t.Errorf("%s imports %s, which it must not", pkg, d)
+				}
+			}
+		}
+	}
+	if seen == 0 {
+		t.Fatal("go list did not list the parser package")
+	}
+}

@@ -1,0 +1,3 @@
+// Package fuzz holds the go test -fuzz targets over sipedge's public parsing
+// API. Seed corpora live in testdata/fuzz/; crashers found become seeds.
+package fuzz

@@ -1,0 +1,3 @@
+module github.com/sipedge/sipedge
+
+go 1.26

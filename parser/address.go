@@ -1,0 +1,235 @@
+package parser
+
+import "bytes"
+
+// Address is a name-addr or addr-spec with header parameters (RFC 3261
+// 20.10, 20.20, 20.39, 25.1): the value of From, To, Contact, Route,
+// Record-Route, P-Asserted-Identity and P-Preferred-Identity.
+type Address struct {
+	Display []byte // display name: the inside of a quoted string (quoted-pairs kept) or the tokens as received
+	Quoted  bool   // the display name was a quoted string
+	URIRaw  []byte // the URI as received, without angle brackets
+	URI     URI
+	Params  []byte // header parameters after the URI, without the leading ';'; see Param
+	Tag     []byte // the tag parameter, nil when absent
+	Star    bool   // Contact: * (RFC 3261 10.2.2)
+}
+
+// Param returns the value of header parameter name (case-insensitive) and
+// whether it is present.
+func (a *Address) Param(name string) ([]byte, bool) { return paramLookup(a.Params, name) }
+
+// ParseAddress parses a name-addr or addr-spec with parameters. In the
+// addr-spec form the first ';' ends the URI: parameters after it belong to
+// the header, not the URI (RFC 3261 20; RFC 4475 3.3.12), and a URI with
+// '?' or ',' must be in angle brackets (RFC 4475 3.1.2.13).
+func ParseAddress(b []byte) (Address, error) {
+	var a Address
+	s, e := trimLWS(b, 0, len(b))
+	b = b[s:e]
+	if len(b) == 1 && b[0] == '*' {
+		a.Star = true
+		return a, nil
+	}
+	lt := -1
+	i := 0
+	if len(b) > 0 && b[0] == '"' {
+		end, ok := skipQuoted(b, 0, len(b))
+		if !ok {
+			return a, ErrBadAddress // RFC 4475 3.1.2.6
+		}
+		a.Display, a.Quoted = b[1:end-1], true
+		i = end
+		for i < len(b) && byteClass[b[i]]&classWS != 0 {
+			i++
+		}
+		if i == len(b) || b[i] != '<' {
+			return a, ErrBadAddress
+		}
+		lt = i
+	} else if j := bytes.IndexByte(b, '<'); j >= 0 {
+		// display-name = *(token LWS); LWS before '<' is optional (RFC 4475 3.1.1.6).
+		for k := 0; k < j; k++ {
+			if byteClass[b[k]]&(classToken|classWS) == 0 {
+				return a, ErrBadAddress // e.g. "Bell, Alexander" (RFC 4475 3.1.2.15)
+			}
+		}
+		ds, de := trimLWS(b, 0, j)
+		a.Display = b[ds:de]
+		lt = j
+	}
+	var rest []byte
+	if lt >= 0 {
+		gt := bytes.IndexByte(b[lt:], '>')
+		if gt < 0 {
+			return a, ErrBadAddress
+		}
+		a.URIRaw = b[lt+1 : lt+gt]
+		rest = b[lt+gt+1:]
+	} else {
+		end := bytes.IndexByte(b, ';')
+		if end < 0 {
+			end = len(b)
+		}
+		us, ue := trimLWS(b, 0, end)
+		a.URIRaw = b[us:ue]
+		rest = b[end:]
+		if bytes.IndexByte(a.URIRaw, '?') >= 0 || bytes.IndexByte(a.URIRaw, ',') >= 0 {
+			return a, ErrBadAddress
+		}
+	}
+	// No white space inside <...> (RFC 4475 3.1.2.14).
+	if len(a.URIRaw) == 0 || bytes.IndexAny(a.URIRaw, " \t\r\n") >= 0 {
+		return a, ErrBadAddress
+	}
+	var err error
+	if a.URI, err = ParseURI(a.URIRaw); err != nil {
+		return a, err
+	}
+	rs, re := trimLWS(rest, 0, len(rest))
+	rest = rest[rs:re]
+	if len(rest) > 0 {
+		if rest[0] != ';' {
+			return a, ErrBadAddress
+		}
+		a.Params = rest[1:]
+		if a.Tag, err = checkParams(a.Params); err != nil {
+			return a, err
+		}
+	}
+	return a, nil
+}
+
+// checkParams validates header parameters and returns the tag parameter; a
+// repeated tag is an error.
+func checkParams(b []byte) (tag []byte, err error) {
+	it := paramIter{b: b}
+	seenTag := false
+	for {
+		name, value, ok, err := it.next()
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return tag, nil
+		}
+		if equalFold(name, "tag") {
+			if seenTag {
+				return nil, ErrDupTag
+			}
+			if len(value) == 0 {
+				return nil, ErrBadTag
+			}
+			seenTag, tag = true, value
+		}
+	}
+}
+
+// paramIter walks generic-params (RFC 3261 25.1):
+// *( SEMI token [ EQUAL ( token / host / quoted-string ) ] ), LWS allowed
+// around SEMI and EQUAL, given without the first SEMI.
+type paramIter struct {
+	b    []byte
+	i    int
+	done bool
+}
+
+// next returns the next parameter; ok is false at the end. A quoted value is
+// returned with its quotes.
+func (it *paramIter) next() (name, value []byte, ok bool, err error) {
+	if it.done {
+		return nil, nil, false, nil
+	}
+	b, i := it.b, skipLWS(it.b, it.i)
+	n := i
+	for i < len(b) && byteClass[b[i]]&classToken != 0 {
+		i++
+	}
+	if i == n {
+		return nil, nil, false, ErrBadParams // empty parameter (RFC 4475 3.1.2.1)
+	}
+	name = b[n:i]
+	i = skipLWS(b, i)
+	if i < len(b) && b[i] == '=' {
+		i = skipLWS(b, i+1)
+		v := i
+		if i < len(b) && b[i] == '"' {
+			end, ok := skipQuoted(b, i, len(b))
+			if !ok {
+				return nil, nil, false, ErrBadParams
+			}
+			i = end
+		} else {
+			// token, or host: an IPv6 reference brings ':' '[' ']'.
+			for i < len(b) && (byteClass[b[i]]&classToken != 0 || b[i] == ':' || b[i] == '[' || b[i] == ']') {
+				i++
+			}
+		}
+		if i == v {
+			return nil, nil, false, ErrBadParams
+		}
+		value = b[v:i]
+		i = skipLWS(b, i)
+	}
+	switch {
+	case i == len(b):
+		it.done = true
+	case b[i] == ';':
+		i++
+	default:
+		return nil, nil, false, ErrBadParams
+	}
+	it.i = i
+	return name, value, true, nil
+}
+
+func skipLWS(b []byte, i int) int {
+	for i < len(b) && byteClass[b[i]]&classWS != 0 {
+		i++
+	}
+	return i
+}
+
+// paramLookup finds parameter name in a ';'-separated list (without the
+// leading ';'), tolerating LWS around ';' and '='. It assumes the list was
+// validated: quoted values are skipped as a whole.
+func paramLookup(b []byte, name string) ([]byte, bool) {
+	for i := 0; i < len(b); {
+		i = skipLWS(b, i)
+		n := i
+		for i < len(b) && b[i] != '=' && b[i] != ';' && byteClass[b[i]]&classWS == 0 {
+			i++
+		}
+		match := equalFold(b[n:i], name)
+		i = skipLWS(b, i)
+		var value []byte
+		if i < len(b) && b[i] == '=' {
+			i = skipLWS(b, i+1)
+			v := i
+			if i < len(b) && b[i] == '"' {
+				if end, ok := skipQuoted(b, i, len(b)); ok {
+					i = end
+				} else {
+					i = len(b)
+				}
+			} else {
+				for i < len(b) && b[i] != ';' && byteClass[b[i]]&classWS == 0 {
+					i++
+				}
+			}
+			value = b[v:i:i]
+			i = skipLWS(b, i)
+		}
+		if match {
+			if value == nil {
+				value = b[i:i:i]
+			}
+			return value, true
+		}
+		if i < len(b) && b[i] != ';' {
+			return nil, false // malformed: stop rather than guess
+		}
+		i++
+	}
+	return nil, false
+}

@@ -1,0 +1,192 @@
+package parser
+
+import "strconv"
+
+// The Append functions build messages by appending to a caller-owned slice,
+// strconv style: they allocate only when dst lacks capacity, so a reused
+// buffer makes building allocation-free. A message is built in order: a
+// start line, headers, then AppendBody, which writes Content-Length, the
+// empty line and the body.
+
+// AppendRequestLine appends Method SP Request-URI SP SIP/2.0 CRLF.
+func AppendRequestLine(dst []byte, method string, uri []byte) []byte {
+	dst = append(dst, method...)
+	dst = append(dst, ' ')
+	dst = append(dst, uri...)
+	return append(dst, " SIP/2.0\r\n"...)
+}
+
+// AppendStatusLine appends SIP/2.0 SP Status-Code SP Reason-Phrase CRLF.
+func AppendStatusLine(dst []byte, code int, reason string) []byte {
+	dst = append(dst, "SIP/2.0 "...)
+	dst = strconv.AppendInt(dst, int64(code), 10)
+	dst = append(dst, ' ')
+	dst = append(dst, reason...)
+	return append(dst, "\r\n"...)
+}
+
+// AppendStartLine appends m's start line as received.
+func AppendStartLine(dst []byte, m *Message) []byte {
+	if m.IsResponse() {
+		dst = append(dst, "SIP/2.0 "...)
+		dst = strconv.AppendInt(dst, int64(m.status), 10)
+		dst = append(dst, ' ')
+		dst = append(dst, m.ReasonPhrase()...)
+		return append(dst, "\r\n"...)
+	}
+	dst = append(dst, m.MethodBytes()...)
+	dst = append(dst, ' ')
+	dst = append(dst, m.RequestURI()...)
+	return append(dst, " SIP/2.0\r\n"...)
+}
+
+// AppendHeader appends name: value CRLF.
+func AppendHeader(dst []byte, name string, value []byte) []byte {
+	dst = append(dst, name...)
+	dst = append(dst, ": "...)
+	dst = append(dst, value...)
+	return append(dst, "\r\n"...)
+}
+
+// AppendHeaderString appends name: value CRLF.
+func AppendHeaderString(dst []byte, name, value string) []byte {
+	dst = append(dst, name...)
+	dst = append(dst, ": "...)
+	dst = append(dst, value...)
+	return append(dst, "\r\n"...)
+}
+
+// AppendHeaderUint appends name: v CRLF.
+func AppendHeaderUint(dst []byte, name string, v uint64) []byte {
+	dst = append(dst, name...)
+	dst = append(dst, ": "...)
+	dst = strconv.AppendUint(dst, v, 10)
+	return append(dst, "\r\n"...)
+}
+
+// appendField writes one parsed header value: known kinds under their
+// canonical name, others under the name received.
+func appendField(dst []byte, m *Message, f *field) []byte {
+	if f.kind == HeaderOther {
+		dst = append(dst, f.name.of(m.buf)...)
+	} else {
+		dst = append(dst, headerInfos[f.kind].name...)
+	}
+	dst = append(dst, ": "...)
+	dst = append(dst, f.value.of(m.buf)...)
+	return append(dst, "\r\n"...)
+}
+
+// AppendHeaders appends, in wire order, every header value of m whose kind is
+// not in skip, one line each (list elements become separate lines, which
+// RFC 3261 7.3.1 makes equivalent). Content-Length is always skipped:
+// AppendBody writes it. To remove headers, skip them; to replace them, skip
+// them and append the new values; to add, append.
+func AppendHeaders(dst []byte, m *Message, skip HeaderSet) []byte {
+	skip |= NewHeaderSet(HeaderContentLength)
+	for i := range m.fields {
+		if f := &m.fields[i]; !skip.Has(f.kind) {
+			dst = appendField(dst, m, f)
+		}
+	}
+	return dst
+}
+
+// AppendKind appends every value of kind in m, in order.
+func AppendKind(dst []byte, m *Message, kind HeaderKind) []byte {
+	i := int(m.first[kind])
+	if i == 0 {
+		return dst
+	}
+	for i--; i < len(m.fields); i++ {
+		if f := &m.fields[i]; f.kind == kind {
+			dst = appendField(dst, m, f)
+		}
+	}
+	return dst
+}
+
+// AppendBody appends Content-Type (when contentType is set), Content-Length,
+// the empty line and body, ending the message.
+func AppendBody(dst []byte, contentType string, body []byte) []byte {
+	if contentType != "" {
+		dst = AppendHeaderString(dst, "Content-Type", contentType)
+	}
+	dst = AppendHeaderUint(dst, "Content-Length", uint64(len(body)))
+	dst = append(dst, "\r\n"...)
+	return append(dst, body...)
+}
+
+// AppendResponse appends the start line and the headers a response copies
+// from its request (RFC 3261 8.2.6.2): every Via in order, From, To, Call-ID
+// and CSeq, plus Timestamp in a 100 (RFC 3261 8.2.6.1). When toTag is not
+// empty and the request's To has no tag, the To gets ";tag=toTag". The
+// caller appends any other headers, then AppendBody.
+func AppendResponse(dst []byte, req *Message, code int, reason string, toTag []byte) []byte {
+	dst = AppendStatusLine(dst, code, reason)
+	dst = AppendKind(dst, req, HeaderVia)
+	dst = AppendKind(dst, req, HeaderFrom)
+	to := req.Get(HeaderTo)
+	dst = append(dst, "To: "...)
+	dst = append(dst, to...)
+	if len(toTag) > 0 && !hasTag(to) {
+		dst = append(dst, ";tag="...)
+		dst = append(dst, toTag...)
+	}
+	dst = append(dst, "\r\n"...)
+	dst = AppendKind(dst, req, HeaderCallID)
+	dst = AppendKind(dst, req, HeaderCSeq)
+	if code == 100 {
+		dst = AppendKind(dst, req, HeaderTimestamp)
+	}
+	return dst
+}
+
+// hasTag reports whether an address header value carries a tag parameter.
+func hasTag(b []byte) bool {
+	a, err := ParseAddress(b)
+	return err == nil && a.Tag != nil
+}
+
+// AppendVia appends a Via header from a received Via value with RFC 3581
+// and RFC 3261 18.2.1 applied: received=ip is added when the packet's source
+// differs from sent-by (or rport was requested), and an empty rport gets the
+// source port. Other parameters are kept in order.
+func AppendVia(dst []byte, via []byte, srcIP []byte, srcPort int) []byte {
+	v, err := ParseVia(via)
+	dst = append(dst, "Via: "...)
+	if err != nil || v.Params == nil && string(v.Host) == string(srcIP) {
+		dst = append(dst, via...)
+		return append(dst, "\r\n"...)
+	}
+	// The value up to its parameters, then each parameter with rport filled in.
+	base := via
+	if v.Params != nil {
+		base = via[:len(via)-len(v.Params)-1]
+	}
+	dst = append(dst, base...)
+	it := paramIter{b: v.Params}
+	for {
+		name, value, ok, _ := it.next()
+		if !ok {
+			break
+		}
+		if equalFold(name, "received") {
+			continue // rewritten below
+		}
+		dst = append(dst, ';')
+		dst = append(dst, name...)
+		if equalFold(name, "rport") && len(value) == 0 {
+			dst = append(dst, '=')
+			dst = strconv.AppendInt(dst, int64(srcPort), 10)
+		} else if value != nil {
+			dst = append(dst, '=')
+			dst = append(dst, value...)
+		}
+	}
+	if v.HasRPort || string(v.Host) != string(srcIP) {
+		dst = append(dst, ";received="...)
+		dst = append(dst, srcIP...)
+	}
+	return append(dst, "\r\n"...)
+}

@@ -1,0 +1,503 @@
+package parser
+
+import "bytes"
+
+// Limits bound what Parse accepts. Exceeding one is an error with its own
+// status code, never a truncation.
+type Limits struct {
+	MaxMessageSize int // whole message, start line to end of body (513 above)
+	MaxHeaders     int // header fields, counting each element of a list header (400 above)
+	MaxHeaderLine  int // one header, name to end of value, folds included (400 above)
+	MaxVias        int // Via values (400 above)
+	MaxURILength   int // Request-URI (414 above)
+}
+
+// DefaultLimits are the limits Parse uses. They follow what trusted servers
+// enforce (Kamailio: 16 KiB messages), loosened where RFC 4475's valid
+// torture messages need more (longreq has 34 Via values).
+var DefaultLimits = Limits{
+	MaxMessageSize: 16 << 10,
+	MaxHeaders:     128,
+	MaxHeaderLine:  4096,
+	MaxVias:        64,
+	MaxURILength:   512,
+}
+
+// span is a half-open byte range [start, end) of Message.buf.
+type span struct{ start, end uint32 }
+
+// field is one header value. A list header (Via: a, b) yields one field per element.
+type field struct {
+	kind  HeaderKind
+	name  span
+	value span
+}
+
+// Message is a parsed SIP request or response.
+//
+// Parse does not copy: every []byte a Message or its accessors return is a
+// view into the buffer given to Parse, valid until that buffer is modified or
+// the Message is parsed again. Copy what must outlive either. A Message is
+// reused by calling Parse again, which keeps its capacity; it is not safe for
+// concurrent use.
+//
+// Header values are views of the wire bytes with surrounding white space
+// trimmed. A folded value (RFC 3261 7.3.1) keeps its CRLF and indentation
+// inside the view; the typed accessors treat them as the LWS they are.
+type Message struct {
+	buf    []byte
+	fields []field
+	first  [numHeaderKinds]uint16 // 1 + index in fields of the first value of each kind; 0 if none
+	count  [numHeaderKinds]uint16 // values of each kind
+
+	response      bool
+	method        Method
+	status        uint16
+	methodS       span
+	uriS          span
+	reasonS       span
+	bodyS         span
+	contentLength int32 // -1 when absent
+}
+
+func (m *Message) reset(buf []byte) {
+	m.buf = buf
+	m.fields = m.fields[:0]
+	m.first = [numHeaderKinds]uint16{}
+	m.count = [numHeaderKinds]uint16{}
+	m.response = false
+	m.method = MethodOther
+	m.status = 0
+	m.methodS, m.uriS, m.reasonS, m.bodyS = span{}, span{}, span{}, span{}
+	m.contentLength = -1
+}
+
+// Parse parses buf as one message received in a datagram (RFC 3261 18.3):
+// bytes past Content-Length are ignored, a body shorter than Content-Length
+// is an error, and without Content-Length the body runs to the end of buf.
+// For stream transports, Frame first finds the message's length.
+//
+// On error the Message is partially filled: IsResponse tells whether the
+// start line was a response's, which decides between answering and dropping
+// (see Answer).
+func (m *Message) Parse(buf []byte) error { return m.ParseLimits(buf, &DefaultLimits) }
+
+// ParseLimits is Parse with explicit limits.
+func (m *Message) ParseLimits(buf []byte, lim *Limits) error {
+	m.reset(buf)
+	if len(buf) > lim.MaxMessageSize {
+		m.response = bytes.HasPrefix(buf, []byte("SIP/"))
+		return ErrMessageTooLarge
+	}
+	pos := 0
+	// RFC 3261 7.5: CRLFs before the start line are ignored.
+	for pos+1 < len(buf) && buf[pos] == '\r' && buf[pos+1] == '\n' {
+		pos += 2
+	}
+	if pos == len(buf) {
+		return ErrEmpty
+	}
+	lineEnd, next, err := lineAt(buf, pos)
+	if err != nil {
+		m.response = bytes.HasPrefix(buf[pos:], []byte("SIP/"))
+		if err == ErrUnterminatedHeaders {
+			err = ErrBadRequestLine
+			if m.response {
+				err = ErrBadStatusLine
+			}
+		}
+		return err
+	}
+	if err := m.parseStartLine(buf[:lineEnd], pos, lim); err != nil {
+		return err
+	}
+	pos, err = m.parseHeaders(buf, next, lim)
+	if err != nil {
+		return err
+	}
+	if m.contentLength >= 0 {
+		end := pos + int(m.contentLength)
+		if end > len(buf) {
+			return ErrShortBody
+		}
+		m.buf = buf[:end]
+	}
+	m.bodyS = span{uint32(pos), uint32(len(m.buf))}
+	return nil
+}
+
+// lineAt finds the line starting at pos. It returns the index of its CR and
+// the index of the next line. Lines end in CRLF; a bare LF or a bare CR is an
+// error because a peer that splits lines differently would see other headers.
+func lineAt(buf []byte, pos int) (lineEnd, next int, err error) {
+	i := bytes.IndexByte(buf[pos:], '\n')
+	if i < 0 {
+		return 0, 0, ErrUnterminatedHeaders
+	}
+	eol := pos + i
+	if eol == pos || buf[eol-1] != '\r' {
+		return 0, 0, ErrBadHeader
+	}
+	if bytes.IndexByte(buf[pos:eol-1], '\r') >= 0 {
+		return 0, 0, ErrBadHeader
+	}
+	return eol - 1, eol + 1, nil
+}
+
+// parseStartLine parses line[pos:] (without its CRLF). RFC 3261 7.1 and 7.2.
+func (m *Message) parseStartLine(line []byte, pos int, lim *Limits) error {
+	if bytes.HasPrefix(line[pos:], []byte("SIP/")) {
+		m.response = true
+		return m.parseStatusLine(line, pos)
+	}
+	// Method SP Request-URI SP SIP-Version; single SPs only (RFC 4475 3.1.2.9).
+	i := pos
+	for i < len(line) && byteClass[line[i]]&classToken != 0 {
+		i++
+	}
+	if i == pos || i == len(line) || line[i] != ' ' {
+		return ErrBadRequestLine
+	}
+	m.methodS = span{uint32(pos), uint32(i)}
+	m.method = LookupMethod(line[pos:i])
+	i++
+	u := i
+	for i < len(line) && line[i] != ' ' {
+		if line[i] <= ' ' || line[i] == 0x7f {
+			return ErrBadRequestLine
+		}
+		i++
+	}
+	if i == u || i == len(line) {
+		return ErrBadRequestLine
+	}
+	if i-u > lim.MaxURILength {
+		return ErrURITooLong
+	}
+	if !hasScheme(line[u:i]) {
+		return ErrBadRequestLine // e.g. <sip:...> (RFC 4475 3.1.2.7)
+	}
+	m.uriS = span{uint32(u), uint32(i)}
+	return checkVersion(line[i+1:])
+}
+
+// hasScheme reports whether b starts with a URI scheme and a colon (RFC 3986 3.1).
+func hasScheme(b []byte) bool {
+	if len(b) == 0 || toLower[b[0]] < 'a' || toLower[b[0]] > 'z' {
+		return false
+	}
+	for i := 1; i < len(b); i++ {
+		if b[i] == ':' {
+			return true
+		}
+		if byteClass[b[i]]&classScheme == 0 {
+			return false
+		}
+	}
+	return false
+}
+
+// checkVersion accepts exactly SIP/2.0 (case-insensitive "SIP", RFC 3261 7.1).
+// Another well-formed version is 505 (RFC 3261 21.5.7); anything else is 400.
+func checkVersion(v []byte) error {
+	if len(v) == 7 && equalFold(v, "SIP/2.0") {
+		return nil
+	}
+	if len(v) < 7 || !equalFold(v[:4], "SIP/") {
+		return ErrBadVersion
+	}
+	// SIP/1*DIGIT "." 1*DIGIT
+	i, dot := 4, false
+	for ; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '.' && !dot && i > 4 && v[i-1] != '.':
+			dot = true
+		case c >= '0' && c <= '9':
+		default:
+			return ErrBadVersion
+		}
+	}
+	if !dot || v[len(v)-1] == '.' {
+		return ErrBadVersion
+	}
+	return ErrVersion
+}
+
+// parseStatusLine parses SIP-Version SP Status-Code SP Reason-Phrase (RFC 3261 7.2).
+func (m *Message) parseStatusLine(line []byte, pos int) error {
+	sp := bytes.IndexByte(line[pos:], ' ')
+	if sp < 0 {
+		return ErrBadStatusLine
+	}
+	if err := checkVersion(line[pos : pos+sp]); err != nil {
+		return err
+	}
+	i := pos + sp + 1
+	// Exactly three digits, 100-699; 4294967301 must not wrap (RFC 4475 3.1.2.19).
+	if len(line)-i < 3 {
+		return ErrBadStatusCode
+	}
+	code := 0
+	for _, c := range line[i : i+3] {
+		if c < '0' || c > '9' {
+			return ErrBadStatusCode
+		}
+		code = code*10 + int(c-'0')
+	}
+	if code < 100 || code > 699 {
+		return ErrBadStatusCode
+	}
+	i += 3
+	m.status = uint16(code)
+	switch {
+	case i == len(line): // no SP, no reason: tolerated (RFC 4475 3.1.1.13)
+		m.reasonS = span{uint32(i), uint32(i)}
+	case line[i] == ' ':
+		m.reasonS = span{uint32(i + 1), uint32(len(line))}
+	default:
+		return ErrBadStatusCode
+	}
+	return nil
+}
+
+// parseHeaders parses header fields from pos up to and including the empty
+// line, and returns where the body starts.
+func (m *Message) parseHeaders(buf []byte, pos int, lim *Limits) (int, error) {
+	for {
+		lineEnd, next, err := lineAt(buf, pos)
+		if err != nil {
+			return 0, err
+		}
+		if lineEnd == pos {
+			return next, nil // the empty line
+		}
+		if buf[pos] == ' ' || buf[pos] == '\t' {
+			return 0, ErrBadHeader // a fold with no header to continue
+		}
+		// Name, optional white space, colon (RFC 3261 7.3.1).
+		i := pos
+		for i < lineEnd && byteClass[buf[i]]&classToken != 0 {
+			i++
+		}
+		if i == pos {
+			return 0, ErrBadHeaderName
+		}
+		name := span{uint32(pos), uint32(i)}
+		for i < lineEnd && (buf[i] == ' ' || buf[i] == '\t') {
+			i++
+		}
+		if i == lineEnd || buf[i] != ':' {
+			return 0, ErrBadHeaderName
+		}
+		valueStart := i + 1
+		// Continuation lines: CRLF followed by SP or HTAB.
+		for next < len(buf) && (buf[next] == ' ' || buf[next] == '\t') {
+			if lineEnd, next, err = lineAt(buf, next); err != nil {
+				return 0, err
+			}
+		}
+		if lineEnd-pos > lim.MaxHeaderLine {
+			return 0, ErrHeaderTooLong
+		}
+		kind := LookupHeader(buf[name.start:name.end])
+		if err := m.addField(buf, kind, name, valueStart, lineEnd, lim); err != nil {
+			return 0, err
+		}
+		pos = next
+	}
+}
+
+// addField records a header value, splitting list headers into elements.
+func (m *Message) addField(buf []byte, kind HeaderKind, name span, start, end int, lim *Limits) error {
+	start, end = trimLWS(buf, start, end)
+	if !headerInfos[kind].list || start == end {
+		return m.appendField(buf, kind, name, span{uint32(start), uint32(end)}, lim)
+	}
+	for start <= end {
+		elemEnd, err := listElementEnd(buf, start, end)
+		if err != nil {
+			return err
+		}
+		s, e := trimLWS(buf, start, elemEnd)
+		if s == e {
+			return ErrEmptyListElement
+		}
+		if err := m.appendField(buf, kind, name, span{uint32(s), uint32(e)}, lim); err != nil {
+			return err
+		}
+		start = elemEnd + 1
+	}
+	return nil
+}
+
+func (m *Message) appendField(buf []byte, kind HeaderKind, name, value span, lim *Limits) error {
+	if len(m.fields) >= lim.MaxHeaders {
+		return ErrTooManyHeaders
+	}
+	switch kind {
+	case HeaderVia:
+		if int(m.count[HeaderVia]) >= lim.MaxVias {
+			return ErrTooManyVias
+		}
+	case HeaderContentLength:
+		if m.contentLength >= 0 {
+			return ErrDupContentLength // request smuggling (RFC 4475 3.3.9)
+		}
+		n, ok := parseUint(buf[value.start:value.end], uint64(lim.MaxMessageSize))
+		if !ok {
+			if len(buf[value.start:value.end]) > 0 && allDigits(buf[value.start:value.end]) {
+				return ErrBodyTooLarge
+			}
+			return ErrBadContentLength
+		}
+		m.contentLength = int32(n)
+	}
+	m.fields = append(m.fields, field{kind: kind, name: name, value: value})
+	if m.first[kind] == 0 {
+		m.first[kind] = uint16(len(m.fields))
+	}
+	m.count[kind]++
+	return nil
+}
+
+// listElementEnd returns the index of the comma ending the list element that
+// starts at i, or end. Commas inside quoted strings and <...> do not count
+// (RFC 3261 7.3.1).
+func listElementEnd(buf []byte, i, end int) (int, error) {
+	angle := false
+	for ; i < end; i++ {
+		switch buf[i] {
+		case '"':
+			j, ok := skipQuoted(buf, i, end)
+			if !ok {
+				return 0, ErrBadHeader
+			}
+			i = j - 1
+		case '<':
+			angle = true
+		case '>':
+			angle = false
+		case ',':
+			if !angle {
+				return i, nil
+			}
+		}
+	}
+	return end, nil
+}
+
+// skipQuoted returns the index just past the quoted string starting at
+// buf[i] == '"', honouring quoted-pairs (RFC 3261 25.1).
+func skipQuoted(buf []byte, i, end int) (int, bool) {
+	for i++; i < end; i++ {
+		switch buf[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1, true
+		}
+	}
+	return 0, false
+}
+
+func trimLWS(buf []byte, start, end int) (int, int) {
+	for start < end && byteClass[buf[start]]&classWS != 0 {
+		start++
+	}
+	for end > start && byteClass[buf[end-1]]&classWS != 0 {
+		end--
+	}
+	return start, end
+}
+
+func (s span) of(b []byte) []byte { return b[s.start:s.end:s.end] }
+
+// IsResponse reports whether the message is a response.
+func (m *Message) IsResponse() bool { return m.response }
+
+// IsRequest reports whether the message is a request.
+func (m *Message) IsRequest() bool { return !m.response }
+
+// Method returns the request method, MethodOther for extension methods and responses.
+func (m *Message) Method() Method { return m.method }
+
+// MethodBytes returns the request method as received.
+func (m *Message) MethodBytes() []byte { return m.methodS.of(m.buf) }
+
+// RequestURI returns the Request-URI as received.
+func (m *Message) RequestURI() []byte { return m.uriS.of(m.buf) }
+
+// StatusCode returns the status code of a response, 0 for a request.
+func (m *Message) StatusCode() int { return int(m.status) }
+
+// ReasonPhrase returns the reason phrase of a response.
+func (m *Message) ReasonPhrase() []byte { return m.reasonS.of(m.buf) }
+
+// Body returns the message body (empty when there is none).
+func (m *Message) Body() []byte { return m.bodyS.of(m.buf) }
+
+// ContentLength returns the Content-Length value, or -1 when absent.
+func (m *Message) ContentLength() int { return int(m.contentLength) }
+
+// Bytes returns the message as parsed: the buffer given to Parse minus bytes
+// past Content-Length.
+func (m *Message) Bytes() []byte { return m.buf }
+
+// Header is one header field value.
+type Header struct {
+	Kind  HeaderKind
+	Name  []byte // as received, e.g. "v" or "VIA"
+	Value []byte // trimmed; one element of a list header
+}
+
+// NumHeaders returns the number of header fields (each list element counts).
+func (m *Message) NumHeaders() int { return len(m.fields) }
+
+// HeaderAt returns header field i, in wire order, 0 <= i < NumHeaders.
+func (m *Message) HeaderAt(i int) Header {
+	f := &m.fields[i]
+	return Header{Kind: f.kind, Name: f.name.of(m.buf), Value: f.value.of(m.buf)}
+}
+
+// Count returns how many values of kind the message has.
+func (m *Message) Count(kind HeaderKind) int { return int(m.count[kind]) }
+
+// Get returns the first value of kind, or nil.
+func (m *Message) Get(kind HeaderKind) []byte {
+	if i := m.first[kind]; i != 0 {
+		return m.fields[i-1].value.of(m.buf)
+	}
+	return nil
+}
+
+// Nth returns the n-th (from 0) value of kind, or nil.
+func (m *Message) Nth(kind HeaderKind, n int) []byte {
+	i := int(m.first[kind])
+	if i == 0 || n >= int(m.count[kind]) {
+		return nil
+	}
+	for i--; i < len(m.fields); i++ {
+		if m.fields[i].kind == kind {
+			if n == 0 {
+				return m.fields[i].value.of(m.buf)
+			}
+			n--
+		}
+	}
+	return nil
+}
+
+// GetByName returns the first value of the header named name (any case),
+// known or not.
+func (m *Message) GetByName(name string) []byte {
+	if k := LookupHeader([]byte(name)); k != HeaderOther {
+		return m.Get(k)
+	}
+	for i := range m.fields {
+		f := &m.fields[i]
+		if f.kind == HeaderOther && equalFold(f.name.of(m.buf), name) {
+			return f.value.of(m.buf)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,247 @@
+package parser
+
+import "bytes"
+
+// Scheme is a URI scheme.
+type Scheme uint8
+
+const (
+	SchemeOther Scheme = iota // any other scheme, kept opaque (RFC 4475 3.3.2)
+	SchemeSIP
+	SchemeSIPS
+	SchemeTel
+)
+
+// URI is a parsed URI: views into the parsed bytes.
+//
+// For sip and sips (RFC 3261 19.1.1) every field may be set. For tel
+// (RFC 3966) User holds the number and Params its parameters. Other schemes
+// are opaque: only SchemeRaw and Opaque are set.
+type URI struct {
+	Scheme    Scheme
+	SchemeRaw []byte
+	User      []byte // still %-escaped; see Unescape
+	Password  []byte
+	Host      []byte // an IPv6 reference keeps its brackets
+	Port      int    // 0 when absent
+	Params    []byte // ";name=value;..." without the leading ';'; see Param
+	Headers   []byte // after '?'
+	Opaque    []byte // everything after "scheme:" (all schemes)
+}
+
+// IsSIP reports whether the URI is a sip or sips URI.
+func (u *URI) IsSIP() bool { return u.Scheme == SchemeSIP || u.Scheme == SchemeSIPS }
+
+// Param returns the value of the URI parameter name (case-insensitive) and
+// whether it is present. A parameter without a value returns an empty value.
+func (u *URI) Param(name string) ([]byte, bool) { return paramLookup(u.Params, name) }
+
+// ParseURI parses an absolute URI.
+func ParseURI(b []byte) (URI, error) {
+	var u URI
+	colon := bytes.IndexByte(b, ':')
+	if colon <= 0 || !hasScheme(b) {
+		return u, ErrBadURI
+	}
+	u.SchemeRaw, u.Opaque = b[:colon], b[colon+1:]
+	switch {
+	case equalFold(u.SchemeRaw, "sip"):
+		u.Scheme = SchemeSIP
+	case equalFold(u.SchemeRaw, "sips"):
+		u.Scheme = SchemeSIPS
+	case equalFold(u.SchemeRaw, "tel"):
+		u.Scheme = SchemeTel
+		return u, parseTel(&u, u.Opaque)
+	default:
+		if len(u.Opaque) == 0 {
+			return u, ErrBadURI
+		}
+		for _, c := range u.Opaque {
+			if c <= ' ' || c == 0x7f {
+				return u, ErrBadURI
+			}
+		}
+		return u, nil
+	}
+	return u, parseSIPURI(&u, u.Opaque)
+}
+
+// parseSIPURI parses [userinfo "@"] hostport uri-parameters [headers]
+// (RFC 3261 25.1). Neither user nor password may hold an unescaped '@' and
+// nothing after the host may hold one, so the first '@' ends the userinfo.
+func parseSIPURI(u *URI, b []byte) error {
+	if at := bytes.IndexByte(b, '@'); at >= 0 {
+		info := b[:at]
+		b = b[at+1:]
+		user := info
+		if c := bytes.IndexByte(info, ':'); c >= 0 {
+			user, u.Password = info[:c], info[c+1:]
+			if !validChars(u.Password, classPassword) {
+				return ErrBadURI
+			}
+		}
+		if len(user) == 0 || !validChars(user, classUser) {
+			return ErrBadURI
+		}
+		u.User = user
+	}
+	i, err := parseHostPort(b, &u.Host, &u.Port)
+	if err != nil {
+		return ErrBadURI
+	}
+	b = b[i:]
+	if len(b) > 0 && b[0] == ';' {
+		end := bytes.IndexByte(b, '?')
+		if end < 0 {
+			end = len(b)
+		}
+		u.Params = b[1:end]
+		if !validURIParams(u.Params) {
+			return ErrBadURI
+		}
+		b = b[end:]
+	}
+	if len(b) > 0 && b[0] == '?' {
+		u.Headers = b[1:]
+		if len(u.Headers) == 0 || !validChars(u.Headers, classHeaderChar|classPassword) {
+			return ErrBadURI
+		}
+		b = b[len(b):]
+	}
+	if len(b) != 0 {
+		return ErrBadURI
+	}
+	return nil
+}
+
+// parseTel parses telephone-subscriber (RFC 3966 3) loosely: the number up
+// to the first ';', then parameters.
+func parseTel(u *URI, b []byte) error {
+	num := b
+	if i := bytes.IndexByte(b, ';'); i >= 0 {
+		num, u.Params = b[:i], b[i+1:]
+		if !validURIParams(u.Params) {
+			return ErrBadURI
+		}
+	}
+	if len(num) == 0 || !validChars(num, classParam) {
+		return ErrBadURI
+	}
+	u.User = num
+	return nil
+}
+
+// parseHostPort parses host [":" port] at the start of b and returns the
+// number of bytes used. Hosts are hostnames, IPv4 addresses or bracketed
+// IPv6 references (RFC 3261 25.1); a port is 0-65535.
+func parseHostPort(b []byte, host *[]byte, port *int) (int, error) {
+	i := 0
+	if len(b) > 0 && b[0] == '[' {
+		end := bytes.IndexByte(b, ']')
+		if end < 3 {
+			return 0, ErrBadURI
+		}
+		for _, c := range b[1:end] {
+			if !isHex(c) && c != ':' && c != '.' {
+				return 0, ErrBadURI
+			}
+		}
+		i = end + 1
+	} else {
+		for i < len(b) && byteClass[b[i]]&classHost != 0 {
+			i++
+		}
+		if i == 0 {
+			return 0, ErrBadURI
+		}
+	}
+	*host = b[:i]
+	*port = 0
+	if i < len(b) && b[i] == ':' {
+		i++
+		start := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		p, ok := parseUint(b[start:i], 65535)
+		if !ok {
+			return 0, ErrBadURI
+		}
+		*port = int(p)
+	}
+	return i, nil
+}
+
+// validURIParams checks name[=value] *(";" name[=value]) of paramchars and escapes.
+func validURIParams(b []byte) bool {
+	for len(b) > 0 {
+		end := bytes.IndexByte(b, ';')
+		if end < 0 {
+			end = len(b)
+		}
+		p := b[:end]
+		if len(p) == 0 {
+			return false
+		}
+		name, value := p, []byte(nil)
+		if eq := bytes.IndexByte(p, '='); eq >= 0 {
+			name, value = p[:eq], p[eq+1:]
+			if len(value) == 0 || !validChars(value, classParam) {
+				return false
+			}
+		}
+		if len(name) == 0 || !validChars(name, classParam) {
+			return false
+		}
+		if end == len(b) {
+			break
+		}
+		b = b[end+1:]
+	}
+	return true
+}
+
+// validChars reports whether b holds only bytes of class and well-formed %HH escapes.
+func validChars(b []byte, class uint16) bool {
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if byteClass[c]&class != 0 {
+			continue
+		}
+		if c == '%' && i+2 < len(b) && isHex(b[i+1]) && isHex(b[i+2]) {
+			i += 2
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0'
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
+}
+
+// Unescape appends b to dst with %HH escapes decoded, once: "%2541" becomes
+// "%41", not "A" (RFC 4475 3.1.1.3). A %00 yields a NUL byte; it does not
+// end the string (RFC 4475 3.1.1.4).
+func Unescape(dst, b []byte) []byte {
+	for i := 0; i < len(b); i++ {
+		if b[i] == '%' && i+2 < len(b) && isHex(b[i+1]) && isHex(b[i+2]) {
+			dst = append(dst, unhex(b[i+1])<<4|unhex(b[i+2]))
+			i += 2
+			continue
+		}
+		dst = append(dst, b[i])
+	}
+	return dst
+}

@@ -1,0 +1,171 @@
+package parser
+
+import "unicode/utf8"
+
+// singleValue lists headers that may appear once (RFC 3261 7.3.1, 20); a
+// repeat is the ambiguity RFC 4475 3.3.8 warns of.
+var singleValue = NewHeaderSet(HeaderFrom, HeaderTo, HeaderCallID, HeaderCSeq,
+	HeaderMaxForwards, HeaderContentType, HeaderExpires, HeaderMinExpires,
+	HeaderRetryAfter, HeaderRSeq, HeaderRAck, HeaderSessionExpires, HeaderMinSE,
+	HeaderEvent, HeaderReferTo, HeaderReferredBy)
+
+// Validate makes the checks a server makes after Parse and before acting on
+// a message, in the spirit of Kamailio's sanity module:
+//   - Via, From, To, Call-ID and CSeq present (RFC 3261 8.1.1); Max-Forwards
+//     may be missing, as in RFC 2543 requests (RFC 4475 3.4.1);
+//   - single-value headers not repeated (RFC 4475 3.3.8);
+//   - CSeq number up to 2^32-1 and, in a request, its method equal to the
+//     request method (RFC 3261 8.1.1.5; RFC 4475 3.1.2.17);
+//   - Max-Forwards 0-255, Expires up to 2^32-1 (RFC 4475 3.1.2.4);
+//   - the top Via well-formed; a branch with the magic cookie must carry a
+//     transaction id after it (RFC 4475 3.2.1); a Via without a branch is an
+//     RFC 2543 request and passes, for the transaction layer to match;
+//   - From and To well-formed, with at most one tag each, and so every
+//     Contact, Route, Record-Route, P-Asserted-Identity and
+//     P-Preferred-Identity (RFC 4475 3.1.2.13);
+//   - a request's URI is sip, sips or tel (416, RFC 3261 8.2.2.1;
+//     RFC 4475 3.3.2) and, if sip, well-formed and without headers
+//     (RFC 3261 19.1.1; RFC 4475 3.1.2.11);
+//   - every option tag of Require and Proxy-Require is in supported (420,
+//     RFC 3261 8.2.2.3; not checked for ACK and CANCEL);
+//   - a response's reason phrase is UTF-8.
+func (m *Message) Validate(supported []string) error {
+	if m.Get(HeaderVia) == nil {
+		return ErrMissingVia
+	}
+	if m.Get(HeaderFrom) == nil {
+		return ErrMissingFrom
+	}
+	if m.Get(HeaderTo) == nil {
+		return ErrMissingTo
+	}
+	if m.Get(HeaderCallID) == nil {
+		return ErrMissingCallID
+	}
+	if m.Get(HeaderCSeq) == nil {
+		return ErrMissingCSeq
+	}
+	for k := HeaderKind(1); k < numHeaderKinds; k++ {
+		if m.count[k] > 1 && singleValue.Has(k) {
+			return ErrDupHeader
+		}
+	}
+	cseq, err := m.CSeq()
+	if err != nil {
+		return err
+	}
+	if m.IsRequest() && string(cseq.MethodRaw) != string(m.MethodBytes()) {
+		return ErrCSeqMismatch
+	}
+	if _, _, err := m.MaxForwards(); err != nil {
+		return err
+	}
+	if _, _, err := m.Expires(); err != nil {
+		return err
+	}
+	if !validCallID(m.CallID()) {
+		return ErrBadCallID
+	}
+	via, err := m.TopVia()
+	if err != nil {
+		return err
+	}
+	if via.Branch != nil && len(via.Branch) <= len(magicCookie) && equalFold(via.Branch, magicCookie) {
+		return ErrBadBranch
+	}
+	if _, err := m.From(); err != nil {
+		return err
+	}
+	if _, err := m.To(); err != nil {
+		return err
+	}
+	for _, kind := range addressLists {
+		for i := 0; i < m.Count(kind); i++ {
+			if _, err := m.Address(kind, i); err != nil {
+				return err
+			}
+		}
+	}
+	if m.IsResponse() {
+		if !utf8.Valid(m.ReasonPhrase()) {
+			return ErrReasonNotUTF8
+		}
+		return nil
+	}
+	u, err := ParseURI(m.RequestURI())
+	if err != nil {
+		return err
+	}
+	if u.Scheme == SchemeOther {
+		return ErrURIScheme
+	}
+	if u.Headers != nil {
+		return ErrBadURI
+	}
+	if m.method != MethodAck && m.method != MethodCancel {
+		if !allSupported(m, HeaderRequire, supported) || !allSupported(m, HeaderProxyRequire, supported) {
+			return ErrBadExtension
+		}
+	}
+	return nil
+}
+
+// addressLists are the address headers a B2BUA reads besides From and To;
+// Validate parses them all so that no later reader meets a malformed one.
+var addressLists = [...]HeaderKind{HeaderContact, HeaderRoute, HeaderRecordRoute,
+	HeaderPAssertedIdentity, HeaderPPreferredIdentity}
+
+// validCallID checks callid = word [ "@" word ] (RFC 3261 25.1).
+func validCallID(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	at := false
+	for i, c := range b {
+		if c == '@' && !at && i > 0 && i < len(b)-1 {
+			at = true
+			continue
+		}
+		if byteClass[c]&classCallID == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func allSupported(m *Message, kind HeaderKind, supported []string) bool {
+	for i := 0; i < m.Count(kind); i++ {
+		if !containsFold(supported, m.Nth(kind, i)) {
+			return false
+		}
+	}
+	return true
+}
+
+func containsFold(list []string, b []byte) bool {
+	for _, s := range list {
+		if equalFold(b, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// AppendUnsupported appends, comma-separated, the option tags of Require and
+// Proxy-Require that are not in supported: the value of the Unsupported
+// header of a 420 response (RFC 3261 20.40).
+func AppendUnsupported(dst []byte, m *Message, supported []string) []byte {
+	n := 0
+	for _, kind := range [...]HeaderKind{HeaderRequire, HeaderProxyRequire} {
+		for i := 0; i < m.Count(kind); i++ {
+			if tag := m.Nth(kind, i); !containsFold(supported, tag) {
+				if n > 0 {
+					dst = append(dst, ", "...)
+				}
+				dst = append(dst, tag...)
+				n++
+			}
+		}
+	}
+	return dst
+}

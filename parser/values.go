@@ -1,0 +1,356 @@
+package parser
+
+import "bytes"
+
+// parseUint parses 1*DIGIT no greater than max. Leading zeros are allowed
+// (RFC 4475 3.1.1.1); overflow is an error, never a wrap.
+func parseUint(b []byte, max uint64) (uint64, bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+		if n > max {
+			return 0, false
+		}
+	}
+	return n, true
+}
+
+func allDigits(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// maxUint32 bounds CSeq numbers and delta-seconds (RFC 3261 8.1.1.5, 20.19).
+const maxUint32 = 1<<32 - 1
+
+// CSeq is a parsed CSeq value (RFC 3261 20.16).
+type CSeq struct {
+	Num       uint32
+	Method    Method
+	MethodRaw []byte
+}
+
+// ParseCSeq parses 1*DIGIT LWS Method.
+func ParseCSeq(b []byte) (CSeq, error) {
+	var c CSeq
+	i := skipLWS(b, 0)
+	s := i
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	n, ok := parseUint(b[s:i], maxUint32)
+	if !ok || i == len(b) || byteClass[b[i]]&classWS == 0 {
+		return c, ErrBadCSeq
+	}
+	i = skipLWS(b, i)
+	s = i
+	for i < len(b) && byteClass[b[i]]&classToken != 0 {
+		i++
+	}
+	if i == s || skipLWS(b, i) != len(b) {
+		return c, ErrBadCSeq
+	}
+	c.Num, c.MethodRaw, c.Method = uint32(n), b[s:i], LookupMethod(b[s:i])
+	return c, nil
+}
+
+// parseDelta parses delta-seconds with optional surrounding LWS.
+func parseDelta(b []byte, max uint64) (uint64, bool) {
+	s, e := trimLWS(b, 0, len(b))
+	return parseUint(b[s:e], max)
+}
+
+// RetryAfter is a parsed Retry-After value (RFC 3261 20.33).
+type RetryAfter struct {
+	Seconds  uint32
+	Duration uint32 // the duration parameter, 0 when absent
+	Comment  []byte
+	Params   []byte
+}
+
+// ParseRetryAfter parses delta-seconds [ comment ] *( SEMI retry-param ).
+func ParseRetryAfter(b []byte) (RetryAfter, error) {
+	var r RetryAfter
+	i := skipLWS(b, 0)
+	s := i
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	n, ok := parseUint(b[s:i], maxUint32)
+	if !ok {
+		return r, ErrBadRetryAfter
+	}
+	r.Seconds = uint32(n)
+	i = skipLWS(b, i)
+	if i < len(b) && b[i] == '(' {
+		end := bytes.IndexByte(b[i:], ')')
+		if end < 0 {
+			return r, ErrBadRetryAfter
+		}
+		r.Comment = b[i+1 : i+end]
+		i = skipLWS(b, i+end+1)
+	}
+	if i == len(b) {
+		return r, nil
+	}
+	if b[i] != ';' {
+		return r, ErrBadRetryAfter
+	}
+	r.Params = b[i+1:]
+	if _, err := checkParams(r.Params); err != nil {
+		return r, ErrBadRetryAfter
+	}
+	if d, ok := paramLookup(r.Params, "duration"); ok {
+		n, ok := parseUint(d, maxUint32)
+		if !ok {
+			return r, ErrBadRetryAfter
+		}
+		r.Duration = uint32(n)
+	}
+	return r, nil
+}
+
+// Privacy is a set of privacy values (RFC 3323 4.2, RFC 3325 9.3).
+type Privacy uint8
+
+const (
+	PrivacyHeader Privacy = 1 << iota
+	PrivacySession
+	PrivacyUser
+	PrivacyNone
+	PrivacyCritical
+	PrivacyID
+	PrivacyOther // an extension value
+)
+
+// ParsePrivacy parses priv-value *( ";" priv-value ).
+func ParsePrivacy(b []byte) (Privacy, error) {
+	var p Privacy
+	for len(b) > 0 {
+		end := bytes.IndexByte(b, ';')
+		if end < 0 {
+			end = len(b)
+		}
+		s, e := trimLWS(b, 0, end)
+		v := b[s:e]
+		if len(v) == 0 || !validChars(v, classToken) {
+			return 0, ErrBadPrivacy
+		}
+		switch {
+		case equalFold(v, "header"):
+			p |= PrivacyHeader
+		case equalFold(v, "session"):
+			p |= PrivacySession
+		case equalFold(v, "user"):
+			p |= PrivacyUser
+		case equalFold(v, "none"):
+			p |= PrivacyNone
+		case equalFold(v, "critical"):
+			p |= PrivacyCritical
+		case equalFold(v, "id"):
+			p |= PrivacyID
+		default:
+			p |= PrivacyOther
+		}
+		if end == len(b) {
+			break
+		}
+		b = b[end+1:]
+		if len(b) == 0 {
+			return 0, ErrBadPrivacy
+		}
+	}
+	return p, nil
+}
+
+// Reason is one Reason header value (RFC 3326).
+type Reason struct {
+	Protocol []byte // "SIP", "Q.850", ...
+	Cause    int    // the cause parameter, -1 when absent
+	Text     []byte // the text parameter without its quotes
+	Params   []byte
+}
+
+// ParseReason parses protocol *( SEMI reason-params ).
+func ParseReason(b []byte) (Reason, error) {
+	r := Reason{Cause: -1}
+	i := skipLWS(b, 0)
+	s := i
+	for i < len(b) && byteClass[b[i]]&classToken != 0 {
+		i++
+	}
+	if i == s {
+		return r, ErrBadReasonHdr
+	}
+	r.Protocol = b[s:i]
+	i = skipLWS(b, i)
+	if i == len(b) {
+		return r, nil
+	}
+	if b[i] != ';' {
+		return r, ErrBadReasonHdr
+	}
+	r.Params = b[i+1:]
+	it := paramIter{b: r.Params}
+	for {
+		name, value, ok, err := it.next()
+		if err != nil {
+			return r, ErrBadReasonHdr
+		}
+		if !ok {
+			return r, nil
+		}
+		switch {
+		case equalFold(name, "cause"):
+			n, ok := parseUint(value, 65535)
+			if !ok {
+				return r, ErrBadReasonHdr
+			}
+			r.Cause = int(n)
+		case equalFold(name, "text"):
+			if len(value) >= 2 && value[0] == '"' {
+				value = value[1 : len(value)-1]
+			}
+			r.Text = value
+		}
+	}
+}
+
+// MediaType returns type "/" subtype of a Content-Type value, without
+// parameters (RFC 3261 20.15).
+func MediaType(b []byte) []byte {
+	if i := bytes.IndexByte(b, ';'); i >= 0 {
+		b = b[:i]
+	}
+	s, e := trimLWS(b, 0, len(b))
+	return b[s:e]
+}
+
+// Typed accessors on Message. Each parses its header on demand and returns
+// views into the message; nothing is cached, so call once and keep the value.
+
+// Via parses the n-th (from 0) Via value.
+func (m *Message) Via(n int) (Via, error) {
+	b := m.Nth(HeaderVia, n)
+	if b == nil {
+		return Via{}, ErrMissingVia
+	}
+	return ParseVia(b)
+}
+
+// TopVia parses the first Via value.
+func (m *Message) TopVia() (Via, error) { return m.Via(0) }
+
+// Address parses the n-th value of an address header (From, To, Contact,
+// Route, Record-Route, P-Asserted-Identity, P-Preferred-Identity, ...).
+func (m *Message) Address(kind HeaderKind, n int) (Address, error) {
+	b := m.Nth(kind, n)
+	if b == nil {
+		return Address{}, ErrNoHeader
+	}
+	return ParseAddress(b)
+}
+
+// From parses the From header.
+func (m *Message) From() (Address, error) { return m.Address(HeaderFrom, 0) }
+
+// To parses the To header.
+func (m *Message) To() (Address, error) { return m.Address(HeaderTo, 0) }
+
+// Contact parses the n-th Contact value.
+func (m *Message) Contact(n int) (Address, error) { return m.Address(HeaderContact, n) }
+
+// CallID returns the Call-ID, nil when absent.
+func (m *Message) CallID() []byte { return m.Get(HeaderCallID) }
+
+// CSeq parses the CSeq header.
+func (m *Message) CSeq() (CSeq, error) {
+	b := m.Get(HeaderCSeq)
+	if b == nil {
+		return CSeq{}, ErrMissingCSeq
+	}
+	return ParseCSeq(b)
+}
+
+// MaxForwards parses Max-Forwards (0-255). present is false when the header
+// is absent, as in RFC 2543 requests.
+func (m *Message) MaxForwards() (n int, present bool, err error) {
+	b := m.Get(HeaderMaxForwards)
+	if b == nil {
+		return 0, false, nil
+	}
+	v, ok := parseDelta(b, 255)
+	if !ok {
+		return 0, true, ErrBadMaxForwards
+	}
+	return int(v), true, nil
+}
+
+// Expires parses the Expires header (delta-seconds up to 2^32-1).
+func (m *Message) Expires() (sec uint32, present bool, err error) {
+	b := m.Get(HeaderExpires)
+	if b == nil {
+		return 0, false, nil
+	}
+	v, ok := parseDelta(b, maxUint32)
+	if !ok {
+		return 0, true, ErrBadExpires
+	}
+	return uint32(v), true, nil
+}
+
+// RetryAfter parses the Retry-After header.
+func (m *Message) RetryAfter() (r RetryAfter, present bool, err error) {
+	b := m.Get(HeaderRetryAfter)
+	if b == nil {
+		return RetryAfter{}, false, nil
+	}
+	r, err = ParseRetryAfter(b)
+	return r, true, err
+}
+
+// Privacy parses the Privacy headers, all values combined.
+func (m *Message) Privacy() (Privacy, error) {
+	var p Privacy
+	for i := 0; i < m.Count(HeaderPrivacy); i++ {
+		v, err := ParsePrivacy(m.Nth(HeaderPrivacy, i))
+		if err != nil {
+			return 0, err
+		}
+		p |= v
+	}
+	return p, nil
+}
+
+// Reason parses the n-th Reason header value.
+func (m *Message) Reason(n int) (Reason, error) {
+	b := m.Nth(HeaderReason, n)
+	if b == nil {
+		return Reason{Cause: -1}, ErrNoHeader
+	}
+	return ParseReason(b)
+}
+
+// ContentType returns the media type of the body, without parameters.
+func (m *Message) ContentType() []byte { return MediaType(m.Get(HeaderContentType)) }
+
+// HasOptionTag reports whether a Require, Proxy-Require, Supported or
+// Unsupported header (kind) lists tag, case-insensitively.
+func (m *Message) HasOptionTag(kind HeaderKind, tag string) bool {
+	for i := 0; i < m.Count(kind); i++ {
+		if equalFold(m.Nth(kind, i), tag) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,122 @@
+package parser
+
+import "bytes"
+
+// Via is one Via value (RFC 3261 20.42, RFC 3581).
+type Via struct {
+	Transport []byte // "UDP", "TCP", "TLS", "SCTP", or an extension token, as received
+	Host      []byte // sent-by host; an IPv6 reference keeps its brackets
+	Port      int    // sent-by port, 0 when absent
+	Params    []byte // parameters without the leading ';'
+	Branch    []byte
+	Received  []byte
+	Maddr     []byte
+	RPort     []byte // the rport value, empty when the parameter has none
+	HasRPort  bool
+}
+
+// magicCookie starts every RFC 3261 branch (RFC 3261 8.1.1.7).
+const magicCookie = "z9hG4bK"
+
+// IsRFC3261Branch reports whether the branch carries the magic cookie, so it
+// alone identifies the transaction (RFC 3261 17.2.3).
+func (v *Via) IsRFC3261Branch() bool {
+	return len(v.Branch) > len(magicCookie) && equalFold(v.Branch[:len(magicCookie)], magicCookie)
+}
+
+// ParseVia parses one Via value:
+// sent-protocol LWS sent-by *( SEMI via-params ), where LWS may surround each
+// '/' of sent-protocol and the ':' of sent-by (RFC 3261 25.1, RFC 4475 3.1.1.1).
+func ParseVia(b []byte) (Via, error) {
+	var v Via
+	i := skipLWS(b, 0)
+	// protocol-name "/" protocol-version "/" transport
+	var parts [3][]byte
+	for k := range parts {
+		if k > 0 {
+			if i == len(b) || b[i] != '/' {
+				return v, ErrBadVia
+			}
+			i = skipLWS(b, i+1)
+		}
+		s := i
+		for i < len(b) && byteClass[b[i]]&classToken != 0 {
+			i++
+		}
+		if i == s {
+			return v, ErrBadVia
+		}
+		parts[k] = b[s:i]
+		i = skipLWS(b, i)
+	}
+	if !equalFold(parts[0], "SIP") || string(parts[1]) != "2.0" {
+		return v, ErrBadVia
+	}
+	v.Transport = parts[2]
+	if i == 0 || byteClass[b[i-1]]&classWS == 0 {
+		return v, ErrBadVia // LWS must separate sent-protocol and sent-by
+	}
+	// sent-by = host [ COLON port ]
+	hs := i
+	if i < len(b) && b[i] == '[' {
+		end := bytes.IndexByte(b[i:], ']')
+		if end < 0 {
+			return v, ErrBadVia
+		}
+		i += end + 1
+	} else {
+		for i < len(b) && byteClass[b[i]]&classHost != 0 {
+			i++
+		}
+	}
+	if i == hs {
+		return v, ErrBadVia
+	}
+	var port int
+	host := b[hs:i]
+	if _, err := parseHostPort(host, &v.Host, &port); err != nil {
+		return v, ErrBadVia
+	}
+	i = skipLWS(b, i)
+	if i < len(b) && b[i] == ':' {
+		i = skipLWS(b, i+1)
+		ps := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		p, ok := parseUint(b[ps:i], 65535)
+		if !ok {
+			return v, ErrBadVia
+		}
+		v.Port = int(p)
+		i = skipLWS(b, i)
+	}
+	if i == len(b) {
+		return v, nil
+	}
+	if b[i] != ';' {
+		return v, ErrBadVia
+	}
+	v.Params = b[i+1:]
+	it := paramIter{b: v.Params}
+	for {
+		name, value, ok, err := it.next()
+		if err != nil {
+			return v, ErrBadVia
+		}
+		if !ok {
+			break
+		}
+		switch {
+		case equalFold(name, "branch"):
+			v.Branch = value
+		case equalFold(name, "received"):
+			v.Received = value
+		case equalFold(name, "maddr"):
+			v.Maddr = value
+		case equalFold(name, "rport"):
+			v.RPort, v.HasRPort = value, true
+		}
+	}
+	return v, nil
+}
