@@ -23,20 +23,20 @@ func (a *Address) Param(name string) ([]byte, bool) { return paramLookup(a.Param
 // addr-spec form the first ';' ends the URI: parameters after it belong to
 // the header, not the URI (RFC 3261 20; RFC 4475 3.3.12), and a URI with
 // '?' or ',' must be in angle brackets (RFC 4475 3.1.2.13).
-func ParseAddress(b []byte) (Address, error) {
-	var a Address
+func ParseAddress(b []byte, a *Address) error {
+	*a = Address{}
 	s, e := trimLWS(b, 0, len(b))
 	b = b[s:e]
 	if len(b) == 1 && b[0] == '*' {
 		a.Star = true
-		return a, nil
+		return nil
 	}
 	lt := -1
 	i := 0
 	if len(b) > 0 && b[0] == '"' {
 		end, ok := skipQuoted(b, 0, len(b))
 		if !ok {
-			return a, ErrBadAddress // RFC 4475 3.1.2.6
+			return ErrBadAddress // RFC 4475 3.1.2.6
 		}
 		a.Display, a.Quoted = b[1:end-1], true
 		i = end
@@ -44,14 +44,14 @@ func ParseAddress(b []byte) (Address, error) {
 			i++
 		}
 		if i == len(b) || b[i] != '<' {
-			return a, ErrBadAddress
+			return ErrBadAddress
 		}
 		lt = i
 	} else if j := bytes.IndexByte(b, '<'); j >= 0 {
 		// display-name = *(token LWS); LWS before '<' is optional (RFC 4475 3.1.1.6).
 		for k := 0; k < j; k++ {
 			if byteClass[b[k]]&(classToken|classWS) == 0 {
-				return a, ErrBadAddress // e.g. "Bell, Alexander" (RFC 4475 3.1.2.15)
+				return ErrBadAddress // e.g. "Bell, Alexander" (RFC 4475 3.1.2.15)
 			}
 		}
 		ds, de := trimLWS(b, 0, j)
@@ -62,7 +62,7 @@ func ParseAddress(b []byte) (Address, error) {
 	if lt >= 0 {
 		gt := bytes.IndexByte(b[lt:], '>')
 		if gt < 0 {
-			return a, ErrBadAddress
+			return ErrBadAddress
 		}
 		a.URIRaw = b[lt+1 : lt+gt]
 		rest = b[lt+gt+1:]
@@ -75,29 +75,27 @@ func ParseAddress(b []byte) (Address, error) {
 		a.URIRaw = b[us:ue]
 		rest = b[end:]
 		if bytes.IndexByte(a.URIRaw, '?') >= 0 || bytes.IndexByte(a.URIRaw, ',') >= 0 {
-			return a, ErrBadAddress
+			return ErrBadAddress
 		}
 	}
-	// No white space inside <...> (RFC 4475 3.1.2.14).
-	if len(a.URIRaw) == 0 || bytes.IndexAny(a.URIRaw, " \t\r\n") >= 0 {
-		return a, ErrBadAddress
-	}
-	var err error
-	if a.URI, err = ParseURI(a.URIRaw); err != nil {
-		return a, err
+	// No white space inside <...> (RFC 4475 3.1.2.14): no URI character
+	// class admits it, so ParseURI rejects it.
+	if err := ParseURI(a.URIRaw, &a.URI); err != nil {
+		return err
 	}
 	rs, re := trimLWS(rest, 0, len(rest))
 	rest = rest[rs:re]
 	if len(rest) > 0 {
 		if rest[0] != ';' {
-			return a, ErrBadAddress
+			return ErrBadAddress
 		}
 		a.Params = rest[1:]
+		var err error
 		if a.Tag, err = checkParams(a.Params); err != nil {
-			return a, err
+			return err
 		}
 	}
-	return a, nil
+	return nil
 }
 
 // checkParams validates header parameters and returns the tag parameter; a

@@ -144,8 +144,8 @@ func AppendResponse(dst []byte, req *Message, code int, reason string, toTag []b
 
 // hasTag reports whether an address header value carries a tag parameter.
 func hasTag(b []byte) bool {
-	a, err := ParseAddress(b)
-	return err == nil && a.Tag != nil
+	var a Address
+	return ParseAddress(b, &a) == nil && a.Tag != nil
 }
 
 // AppendVia appends a Via header from a received Via value with RFC 3581
@@ -153,7 +153,8 @@ func hasTag(b []byte) bool {
 // differs from sent-by (or rport was requested), and an empty rport gets the
 // source port. Other parameters are kept in order.
 func AppendVia(dst []byte, via []byte, srcIP []byte, srcPort int) []byte {
-	v, err := ParseVia(via)
+	var v Via
+	err := ParseVia(via, &v)
 	dst = append(dst, "Via: "...)
 	if err != nil || v.Params == nil && string(v.Host) == string(srcIP) {
 		dst = append(dst, via...)

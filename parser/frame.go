@@ -12,8 +12,6 @@ const (
 	FramePong                      // CRLF: a keep-alive answer or stray CRLF before a start line (RFC 3261 7.5); skip it
 )
 
-var crlfcrlf = []byte("\r\n\r\n")
-
 // Frame finds the first unit in b, the bytes read so far from a stream
 // transport, without copying. Framing follows RFC 3261 18.3: a message ends
 // Content-Length bytes after the empty line, and Content-Length is mandatory

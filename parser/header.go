@@ -1,5 +1,7 @@
 package parser
 
+import "strings"
+
 // HeaderKind identifies a header the parser knows by name, long or compact.
 // Unknown headers have kind HeaderOther and are kept as opaque values.
 type HeaderKind uint8
@@ -68,7 +70,7 @@ const (
 type headerInfo struct {
 	name    string // canonical spelling, written by the builder
 	compact byte   // RFC 3261 7.3.3 or IANA-registered compact form, 0 if none
-	list    bool   // the value is a comma-separated list, split into one field per element
+	list    bool   // split into one field per element, see Message
 }
 
 var headerInfos = [numHeaderKinds]headerInfo{
@@ -82,22 +84,22 @@ var headerInfos = [numHeaderKinds]headerInfo{
 	HeaderMaxForwards:        {"Max-Forwards", 0, false},
 	HeaderContentLength:      {"Content-Length", 'l', false},
 	HeaderContentType:        {"Content-Type", 'c', false},
-	HeaderContentEncoding:    {"Content-Encoding", 'e', true},
+	HeaderContentEncoding:    {"Content-Encoding", 'e', false},
 	HeaderContentDisposition: {"Content-Disposition", 0, false},
 	HeaderRoute:              {"Route", 0, true},
 	HeaderRecordRoute:        {"Record-Route", 0, true},
 	HeaderExpires:            {"Expires", 0, false},
 	HeaderMinExpires:         {"Min-Expires", 0, false},
 	HeaderRetryAfter:         {"Retry-After", 0, false},
-	HeaderRequire:            {"Require", 0, true},
-	HeaderProxyRequire:       {"Proxy-Require", 0, true},
-	HeaderSupported:          {"Supported", 'k', true},
-	HeaderUnsupported:        {"Unsupported", 0, true},
-	HeaderAllow:              {"Allow", 0, true},
-	HeaderAllowEvents:        {"Allow-Events", 'u', true},
-	HeaderAccept:             {"Accept", 0, true},
-	HeaderAcceptEncoding:     {"Accept-Encoding", 0, true},
-	HeaderAcceptLanguage:     {"Accept-Language", 0, true},
+	HeaderRequire:            {"Require", 0, false},
+	HeaderProxyRequire:       {"Proxy-Require", 0, false},
+	HeaderSupported:          {"Supported", 'k', false},
+	HeaderUnsupported:        {"Unsupported", 0, false},
+	HeaderAllow:              {"Allow", 0, false},
+	HeaderAllowEvents:        {"Allow-Events", 'u', false},
+	HeaderAccept:             {"Accept", 0, false},
+	HeaderAcceptEncoding:     {"Accept-Encoding", 0, false},
+	HeaderAcceptLanguage:     {"Accept-Language", 0, false},
 	HeaderPrivacy:            {"Privacy", 0, false},
 	HeaderReason:             {"Reason", 0, true},
 	HeaderPAssertedIdentity:  {"P-Asserted-Identity", 0, true},
@@ -110,9 +112,9 @@ var headerInfos = [numHeaderKinds]headerInfo{
 	HeaderMinSE:              {"Min-SE", 0, false},
 	HeaderIdentity:           {"Identity", 'y', false},
 	HeaderIdentityInfo:       {"Identity-Info", 'n', false},
-	HeaderAcceptContact:      {"Accept-Contact", 'a', true},
-	HeaderRejectContact:      {"Reject-Contact", 'j', true},
-	HeaderRequestDisposition: {"Request-Disposition", 'd', true},
+	HeaderAcceptContact:      {"Accept-Contact", 'a', false},
+	HeaderRejectContact:      {"Reject-Contact", 'j', false},
+	HeaderRequestDisposition: {"Request-Disposition", 'd', false},
 	HeaderAuthorization:      {"Authorization", 0, false},
 	HeaderProxyAuthorization: {"Proxy-Authorization", 0, false},
 	HeaderWWWAuthenticate:    {"WWW-Authenticate", 0, false},
@@ -147,9 +149,20 @@ func NewHeaderSet(kinds ...HeaderKind) HeaderSet {
 func (s HeaderSet) Has(k HeaderKind) bool { return s&(1<<k) != 0 }
 
 var (
-	compactKinds [256]HeaderKind   // compact form letter (lower case) -> kind
-	kindsByFirst [256][]HeaderKind // lower-case first letter -> candidate kinds
+	compactKinds [256]HeaderKind // compact form letter (lower case) -> kind
+	// kindsByHash is an open-addressing table of known names by nameHash.
+	kindsByHash [256]HeaderKind
 )
+
+// nameHash hashes a header name case-insensitively. Header names are
+// tokens, among which c|0x20 folds only letters (RFC 3261 25.1).
+func nameHash(name []byte) uint32 {
+	var h uint32
+	for _, c := range name {
+		h = h*31 + uint32(c|0x20)
+	}
+	return h
+}
 
 func init() {
 	if numHeaderKinds > 64 {
@@ -160,26 +173,54 @@ func init() {
 		if info.compact != 0 {
 			compactKinds[info.compact] = k
 		}
-		c := toLower[info.name[0]]
-		kindsByFirst[c] = append(kindsByFirst[c], k)
+		i := nameHash([]byte(info.name))
+		for kindsByHash[i%uint32(len(kindsByHash))] != HeaderOther {
+			i++
+		}
+		kindsByHash[i%uint32(len(kindsByHash))] = k
 	}
 }
 
 // LookupHeader returns the kind of a header name, matched case-insensitively
 // against long and compact forms (RFC 3261 7.3.1, 7.3.3).
-func LookupHeader(name []byte) HeaderKind {
-	if len(name) == 0 {
+func LookupHeader(name []byte) HeaderKind { return lookupHashed(name, nameHash(name)) }
+
+// lookupHashed is LookupHeader with the name's nameHash already computed.
+func lookupHashed(name []byte, h uint32) HeaderKind {
+	switch len(name) {
+	case 0:
 		return HeaderOther
-	}
-	if len(name) == 1 {
+	case 1:
 		return compactKinds[toLower[name[0]]]
 	}
-	for _, k := range kindsByFirst[toLower[name[0]]] {
-		if equalFold(name, headerInfos[k].name) {
+	for ; ; h++ {
+		k := kindsByHash[h%uint32(len(kindsByHash))]
+		if k == HeaderOther || equalTokenFold(name, lowerNames[k]) {
 			return k
 		}
 	}
-	return HeaderOther
+}
+
+// lowerNames holds the canonical names in lower case.
+var lowerNames = func() (l [numHeaderKinds]string) {
+	for k := range l {
+		l[k] = strings.ToLower(headerInfos[k].name)
+	}
+	return l
+}()
+
+// equalTokenFold reports whether the token b equals the lower-case token
+// lower, ignoring case. Among token characters c|0x20 folds only letters.
+func equalTokenFold(b []byte, lower string) bool {
+	if len(b) != len(lower) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		if b[i]|0x20 != lower[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // equalFold reports whether b equals s, ignoring ASCII case.

@@ -42,7 +42,12 @@ type field struct {
 // concurrent use.
 //
 // Header values are views of the wire bytes with surrounding white space
-// trimmed. A folded value (RFC 3261 7.3.1) keeps its CRLF and indentation
+// trimmed. Lists whose elements are used one by one (Via, Contact, Route,
+// Record-Route, P-Asserted-Identity, P-Preferred-Identity, Reason, Warning,
+// Path, Diversion) are split: each element is a value of its own, whether it
+// came on its own line or after a comma (RFC 3261 7.3.1). Token lists
+// (Allow, Supported, Require, Accept, ...) stay one value per line; read
+// them with NextListItem. A folded value (RFC 3261 7.3.1) keeps its CRLF and indentation
 // inside the view; the typed accessors treat them as the LWS they are.
 type Message struct {
 	buf    []byte
@@ -262,25 +267,34 @@ func (m *Message) parseStatusLine(line []byte, pos int) error {
 
 // parseHeaders parses header fields from pos up to and including the empty
 // line, and returns where the body starts.
+//
+// Lines end in CRLF. A bare LF or a bare CR is an error: a peer that splits
+// lines differently would see other headers. Each LF is checked for its CR
+// as lines are split; bare CRs are caught at the end by counting: with every
+// LF preceded by a CR, the section has as many CRs as lines.
 func (m *Message) parseHeaders(buf []byte, pos int, lim *Limits) (int, error) {
+	start, lines := pos, 0
 	for {
-		lineEnd, next, err := lineAt(buf, pos)
+		lineEnd, next, err := nextLine(buf, pos)
 		if err != nil {
 			return 0, err
 		}
-		if lineEnd == pos {
-			return next, nil // the empty line
+		lines++
+		if lineEnd == pos { // the empty line
+			if bytes.Count(buf[start:next], cr) != lines {
+				return 0, ErrBadHeader // a bare CR
+			}
+			return next, nil
 		}
-		if buf[pos] == ' ' || buf[pos] == '\t' {
-			return 0, ErrBadHeader // a fold with no header to continue
-		}
-		// Name, optional white space, colon (RFC 3261 7.3.1).
-		i := pos
+		// Name, optional white space, colon (RFC 3261 7.3.1). The name's
+		// hash is computed as it is scanned, for the lookup.
+		i, h := pos, uint32(0)
 		for i < lineEnd && byteClass[buf[i]]&classToken != 0 {
+			h = h*31 + uint32(buf[i]|0x20)
 			i++
 		}
 		if i == pos {
-			return 0, ErrBadHeaderName
+			return 0, ErrBadHeaderName // also a fold with no header to continue
 		}
 		name := span{uint32(pos), uint32(i)}
 		for i < lineEnd && (buf[i] == ' ' || buf[i] == '\t') {
@@ -292,19 +306,34 @@ func (m *Message) parseHeaders(buf []byte, pos int, lim *Limits) (int, error) {
 		valueStart := i + 1
 		// Continuation lines: CRLF followed by SP or HTAB.
 		for next < len(buf) && (buf[next] == ' ' || buf[next] == '\t') {
-			if lineEnd, next, err = lineAt(buf, next); err != nil {
+			if lineEnd, next, err = nextLine(buf, next); err != nil {
 				return 0, err
 			}
+			lines++
 		}
 		if lineEnd-pos > lim.MaxHeaderLine {
 			return 0, ErrHeaderTooLong
 		}
-		kind := LookupHeader(buf[name.start:name.end])
+		kind := lookupHashed(buf[name.start:name.end], h)
 		if err := m.addField(buf, kind, name, valueStart, lineEnd, lim); err != nil {
 			return 0, err
 		}
 		pos = next
 	}
+}
+
+// nextLine finds the line starting at pos and returns the index of its CR
+// and of the next line.
+func nextLine(buf []byte, pos int) (lineEnd, next int, err error) {
+	i := bytes.IndexByte(buf[pos:], '\n')
+	if i < 0 {
+		return 0, 0, ErrUnterminatedHeaders
+	}
+	eol := pos + i
+	if i == 0 || buf[eol-1] != '\r' {
+		return 0, 0, ErrBadHeader
+	}
+	return eol - 1, eol + 1, nil
 }
 
 // addField records a header value, splitting list headers into elements.
@@ -364,6 +393,14 @@ func (m *Message) appendField(buf []byte, kind HeaderKind, name, value span, lim
 // starts at i, or end. Commas inside quoted strings and <...> do not count
 // (RFC 3261 7.3.1).
 func listElementEnd(buf []byte, i, end int) (int, error) {
+	// Fast path: a comma with no quote or '<' before it ends the element.
+	c := bytes.IndexByte(buf[i:end], ',')
+	if c < 0 {
+		return end, nil
+	}
+	if bytes.IndexByte(buf[i:i+c], '"') < 0 && bytes.IndexByte(buf[i:i+c], '<') < 0 {
+		return i + c, nil
+	}
 	angle := false
 	for ; i < end; i++ {
 		switch buf[i] {
@@ -409,6 +446,11 @@ func trimLWS(buf []byte, start, end int) (int, int) {
 	}
 	return start, end
 }
+
+var (
+	cr       = []byte("\r")
+	crlfcrlf = []byte("\r\n\r\n")
+)
 
 func (s span) of(b []byte) []byte { return b[s.start:s.end:s.end] }
 

@@ -36,12 +36,12 @@ func (u *URI) IsSIP() bool { return u.Scheme == SchemeSIP || u.Scheme == SchemeS
 // whether it is present. A parameter without a value returns an empty value.
 func (u *URI) Param(name string) ([]byte, bool) { return paramLookup(u.Params, name) }
 
-// ParseURI parses an absolute URI.
-func ParseURI(b []byte) (URI, error) {
-	var u URI
+// ParseURI parses an absolute URI into u.
+func ParseURI(b []byte, u *URI) error {
+	*u = URI{}
 	colon := bytes.IndexByte(b, ':')
 	if colon <= 0 || !hasScheme(b) {
-		return u, ErrBadURI
+		return ErrBadURI
 	}
 	u.SchemeRaw, u.Opaque = b[:colon], b[colon+1:]
 	switch {
@@ -51,19 +51,19 @@ func ParseURI(b []byte) (URI, error) {
 		u.Scheme = SchemeSIPS
 	case equalFold(u.SchemeRaw, "tel"):
 		u.Scheme = SchemeTel
-		return u, parseTel(&u, u.Opaque)
+		return parseTel(u, u.Opaque)
 	default:
 		if len(u.Opaque) == 0 {
-			return u, ErrBadURI
+			return ErrBadURI
 		}
 		for _, c := range u.Opaque {
 			if c <= ' ' || c == 0x7f {
-				return u, ErrBadURI
+				return ErrBadURI
 			}
 		}
-		return u, nil
+		return nil
 	}
-	return u, parseSIPURI(&u, u.Opaque)
+	return parseSIPURI(u, u.Opaque)
 }
 
 // parseSIPURI parses [userinfo "@"] hostport uri-parameters [headers]

@@ -66,22 +66,23 @@ func (m *Message) Validate(supported []string) error {
 	if !validCallID(m.CallID()) {
 		return ErrBadCallID
 	}
-	via, err := m.TopVia()
-	if err != nil {
+	var via Via
+	if err := m.TopVia(&via); err != nil {
 		return err
 	}
 	if via.Branch != nil && len(via.Branch) <= len(magicCookie) && equalFold(via.Branch, magicCookie) {
 		return ErrBadBranch
 	}
-	if _, err := m.From(); err != nil {
+	var a Address
+	if err := m.From(&a); err != nil {
 		return err
 	}
-	if _, err := m.To(); err != nil {
+	if err := m.To(&a); err != nil {
 		return err
 	}
 	for _, kind := range addressLists {
 		for i := 0; i < m.Count(kind); i++ {
-			if _, err := m.Address(kind, i); err != nil {
+			if err := m.Address(kind, i, &a); err != nil {
 				return err
 			}
 		}
@@ -92,8 +93,8 @@ func (m *Message) Validate(supported []string) error {
 		}
 		return nil
 	}
-	u, err := ParseURI(m.RequestURI())
-	if err != nil {
+	u := &a.URI
+	if err := ParseURI(m.RequestURI(), u); err != nil {
 		return err
 	}
 	if u.Scheme == SchemeOther {
@@ -135,8 +136,10 @@ func validCallID(b []byte) bool {
 
 func allSupported(m *Message, kind HeaderKind, supported []string) bool {
 	for i := 0; i < m.Count(kind); i++ {
-		if !containsFold(supported, m.Nth(kind, i)) {
-			return false
+		for tag, rest := NextListItem(m.Nth(kind, i)); tag != nil; tag, rest = NextListItem(rest) {
+			if !containsFold(supported, tag) {
+				return false
+			}
 		}
 	}
 	return true
@@ -158,12 +161,14 @@ func AppendUnsupported(dst []byte, m *Message, supported []string) []byte {
 	n := 0
 	for _, kind := range [...]HeaderKind{HeaderRequire, HeaderProxyRequire} {
 		for i := 0; i < m.Count(kind); i++ {
-			if tag := m.Nth(kind, i); !containsFold(supported, tag) {
-				if n > 0 {
-					dst = append(dst, ", "...)
+			for tag, rest := NextListItem(m.Nth(kind, i)); tag != nil; tag, rest = NextListItem(rest) {
+				if !containsFold(supported, tag) {
+					if n > 0 {
+						dst = append(dst, ", "...)
+					}
+					dst = append(dst, tag...)
+					n++
 				}
-				dst = append(dst, tag...)
-				n++
 			}
 		}
 	}

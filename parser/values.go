@@ -236,39 +236,43 @@ func MediaType(b []byte) []byte {
 	return b[s:e]
 }
 
-// Typed accessors on Message. Each parses its header on demand and returns
-// views into the message; nothing is cached, so call once and keep the value.
+// Typed accessors on Message. Each parses its header on demand into a value
+// holding views into the message; nothing is cached, so call once and keep
+// the value. Large values are filled through a pointer so that a caller can
+// reuse them without copying.
 
-// Via parses the n-th (from 0) Via value.
-func (m *Message) Via(n int) (Via, error) {
+// Via parses the n-th (from 0) Via value into v.
+func (m *Message) Via(n int, v *Via) error {
 	b := m.Nth(HeaderVia, n)
 	if b == nil {
-		return Via{}, ErrMissingVia
+		*v = Via{}
+		return ErrMissingVia
 	}
-	return ParseVia(b)
+	return ParseVia(b, v)
 }
 
-// TopVia parses the first Via value.
-func (m *Message) TopVia() (Via, error) { return m.Via(0) }
+// TopVia parses the first Via value into v.
+func (m *Message) TopVia(v *Via) error { return m.Via(0, v) }
 
 // Address parses the n-th value of an address header (From, To, Contact,
-// Route, Record-Route, P-Asserted-Identity, P-Preferred-Identity, ...).
-func (m *Message) Address(kind HeaderKind, n int) (Address, error) {
+// Route, Record-Route, P-Asserted-Identity, P-Preferred-Identity, ...) into a.
+func (m *Message) Address(kind HeaderKind, n int, a *Address) error {
 	b := m.Nth(kind, n)
 	if b == nil {
-		return Address{}, ErrNoHeader
+		*a = Address{}
+		return ErrNoHeader
 	}
-	return ParseAddress(b)
+	return ParseAddress(b, a)
 }
 
-// From parses the From header.
-func (m *Message) From() (Address, error) { return m.Address(HeaderFrom, 0) }
+// From parses the From header into a.
+func (m *Message) From(a *Address) error { return m.Address(HeaderFrom, 0, a) }
 
-// To parses the To header.
-func (m *Message) To() (Address, error) { return m.Address(HeaderTo, 0) }
+// To parses the To header into a.
+func (m *Message) To(a *Address) error { return m.Address(HeaderTo, 0, a) }
 
-// Contact parses the n-th Contact value.
-func (m *Message) Contact(n int) (Address, error) { return m.Address(HeaderContact, n) }
+// Contact parses the n-th Contact value into a.
+func (m *Message) Contact(n int, a *Address) error { return m.Address(HeaderContact, n, a) }
 
 // CallID returns the Call-ID, nil when absent.
 func (m *Message) CallID() []byte { return m.Get(HeaderCallID) }
@@ -344,12 +348,35 @@ func (m *Message) Reason(n int) (Reason, error) {
 // ContentType returns the media type of the body, without parameters.
 func (m *Message) ContentType() []byte { return MediaType(m.Get(HeaderContentType)) }
 
+// NextListItem returns the first element of a comma-separated token list
+// (Allow, Supported, Require, ...) trimmed of LWS, and the rest of the list.
+// Iterate with: for item, rest := NextListItem(v); item != nil || rest != nil; item, rest = NextListItem(rest).
+// An empty element yields an empty, non-nil item.
+func NextListItem(b []byte) (item, rest []byte) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	end := bytes.IndexByte(b, ',')
+	if end < 0 {
+		s, e := trimLWS(b, 0, len(b))
+		return b[s:e:e], nil
+	}
+	s, e := trimLWS(b, 0, end)
+	rest = b[end+1:]
+	if rest == nil {
+		rest = b[len(b):]
+	}
+	return b[s:e:e], rest
+}
+
 // HasOptionTag reports whether a Require, Proxy-Require, Supported or
 // Unsupported header (kind) lists tag, case-insensitively.
 func (m *Message) HasOptionTag(kind HeaderKind, tag string) bool {
 	for i := 0; i < m.Count(kind); i++ {
-		if equalFold(m.Nth(kind, i), tag) {
-			return true
+		for item, rest := NextListItem(m.Nth(kind, i)); item != nil; item, rest = NextListItem(rest) {
+			if equalFold(item, tag) {
+				return true
+			}
 		}
 	}
 	return false

@@ -27,15 +27,15 @@ func (v *Via) IsRFC3261Branch() bool {
 // ParseVia parses one Via value:
 // sent-protocol LWS sent-by *( SEMI via-params ), where LWS may surround each
 // '/' of sent-protocol and the ':' of sent-by (RFC 3261 25.1, RFC 4475 3.1.1.1).
-func ParseVia(b []byte) (Via, error) {
-	var v Via
+func ParseVia(b []byte, v *Via) error {
+	*v = Via{}
 	i := skipLWS(b, 0)
 	// protocol-name "/" protocol-version "/" transport
 	var parts [3][]byte
 	for k := range parts {
 		if k > 0 {
 			if i == len(b) || b[i] != '/' {
-				return v, ErrBadVia
+				return ErrBadVia
 			}
 			i = skipLWS(b, i+1)
 		}
@@ -44,24 +44,24 @@ func ParseVia(b []byte) (Via, error) {
 			i++
 		}
 		if i == s {
-			return v, ErrBadVia
+			return ErrBadVia
 		}
 		parts[k] = b[s:i]
 		i = skipLWS(b, i)
 	}
 	if !equalFold(parts[0], "SIP") || string(parts[1]) != "2.0" {
-		return v, ErrBadVia
+		return ErrBadVia
 	}
 	v.Transport = parts[2]
 	if i == 0 || byteClass[b[i-1]]&classWS == 0 {
-		return v, ErrBadVia // LWS must separate sent-protocol and sent-by
+		return ErrBadVia // LWS must separate sent-protocol and sent-by
 	}
 	// sent-by = host [ COLON port ]
 	hs := i
 	if i < len(b) && b[i] == '[' {
 		end := bytes.IndexByte(b[i:], ']')
 		if end < 0 {
-			return v, ErrBadVia
+			return ErrBadVia
 		}
 		i += end + 1
 	} else {
@@ -70,12 +70,12 @@ func ParseVia(b []byte) (Via, error) {
 		}
 	}
 	if i == hs {
-		return v, ErrBadVia
+		return ErrBadVia
 	}
 	var port int
 	host := b[hs:i]
 	if _, err := parseHostPort(host, &v.Host, &port); err != nil {
-		return v, ErrBadVia
+		return ErrBadVia
 	}
 	i = skipLWS(b, i)
 	if i < len(b) && b[i] == ':' {
@@ -86,23 +86,23 @@ func ParseVia(b []byte) (Via, error) {
 		}
 		p, ok := parseUint(b[ps:i], 65535)
 		if !ok {
-			return v, ErrBadVia
+			return ErrBadVia
 		}
 		v.Port = int(p)
 		i = skipLWS(b, i)
 	}
 	if i == len(b) {
-		return v, nil
+		return nil
 	}
 	if b[i] != ';' {
-		return v, ErrBadVia
+		return ErrBadVia
 	}
 	v.Params = b[i+1:]
 	it := paramIter{b: v.Params}
 	for {
 		name, value, ok, err := it.next()
 		if err != nil {
-			return v, ErrBadVia
+			return ErrBadVia
 		}
 		if !ok {
 			break
@@ -118,5 +118,5 @@ func ParseVia(b []byte) (Via, error) {
 			v.RPort, v.HasRPort = value, true
 		}
 	}
-	return v, nil
+	return nil
 }

@@ -218,7 +218,7 @@ func (w *Wheel) expire(t int64) int {
 	for i != nilIdx {
 		e := &w.entries[i]
 		w.cursor = e.next
-		if true {
+		if e.expire <= t {
 			p := Payload{Kind: e.kind, Arg: e.arg}
 			// Free the slot first: the handle is stale inside the callback
 			// and the slot can be reused by a re-arm.

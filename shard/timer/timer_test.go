@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 type fired struct {
@@ -548,5 +549,11 @@ func TestRandomWithCallbackOps(t *testing.T) {
 		if fires < 1500 {
 			t.Fatalf("seed %d: only %d fires, test is too weak", seed, fires)
 		}
+	}
+}
+
+func TestEntrySize(t *testing.T) {
+	if s := unsafe.Sizeof(entry{}); s != 32 {
+		t.Fatalf("entry is %d bytes, want 32", s)
 	}
 }
