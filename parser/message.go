@@ -543,3 +543,15 @@ func (m *Message) GetByName(name string) []byte {
 	}
 	return nil
 }
+
+// CopyTo makes dst a parsed copy of m whose views point into buf, which
+// receives a copy of m's bytes (buf is grown if needed and returned). It is
+// how a message crosses to another goroutine without being parsed again: m's
+// buffer may be reused as soon as CopyTo returns.
+func (m *Message) CopyTo(dst *Message, buf []byte) []byte {
+	buf = append(buf[:0], m.buf...)
+	fields := append(dst.fields[:0], m.fields...)
+	*dst = *m
+	dst.buf, dst.fields = buf, fields
+	return buf
+}
