@@ -21,10 +21,10 @@ const (
 	MethodRefer
 	MethodMessage
 	MethodUpdate
-	numMethods
+	NumMethods // one more than the largest Method, for arrays indexed by Method
 )
 
-var methodNames = [numMethods]string{
+var methodNames = [NumMethods]string{
 	MethodOther:     "",
 	MethodInvite:    "INVITE",
 	MethodAck:       "ACK",

@@ -1,0 +1,108 @@
+package shard
+
+import (
+	"fmt"
+	"net/netip"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/sipedge/sipedge/parser"
+)
+
+// Config configures a Server. Zero fields take the defaults documented on
+// each; Validate reports the first bad field by its name.
+type Config struct {
+	// Listen holds the sockets to serve, e.g. "udp://0.0.0.0:5060" or
+	// "tcp://[::]:5060".
+	Listen []string
+	// Shards is the number of event loops, each one shard (default: the
+	// number of CPUs).
+	Shards int
+	// Tick is how often every shard advances its timer wheel (default 5 ms).
+	Tick time.Duration
+	// Limits bound what the parser accepts (default parser.DefaultLimits).
+	Limits parser.Limits
+	// Supported are the option tags the application implements; requests
+	// that Require others are answered 420 (RFC 3261 8.2.2.3).
+	Supported []string
+	// HandoffQueue is the capacity of each shard-to-shard queue (default 8192).
+	HandoffQueue int
+	// TCP bounds stream connections.
+	TCP TCPConfig
+}
+
+// TCPConfig bounds stream connections (what trusted SIP servers enforce).
+type TCPConfig struct {
+	MaxConns         int           // in total (default 10000)
+	MaxConnsPerIP    int           // from one source address (default 100)
+	MaxBuffered      int           // unframed bytes held per connection (default 2 x Limits.MaxMessageSize)
+	FirstDataTimeout time.Duration // from accept to the first byte (default 5 s)
+	MessageTimeout   time.Duration // from a message's first byte to its last (default 10 s)
+	IdleTimeout      time.Duration // without any traffic (default 300 s)
+}
+
+// listenAddr is a parsed Listen entry.
+type listenAddr struct {
+	network   string // "udp" or "tcp"
+	transport Transport
+	addr      netip.AddrPort
+	raw       string // as given, for gnet
+}
+
+func (c *Config) setDefaults() {
+	if c.Shards <= 0 {
+		c.Shards = runtime.NumCPU()
+	}
+	if c.Tick <= 0 {
+		c.Tick = 5 * time.Millisecond
+	}
+	if c.Limits == (parser.Limits{}) {
+		c.Limits = parser.DefaultLimits
+	}
+	if c.HandoffQueue <= 0 {
+		c.HandoffQueue = 8192
+	}
+	t := &c.TCP
+	if t.MaxConns <= 0 {
+		t.MaxConns = 10000
+	}
+	if t.MaxConnsPerIP <= 0 {
+		t.MaxConnsPerIP = 100
+	}
+	if t.MaxBuffered <= 0 {
+		t.MaxBuffered = 2 * c.Limits.MaxMessageSize
+	}
+	if t.FirstDataTimeout <= 0 {
+		t.FirstDataTimeout = 5 * time.Second
+	}
+	if t.MessageTimeout <= 0 {
+		t.MessageTimeout = 10 * time.Second
+	}
+	if t.IdleTimeout <= 0 {
+		t.IdleTimeout = 300 * time.Second
+	}
+}
+
+// parseListen parses "udp://host:port" or "tcp://host:port" (IPv6 in brackets).
+func parseListen(s string) (listenAddr, error) {
+	scheme, hostport, ok := strings.Cut(s, "://")
+	if !ok {
+		return listenAddr{}, fmt.Errorf("%q: want udp://host:port or tcp://host:port", s)
+	}
+	var la listenAddr
+	switch scheme {
+	case "udp":
+		la.network, la.transport = "udp", UDP
+	case "tcp":
+		la.network, la.transport = "tcp", TCP
+	default:
+		return listenAddr{}, fmt.Errorf("%q: transport %q is not udp or tcp", s, scheme)
+	}
+	ap, err := netip.ParseAddrPort(hostport)
+	if err != nil {
+		return listenAddr{}, fmt.Errorf("%q: %v", s, err)
+	}
+	la.addr, la.raw = ap, s
+	return la, nil
+}

@@ -1,0 +1,323 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/panjf2000/gnet/v2"
+	errorx "github.com/panjf2000/gnet/v2/pkg/errors"
+	"github.com/panjf2000/gnet/v2/pkg/logging"
+	"golang.org/x/sys/unix"
+
+	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/shard/timer"
+)
+
+// Handler is what the application runs on a shard. Each function is called
+// on the shard's own loop only, never concurrently for one shard.
+type Handler struct {
+	// Message receives a parsed and validated message whose Call-ID hashes
+	// to this shard. m and its views are valid only during the call.
+	Message func(sh *Shard, m *parser.Message, from Peer)
+	// Timer receives the payload of a timer started on sh.Timers().
+	Timer func(sh *Shard, p timer.Payload)
+	// Tick runs after each timer advance, about every Config.Tick (optional).
+	Tick func(sh *Shard, now time.Duration)
+}
+
+// Server is the sharded SIP runtime: a gnet engine with one shard per event
+// loop. Create it with New, start it with Start, stop it with Shutdown.
+type Server struct {
+	cfg       Config
+	listen    []listenAddr
+	newHander func(*Shard) Handler
+	log       *slog.Logger
+	metrics   *metrics.Set
+
+	shards    []*Shard
+	udpFD     []int // per listener, a dup of the UDP socket used to send from its port
+	engine    gnet.Engine
+	started   chan error
+	wakerOpen chan gnet.Conn
+	running   sync.WaitGroup
+	origin    time.Time
+
+	draining  atomic.Bool
+	loopsUp   chan struct{}
+	loopsOnce sync.Once
+	ready     atomic.Bool // the shards know their loops; set once, before serving
+
+	tcpMu    sync.Mutex // guards the connection counts, taken on open and close only
+	tcpTotal int
+	tcpPerIP map[netip.Addr]int
+
+	gnet.BuiltinEventEngine
+}
+
+// New validates cfg and prepares a server. newHandler is called once per
+// shard, before the shard receives anything.
+func New(cfg Config, newHandler func(*Shard) Handler, log *slog.Logger, set *metrics.Set) (*Server, error) {
+	cfg.setDefaults()
+	if len(cfg.Listen) == 0 {
+		return nil, errors.New("shard: listen: no address")
+	}
+	s := &Server{cfg: cfg, newHander: newHandler, log: log, metrics: set,
+		started: make(chan error, 1), wakerOpen: make(chan gnet.Conn, 1), loopsUp: make(chan struct{}), tcpPerIP: make(map[netip.Addr]int)}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.metrics == nil {
+		s.metrics = metrics.NewSet()
+	}
+	for i, l := range cfg.Listen {
+		la, err := parseListen(l)
+		if err != nil {
+			return nil, fmt.Errorf("shard: listen[%d]: %w", i, err)
+		}
+		if la.addr.Port() == 0 {
+			return nil, fmt.Errorf("shard: listen[%d]: %q: port 0 is not supported (every loop binds the port with SO_REUSEPORT)", i, l)
+		}
+		s.listen = append(s.listen, la)
+	}
+	s.udpFD = make([]int, len(s.listen))
+	for i := range s.udpFD {
+		s.udpFD[i] = -1
+	}
+	s.shards = make([]*Shard, cfg.Shards)
+	for i := range s.shards {
+		s.shards[i] = newShard(s, i)
+	}
+	return s, nil
+}
+
+// Shards returns the shards, indexed by shard number.
+func (s *Server) Shards() []*Shard { return s.shards }
+
+// Metrics returns the set holding the runtime's metrics.
+func (s *Server) Metrics() *metrics.Set { return s.metrics }
+
+// Start runs the engine and returns once every shard is ready.
+func (s *Server) Start() error {
+	s.origin = time.Now()
+	addrs := make([]string, len(s.listen))
+	for i, l := range s.listen {
+		addrs[i] = l.raw
+	}
+	s.running.Add(1)
+	go func() {
+		defer s.running.Done()
+		err := gnet.Rotate(s, addrs,
+			gnet.WithMulticore(true),
+			gnet.WithNumEventLoop(len(s.shards)),
+			gnet.WithReusePort(true),
+			gnet.WithReuseAddr(true),
+			gnet.WithLoadBalancing(gnet.RoundRobin),
+			gnet.WithReadBufferCap(s.cfg.Limits.MaxMessageSize+1),
+			gnet.WithTCPNoDelay(gnet.TCPNoDelay),
+			gnet.WithLogLevel(logging.ErrorLevel), // gnet's own log is not ours
+			gnet.WithTicker(true),
+		)
+		select {
+		case s.started <- err:
+		default:
+			if err != nil {
+				s.log.Error("engine stopped", "err", err)
+			}
+		}
+	}()
+	if err := <-s.started; err != nil {
+		return fmt.Errorf("shard: start: %w", err)
+	}
+	<-s.loopsUp
+	if err := s.registerWakers(); err != nil {
+		_ = s.engine.Stop(context.Background())
+		return err
+	}
+	s.ready.Store(true)
+	return nil
+}
+
+// OnBoot records the engine and the sockets UDP replies leave from.
+func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
+	s.engine = eng
+	for i, l := range s.listen {
+		if l.transport != UDP {
+			continue
+		}
+		_, hostport, _ := strings.Cut(l.raw, "://")
+		fd, err := eng.DupListener("udp", hostport)
+		if err != nil {
+			s.started <- fmt.Errorf("cannot dup UDP listener %s: %w", l.raw, err)
+			return gnet.Shutdown
+		}
+		s.udpFD[i] = fd
+	}
+	s.started <- nil
+	return gnet.None
+}
+
+// registerWakers puts one private connection on every event loop. Waking it
+// runs the loop's shard: it is how a shard learns of handed-over messages
+// and timer ticks, and how the shard learns which loop is its own.
+//
+// gnet places registered connections round-robin, but OnBoot runs before
+// the loops exist and they appear one by one, so a waker that lands on a
+// loop already taken is closed and registered again.
+func (s *Server) registerWakers() error {
+	deadline := time.Now().Add(10 * time.Second)
+	taken := make(map[gnet.EventLoop]bool)
+	for _, sh := range s.shards {
+		for {
+			if time.Now().After(deadline) {
+				return errors.New("shard: waker: event loops did not come up")
+			}
+			c, err := s.registerWaker(sh)
+			if err != nil {
+				if errors.Is(err, errorx.ErrEmptyEngine) {
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				return err
+			}
+			if loop := c.EventLoop(); !taken[loop] {
+				taken[loop] = true
+				sh.loop, sh.waker = loop, c
+				break
+			}
+			_ = c.Close()
+			time.Sleep(time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// registerWaker registers a connected UDP socket nobody sends on and
+// returns its gnet connection once open.
+func (s *Server) registerWaker(sh *Shard) (gnet.Conn, error) {
+	sink, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return nil, fmt.Errorf("shard: waker: %w", err)
+	}
+	defer sink.Close()
+	c, err := net.DialUDP("udp", nil, sink.LocalAddr().(*net.UDPAddr))
+	if err != nil {
+		return nil, fmt.Errorf("shard: waker: %w", err)
+	}
+	ctx := gnet.NewNetConnContext(gnet.NewContext(context.Background(), &waker{sh: sh}), c)
+	ch, err := s.engine.Register(ctx)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	res := <-ch
+	if res.Err != nil {
+		return nil, fmt.Errorf("shard: waker: %w", res.Err)
+	}
+	return <-s.wakerOpen, nil
+}
+
+// OnTick wakes every shard each Config.Tick so that it advances its timers.
+// gnet runs it on its own goroutine, first right after every loop is up: the
+// moment registerWakers may start.
+func (s *Server) OnTick() (time.Duration, gnet.Action) {
+	s.loopsOnce.Do(func() { close(s.loopsUp) })
+	if s.ready.Load() {
+		for _, sh := range s.shards {
+			sh.wake()
+		}
+	}
+	return s.cfg.Tick, gnet.None
+}
+
+// Draining reports whether Shutdown has begun: applications stop taking new
+// transactions and let running ones finish.
+func (s *Server) Draining() bool { return s.draining.Load() }
+
+// Shutdown stops taking new work (Draining turns true), waits until busy
+// reports false or ctx ends, then stops the engine.
+func (s *Server) Shutdown(ctx context.Context, busy func() bool) error {
+	s.draining.Store(true)
+	for busy != nil && busy() {
+		select {
+		case <-ctx.Done():
+			s.log.Warn("shutdown: drain deadline passed with work running")
+			busy = nil
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	err := s.engine.Stop(context.Background())
+	s.running.Wait()
+	for _, fd := range s.udpFD {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}
+	return err
+}
+
+// now returns the runtime clock: time since Start, on the monotonic clock.
+func (s *Server) now() time.Duration { return time.Since(s.origin) }
+
+// shardOf returns the shard running on loop, nil before the server is ready.
+func (s *Server) shardOf(loop gnet.EventLoop) *Shard {
+	if !s.ready.Load() {
+		return nil
+	}
+	for _, sh := range s.shards {
+		if sh.loop == loop {
+			return sh
+		}
+	}
+	return nil
+}
+
+// waker marks a waker connection until OnOpen hands it over.
+type waker struct{ sh *Shard }
+
+// OnOpen registers wakers and admits TCP connections within the caps.
+func (s *Server) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
+	if w, ok := c.Context().(*waker); ok {
+		c.SetContext(w.sh)
+		s.wakerOpen <- c
+		return nil, gnet.None
+	}
+	sh := s.shardOf(c.EventLoop())
+	if sh == nil {
+		return nil, gnet.Close
+	}
+	return sh.openTCP(c)
+}
+
+// OnClose releases a TCP connection.
+func (s *Server) OnClose(c gnet.Conn, err error) gnet.Action {
+	if tc, ok := c.Context().(*tcpConn); ok {
+		tc.sh.closedTCP(tc, err)
+	}
+	return gnet.None
+}
+
+// OnTraffic runs the shard of the loop the bytes arrived on.
+func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
+	switch ctx := c.Context().(type) {
+	case *Shard:
+		ctx.run()
+		return gnet.None
+	case *tcpConn:
+		return ctx.sh.readTCP(ctx)
+	}
+	sh := s.shardOf(c.EventLoop())
+	if sh == nil {
+		return gnet.None
+	}
+	sh.readUDP(c)
+	return gnet.None
+}

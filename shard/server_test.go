@@ -1,0 +1,275 @@
+package shard
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sipedge/sipedge/parser"
+)
+
+// freePort returns a port free for both UDP and TCP on 127.0.0.1.
+func freePort(t *testing.T) int {
+	t.Helper()
+	for i := 0; i < 50; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		u, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
+		l.Close()
+		if err == nil {
+			u.Close()
+			return port
+		}
+	}
+	t.Fatal("no free port")
+	return 0
+}
+
+// responder answers OPTIONS with 200 OK and counts what each shard saw.
+type responder struct {
+	mu      sync.Mutex
+	byShard map[int]int
+	wrong   atomic.Int32 // messages delivered to a shard that does not own their Call-ID
+}
+
+func (r *responder) handler(sh *Shard) Handler {
+	var out []byte
+	return Handler{Message: func(sh *Shard, m *parser.Message, from Peer) {
+		if sh.srv.OwnerOf(m.CallID()) != sh.Index() {
+			r.wrong.Add(1)
+		}
+		r.mu.Lock()
+		r.byShard[sh.Index()]++
+		r.mu.Unlock()
+		if m.IsRequest() && m.Method() == parser.MethodOptions {
+			var via parser.Via
+			if m.TopVia(&via) != nil {
+				return
+			}
+			out = parser.AppendResponse(out[:0], m, 200, "OK", []byte("srv1"))
+			out = parser.AppendBody(out, "", nil)
+			sh.Send(ResponseTarget(&via, from), out)
+		}
+	}}
+}
+
+func startServer(t *testing.T, shards int, cfg Config) (*Server, *responder, int) {
+	t.Helper()
+	port := freePort(t)
+	cfg.Listen = []string{fmt.Sprintf("udp://127.0.0.1:%d", port), fmt.Sprintf("tcp://127.0.0.1:%d", port)}
+	cfg.Shards = shards
+	r := &responder{byShard: make(map[int]int)}
+	s, err := New(cfg, r.handler, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := s.Shutdown(ctx, nil); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	return s, r, port
+}
+
+func options(callID, branch, transport string, port int) string {
+	return "OPTIONS sip:srv@127.0.0.1 SIP/2.0\r\n" +
+		"Via: SIP/2.0/" + transport + " 127.0.0.1:" + fmt.Sprint(port) + ";branch=z9hG4bK" + branch + ";rport\r\n" +
+		"Max-Forwards: 70\r\nFrom: <sip:a@127.0.0.1>;tag=1\r\nTo: <sip:srv@127.0.0.1>\r\n" +
+		"Call-ID: " + callID + "\r\nCSeq: 1 OPTIONS\r\nContent-Length: 0\r\n\r\n"
+}
+
+func readUDP(t *testing.T, c *net.UDPConn) string {
+	t.Helper()
+	buf := make([]byte, 65536)
+	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	n, err := c.Read(buf)
+	if err != nil {
+		t.Fatalf("no reply: %v", err)
+	}
+	return string(buf[:n])
+}
+
+func TestUDPOptionsAcrossShards(t *testing.T) {
+	s, r, port := startServer(t, 2, Config{})
+	c, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	local := c.LocalAddr().(*net.UDPAddr).Port
+	for i := 0; i < 40; i++ {
+		callID := fmt.Sprintf("call-%d@test", i)
+		if _, err := c.Write([]byte(options(callID, fmt.Sprint(i), "UDP", local))); err != nil {
+			t.Fatal(err)
+		}
+		reply := readUDP(t, c)
+		if !strings.HasPrefix(reply, "SIP/2.0 200 OK\r\n") || !strings.Contains(reply, "Call-ID: "+callID+"\r\n") {
+			t.Fatalf("reply %d: %q", i, reply)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.byShard) != 2 {
+		t.Errorf("messages reached shards %v, want both", r.byShard)
+	}
+	if r.wrong.Load() != 0 {
+		t.Errorf("%d messages handled off their owner shard", r.wrong.Load())
+	}
+	var handoffs uint64
+	for _, sh := range s.Shards() {
+		handoffs += sh.m.handoffsOut.Get()
+	}
+	// Datagrams from one socket land on one loop; about half the Call-IDs
+	// belong to the other shard.
+	if handoffs == 0 {
+		t.Error("no message was handed over between shards")
+	}
+}
+
+func TestUDPMalformedRequestAnswered400(t *testing.T) {
+	s, _, port := startServer(t, 2, Config{})
+	c, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	local := c.LocalAddr().(*net.UDPAddr).Port
+	bad := strings.Replace(options("bad@test", "x1", "UDP", local), "CSeq: 1 OPTIONS", "CSeq: 1 INVITE", 1)
+	c.Write([]byte(bad))
+	if reply := readUDP(t, c); !strings.HasPrefix(reply, "SIP/2.0 400 CSeq Method Mismatch\r\n") {
+		t.Fatalf("reply: %q", reply)
+	}
+	// A malformed response is dropped silently, and counted.
+	c.Write([]byte("SIP/2.0 2000 OK\r\nVia: SIP/2.0/UDP 127.0.0.1;branch=z9hG4bKx\r\n\r\n"))
+	// An oversize datagram is dropped and counted.
+	c.Write([]byte(strings.Repeat("x", parser.DefaultLimits.MaxMessageSize+10)))
+	c.Write([]byte(options("after@test", "x2", "UDP", local)))
+	if reply := readUDP(t, c); !strings.HasPrefix(reply, "SIP/2.0 200 OK") {
+		t.Fatalf("reply after junk: %q", reply)
+	}
+	var dropped, oversize, errs400 uint64
+	for _, sh := range s.Shards() {
+		dropped += sh.m.droppedResp.Get()
+		oversize += sh.m.oversize.Get()
+		errs400 += sh.m.parseErrors[0].Get()
+	}
+	if dropped != 1 || oversize != 1 || errs400 != 1 {
+		t.Errorf("dropped responses %d, oversize %d, 400s %d; want 1 each", dropped, oversize, errs400)
+	}
+}
+
+func TestTCPOptionsKeepAliveAndFraming(t *testing.T) {
+	s, _, port := startServer(t, 2, Config{})
+	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rd := bufio.NewReader(c)
+	readMsg := func() string {
+		t.Helper()
+		c.SetReadDeadline(time.Now().Add(3 * time.Second))
+		var sb strings.Builder
+		cl := 0
+		for {
+			line, err := rd.ReadString('\n')
+			if err != nil {
+				t.Fatalf("read: %v (so far %q)", err, sb.String())
+			}
+			sb.WriteString(line)
+			if strings.HasPrefix(line, "Content-Length: ") {
+				fmt.Sscan(strings.TrimSpace(line[16:]), &cl)
+			}
+			if line == "\r\n" {
+				body := make([]byte, cl)
+				io.ReadFull(rd, body)
+				return sb.String() + string(body)
+			}
+		}
+	}
+	// Two requests in one write, for Call-IDs of both shards: replies come
+	// back on this connection whichever shard answers.
+	c.Write([]byte(options("t1@test", "t1", "TCP", 5060) + options("t2@test", "t2", "TCP", 5060)))
+	got := readMsg() + readMsg()
+	if !strings.Contains(got, "Call-ID: t1@test") || !strings.Contains(got, "Call-ID: t2@test") {
+		t.Fatalf("replies: %q", got)
+	}
+	// RFC 5626 keep-alive: CRLFCRLF ping, CRLF pong.
+	c.Write([]byte("\r\n\r\n"))
+	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	pong := make([]byte, 2)
+	if _, err := io.ReadFull(rd, pong); err != nil || string(pong) != "\r\n" {
+		t.Fatalf("pong %q, %v", pong, err)
+	}
+	// A message split over writes is framed once complete.
+	msg := options("t3@test", "t3", "TCP", 5060)
+	c.Write([]byte(msg[:50]))
+	time.Sleep(50 * time.Millisecond)
+	c.Write([]byte(msg[50:]))
+	if r := readMsg(); !strings.Contains(r, "Call-ID: t3@test") {
+		t.Fatalf("split message reply: %q", r)
+	}
+	// A framing error (no Content-Length) closes the connection.
+	c.Write([]byte(strings.Replace(options("t4@test", "t4", "TCP", 5060), "Content-Length: 0\r\n", "", 1)))
+	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	if _, err := rd.ReadByte(); err != io.EOF {
+		t.Fatalf("connection not closed after a framing error: %v", err)
+	}
+	var framing uint64
+	for _, sh := range s.Shards() {
+		framing += sh.m.framingErrors.Get()
+	}
+	if framing != 1 {
+		t.Errorf("framing errors %d, want 1", framing)
+	}
+}
+
+func TestTCPConnectionCapPerIP(t *testing.T) {
+	_, _, port := startServer(t, 1, Config{TCP: TCPConfig{MaxConnsPerIP: 2}})
+	var conns []net.Conn
+	for i := 0; i < 3; i++ {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns = append(conns, c)
+	}
+	c := conns[2]
+	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("third connection from one IP not closed: %v", err)
+	}
+}
+
+func TestMintCallIDHashesToShard(t *testing.T) {
+	s, err := New(Config{Listen: []string{"udp://127.0.0.1:5999"}, Shards: 4}, func(*Shard) Handler { return Handler{} }, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, sh := range s.Shards() {
+		for i := 0; i < 100; i++ {
+			id := sh.MintCallID(nil, "@sipedge")
+			if s.OwnerOf(id) != sh.Index() || !strings.HasSuffix(string(id), "@sipedge") || seen[string(id)] {
+				t.Fatalf("shard %d minted %q (owner %d, repeat %v)", sh.Index(), id, s.OwnerOf(id), seen[string(id)])
+			}
+			seen[string(id)] = true
+		}
+	}
+}

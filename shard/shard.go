@@ -1,0 +1,339 @@
+package shard
+
+import (
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/panjf2000/gnet/v2"
+	"golang.org/x/sys/unix"
+
+	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/shard/timer"
+)
+
+// Transport is the transport a message travels on.
+type Transport uint8
+
+const (
+	UDP Transport = iota + 1
+	TCP
+)
+
+func (t Transport) String() string {
+	switch t {
+	case UDP:
+		return "UDP"
+	case TCP:
+		return "TCP"
+	}
+	return "?"
+}
+
+// Reliable reports whether the transport retransmits by itself (RFC 3261 17).
+func (t Transport) Reliable() bool { return t == TCP }
+
+// Peer is where a message came from or goes to.
+type Peer struct {
+	Addr      netip.AddrPort
+	Transport Transport
+	Listener  uint8  // index in Config.Listen of the local socket
+	Conn      ConnID // the stream connection, 0 for UDP or a new connection
+}
+
+// ConnID names a stream connection: the loop it lives on and a sequence
+// number, so any shard can route bytes to it.
+type ConnID uint64
+
+func newConnID(shard int, seq uint64) ConnID { return ConnID(uint64(shard)<<56 | seq&(1<<56-1)) }
+
+func (id ConnID) shard() int { return int(id >> 56) }
+
+// packet is a message crossing from one shard to another: a parsed copy for
+// its owner, or bytes for a stream connection living on another loop.
+type packet struct {
+	out  bool // bytes to write on Conn, not a message to handle
+	buf  []byte
+	msg  parser.Message
+	peer Peer
+}
+
+var packetPool = sync.Pool{New: func() any { return new(packet) }}
+
+// Shard is one event loop's share of the work. Its methods other than the
+// ones documented as safe run on its own loop only.
+type Shard struct {
+	idx     int
+	srv     *Server
+	handler Handler
+	loop    gnet.EventLoop
+	waker   gnet.Conn
+	wheel   *timer.Wheel
+	inbox   []*ring // inbox[i] is written by shard i
+	woken   atomic.Bool
+
+	msg       parser.Message // the message being parsed on this loop
+	out       []byte         // scratch for stateless replies
+	sa4       unix.SockaddrInet4
+	sa6       unix.SockaddrInet6
+	conns     map[ConnID]*tcpConn
+	seq       uint64
+	dials     map[netip.AddrPort]*tcpConn // outbound TCP connections by address
+	lastSweep time.Duration
+
+	m shardMetrics
+}
+
+func newShard(s *Server, idx int) *Shard {
+	sh := &Shard{idx: idx, srv: s, conns: make(map[ConnID]*tcpConn), dials: make(map[netip.AddrPort]*tcpConn)}
+	sh.inbox = make([]*ring, s.cfg.Shards)
+	for i := range sh.inbox {
+		sh.inbox[i] = newRing(s.cfg.HandoffQueue)
+	}
+	sh.wheel = timer.New(timer.Config{Tick: s.cfg.Tick}, sh.fire)
+	sh.m = newShardMetrics(s.metrics, idx)
+	sh.handler = s.newHander(sh)
+	return sh
+}
+
+// Index returns the shard's number.
+func (sh *Shard) Index() int { return sh.idx }
+
+// Timers returns the shard's timer wheel. Its timers fire into Handler.Timer.
+func (sh *Shard) Timers() *timer.Wheel { return sh.wheel }
+
+// Now returns the runtime clock, the one the wheel runs on.
+func (sh *Shard) Now() time.Duration { return sh.srv.now() }
+
+// Draining reports whether the server is shutting down.
+func (sh *Shard) Draining() bool { return sh.srv.draining.Load() }
+
+func (sh *Shard) fire(p timer.Payload) {
+	if sh.handler.Timer != nil {
+		sh.handler.Timer(sh, p)
+	}
+}
+
+// wake makes the shard run soon; safe from any goroutine. Wakes coalesce:
+// one is pending at most, so handing over a batch costs one wake.
+func (sh *Shard) wake() {
+	if sh.waker != nil && sh.woken.CompareAndSwap(false, true) {
+		if err := sh.waker.Wake(nil); err != nil {
+			sh.woken.Store(false)
+		}
+	}
+}
+
+// run drains the inbox and advances the timers; on the shard's loop.
+func (sh *Shard) run() {
+	sh.woken.Store(false) // before draining, so a later push wakes again
+	for _, r := range sh.inbox {
+		for p := r.pop(); p != nil; p = r.pop() {
+			if p.out {
+				sh.writeTCP(p.peer.Conn, p.buf)
+			} else {
+				sh.m.handoffsIn.Inc()
+				sh.deliver(&p.msg, p.peer)
+			}
+			packetPool.Put(p)
+		}
+	}
+	now := sh.Now()
+	sh.wheel.Advance(now)
+	sh.m.timers.Set(float64(sh.wheel.Len()))
+	if sh.handler.Tick != nil {
+		sh.handler.Tick(sh, now)
+	}
+	sh.sweepTCP(now)
+}
+
+// OwnerOf returns the shard that owns a Call-ID (xxhash64 modulo the shard
+// count).
+func (s *Server) OwnerOf(callID []byte) int {
+	return int(xxhash.Sum64(callID) % uint64(len(s.shards)))
+}
+
+// receive handles a message parsed on this loop: validation, then delivery
+// here or hand-over to the Call-ID's owner.
+func (sh *Shard) receive(m *parser.Message, from Peer) {
+	if err := m.Validate(sh.srv.cfg.Supported); err != nil {
+		sh.reject(m, err, from)
+		return
+	}
+	sh.m.countIn(m)
+	owner := sh.srv.OwnerOf(m.CallID())
+	if owner == sh.idx {
+		sh.deliver(m, from)
+		return
+	}
+	p := packetPool.Get().(*packet)
+	p.out, p.peer = false, from
+	p.buf = m.CopyTo(&p.msg, p.buf)
+	dst := sh.srv.shards[owner]
+	if !dst.inbox[sh.idx].push(p) {
+		packetPool.Put(p)
+		sh.m.handoffDrops.Inc()
+		return
+	}
+	sh.m.handoffsOut.Inc()
+	dst.wake()
+}
+
+func (sh *Shard) deliver(m *parser.Message, from Peer) {
+	if sh.handler.Message != nil {
+		sh.handler.Message(sh, m, from)
+	}
+}
+
+// reject answers a malformed request statelessly with the parser's code, or
+// drops a malformed response (RFC 3261 18.1.2). A request whose top Via
+// cannot be read cannot be answered either, and is dropped.
+func (sh *Shard) reject(m *parser.Message, err error, from Peer) {
+	code, reason, drop := parser.Answer(m, err)
+	sh.m.countParseError(code, drop)
+	if drop || m.Get(parser.HeaderVia) == nil || m.Get(parser.HeaderCallID) == nil {
+		return
+	}
+	var via parser.Via
+	if m.TopVia(&via) != nil {
+		return
+	}
+	b := parser.AppendResponse(sh.out[:0], m, code, reason, nil)
+	if code == 420 {
+		b = append(b, "Unsupported: "...)
+		b = parser.AppendUnsupported(b, m, sh.srv.cfg.Supported)
+		b = append(b, "\r\n"...)
+	}
+	b = parser.AppendBody(b, "", nil)
+	sh.out = b
+	sh.Send(ResponseTarget(&via, from), b)
+}
+
+// ResponseTarget returns where a response to a request from peer goes
+// (RFC 3261 18.2.2, RFC 3581 4): on a stream, back on its connection; over
+// UDP, to the source address, and to the source port when the request asked
+// for rport or its Via names no port, else to the Via's sent-by port.
+func ResponseTarget(via *parser.Via, from Peer) Peer {
+	if from.Transport == UDP && !via.HasRPort && via.Port != 0 {
+		from.Addr = netip.AddrPortFrom(from.Addr.Addr(), uint16(via.Port))
+	}
+	return from
+}
+
+// Send transmits b to peer from the shard's loop. b may be reused as soon as
+// Send returns. UDP leaves from the listening socket's port; a stream
+// message goes on peer.Conn when it is set and open, else on a connection to
+// peer.Addr, dialled if needed.
+func (sh *Shard) Send(peer Peer, b []byte) {
+	sh.m.countOut(b)
+	if peer.Transport == UDP {
+		sh.sendUDP(peer, b)
+		return
+	}
+	sh.sendTCP(peer, b)
+}
+
+func (sh *Shard) sendUDP(peer Peer, b []byte) {
+	fd := sh.srv.udpFD[peer.Listener]
+	if fd < 0 {
+		fd = sh.srv.anyUDPFD(peer.Addr.Addr().Is4())
+		if fd < 0 {
+			sh.m.sendErrors.Inc()
+			return
+		}
+	}
+	var sa unix.Sockaddr
+	if a := peer.Addr.Addr(); a.Is4() || a.Is4In6() {
+		sh.sa4.Addr, sh.sa4.Port = a.Unmap().As4(), int(peer.Addr.Port())
+		sa = &sh.sa4
+	} else {
+		sh.sa6.Addr, sh.sa6.Port = a.As16(), int(peer.Addr.Port())
+		sa = &sh.sa6
+	}
+	if err := unix.Sendto(fd, b, 0, sa); err != nil {
+		sh.m.sendErrors.Inc()
+	}
+}
+
+// anyUDPFD returns a UDP socket of the wanted family to send from when the
+// peer names no listener.
+func (s *Server) anyUDPFD(v4 bool) int {
+	for i, l := range s.listen {
+		if l.transport == UDP && s.udpFD[i] >= 0 && l.addr.Addr().Is4() == v4 {
+			return s.udpFD[i]
+		}
+	}
+	return -1
+}
+
+// readUDP handles one datagram on the loop that received it.
+func (sh *Shard) readUDP(c gnet.Conn) {
+	buf, _ := c.Next(-1)
+	if len(buf) > sh.srv.cfg.Limits.MaxMessageSize {
+		sh.m.oversize.Inc() // RFC 3261 18.1.1 wants such messages on TCP
+		return
+	}
+	from := Peer{Addr: addrPortOf(c.RemoteAddr()), Transport: UDP, Listener: sh.srv.listenerOf(c.LocalAddr())}
+	if len(buf) <= 4 && isKeepAlive(buf) {
+		return // RFC 5626 over UDP is STUN, not CRLF; stray CRLFs are ignored
+	}
+	if err := sh.msg.ParseLimits(buf, &sh.srv.cfg.Limits); err != nil {
+		sh.reject(&sh.msg, err, from)
+		return
+	}
+	sh.receive(&sh.msg, from)
+}
+
+func isKeepAlive(b []byte) bool {
+	for _, c := range b {
+		if c != '\r' && c != '\n' {
+			return false
+		}
+	}
+	return true
+}
+
+// listenerOf finds the listener a local address belongs to.
+func (s *Server) listenerOf(local net.Addr) uint8 {
+	ap := addrPortOf(local)
+	for i, l := range s.listen {
+		if l.addr.Port() == ap.Port() && (l.addr.Addr() == ap.Addr() || l.addr.Addr().IsUnspecified()) {
+			return uint8(i)
+		}
+	}
+	return 0
+}
+
+// MintCallID appends to dst a new random Call-ID that hashes to this shard,
+// so that responses and in-dialog requests for it arrive at the shard that
+// made it: random candidates are drawn until one hashes here (on average
+// as many draws as there are shards). suffix (e.g. "@host") is appended.
+func (sh *Shard) MintCallID(dst []byte, suffix string) []byte {
+	n := len(dst)
+	for {
+		dst = appendRandomToken(dst[:n], 20)
+		dst = append(dst, suffix...)
+		if sh.srv.OwnerOf(dst[n:]) == sh.idx {
+			return dst
+		}
+	}
+}
+
+const tokenChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+// appendRandomToken appends n random token characters.
+func appendRandomToken(dst []byte, n int) []byte {
+	for n > 0 {
+		r := rand.Uint64()
+		for i := 0; i < 10 && n > 0; i++ {
+			dst = append(dst, tokenChars[r%uint64(len(tokenChars))])
+			r /= uint64(len(tokenChars))
+			n--
+		}
+	}
+	return dst
+}
