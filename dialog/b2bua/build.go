@@ -1,0 +1,142 @@
+package b2bua
+
+import (
+	"strconv"
+
+	"github.com/sipedge/sipedge/parser"
+)
+
+// localHost returns sipedge's host:port for a leg's transport.
+func (e *Engine) localHost(l *leg) string {
+	if l.transport == "TCP" && e.cfg.LocalTCP != "" {
+		return e.cfg.LocalTCP
+	}
+	return e.cfg.LocalUDP
+}
+
+// appendContact appends sipedge's Contact for a leg (RFC 3261 8.1.1.8).
+func (e *Engine) appendContact(dst []byte, l *leg) []byte {
+	dst = append(dst, "Contact: <sip:"...)
+	dst = append(dst, e.cfg.User...)
+	dst = append(dst, '@')
+	dst = append(dst, e.localHost(l)...)
+	if l.transport == "TCP" {
+		dst = append(dst, ";transport=tcp"...)
+	}
+	return append(dst, ">\r\n"...)
+}
+
+// appendRequestHead appends the start line and the dialog headers of a
+// request sipedge sends on leg l (RFC 3261 12.2.1.1): Request-URI the
+// remote target, Route the route set, From our URI and tag, To the peer's
+// URI and tag (empty before the dialog exists), the leg's Call-ID, CSeq.
+// The caller appends Contact, other headers and AppendBody.
+func (e *Engine) appendRequestHead(dst []byte, method string, l *leg, cseq uint32, maxForwards int) []byte {
+	dst = parser.AppendRequestLine(dst, method, l.target)
+	dst = append(dst, "Via: SIP/2.0/"...)
+	dst = append(dst, l.transport...)
+	dst = append(dst, ' ')
+	dst = append(dst, e.localHost(l)...)
+	dst = append(dst, ";branch=z9hG4bK"...)
+	dst = randomToken(dst, 16)
+	dst = append(dst, ";rport\r\nMax-Forwards: "...)
+	dst = strconv.AppendInt(dst, int64(maxForwards), 10)
+	dst = append(dst, "\r\n"...)
+	if len(l.routes) > 0 {
+		dst = parser.AppendHeader(dst, "Route", l.routes)
+	}
+	dst = append(dst, "From: "...)
+	dst = append(dst, l.localURI...)
+	dst = append(dst, ";tag="...)
+	dst = append(dst, l.localTag...)
+	dst = append(dst, "\r\nTo: "...)
+	dst = append(dst, l.remoteURI...)
+	if len(l.remoteTag) > 0 {
+		dst = append(dst, ";tag="...)
+		dst = append(dst, l.remoteTag...)
+	}
+	dst = append(dst, "\r\n"...)
+	dst = parser.AppendHeader(dst, "Call-ID", l.callID)
+	dst = append(dst, "CSeq: "...)
+	dst = strconv.AppendUint(dst, uint64(cseq), 10)
+	dst = append(dst, ' ')
+	dst = append(dst, method...)
+	return append(dst, "\r\n"...)
+}
+
+// appendBodyOf appends m's Content-Type and body and ends the message.
+func appendBodyOf(dst []byte, m *parser.Message) []byte {
+	if m == nil || len(m.Body()) == 0 {
+		return parser.AppendBody(dst, "", nil)
+	}
+	if ct := m.Get(parser.HeaderContentType); ct != nil {
+		dst = parser.AppendHeader(dst, "Content-Type", ct)
+	}
+	return parser.AppendBody(dst, "", m.Body())
+}
+
+// appendRelayedResponse builds the response to req that relays resp from
+// the other leg: its code, reason, allowed headers and body, with
+// sipedge's Contact on responses that establish or refresh a dialog.
+func (e *Engine) appendRelayedResponse(dst []byte, req, resp *parser.Message, toTag []byte, l *leg) []byte {
+	code := resp.StatusCode()
+	dst = parser.AppendResponse(dst, req, code, string(resp.ReasonPhrase()), toTag)
+	if code > 100 && code < 300 && dialogForming(req.Method()) {
+		dst = e.appendContact(dst, l)
+	}
+	dst = e.policy.appendAllowed(dst, resp)
+	return appendBodyOf(dst, resp)
+}
+
+// appendResponse builds sipedge's own response to req.
+func appendResponse(dst []byte, req *parser.Message, code int, reason string, toTag []byte) []byte {
+	dst = parser.AppendResponse(dst, req, code, reason, toTag)
+	return parser.AppendBody(dst, "", nil)
+}
+
+// dialogForming reports whether a request's 2xx carries a Contact: it
+// creates a dialog or refreshes its target (RFC 3261 12.1, 12.2;
+// RFC 3311 5.2; RFC 6665).
+func dialogForming(m parser.Method) bool {
+	switch m {
+	case parser.MethodInvite, parser.MethodUpdate, parser.MethodSubscribe, parser.MethodNotify, parser.MethodRefer:
+		return true
+	}
+	return false
+}
+
+// appendNameAddr appends "display" <uri> for an address: the identity of a
+// dialog's URI without its tag or other parameters.
+func appendNameAddr(dst []byte, a *parser.Address) []byte {
+	if len(a.Display) > 0 {
+		if a.Quoted {
+			dst = append(dst, '"')
+			dst = append(dst, a.Display...)
+			dst = append(dst, "\" "...)
+		} else {
+			dst = append(dst, a.Display...)
+			dst = append(dst, ' ')
+		}
+	}
+	dst = append(dst, '<')
+	dst = append(dst, a.URI...)
+	return append(dst, '>')
+}
+
+// appendRouteSet appends the Record-Route values of m, joined with ", ",
+// in order for the UAS side of a dialog and reversed for the UAC side
+// (RFC 3261 12.1.1, 12.1.2).
+func appendRouteSet(dst []byte, m *parser.Message, reverse bool) []byte {
+	n := m.Count(parser.HeaderRecordRoute)
+	for k := 0; k < n; k++ {
+		i := k
+		if reverse {
+			i = n - 1 - k
+		}
+		if k > 0 {
+			dst = append(dst, ", "...)
+		}
+		dst = append(dst, m.Nth(parser.HeaderRecordRoute, i)...)
+	}
+	return dst
+}

@@ -1,0 +1,225 @@
+package b2bua
+
+import (
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/sipedge/sipedge/dialog/txn"
+	"github.com/sipedge/sipedge/parser"
+)
+
+type side uint8
+
+const (
+	sideA side = iota + 1
+	sideB
+)
+
+type callState uint8
+
+const (
+	stateFree      callState = iota
+	stateEarly               // INVITE sent on the B-leg, no final response yet
+	stateConfirmed           // answered
+	stateEnding              // BYE sent; waiting for the other side
+)
+
+// Hangup sides, as the CDR names them.
+const (
+	hangupCaller = "caller"
+	hangupCallee = "callee"
+	hangupSystem = "system"
+)
+
+// leg is one dialog of a call, seen from sipedge.
+type leg struct {
+	callID     []byte
+	localTag   []byte
+	remoteTag  []byte
+	localURI   []byte // our side's name-addr, without tag (B: From; A: the caller's To)
+	remoteURI  []byte // the peer's name-addr, without tag
+	target     []byte // the peer's Contact URI: the Request-URI of requests on this leg
+	routes     []byte // the route set, as Route header values joined with ", "
+	cseq       uint32 // the CSeq of the last request sipedge sent on this leg
+	inviteCSeq uint32 // B: the CSeq of the last INVITE sent, for its ACK
+	peer       txn.Peer
+	ack        []byte // B: the last ACK sent for a 2xx, re-sent for its retransmissions
+	transport  string // "UDP" or "TCP", for Via
+}
+
+func (l *leg) reset() {
+	l.callID, l.localTag, l.remoteTag = l.callID[:0], l.localTag[:0], l.remoteTag[:0]
+	l.localURI, l.remoteURI, l.target, l.routes = l.localURI[:0], l.remoteURI[:0], l.target[:0], l.routes[:0]
+	l.cseq, l.inviteCSeq, l.peer, l.ack, l.transport = 0, 0, txn.Peer{}, l.ack[:0], ""
+}
+
+// relay is an in-dialog request in flight from one leg to the other.
+type relay struct {
+	in, out txn.Handle
+	from    side
+	req     []byte // the request as received, to answer it
+	method  parser.Method
+}
+
+const maxRelays = 4
+
+// Call is one call: the caller's dialog (A) and the carrier's (B). Its
+// byte slices keep their capacity across reuse, so a warm engine allocates
+// nothing per call.
+type Call struct {
+	idx    int32 // in Engine.calls
+	gen    uint32
+	next   int32
+	state  callState
+	trunk  *Trunk
+	target Target
+	a, b   leg
+
+	aInvite  []byte     // the caller's INVITE, to build responses from
+	aTxn     txn.Handle // its server transaction
+	bTxn     txn.Handle // the B-leg INVITE client transaction
+	canceled bool       // the caller cancelled, or the call no longer wants the B-leg
+	answered bool
+
+	ok2xx   []byte        // the 2xx sent to the caller, retransmitted until ACK
+	rtx     uint64        // its retransmission timer, 0 when none
+	rtxWait time.Duration // the current interval
+	rtxEnd  time.Duration // when to give up (64*T1)
+	maxDur  uint64        // the maximum-duration timer
+
+	reinvite [2]bool // a re-INVITE is in flight from A, from B (glare: 491)
+	relays   [maxRelays]relay
+
+	// CDR facts.
+	tInvite, tProvisional, tAnswer, tEnd time.Duration
+	finalCode                            int
+	finalReason                          string
+	hangup                               string
+	caller, callee                       []byte
+}
+
+// Summary is what a finished call reports (for its CDR). Byte slices are
+// valid only during the Finished callback.
+type Summary struct {
+	ACallID, BCallID []byte
+	Trunk            *Trunk
+	Caller, Callee   []byte
+	Target           Target
+	// Times on the shard clock; 0 when the event did not happen.
+	Invite, FirstProvisional, Answer, End time.Duration
+	FinalCode                             int
+	FinalReason                           string
+	HangupSide                            string
+}
+
+// Summary describes the call for its CDR.
+func (c *Call) Summary() Summary {
+	return Summary{ACallID: c.a.callID, BCallID: c.b.callID, Trunk: c.trunk, Caller: c.caller, Callee: c.callee,
+		Target: c.target, Invite: c.tInvite, FirstProvisional: c.tProvisional, Answer: c.tAnswer, End: c.tEnd,
+		FinalCode: c.finalCode, FinalReason: c.finalReason, HangupSide: c.hangup}
+}
+
+// allocCall takes a call from the free list.
+func (e *Engine) allocCall() (int32, *Call) {
+	var i int32
+	if e.free >= 0 {
+		i = e.free
+		e.free = e.calls[i].next
+	} else {
+		i = int32(len(e.calls))
+		e.calls = append(e.calls, &Call{idx: i})
+	}
+	c := e.calls[i]
+	c.gen++
+	c.next = -1
+	e.live++
+	e.m.active.Set(float64(e.live))
+	return i, c
+}
+
+// arg packs a call's index and generation for its timers.
+func (e *Engine) arg(c *Call) uint64 { return uint64(c.gen)<<32 | uint64(uint32(c.idx)) }
+
+func (e *Engine) callByArg(arg uint64) *Call {
+	i := int(uint32(arg))
+	if i >= len(e.calls) {
+		return nil
+	}
+	c := e.calls[i]
+	if c.gen != uint32(arg>>32) || c.state == stateFree {
+		return nil
+	}
+	return c
+}
+
+// indexLeg makes a leg's Call-ID find its call.
+func (e *Engine) indexLeg(c *Call, l *leg) {
+	e.byCallID[xxhash.Sum64(l.callID)] = c.idx
+}
+
+func (e *Engine) unindexLeg(c *Call, l *leg) {
+	if len(l.callID) == 0 {
+		return
+	}
+	h := xxhash.Sum64(l.callID)
+	if i, ok := e.byCallID[h]; ok && i == c.idx {
+		delete(e.byCallID, h)
+	}
+}
+
+func (e *Engine) watch(h txn.Handle, c *Call, kind roleKind, peer txn.Handle, slot int8) {
+	e.byTxn[h] = txnRole{call: c.idx, gen: c.gen, kind: kind, peer: peer, slot: slot}
+}
+
+// roleOf returns the call and role of a transaction the engine watches.
+func (e *Engine) roleOf(h txn.Handle) (*Call, txnRole) {
+	r, ok := e.byTxn[h]
+	if !ok {
+		return nil, r
+	}
+	c := e.calls[r.call]
+	if c.gen != r.gen || c.state == stateFree {
+		delete(e.byTxn, h)
+		return nil, r
+	}
+	return c, r
+}
+
+// end finishes a call: CDR, timers, indexes, and back to the free list.
+func (e *Engine) end(c *Call, hangup string) {
+	if c.state == stateFree {
+		return
+	}
+	c.tEnd = e.now
+	if c.hangup == "" {
+		c.hangup = hangup
+	}
+	if c.rtx != 0 {
+		e.env.Clock.Stop(c.rtx)
+	}
+	if c.maxDur != 0 {
+		e.env.Clock.Stop(c.maxDur)
+	}
+	if e.env.Finished != nil {
+		e.env.Finished(c)
+	}
+	e.m.ended.Inc()
+	e.unindexLeg(c, &c.a)
+	e.unindexLeg(c, &c.b)
+	i := c.idx
+	gen := c.gen
+	a, b := c.a, c.b
+	a.reset()
+	b.reset()
+	relays := c.relays
+	for k := range relays {
+		relays[k].req = relays[k].req[:0]
+		relays[k].in, relays[k].out = 0, 0
+	}
+	*c = Call{idx: i, gen: gen, next: e.free, a: a, b: b, relays: relays,
+		aInvite: c.aInvite[:0], ok2xx: c.ok2xx[:0], caller: c.caller[:0], callee: c.callee[:0]}
+	e.free = i
+	e.live--
+	e.m.active.Set(float64(e.live))
+}

@@ -1,0 +1,280 @@
+package b2bua
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sipedge/sipedge/parser"
+)
+
+func TestAnsweredCallByeFromCaller(t *testing.T) {
+	r := newRig(t, nil)
+	binv, aTag := r.answerCall()
+	// The B-leg INVITE: a fresh dialog, sipedge's Via and Contact, the
+	// caller's SDP and allowed headers only.
+	if hdr(binv, parser.HeaderCallID) == "a-call-1" || tagOf(t, binv, parser.HeaderFrom) == "atag1" {
+		t.Fatal("B-leg reuses the A-leg dialog identifiers")
+	}
+	if !strings.Contains(string(binv.Bytes()), "X-Keep: kept") || strings.Contains(string(binv.Bytes()), "X-Drop") {
+		t.Fatalf("header policy not applied:\n%s", binv.Bytes())
+	}
+	if string(binv.Body()) != sdp {
+		t.Fatal("SDP not passed through unchanged")
+	}
+	if mf, _, _ := binv.MaxForwards(); mf != 69 {
+		t.Fatalf("Max-Forwards %d, want 69", mf)
+	}
+	if c := hdr(binv, parser.HeaderContact); c != "<sip:sipedge@203.0.113.1:5060>" {
+		t.Fatalf("Contact %q", c)
+	}
+
+	r.recv(caller, inDialogFromCaller("BYE", "bye", 11, aTag, ""))
+	r.expect(caller, "SIP/2.0 200 OK")
+	bye := r.expect(carrier, "BYE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	if tagOf(t, bye, parser.HeaderTo) != "btag9" || hdr(bye, parser.HeaderCallID) != hdr(binv, parser.HeaderCallID) {
+		t.Fatalf("BYE not in the B dialog:\n%s", bye.Bytes())
+	}
+	r.recv(carrier, carrierResponse(bye, 200, "OK", ""))
+	if len(r.calls) != 1 {
+		t.Fatalf("%d CDRs, want 1", len(r.calls))
+	}
+	s := r.calls[0]
+	if s.FinalCode != 200 || s.HangupSide != "caller" || string(s.ACallID) != "a-call-1" || s.Answer == 0 || s.End == 0 {
+		t.Fatalf("summary %+v", s)
+	}
+	if r.e.Calls() != 0 {
+		t.Fatalf("%d calls left", r.e.Calls())
+	}
+}
+
+func TestAnsweredCallByeFromCallee(t *testing.T) {
+	r := newRig(t, nil)
+	binv, aTag := r.answerCall()
+	r.recv(carrier, inDialogFromCarrier(t, binv, "BYE", 1))
+	r.expect(carrier, "SIP/2.0 200 OK")
+	bye := r.expect(caller, "BYE sip:alice@caller.example.org:5061 SIP/2.0")[0]
+	if tagOf(t, bye, parser.HeaderFrom) != aTag || tagOf(t, bye, parser.HeaderTo) != "atag1" || hdr(bye, parser.HeaderCallID) != "a-call-1" {
+		t.Fatalf("BYE not in the A dialog:\n%s", bye.Bytes())
+	}
+	if hdr(bye, parser.HeaderRoute) != "<sip:rr.caller.example.org;lr>" {
+		t.Fatalf("BYE does not follow the caller's route set: %q", hdr(bye, parser.HeaderRoute))
+	}
+	r.recv(caller, callerResponse(bye, 200, "OK"))
+	if len(r.calls) != 1 || r.calls[0].HangupSide != "callee" {
+		t.Fatalf("summaries %+v", r.calls)
+	}
+}
+
+func TestCancelBeforeAnswer(t *testing.T) {
+	r := newRig(t, nil)
+	inv := callerInvite("1", "a-call-1", "15551234")
+	r.recv(caller, inv)
+	r.expect(caller, "SIP/2.0 100 Trying")
+	binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
+	r.expect(caller, "SIP/2.0 180 Ringing")
+	cancel := strings.Replace(strings.Replace(inv, "INVITE sip:", "CANCEL sip:", 1), "CSeq: 10 INVITE", "CSeq: 10 CANCEL", 1)
+	cancel = cancel[:strings.Index(cancel, "Content-Type")] + "Content-Length: 0\r\n\r\n"
+	r.recv(caller, cancel)
+	r.expect(caller, "SIP/2.0 200 OK", "SIP/2.0 487 Request Terminated")
+	bc := r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(carrier, carrierResponse(bc, 200, "OK", ""))
+	r.recv(carrier, carrierResponse(binv, 487, "Request Terminated", ""))
+	r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
+	if len(r.calls) != 1 || r.calls[0].FinalCode != 487 || r.calls[0].HangupSide != "caller" {
+		t.Fatalf("summaries %+v", r.calls)
+	}
+}
+
+func TestBusyRelayed(t *testing.T) {
+	r := newRig(t, nil)
+	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
+	r.expect(caller, "SIP/2.0 100 Trying")
+	binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(carrier, carrierResponse(binv, 486, "Busy Here", ""))
+	r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0") // by the transaction layer (RFC 3261 17.1.1.3)
+	busy := r.expect(caller, "SIP/2.0 486 Busy Here")[0]
+	if hdr(busy, parser.HeaderContact) != "" {
+		t.Fatal("a failure carries a Contact")
+	}
+	if len(r.calls) != 1 || r.calls[0].FinalCode != 486 {
+		t.Fatalf("summaries %+v", r.calls)
+	}
+}
+
+func TestEarlyMediaThenAnswer(t *testing.T) {
+	r := newRig(t, nil)
+	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
+	r.expect(caller, "SIP/2.0 100 Trying")
+	binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(carrier, carrierResponse(binv, 183, "Session Progress", sdp))
+	p := r.expect(caller, "SIP/2.0 183 Session Progress")[0]
+	if string(p.Body()) != sdp || hdr(p, parser.HeaderContentType) != "application/sdp" {
+		t.Fatalf("early media SDP not relayed:\n%s", p.Bytes())
+	}
+	r.recv(carrier, carrierResponse(binv, 200, "OK", sdp))
+	ok := r.expect(caller, "SIP/2.0 200 OK")[0]
+	if tagOf(t, ok, parser.HeaderTo) != tagOf(t, p, parser.HeaderTo) {
+		t.Fatal("one B-leg early dialog got two A-leg tags")
+	}
+}
+
+func TestReInviteInDialog(t *testing.T) {
+	r := newRig(t, nil)
+	binv, aTag := r.answerCall()
+	r.recv(caller, inDialogFromCaller("INVITE", "re1", 11, aTag, sdp))
+	r.expect(caller, "SIP/2.0 100 Trying")
+	re := r.expect(carrier, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	cseq, _ := re.CSeq()
+	if cseq.Num != 2 || hdr(re, parser.HeaderCallID) != hdr(binv, parser.HeaderCallID) || string(re.Body()) != sdp {
+		t.Fatalf("re-INVITE on B:\n%s", re.Bytes())
+	}
+	// A second re-INVITE while one is pending is glare (RFC 3261 14.2).
+	r.recv(caller, inDialogFromCaller("INVITE", "re2", 12, aTag, sdp))
+	r.expect(caller, "SIP/2.0 100 Trying", "SIP/2.0 491 Request Pending")
+	r.recv(carrier, carrierResponse(re, 200, "OK", sdp))
+	ok := r.expect(caller, "SIP/2.0 200 OK")[0]
+	if c, _ := ok.CSeq(); c.Num != 11 || string(ok.Body()) != sdp {
+		t.Fatalf("re-INVITE 200 to the caller:\n%s", ok.Bytes())
+	}
+	ack := strings.Replace(ackFromCaller(aTag), "CSeq: 10 ACK", "CSeq: 11 ACK", 1)
+	r.recv(caller, ack)
+	back := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	if c, _ := back.CSeq(); c.Num != 2 {
+		t.Fatalf("ACK CSeq %d, want the re-INVITE's 2", c.Num)
+	}
+}
+
+func TestInviteRetransmissionAbsorbed(t *testing.T) {
+	r := newRig(t, nil)
+	inv := callerInvite("1", "a-call-1", "15551234")
+	r.recv(caller, inv)
+	r.expect(caller, "SIP/2.0 100 Trying")
+	r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.recv(caller, inv)
+	r.expect(caller, "SIP/2.0 100 Trying") // the transaction re-sends its last response
+	r.expect(carrier)                      // and no second B-leg
+	if r.e.Calls() != 1 {
+		t.Fatalf("%d calls", r.e.Calls())
+	}
+}
+
+func TestB200RetransmissionReAcked(t *testing.T) {
+	r := newRig(t, nil)
+	binv, _ := r.answerCall()
+	r.recv(carrier, carrierResponse(binv, 200, "OK", sdp))
+	r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")
+	r.expect(caller)
+}
+
+func TestLate200AfterCancelAckedAndByed(t *testing.T) {
+	r := newRig(t, nil)
+	inv := callerInvite("1", "a-call-1", "15551234")
+	r.recv(caller, inv)
+	r.take(caller)
+	binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
+	r.take(caller)
+	cancel := strings.Replace(strings.Replace(inv, "INVITE sip:", "CANCEL sip:", 1), "CSeq: 10 INVITE", "CSeq: 10 CANCEL", 1)
+	cancel = cancel[:strings.Index(cancel, "Content-Type")] + "Content-Length: 0\r\n\r\n"
+	r.recv(caller, cancel)
+	r.expect(caller, "SIP/2.0 200 OK", "SIP/2.0 487 Request Terminated")
+	r.take(carrier) // the CANCEL
+	// The carrier answers before it sees the CANCEL.
+	r.recv(carrier, carrierResponse(binv, 200, "OK", sdp))
+	r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
+	r.expect(caller) // the caller never hears of it
+}
+
+func TestUnknownSourceDroppedOrRefused(t *testing.T) {
+	r := newRig(t, nil)
+	r.recv(stranger, callerInvite("1", "a-call-1", "15551234"))
+	r.expect(stranger) // silent: not even a 100 Trying
+	r.expect(carrier)
+
+	r = newRig(t, func(c *Config) { c.RejectUnknown = true })
+	r.recv(stranger, callerInvite("1", "a-call-1", "15551234"))
+	r.expect(stranger, "SIP/2.0 403 Forbidden")
+}
+
+func TestMaxForwardsZero(t *testing.T) {
+	r := newRig(t, nil)
+	r.recv(caller, strings.Replace(callerInvite("1", "a-call-1", "15551234"), "Max-Forwards: 70", "Max-Forwards: 0", 1))
+	r.expect(caller, "SIP/2.0 100 Trying", "SIP/2.0 483 Too Many Hops")
+	r.expect(carrier)
+}
+
+func Test2xxRetransmittedUntilAck(t *testing.T) {
+	r := newRig(t, nil)
+	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
+	r.take(caller)
+	binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(carrier, carrierResponse(binv, 200, "OK", sdp))
+	ok := r.expect(caller, "SIP/2.0 200 OK")[0]
+	r.advance(500 * time.Millisecond) // T1
+	r.expect(caller, "SIP/2.0 200 OK")
+	r.advance(time.Second) // 2*T1
+	r.expect(caller, "SIP/2.0 200 OK")
+	r.recv(caller, ackFromCaller(tagOf(t, ok, parser.HeaderTo)))
+	r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")
+	r.advance(10 * time.Second)
+	r.expect(caller)
+}
+
+func TestNoAckEndsCall(t *testing.T) {
+	r := newRig(t, nil)
+	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
+	r.take(caller)
+	binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(carrier, carrierResponse(binv, 200, "OK", sdp))
+	r.advance(40 * time.Second) // beyond 64*T1
+	if len(r.calls) != 1 || r.calls[0].HangupSide != "system" {
+		t.Fatalf("summaries %+v", r.calls)
+	}
+	got := strings.Join(r.take(carrier), "")
+	if !strings.Contains(got, "BYE sip:gw@carrier.example.net:5070") {
+		t.Fatalf("no BYE to the carrier:\n%s", got)
+	}
+}
+
+func TestReferRefused(t *testing.T) {
+	r := newRig(t, nil)
+	_, aTag := r.answerCall()
+	r.recv(caller, inDialogFromCaller("REFER", "ref", 11, aTag, ""))
+	r.expect(caller, "SIP/2.0 603 Decline")
+	r.expect(carrier)
+}
+
+func TestLimitsAndRouterReject(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.MaxCalls = 1 })
+	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
+	r.take(caller)
+	r.take(carrier)
+	r.recv(caller, callerInvite("2", "a-call-2", "15551234"))
+	r.expect(caller, "SIP/2.0 100 Trying", "SIP/2.0 503 Service Unavailable")
+	r = newRig(t, nil)
+	r.recv(caller, callerInvite("1", "a-call-1", "404"))
+	r.expect(caller, "SIP/2.0 100 Trying", "SIP/2.0 404 No Route")
+}
+
+func TestUnknownDialog481(t *testing.T) {
+	r := newRig(t, nil)
+	r.recv(caller, inDialogFromCaller("BYE", "x", 11, "nosuchtag", ""))
+	r.expect(caller, "SIP/2.0 481 Call/Transaction Does Not Exist")
+}
+
+func TestOrphanReaped(t *testing.T) {
+	r := newRig(t, nil)
+	_, aTag := r.answerCall()
+	r.recv(caller, inDialogFromCaller("INFO", "info", 11, aTag, ""))
+	r.expect(carrier, "INFO sip:gw@carrier.example.net:5070 SIP/2.0")
+	r.advance(40 * time.Second) // Timer F: the carrier never answers
+	if len(r.calls) != 1 || r.calls[0].HangupSide != "system" {
+		t.Fatalf("summaries %+v", r.calls)
+	}
+	got := strings.Join(r.take(caller), "")
+	if !strings.Contains(got, "SIP/2.0 408 Request Timeout") || !strings.Contains(got, "BYE sip:alice@caller.example.org:5061") {
+		t.Fatalf("caller got:\n%s", got)
+	}
+}

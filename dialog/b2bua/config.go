@@ -1,0 +1,191 @@
+package b2bua
+
+import (
+	"errors"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/sipedge/sipedge/dialog/txn"
+	"github.com/sipedge/sipedge/parser"
+)
+
+// Config configures an Engine.
+type Config struct {
+	// Trunks are the known sources of calls; the first whose sources match
+	// a request's source address takes the call.
+	Trunks []Trunk
+	// RejectUnknown answers INVITEs from unknown sources 403 instead of
+	// dropping them silently (the default: a silent drop gives a scanner
+	// nothing).
+	RejectUnknown bool
+	// HeaderAllow lists the headers copied from one leg's messages to the
+	// other's (besides what the B2BUA builds itself). Dialog-forming and
+	// topology-bearing headers are never copied, whatever this says.
+	HeaderAllow []string
+	// MaxCalls bounds concurrent calls per engine (per shard); above it new
+	// calls get 503 (0: unlimited).
+	MaxCalls int
+	// MaxDuration ends calls that last longer (0: unlimited).
+	MaxDuration time.Duration
+	// ReferCode answers REFER (default 603 Decline).
+	ReferCode int
+	// Local is the host:port written into Via and Contact for each
+	// transport: sipedge's own address as the other side must reach it.
+	LocalUDP, LocalTCP string
+	// User is the user part of sipedge's Contact (default "sipedge").
+	User string
+	// Txn configures the transaction layer; its T1 and T2 also pace the
+	// retransmission of a 2xx to the caller.
+	Txn txn.Config
+	// Metrics receives the engine's metrics, labelled with Shard.
+	Metrics *metrics.Set
+	Shard   int
+}
+
+// Trunk is a configured source of calls.
+type Trunk struct {
+	Name    string
+	Group   string // trunk_group: what routing keys on
+	Sources []Source
+}
+
+// Source is an address range, optionally limited to one port.
+type Source struct {
+	Prefix netip.Prefix
+	Port   uint16 // 0: any
+}
+
+// Matches reports whether ap is within the source.
+func (s Source) Matches(ap netip.AddrPort) bool {
+	return s.Prefix.Contains(ap.Addr().Unmap()) && (s.Port == 0 || s.Port == ap.Port())
+}
+
+// ParseSource parses "CIDR" or "CIDR:port" (IPv6 as "[CIDR]:port").
+func ParseSource(s string) (Source, error) {
+	if strings.HasPrefix(s, "[") {
+		end := strings.Index(s, "]")
+		if end < 0 {
+			return Source{}, errors.New("missing ]")
+		}
+		p, err := netip.ParsePrefix(s[1:end])
+		if err != nil {
+			return Source{}, err
+		}
+		src := Source{Prefix: p.Masked()}
+		if rest := s[end+1:]; rest != "" {
+			ap, err := netip.ParseAddrPort("[::]" + rest)
+			if err != nil {
+				return Source{}, err
+			}
+			src.Port = ap.Port()
+		}
+		return src, nil
+	}
+	cidr, port, hasPort := strings.Cut(s, ":")
+	if strings.Count(s, ":") > 1 { // bare IPv6 CIDR
+		cidr, hasPort = s, false
+	}
+	if !strings.Contains(cidr, "/") {
+		a, err := netip.ParseAddr(cidr)
+		if err != nil {
+			return Source{}, err
+		}
+		cidr = netip.PrefixFrom(a, a.BitLen()).String()
+	}
+	p, err := netip.ParsePrefix(cidr)
+	if err != nil {
+		return Source{}, err
+	}
+	src := Source{Prefix: p.Masked()}
+	if hasPort {
+		ap, err := netip.ParseAddrPort("0.0.0.0:" + port)
+		if err != nil {
+			return Source{}, err
+		}
+		src.Port = ap.Port()
+	}
+	return src, nil
+}
+
+// never are the headers no policy may copy: the B2BUA writes them itself
+// (RFC 3261 dialog state, topology) or they are hop-by-hop.
+var never = parser.NewHeaderSet(parser.HeaderVia, parser.HeaderFrom, parser.HeaderTo,
+	parser.HeaderCallID, parser.HeaderCSeq, parser.HeaderContact, parser.HeaderRoute,
+	parser.HeaderRecordRoute, parser.HeaderMaxForwards, parser.HeaderContentLength,
+	parser.HeaderContentType, parser.HeaderPath, parser.HeaderRSeq, parser.HeaderRAck,
+	parser.HeaderAuthorization, parser.HeaderProxyAuthorization, parser.HeaderProxyRequire)
+
+// headerPolicy is the compiled HeaderAllow: known kinds as a set, unknown
+// names as a list.
+type headerPolicy struct {
+	kinds parser.HeaderSet
+	names []string
+}
+
+func compilePolicy(allow []string) headerPolicy {
+	var p headerPolicy
+	for _, name := range allow {
+		if k := parser.LookupHeader([]byte(name)); k != parser.HeaderOther {
+			if !never.Has(k) {
+				p.kinds |= parser.NewHeaderSet(k)
+			}
+			continue
+		}
+		p.names = append(p.names, name)
+	}
+	return p
+}
+
+// appendAllowed appends the headers of m the policy allows.
+func (p *headerPolicy) appendAllowed(dst []byte, m *parser.Message) []byte {
+	for i := 0; i < m.NumHeaders(); i++ {
+		h := m.HeaderAt(i)
+		if h.Kind == parser.HeaderOther {
+			if !p.allowsName(h.Name) {
+				continue
+			}
+			dst = append(dst, h.Name...)
+		} else {
+			if !p.kinds.Has(h.Kind) {
+				continue
+			}
+			dst = append(dst, h.Kind.String()...)
+		}
+		dst = append(dst, ": "...)
+		dst = append(dst, h.Value...)
+		dst = append(dst, "\r\n"...)
+	}
+	return dst
+}
+
+func (p *headerPolicy) allowsName(name []byte) bool {
+	for _, n := range p.names {
+		if equalFold(name, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// equalFold reports whether b equals s ignoring ASCII case.
+func equalFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range b {
+		x, y := b[i], s[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,37 @@
+// Package b2bua is sipedge's call core: a back-to-back user agent that
+// terminates the caller's dialog (the A-leg) and originates a fresh dialog
+// toward a carrier (the B-leg), relaying between them.
+//
+// # Contract
+//
+// An Engine belongs to one shard: every method runs on the shard's loop,
+// never concurrently, and performs no blocking I/O. The shard gives it every
+// message whose Call-ID hashes to the shard (Receive) and every timer it
+// started (Timer); the Engine answers through its Env: Send for the wire,
+// Clock for timers, MintCallID for B-leg Call-IDs that hash back to this
+// shard, so both legs of a call live on one shard. Messages passed in are
+// views valid only during the call; the Engine copies what it keeps.
+//
+// # Topology hiding
+//
+// B-leg messages are built from scratch: a new Call-ID, From tag and CSeq,
+// sipedge's own Via and Contact, the caller's identity re-hosted on
+// sipedge's address, and only the headers the header policy allows. Nothing
+// of the A side's Via, Contact, Record-Route, Call-ID or tags reaches the B
+// side, nor the reverse. Bodies (SDP) pass through unchanged.
+//
+// # Calls
+//
+// Initial INVITE: the source address selects a trunk (unknown sources are
+// dropped or refused), Max-Forwards is checked (483 at zero, RFC 3261
+// 16.3), the Router picks the carrier, and the B-leg INVITE goes out.
+// Provisional responses with a To tag are relayed with an A-leg To tag per
+// B-leg early dialog; the 2xx is relayed and retransmitted to the caller
+// until its ACK (RFC 3261 13.3.1.4, RFC 6026), whose arrival sends the
+// B-leg ACK. In-dialog requests are matched by Call-ID and tags and relayed
+// to the other leg with that leg's identifiers; BYE from either side ends
+// both legs. CANCEL is answered 200, the B-leg is cancelled once it has sent
+// a provisional (RFC 3261 9.1), and the caller gets 487. A 2xx from a B-leg
+// the call no longer wants is ACKed and BYEd, so one call never reaches the
+// caller twice. Every call ends in one CDR.
+package b2bua

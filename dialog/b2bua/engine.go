@@ -1,0 +1,280 @@
+package b2bua
+
+import (
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/sipedge/sipedge/dialog/txn"
+	"github.com/sipedge/sipedge/parser"
+)
+
+// Clock arms timers on the shard's wheel. When one fires, the shard calls
+// Engine.Timer with its kind and arg.
+type Clock interface {
+	StartAt(at time.Duration, kind uint8, arg uint64) uint64
+	Stop(h uint64) bool
+}
+
+// Env is what an Engine needs from its shard.
+type Env struct {
+	Send       func(to txn.Peer, b []byte)    // b may be reused once Send returns
+	Clock      Clock                          // the shard's timer wheel
+	MintCallID func(dst []byte) []byte        // a Call-ID that hashes to this shard
+	Finished   func(c *Call)                  // a call ended; c is valid during the call only (CDR)
+	Router     func(r *RouteRequest) Decision // where a new call goes
+	Draining   func() bool                    // new calls get 503 while true (optional)
+	Log        *slog.Logger
+}
+
+// Timer kinds the Engine starts: TimerTxn for the transaction layer, the
+// others its own. A shard passes them back to Engine.Timer.
+const (
+	TimerTxn uint8 = iota + 1
+	timer2xx       // retransmit the 2xx to the caller (RFC 3261 13.3.1.4)
+	timerMaxDuration
+)
+
+// RouteRequest describes a new call to the Router.
+type RouteRequest struct {
+	CallID []byte // A-leg
+	Trunk  *Trunk
+	Dialed []byte // the Request-URI user, the dialled number
+	From   []byte // the caller's From URI
+	Source txn.Peer
+}
+
+// Target is one carrier to try.
+type Target struct {
+	CarrierID string
+	Group     string // gateway group, recorded as the route taken
+	// URI is the Request-URI without user ("sip:host:port;params"); the
+	// dialled number becomes its user.
+	URI  string
+	Peer txn.Peer // where the INVITE is sent
+}
+
+// Decision is the Router's answer: targets to try, or a code to reject with.
+type Decision struct {
+	Targets []Target
+	Code    int // when no target: the response to the caller (503 when 0)
+	Reason  string
+}
+
+// Engine is one shard's B2BUA. See the package documentation.
+type Engine struct {
+	cfg    Config
+	env    Env
+	policy headerPolicy
+	txns   *txn.Table
+	now    time.Duration
+
+	calls    []*Call
+	free     int32 // head of the free list of calls, -1 if none
+	live     int
+	byCallID map[uint64]int32       // xxhash(Call-ID) of either leg -> call
+	byTxn    map[txn.Handle]txnRole // transactions the engine is waiting on
+
+	msg     parser.Message // scratch for messages the engine builds
+	areq    parser.Message // scratch for requests the engine re-reads to answer them
+	scratch leg            // a dialog the engine ends without keeping (a forked 2xx)
+	out     []byte         // scratch for outgoing messages
+	m       engineMetrics
+}
+
+// txnRole says what a transaction is to its call.
+type txnRole struct {
+	call int32
+	gen  uint32
+	kind roleKind
+	peer txn.Handle // relays: the transaction on the other leg
+	slot int8       // relays: the call's relay slot
+}
+
+type roleKind uint8
+
+const (
+	roleAInvite  roleKind = iota + 1 // the caller's INVITE server transaction
+	roleBInvite                      // the B-leg INVITE client transaction
+	roleRelayIn                      // an in-dialog server transaction being relayed
+	roleRelayOut                     // its client transaction on the other leg
+	roleBye                          // a BYE the engine sent on its own
+)
+
+// New returns an Engine; env's functions must be set.
+func New(cfg Config, env Env) (*Engine, error) {
+	if cfg.ReferCode == 0 {
+		cfg.ReferCode = 603
+	}
+	if cfg.User == "" {
+		cfg.User = "sipedge"
+	}
+	if env.Log == nil {
+		env.Log = slog.Default()
+	}
+	e := &Engine{cfg: cfg, env: env, policy: compilePolicy(cfg.HeaderAllow), free: -1,
+		byCallID: make(map[uint64]int32), byTxn: make(map[txn.Handle]txnRole)}
+	var err error
+	if e.txns, err = txn.New(cfg.Txn, txnClock{env.Clock}); err != nil {
+		return nil, err
+	}
+	e.m = newMetrics(cfg.Metrics, cfg.Shard)
+	return e, nil
+}
+
+// txnClock adapts the shard's Clock to the transaction layer's Timers.
+type txnClock struct{ c Clock }
+
+func (c txnClock) StartAt(at time.Duration, arg uint64) uint64 { return c.c.StartAt(at, TimerTxn, arg) }
+func (c txnClock) Stop(h uint64) bool                          { return c.c.Stop(h) }
+
+// Calls returns the number of live calls.
+func (e *Engine) Calls() int { return e.live }
+
+// Transactions returns the number of live transactions.
+func (e *Engine) Transactions() int { return e.txns.Len() }
+
+// Receive handles a message the shard parsed and validated. m is valid only
+// during the call.
+func (e *Engine) Receive(m *parser.Message, from txn.Peer, now time.Duration) {
+	e.now = now
+	if m.IsResponse() {
+		if err := e.txns.ReceiveResponse(m, now); err != nil {
+			e.strayResponse(m, err)
+			return
+		}
+	} else if !e.admit(m, from) {
+		return
+	} else if err := e.txns.ReceiveRequest(m, from, now); err != nil {
+		e.rejectStateless(m, from, err)
+		return
+	}
+	e.runActions(m)
+}
+
+// Timer handles a timer the engine started.
+func (e *Engine) Timer(kind uint8, arg uint64, now time.Duration) {
+	e.now = now
+	switch kind {
+	case TimerTxn:
+		e.txns.Timeout(arg, now)
+		e.runActions(nil)
+	case timer2xx:
+		if c := e.callByArg(arg); c != nil {
+			e.retransmit2xx(c)
+		}
+	case timerMaxDuration:
+		if c := e.callByArg(arg); c != nil && c.state == stateConfirmed {
+			e.env.Log.Info("call reached its maximum duration", "call_id", string(c.a.callID))
+			e.hangup(c, hangupSystem)
+		}
+	}
+}
+
+// runActions carries out what the transaction layer asked for. m is the
+// message just received, nil after a timer.
+func (e *Engine) runActions(m *parser.Message) {
+	// Handling an action may call into the table again, which replaces
+	// its action list: walk a copy of the current one.
+	acts := e.txns.Actions()
+	var buf [8]txn.Action
+	list := append(buf[:0], acts...)
+	for i := range list {
+		a := &list[i]
+		switch a.Kind {
+		case txn.ActSend:
+			e.env.Send(a.Peer, a.Data)
+		case txn.ActRequest:
+			e.onRequest(m, a)
+		case txn.ActAck:
+			e.onAck(m, a)
+		case txn.ActResponse:
+			e.onResponse(m, a.Txn)
+		case txn.ActTimeout, txn.ActTransportError:
+			e.onTxnFailure(a.Txn)
+		case txn.ActTerminated:
+			delete(e.byTxn, a.Txn)
+		}
+	}
+}
+
+// after runs the actions of a table call the engine made itself.
+func (e *Engine) after() {
+	for _, a := range e.txns.Actions() {
+		switch a.Kind {
+		case txn.ActSend:
+			e.env.Send(a.Peer, a.Data)
+		case txn.ActTerminated:
+			delete(e.byTxn, a.Txn)
+		}
+	}
+}
+
+// strayResponse handles a response no client transaction matches. A
+// retransmitted 2xx of a B-leg INVITE outlives its transaction (RFC 6026):
+// re-send the ACK, or ACK and BYE a call that no longer wants it.
+func (e *Engine) strayResponse(m *parser.Message, _ error) {
+	if m.StatusCode() < 200 || m.StatusCode() >= 300 {
+		return
+	}
+	cseq, err := m.CSeq()
+	if err != nil || cseq.Method != parser.MethodInvite {
+		return
+	}
+	c, side := e.lookupCall(m.CallID())
+	if c == nil || side != sideB {
+		return
+	}
+	if len(c.b.ack) > 0 && cseq.Num == c.b.inviteCSeq {
+		e.env.Send(c.b.peer, c.b.ack)
+	}
+}
+
+// rejectStateless answers a request the transaction layer refused.
+func (e *Engine) rejectStateless(m *parser.Message, from txn.Peer, err error) {
+	code, reason, drop := 500, "Server Internal Error", false
+	switch err {
+	case txn.ErrFull:
+		code, reason = 503, "Service Unavailable"
+	default:
+		code, reason, drop = parser.Answer(m, err)
+	}
+	if drop || m.Method() == parser.MethodAck {
+		return
+	}
+	b := parser.AppendResponse(e.out[:0], m, code, reason, nil)
+	e.out = parser.AppendBody(b, "", nil)
+	e.env.Send(from, e.out)
+}
+
+// lookupCall finds the call a Call-ID belongs to and which leg it names.
+func (e *Engine) lookupCall(callID []byte) (*Call, side) {
+	i, ok := e.byCallID[xxhash.Sum64(callID)]
+	if !ok {
+		return nil, 0
+	}
+	c := e.calls[i]
+	switch {
+	case string(c.a.callID) == string(callID):
+		return c, sideA
+	case string(c.b.callID) == string(callID):
+		return c, sideB
+	}
+	return nil, 0
+}
+
+// randomToken appends n random token characters: tags and branches.
+func randomToken(dst []byte, n int) []byte {
+	const chars = "abcdefghijklmnopqrstuvwxyz0123456789"
+	for n > 0 {
+		r := rand.Uint64()
+		for i := 0; i < 12 && n > 0; i++ {
+			dst = append(dst, chars[r%uint64(len(chars))])
+			r /= uint64(len(chars))
+			n--
+		}
+	}
+	return dst
+}

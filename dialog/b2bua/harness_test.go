@@ -1,0 +1,298 @@
+package b2bua
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sipedge/sipedge/dialog/txn"
+	"github.com/sipedge/sipedge/parser"
+)
+
+// rig runs one Engine over an in-memory network with a fake clock: what the
+// engine sends is queued per destination for the test to read, and the
+// test's messages go through the parser's Parse and Validate like the
+// shard's.
+type rig struct {
+	t      *testing.T
+	e      *Engine
+	now    time.Duration
+	timers []*fakeTimer
+	nextID uint64
+	sent   map[netip.AddrPort][]string
+	calls  []Summary
+	callID int
+}
+
+type fakeTimer struct {
+	id      uint64
+	at      time.Duration
+	kind    uint8
+	arg     uint64
+	stopped bool
+}
+
+var (
+	caller   = netip.MustParseAddrPort("192.0.2.10:5061")
+	carrier  = netip.MustParseAddrPort("198.51.100.20:5070")
+	stranger = netip.MustParseAddrPort("203.0.113.66:5060")
+)
+
+func newRig(t *testing.T, mod func(*Config)) *rig {
+	r := &rig{t: t, now: time.Second, sent: make(map[netip.AddrPort][]string)}
+	cfg := Config{
+		Trunks:      []Trunk{{Name: "local", Group: "cust-trunks", Sources: []Source{{Prefix: netip.MustParsePrefix("192.0.2.0/24")}}}},
+		HeaderAllow: []string{"Allow", "Supported", "X-Keep"},
+		LocalUDP:    "203.0.113.1:5060",
+		MaxDuration: time.Hour,
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	env := Env{
+		Send:  func(to txn.Peer, b []byte) { r.sent[to.Addr] = append(r.sent[to.Addr], string(b)) },
+		Clock: r,
+		MintCallID: func(dst []byte) []byte {
+			r.callID++
+			return fmt.Appendf(dst, "b%06d@sipedge", r.callID)
+		},
+		Finished: func(c *Call) {
+			s := c.Summary()
+			s.ACallID, s.BCallID = []byte(string(s.ACallID)), []byte(string(s.BCallID))
+			r.calls = append(r.calls, s)
+		},
+		Router: func(req *RouteRequest) Decision {
+			if string(req.Dialed) == "404" {
+				return Decision{Code: 404, Reason: "No Route"}
+			}
+			return Decision{Targets: []Target{{CarrierID: "carrier-a", Group: "carrier-a", URI: "sip:198.51.100.20:5070",
+				Peer: txn.Peer{Addr: carrier, Transport: txn.TransportUDP}}}}
+		},
+	}
+	e, err := New(cfg, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.e = e
+	return r
+}
+
+func (r *rig) StartAt(at time.Duration, kind uint8, arg uint64) uint64 {
+	r.nextID++
+	r.timers = append(r.timers, &fakeTimer{id: r.nextID, at: at, kind: kind, arg: arg})
+	return r.nextID
+}
+
+func (r *rig) Stop(h uint64) bool {
+	for _, t := range r.timers {
+		if t.id == h && !t.stopped {
+			t.stopped = true
+			return true
+		}
+	}
+	return false
+}
+
+// advance moves the clock, firing due timers in order.
+func (r *rig) advance(d time.Duration) {
+	end := r.now + d
+	for {
+		sort.SliceStable(r.timers, func(i, j int) bool { return r.timers[i].at < r.timers[j].at })
+		var next *fakeTimer
+		for _, t := range r.timers {
+			if !t.stopped && t.at <= end {
+				next = t
+				break
+			}
+		}
+		if next == nil {
+			break
+		}
+		next.stopped = true
+		if next.at > r.now {
+			r.now = next.at
+		}
+		r.e.Timer(next.kind, next.arg, r.now)
+	}
+	r.now = end
+}
+
+// recv delivers a message from a peer.
+func (r *rig) recv(from netip.AddrPort, msg string) {
+	r.t.Helper()
+	var m parser.Message
+	buf := []byte(msg)
+	if err := m.Parse(buf); err != nil {
+		r.t.Fatalf("test message does not parse: %v\n%s", err, msg)
+	}
+	if err := m.Validate(nil); err != nil {
+		r.t.Fatalf("test message does not validate: %v\n%s", err, msg)
+	}
+	r.e.Receive(&m, txn.Peer{Addr: from, Transport: txn.TransportUDP}, r.now)
+}
+
+// take returns the messages sent to a peer since the last take.
+func (r *rig) take(to netip.AddrPort) []string {
+	got := r.sent[to]
+	delete(r.sent, to)
+	return got
+}
+
+// expect takes exactly the messages sent to a peer and checks each starts
+// with the given start line.
+func (r *rig) expect(to netip.AddrPort, startLines ...string) []*parser.Message {
+	r.t.Helper()
+	got := r.take(to)
+	if len(got) != len(startLines) {
+		r.t.Fatalf("to %v: got %d messages, want %d (%q):\n%s", to, len(got), len(startLines), startLines, strings.Join(got, "\n----\n"))
+	}
+	var ms []*parser.Message
+	for i, s := range got {
+		if !strings.HasPrefix(s, startLines[i]+"\r\n") {
+			r.t.Fatalf("to %v: message %d starts %q, want %q:\n%s", to, i, firstLine(s), startLines[i], s)
+		}
+		m := new(parser.Message)
+		if err := m.Parse([]byte(s)); err != nil {
+			r.t.Fatalf("sipedge sent a message that does not parse: %v\n%s", err, s)
+		}
+		if err := m.Validate(nil); err != nil {
+			r.t.Fatalf("sipedge sent a message that does not validate: %v\n%s", err, s)
+		}
+		if to == carrier {
+			assertHidden(r.t, s, "caller.example.org", "a-call-1", "atag1", "z9hG4bKa")
+		} else {
+			assertHidden(r.t, s, "carrier.example.net", "btag9", "z9hG4bKb", "b00000")
+		}
+		ms = append(ms, m)
+	}
+	return ms
+}
+
+// assertHidden fails when a message to one side carries anything of the other.
+func assertHidden(t *testing.T, msg string, secrets ...string) {
+	t.Helper()
+	for _, s := range secrets {
+		if strings.Contains(msg, s) {
+			t.Fatalf("topology leak: %q in\n%s", s, msg)
+		}
+	}
+}
+
+func firstLine(s string) string {
+	if i := strings.Index(s, "\r\n"); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func hdr(m *parser.Message, k parser.HeaderKind) string { return string(m.Get(k)) }
+
+func tagOf(t *testing.T, m *parser.Message, k parser.HeaderKind) string {
+	t.Helper()
+	var a parser.Address
+	if err := m.Address(k, 0, &a); err != nil {
+		t.Fatal(err)
+	}
+	return string(a.Tag)
+}
+
+const sdp = "v=0\r\no=- 1 1 IN IP4 192.0.2.10\r\ns=-\r\nc=IN IP4 192.0.2.10\r\nt=0 0\r\nm=audio 4000 RTP/AVP 0\r\n"
+
+// The caller's messages. The caller lives at caller.example.org; its
+// identifiers (a-call-1, atag1, z9hG4bKa...) must never reach the carrier.
+func callerInvite(branch, callID, dialed string) string {
+	return "INVITE sip:" + dialed + "@203.0.113.1 SIP/2.0\r\n" +
+		"Via: SIP/2.0/UDP caller.example.org:5061;branch=z9hG4bKa" + branch + "\r\n" +
+		"Max-Forwards: 70\r\n" +
+		"From: \"Alice\" <sip:alice@caller.example.org>;tag=atag1\r\n" +
+		"To: <sip:" + dialed + "@203.0.113.1>\r\n" +
+		"Call-ID: " + callID + "\r\n" +
+		"CSeq: 10 INVITE\r\n" +
+		"Contact: <sip:alice@caller.example.org:5061>\r\n" +
+		"Record-Route: <sip:rr.caller.example.org;lr>\r\n" +
+		"X-Keep: kept\r\nX-Drop: dropped\r\n" +
+		"Content-Type: application/sdp\r\n" +
+		fmt.Sprintf("Content-Length: %d\r\n\r\n", len(sdp)) + sdp
+}
+
+// inDialogFromCaller builds a request the caller sends in the dialog.
+func inDialogFromCaller(method, branch string, cseq int, toTag, body string) string {
+	s := method + " sip:alice-contact@203.0.113.1 SIP/2.0\r\n" +
+		"Via: SIP/2.0/UDP caller.example.org:5061;branch=z9hG4bKa" + branch + "\r\n" +
+		"Max-Forwards: 70\r\n" +
+		"From: \"Alice\" <sip:alice@caller.example.org>;tag=atag1\r\n" +
+		"To: <sip:15551234@203.0.113.1>;tag=" + toTag + "\r\n" +
+		"Call-ID: a-call-1\r\n" +
+		fmt.Sprintf("CSeq: %d %s\r\n", cseq, method) +
+		"Contact: <sip:alice@caller.example.org:5061>\r\n"
+	if body != "" {
+		s += "Content-Type: application/sdp\r\n"
+	}
+	return s + fmt.Sprintf("Content-Length: %d\r\n\r\n", len(body)) + body
+}
+
+// carrierResponse answers a request the carrier received, as a UAS would.
+func carrierResponse(req *parser.Message, code int, reason, body string) string {
+	b := parser.AppendResponse(nil, req, code, reason, []byte("btag9"))
+	if code > 100 {
+		b = append(b, "Contact: <sip:gw@carrier.example.net:5070>\r\n"...)
+	}
+	if body != "" {
+		b = append(b, "Content-Type: application/sdp\r\n"...)
+	}
+	return string(parser.AppendBody(b, "", []byte(body)))
+}
+
+// callerResponse answers a request the caller received.
+func callerResponse(req *parser.Message, code int, reason string) string {
+	return string(parser.AppendBody(parser.AppendResponse(nil, req, code, reason, nil), "", nil))
+}
+
+// inDialogFromCarrier builds a request the carrier sends in the B dialog.
+func inDialogFromCarrier(t *testing.T, binv *parser.Message, method string, cseq int) string {
+	var from parser.Address
+	if err := binv.From(&from); err != nil {
+		t.Fatal(err)
+	}
+	return method + " sip:sipedge@203.0.113.1:5060 SIP/2.0\r\n" +
+		"Via: SIP/2.0/UDP carrier.example.net:5070;branch=z9hG4bKb" + method + "\r\n" +
+		"Max-Forwards: 70\r\n" +
+		"From: <sip:15551234@carrier.example.net>;tag=btag9\r\n" +
+		"To: <" + string(from.URI) + ">;tag=" + string(from.Tag) + "\r\n" +
+		"Call-ID: " + hdr(binv, parser.HeaderCallID) + "\r\n" +
+		fmt.Sprintf("CSeq: %d %s\r\n", cseq, method) +
+		"Content-Length: 0\r\n\r\n"
+}
+
+// ackFromCaller is the caller's ACK for the 2xx.
+func ackFromCaller(toTag string) string {
+	return "ACK sip:sipedge@203.0.113.1:5060 SIP/2.0\r\n" +
+		"Via: SIP/2.0/UDP caller.example.org:5061;branch=z9hG4bKaack\r\n" +
+		"Max-Forwards: 70\r\n" +
+		"From: \"Alice\" <sip:alice@caller.example.org>;tag=atag1\r\n" +
+		"To: <sip:15551234@203.0.113.1>;tag=" + toTag + "\r\n" +
+		"Call-ID: a-call-1\r\nCSeq: 10 ACK\r\nContent-Length: 0\r\n\r\n"
+}
+
+// answerCall runs a call to the answered and ACKed state and returns the
+// B-leg INVITE and the caller's To tag.
+func (r *rig) answerCall() (binv *parser.Message, aTag string) {
+	r.t.Helper()
+	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
+	r.expect(caller, "SIP/2.0 100 Trying")
+	binv = r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
+	ringing := r.expect(caller, "SIP/2.0 180 Ringing")[0]
+	aTag = tagOf(r.t, ringing, parser.HeaderTo)
+	r.recv(carrier, carrierResponse(binv, 200, "OK", sdp))
+	ok := r.expect(caller, "SIP/2.0 200 OK")[0]
+	if tagOf(r.t, ok, parser.HeaderTo) != aTag {
+		r.t.Fatalf("the 200's To tag differs from the 180's")
+	}
+	r.recv(caller, ackFromCaller(aTag))
+	r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")
+	return binv, aTag
+}

@@ -1,0 +1,264 @@
+package b2bua
+
+import (
+	"github.com/sipedge/sipedge/dialog/txn"
+	"github.com/sipedge/sipedge/parser"
+)
+
+// other returns the leg opposite s.
+func (c *Call) leg(s side) *leg {
+	if s == sideA {
+		return &c.a
+	}
+	return &c.b
+}
+
+func opposite(s side) side {
+	if s == sideA {
+		return sideB
+	}
+	return sideA
+}
+
+// inDialog handles a request that is not an initial INVITE or a CANCEL:
+// matched to its dialog by Call-ID and tags (RFC 3261 12.2.2) and relayed
+// to the other leg, or answered here.
+func (e *Engine) inDialog(m *parser.Message, a *txn.Action) {
+	var to parser.Address
+	if m.To(&to) != nil || to.Tag == nil {
+		if m.Method() == parser.MethodOptions {
+			e.out = parser.AppendResponse(e.out[:0], m, 200, "OK", nil)
+			e.out = append(e.out, "Allow: INVITE, ACK, CANCEL, BYE, OPTIONS, UPDATE, INFO, NOTIFY, REFER\r\n"...)
+			e.out = parser.AppendBody(e.out, "", nil)
+			if e.txns.Respond(a.Txn, e.out, e.now) == nil {
+				e.after()
+			}
+			return
+		}
+		e.respond(a.Txn, m, 405, "Method Not Allowed", nil)
+		return
+	}
+	c, s := e.lookupCall(m.CallID())
+	if c == nil || string(to.Tag) != string(c.leg(s).localTag) {
+		e.respond(a.Txn, m, 481, "Call/Transaction Does Not Exist", nil)
+		return
+	}
+	switch m.Method() {
+	case parser.MethodBye:
+		e.respond(a.Txn, m, 200, "OK", nil)
+		if c.state == stateEnding {
+			return
+		}
+		hangup := hangupCaller
+		if s == sideB {
+			hangup = hangupCallee
+		}
+		if !c.answered { // a BYE in an early dialog (RFC 3261 15)
+			if s == sideA {
+				c.canceled = true
+				if c.bTxn != 0 && e.txns.Cancel(c.bTxn, e.now) == nil {
+					e.after()
+				}
+			}
+			e.end(c, hangup)
+			return
+		}
+		e.sendBye(c, c.leg(opposite(s)))
+		e.end(c, hangup)
+		return
+	case parser.MethodRefer:
+		e.respond(a.Txn, m, e.cfg.ReferCode, referReason(e.cfg.ReferCode), nil)
+		return
+	case parser.MethodInvite:
+		// Glare: one INVITE transaction at a time in a dialog (RFC 3261 14.2).
+		if !c.answered || c.reinvite[0] || c.reinvite[1] {
+			e.respond(a.Txn, m, 491, "Request Pending", nil)
+			return
+		}
+	}
+	e.relay(c, s, m, a.Txn)
+}
+
+func referReason(code int) string {
+	switch code {
+	case 603:
+		return "Decline"
+	case 403:
+		return "Forbidden"
+	case 405:
+		return "Method Not Allowed"
+	case 501:
+		return "Not Implemented"
+	}
+	return "Refused"
+}
+
+// relay sends request m, received on leg s in server transaction in, to the
+// other leg with that leg's identifiers (RFC 3261 12.2.1.1).
+func (e *Engine) relay(c *Call, s side, m *parser.Message, in txn.Handle) {
+	slot := -1
+	for i := range c.relays {
+		if c.relays[i].in == 0 {
+			slot = i
+			break
+		}
+	}
+	mf, present, _ := m.MaxForwards()
+	if !present {
+		mf = 70
+	}
+	switch {
+	case slot < 0:
+		e.respond(in, m, 500, "Server Internal Error", nil) // RFC 3261 14.2 asks 500 with Retry-After
+		return
+	case mf == 0:
+		e.respond(in, m, 483, "Too Many Hops", nil)
+		return
+	}
+	out := c.leg(opposite(s))
+	out.cseq++
+	method := string(m.MethodBytes())
+	b := e.appendRequestHead(e.out[:0], method, out, out.cseq, mf-1)
+	if dialogForming(m.Method()) {
+		b = e.appendContact(b, out)
+	}
+	b = e.policy.appendAllowed(b, m)
+	b = appendBodyOf(b, m)
+	e.out = b
+	if m.Method() == parser.MethodInvite {
+		out.inviteCSeq = out.cseq
+		c.reinvite[s-1] = true
+	}
+	r := &c.relays[slot]
+	r.req = append(r.req[:0], m.Bytes()...)
+	r.from, r.method, r.in = s, m.Method(), in
+	if err := e.msg.Parse(b); err != nil {
+		e.env.Log.Error("BUG: built in-dialog request does not parse", "err", err, "call_id", string(c.a.callID))
+		r.in = 0
+		e.respond(in, m, 500, "Server Internal Error", nil)
+		return
+	}
+	h, err := e.txns.SendRequest(&e.msg, out.peer, e.now)
+	if err != nil {
+		r.in = 0
+		e.respond(in, m, 503, "Service Unavailable", nil)
+		return
+	}
+	r.out = h
+	e.watch(in, c, roleRelayIn, h, int8(slot))
+	e.watch(h, c, roleRelayOut, in, int8(slot))
+	e.after()
+}
+
+// onResponse handles a response to one of the engine's client transactions.
+func (e *Engine) onResponse(m *parser.Message, h txn.Handle) {
+	c, role := e.roleOf(h)
+	if c == nil {
+		return
+	}
+	switch role.kind {
+	case roleBInvite:
+		if h == c.bTxn {
+			e.onBInviteResponse(c, m)
+		}
+	case roleRelayOut:
+		e.onRelayResponse(c, role, m)
+	case roleBye:
+		// The other side acknowledged the end; nothing is left to do.
+	}
+}
+
+// onRelayResponse answers the relayed request with the other leg's response.
+func (e *Engine) onRelayResponse(c *Call, role txnRole, m *parser.Message) {
+	r := &c.relays[role.slot]
+	if r.out == 0 || m.StatusCode() == 100 {
+		return
+	}
+	from := c.leg(r.from)
+	if err := e.areq.Parse(r.req); err != nil {
+		return
+	}
+	code := m.StatusCode()
+	if r.method == parser.MethodInvite && code >= 200 && code < 300 {
+		// A re-INVITE's 2xx refreshes the answering leg's target (RFC 3261
+		// 12.2.1.2) and is retransmitted until the ACK.
+		var contact parser.Address
+		if m.Contact(0, &contact) == nil {
+			to := c.leg(opposite(r.from))
+			to.target = append(to.target[:0], contact.URI...)
+		}
+	}
+	e.out = e.appendRelayedResponse(e.out[:0], &e.areq, m, nil, from)
+	if r.method == parser.MethodInvite && code >= 200 && code < 300 {
+		c.ok2xx = append(c.ok2xx[:0], e.out...)
+		if r.from == sideA {
+			e.start2xx(c)
+		}
+	}
+	if e.txns.Respond(r.in, e.out, e.now) == nil {
+		e.after()
+	}
+	if code >= 200 {
+		if r.method == parser.MethodInvite {
+			c.reinvite[r.from-1] = false
+		}
+		delete(e.byTxn, r.in)
+		delete(e.byTxn, r.out)
+		r.in, r.out = 0, 0
+	}
+}
+
+// onTxnFailure handles a client transaction that timed out or could not be
+// sent.
+func (e *Engine) onTxnFailure(h txn.Handle) {
+	c, role := e.roleOf(h)
+	if c == nil {
+		return
+	}
+	switch role.kind {
+	case roleBInvite:
+		if h != c.bTxn {
+			return
+		}
+		if c.canceled {
+			e.end(c, hangupCaller)
+			return
+		}
+		// No final response from the carrier (RFC 3261 17.1.1.2 Timer B).
+		e.failCall(c, 408, "Request Timeout")
+	case roleRelayOut:
+		// A leg that stops answering in-dialog requests is an orphan:
+		// answer the relayed request and tear the call down.
+		r := &c.relays[role.slot]
+		if e.areq.Parse(r.req) == nil {
+			e.respond(r.in, &e.areq, 408, "Request Timeout", nil)
+		}
+		delete(e.byTxn, r.in)
+		r.in, r.out = 0, 0
+		e.m.orphans.Inc()
+		e.hangup(c, hangupSystem)
+	}
+}
+
+// sendBye sends a BYE on leg l in a client transaction of the engine's own.
+func (e *Engine) sendBye(c *Call, l *leg) {
+	l.cseq++
+	b := e.appendRequestHead(e.out[:0], "BYE", l, l.cseq, 70)
+	e.out = parser.AppendBody(b, "", nil)
+	if e.msg.Parse(e.out) != nil {
+		return
+	}
+	if h, err := e.txns.SendRequest(&e.msg, l.peer, e.now); err == nil {
+		e.watch(h, c, roleBye, 0, -1)
+		e.after()
+	}
+}
+
+// hangup ends a confirmed call from sipedge's side: BYE on both legs.
+func (e *Engine) hangup(c *Call, side string) {
+	if c.answered {
+		e.sendBye(c, &c.a)
+		e.sendBye(c, &c.b)
+	}
+	e.end(c, side)
+}

@@ -1,0 +1,483 @@
+package b2bua
+
+import (
+	"time"
+
+	"github.com/sipedge/sipedge/dialog/txn"
+	"github.com/sipedge/sipedge/parser"
+)
+
+// trunkOf returns the trunk a source address belongs to, nil if none.
+func (e *Engine) trunkOf(from txn.Peer) *Trunk {
+	for i := range e.cfg.Trunks {
+		t := &e.cfg.Trunks[i]
+		for _, s := range t.Sources {
+			if s.Matches(from.Addr) {
+				return t
+			}
+		}
+	}
+	return nil
+}
+
+// isInitialInvite reports whether m is an INVITE outside a dialog.
+func isInitialInvite(m *parser.Message) bool {
+	if m.Method() != parser.MethodInvite {
+		return false
+	}
+	var to parser.Address
+	return m.To(&to) == nil && to.Tag == nil
+}
+
+// admit filters initial INVITEs by source before the transaction layer
+// sees them, so that an unknown source gets nothing, not even a 100
+// Trying. It reports whether the request goes on.
+func (e *Engine) admit(m *parser.Message, from txn.Peer) bool {
+	if !isInitialInvite(m) || e.trunkOf(from) != nil {
+		return true
+	}
+	e.m.unknownSource.Inc()
+	if e.cfg.RejectUnknown {
+		e.out = appendResponse(e.out[:0], m, 403, "Forbidden", nil)
+		e.env.Send(from, e.out)
+	}
+	return false
+}
+
+// onRequest handles a new server transaction.
+func (e *Engine) onRequest(m *parser.Message, a *txn.Action) {
+	switch m.Method() {
+	case parser.MethodInvite:
+		if isInitialInvite(m) {
+			e.newCall(m, a)
+			return
+		}
+	case parser.MethodCancel:
+		e.onCancel(m, a)
+		return
+	}
+	e.inDialog(m, a)
+}
+
+// respond sends sipedge's own response on server transaction h.
+func (e *Engine) respond(h txn.Handle, req *parser.Message, code int, reason string, toTag []byte) {
+	e.out = appendResponse(e.out[:0], req, code, reason, toTag)
+	if err := e.txns.Respond(h, e.out, e.now); err == nil {
+		e.after()
+	}
+}
+
+// newCall takes an initial INVITE from a trunk (RFC 3261 13.3) and starts
+// its B-leg.
+func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
+	trunk := e.trunkOf(a.Peer)
+	switch {
+	case trunk == nil: // admit let it through: RejectUnknown raced a config change
+		e.respond(a.Txn, m, 403, "Forbidden", nil)
+		return
+	case e.env.Draining != nil && e.env.Draining():
+		e.m.rejected.Inc()
+		e.respond(a.Txn, m, 503, "Service Unavailable", nil)
+		return
+	case e.cfg.MaxCalls > 0 && e.live >= e.cfg.MaxCalls:
+		e.m.rejected.Inc()
+		e.respond(a.Txn, m, 503, "Service Unavailable", nil)
+		return
+	}
+	mf, present, _ := m.MaxForwards()
+	if !present {
+		mf = 70
+	}
+	if mf == 0 { // RFC 3261 16.3 step 3: forwarding would take it below zero
+		e.respond(a.Txn, m, 483, "Too Many Hops", nil)
+		return
+	}
+	var ruri parser.URI
+	var from, to parser.Address
+	if parser.ParseURI(m.RequestURI(), &ruri) != nil || m.From(&from) != nil || m.To(&to) != nil {
+		e.respond(a.Txn, m, 400, "Bad Request", nil)
+		return
+	}
+	if len(ruri.User) == 0 {
+		e.respond(a.Txn, m, 404, "Not Found", nil)
+		return
+	}
+	var fromURI parser.URI
+	_ = from.ParseURI(&fromURI)
+	d := e.env.Router(&RouteRequest{CallID: m.CallID(), Trunk: trunk, Dialed: ruri.User, From: from.URI, Source: a.Peer})
+	if len(d.Targets) == 0 {
+		code, reason := d.Code, d.Reason
+		if code == 0 {
+			code, reason = 503, "Service Unavailable"
+		}
+		e.m.rejected.Inc()
+		e.respond(a.Txn, m, code, reason, nil)
+		return
+	}
+
+	_, c := e.allocCall()
+	c.state = stateEarly
+	c.trunk = trunk
+	c.target = d.Targets[0]
+	c.tInvite = e.now
+	c.aTxn = a.Txn
+	c.aInvite = append(c.aInvite, m.Bytes()...)
+	c.caller = append(c.caller, fromURI.User...)
+	c.callee = append(c.callee, ruri.User...)
+
+	// The A-leg: sipedge is the UAS (RFC 3261 12.1.1).
+	A := &c.a
+	A.callID = append(A.callID, m.CallID()...)
+	A.remoteTag = append(A.remoteTag, from.Tag...)
+	A.remoteURI = appendNameAddr(A.remoteURI, &from)
+	A.localURI = appendNameAddr(A.localURI, &to)
+	A.localTag = randomToken(A.localTag, 10)
+	var contact parser.Address
+	if m.Contact(0, &contact) == nil {
+		A.target = append(A.target, contact.URI...)
+	}
+	A.routes = appendRouteSet(A.routes, m, false)
+	A.peer = a.Peer
+	A.transport = transportName(a.Peer.Transport)
+	e.indexLeg(c, A)
+	e.watch(a.Txn, c, roleAInvite, 0, -1)
+
+	// The B-leg: sipedge is the UAC, with a dialog of its own.
+	e.dial(c, m, &from, mf-1)
+	e.m.started.Inc()
+}
+
+func transportName(t txn.Transport) string {
+	if t == txn.TransportTCP {
+		return "TCP"
+	}
+	return "UDP"
+}
+
+// dial sends the B-leg INVITE for c's target: a fresh Call-ID, From tag and
+// CSeq (the seed's dialog hygiene), the caller's user re-hosted on
+// sipedge's address, and the A INVITE's allowed headers and body.
+func (e *Engine) dial(c *Call, ainv *parser.Message, from *parser.Address, maxForwards int) {
+	B := &c.b
+	B.callID = e.env.MintCallID(B.callID[:0])
+	B.localTag = randomToken(B.localTag[:0], 10)
+	B.peer = c.target.Peer
+	B.transport = transportName(B.peer.Transport)
+	B.target = append(B.target[:0], "sip:"...)
+	B.target = append(B.target, c.callee...)
+	B.target = append(B.target, '@')
+	B.target = append(B.target, trimScheme(c.target.URI)...)
+	B.remoteURI = append(append(append(B.remoteURI[:0], '<'), B.target...), '>')
+	B.localURI = B.localURI[:0]
+	if len(from.Display) > 0 {
+		B.localURI = appendDisplay(B.localURI, from)
+	}
+	B.localURI = append(B.localURI, "<sip:"...)
+	B.localURI = append(B.localURI, c.caller...)
+	if len(c.caller) > 0 {
+		B.localURI = append(B.localURI, '@')
+	}
+	B.localURI = append(B.localURI, hostOnly(e.localHost(B))...)
+	B.localURI = append(B.localURI, '>')
+	B.remoteTag = B.remoteTag[:0]
+	B.cseq, B.inviteCSeq = 1, 1
+	e.indexLeg(c, B)
+
+	b := e.appendRequestHead(e.out[:0], "INVITE", B, B.cseq, maxForwards)
+	b = e.appendContact(b, B)
+	b = e.policy.appendAllowed(b, ainv)
+	b = appendBodyOf(b, ainv)
+	e.out = b
+	if err := e.msg.Parse(b); err != nil {
+		e.env.Log.Error("BUG: built B-leg INVITE does not parse", "err", err, "call_id", string(c.a.callID))
+		e.failCall(c, 500, "Server Internal Error")
+		return
+	}
+	h, err := e.txns.SendRequest(&e.msg, B.peer, e.now)
+	if err != nil {
+		e.env.Log.Warn("cannot send B-leg INVITE", "err", err, "call_id", string(c.a.callID))
+		e.failCall(c, 503, "Service Unavailable")
+		return
+	}
+	c.bTxn = h
+	e.watch(h, c, roleBInvite, 0, -1)
+	e.after()
+}
+
+func appendDisplay(dst []byte, a *parser.Address) []byte {
+	if a.Quoted {
+		dst = append(dst, '"')
+		dst = append(dst, a.Display...)
+		return append(dst, "\" "...)
+	}
+	dst = append(dst, a.Display...)
+	return append(dst, ' ')
+}
+
+// trimScheme returns "host:port;params" of "sip:host:port;params".
+func trimScheme(uri string) string {
+	for i := 0; i < len(uri); i++ {
+		if uri[i] == ':' {
+			return uri[i+1:]
+		}
+	}
+	return uri
+}
+
+// hostOnly returns the host of "host:port".
+func hostOnly(hp string) string {
+	if len(hp) > 0 && hp[0] == '[' {
+		for i := range hp {
+			if hp[i] == ']' {
+				return hp[:i+1]
+			}
+		}
+		return hp
+	}
+	for i := len(hp) - 1; i >= 0; i-- {
+		if hp[i] == ':' {
+			return hp[:i]
+		}
+	}
+	return hp
+}
+
+// aInvite re-reads the caller's INVITE into the engine's scratch message.
+func (e *Engine) aInvite(c *Call) *parser.Message {
+	if err := e.msg.Parse(c.aInvite); err != nil {
+		return nil
+	}
+	return &e.msg
+}
+
+// failCall answers the caller with code and ends the call.
+func (e *Engine) failCall(c *Call, code int, reason string) {
+	c.finalCode, c.finalReason = code, reason
+	if req := e.aInvite(c); req != nil && !c.canceled {
+		e.respond(c.aTxn, req, code, reason, c.a.localTag)
+	}
+	e.end(c, "")
+}
+
+// onBInviteResponse relays the B-leg's answer to the caller.
+func (e *Engine) onBInviteResponse(c *Call, m *parser.Message) {
+	code := m.StatusCode()
+	var to parser.Address
+	_ = m.To(&to)
+	switch {
+	case code == 100: // hop by hop (RFC 3261 16.7 step 5 spirit)
+		return
+	case code < 200:
+		if c.canceled {
+			return
+		}
+		if c.tProvisional == 0 {
+			c.tProvisional = e.now
+		}
+		c.b.remoteTag = append(c.b.remoteTag[:0], to.Tag...)
+		e.relayToCaller(c, m)
+	case code < 300:
+		if c.answered {
+			if string(to.Tag) == string(c.b.remoteTag) {
+				// A retransmission of the 2xx (RFC 6026 Timer M): the ACK
+				// was lost, or the caller has not ACKed yet.
+				if len(c.b.ack) > 0 {
+					e.env.Send(c.b.peer, c.b.ack)
+				}
+				return
+			}
+			// A second dialog from a forking carrier: ACK and BYE it.
+			e.m.lateAnswers.Inc()
+			e.scratch = c.b
+			e.scratch.ack = nil
+			e.confirmLeg(&e.scratch, m)
+			e.ackAndBye(c, &e.scratch)
+			return
+		}
+		if c.canceled {
+			// A call that no longer wants this B-leg: ACK and BYE it, so
+			// one call never reaches the caller twice.
+			e.m.lateAnswers.Inc()
+			e.confirmLeg(&c.b, m)
+			e.ackAndBye(c, &c.b)
+			e.end(c, hangupCaller)
+			return
+		}
+		e.confirmLeg(&c.b, m)
+		c.answered = true
+		c.state = stateConfirmed
+		c.tAnswer = e.now
+		if c.tProvisional == 0 {
+			c.tProvisional = e.now
+		}
+		c.finalCode, c.finalReason = code, string(m.ReasonPhrase())
+		e.relayToCaller(c, m)
+		if e.cfg.MaxDuration > 0 {
+			c.maxDur = e.env.Clock.StartAt(e.now+e.cfg.MaxDuration, timerMaxDuration, e.arg(c))
+		}
+		e.m.answered.Inc()
+	default:
+		if c.canceled {
+			e.end(c, hangupCaller)
+			return
+		}
+		c.finalCode, c.finalReason = code, string(m.ReasonPhrase())
+		e.relayToCaller(c, m)
+		e.end(c, hangupCallee)
+	}
+}
+
+// confirmLeg records the B-leg dialog a 2xx establishes (RFC 3261 12.1.2).
+func (e *Engine) confirmLeg(B *leg, m *parser.Message) {
+	var to, contact parser.Address
+	_ = m.To(&to)
+	B.remoteTag = append(B.remoteTag[:0], to.Tag...)
+	if m.Contact(0, &contact) == nil {
+		B.target = append(B.target[:0], contact.URI...)
+	}
+	B.routes = appendRouteSet(B.routes[:0], m, true)
+}
+
+// relayToCaller answers the caller's INVITE with the B-leg's response.
+func (e *Engine) relayToCaller(c *Call, resp *parser.Message) {
+	req := e.aInviteCopy(c)
+	if req == nil {
+		return
+	}
+	e.out = e.appendRelayedResponse(e.out[:0], req, resp, c.a.localTag, &c.a)
+	if resp.StatusCode() >= 200 && resp.StatusCode() < 300 {
+		c.ok2xx = append(c.ok2xx[:0], e.out...)
+		e.start2xx(c)
+	}
+	if err := e.txns.Respond(c.aTxn, e.out, e.now); err == nil {
+		e.after()
+	}
+}
+
+// aInviteCopy parses the caller's INVITE into a message of its own: the
+// scratch message may hold the response being relayed.
+func (e *Engine) aInviteCopy(c *Call) *parser.Message {
+	if err := e.areq.Parse(c.aInvite); err != nil {
+		return nil
+	}
+	return &e.areq
+}
+
+// start2xx begins retransmitting the caller's 2xx until its ACK
+// (RFC 3261 13.3.1.4): from T1, doubling up to T2, for 64*T1.
+func (e *Engine) start2xx(c *Call) {
+	if c.rtx != 0 {
+		e.env.Clock.Stop(c.rtx)
+	}
+	c.rtxWait = e.t1()
+	c.rtxEnd = e.now + 64*e.t1()
+	c.rtx = e.env.Clock.StartAt(e.now+c.rtxWait, timer2xx, e.arg(c))
+}
+
+func (e *Engine) retransmit2xx(c *Call) {
+	c.rtx = 0
+	if len(c.ok2xx) == 0 {
+		return
+	}
+	if e.now >= c.rtxEnd {
+		// No ACK: "the session SHOULD be terminated" (RFC 3261 13.3.1.4).
+		e.env.Log.Info("no ACK for the 2xx; ending the call", "call_id", string(c.a.callID))
+		e.hangup(c, hangupSystem)
+		return
+	}
+	e.m.retransmitted2xx.Inc()
+	e.env.Send(c.a.peer, c.ok2xx)
+	c.rtxWait = min(2*c.rtxWait, e.t2())
+	c.rtx = e.env.Clock.StartAt(e.now+c.rtxWait, timer2xx, e.arg(c))
+}
+
+func (e *Engine) t1() (d time.Duration) {
+	if d = e.cfg.Txn.T1; d == 0 {
+		d = txn.DefaultT1
+	}
+	return d
+}
+
+func (e *Engine) t2() (d time.Duration) {
+	if d = e.cfg.Txn.T2; d == 0 {
+		d = txn.DefaultT2
+	}
+	return d
+}
+
+// onAck handles the ACK for a 2xx (RFC 3261 13.2.2.4): the caller's ACK
+// stops the 2xx retransmissions and sends the B-leg's ACK; an ACK from the
+// B side for a 2xx it got from a relayed re-INVITE goes to the caller.
+func (e *Engine) onAck(m *parser.Message, _ *txn.Action) {
+	c, s := e.lookupCall(m.CallID())
+	if c == nil {
+		return
+	}
+	if c.rtx != 0 {
+		e.env.Clock.Stop(c.rtx)
+		c.rtx = 0
+	}
+	c.ok2xx = c.ok2xx[:0]
+	if s == sideA {
+		e.sendAck(c, m)
+		return
+	}
+	e.forwardAck(c, m)
+}
+
+// ackAndBye acknowledges a 2xx the call does not want on leg l and ends
+// that dialog at once.
+func (e *Engine) ackAndBye(c *Call, l *leg) {
+	b := e.appendRequestHead(e.out[:0], "ACK", l, l.inviteCSeq, 70)
+	e.out = parser.AppendBody(b, "", nil)
+	e.env.Send(l.peer, e.out)
+	e.sendBye(c, l)
+}
+
+// sendAck sends the ACK for the B-leg's 2xx to its last INVITE, with the
+// caller's ACK's body (a late SDP answer) when there is one.
+func (e *Engine) sendAck(c *Call, from *parser.Message) {
+	B := &c.b
+	b := e.appendRequestHead(e.out[:0], "ACK", B, B.inviteCSeq, 70)
+	b = appendBodyOf(b, from)
+	e.out = b
+	B.ack = append(B.ack[:0], b...)
+	e.env.Send(B.peer, b)
+}
+
+// forwardAck sends an ACK on the A-leg for a 2xx relayed to the caller from
+// a re-INVITE the B side sent.
+func (e *Engine) forwardAck(c *Call, from *parser.Message) {
+	A := &c.a
+	b := e.appendRequestHead(e.out[:0], "ACK", A, A.inviteCSeq, 70)
+	e.out = appendBodyOf(b, from)
+	e.env.Send(A.peer, e.out)
+}
+
+// onCancel answers a CANCEL (RFC 3261 9.2): 200 to the CANCEL, 487 to the
+// INVITE, and the B-leg cancelled once it has sent a provisional (the
+// transaction layer holds the CANCEL until then, RFC 3261 9.1).
+func (e *Engine) onCancel(m *parser.Message, a *txn.Action) {
+	c, role := e.roleOf(a.Ref)
+	if a.Ref == 0 || c == nil || role.kind != roleAInvite {
+		e.respond(a.Txn, m, 481, "Call/Transaction Does Not Exist", nil)
+		return
+	}
+	e.respond(a.Txn, m, 200, "OK", nil)
+	if c.answered || c.canceled {
+		return
+	}
+	c.canceled = true
+	c.finalCode, c.finalReason = 487, "Request Terminated"
+	c.hangup = hangupCaller
+	if req := e.aInviteCopy(c); req != nil {
+		e.respond(c.aTxn, req, 487, "Request Terminated", c.a.localTag)
+	}
+	if c.bTxn != 0 {
+		if err := e.txns.Cancel(c.bTxn, e.now); err == nil {
+			e.after()
+			return
+		}
+	}
+	e.end(c, hangupCaller)
+}

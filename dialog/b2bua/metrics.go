@@ -1,0 +1,39 @@
+package b2bua
+
+import (
+	"fmt"
+
+	vm "github.com/VictoriaMetrics/metrics"
+)
+
+// engineMetrics are one engine's counters, created once with the shard label
+// baked in.
+type engineMetrics struct {
+	started          *vm.Counter
+	answered         *vm.Counter
+	ended            *vm.Counter
+	rejected         *vm.Counter
+	unknownSource    *vm.Counter
+	lateAnswers      *vm.Counter
+	retransmitted2xx *vm.Counter
+	orphans          *vm.Counter
+	active           *vm.Gauge
+}
+
+func newMetrics(set *vm.Set, shard int) engineMetrics {
+	if set == nil {
+		set = vm.NewSet()
+	}
+	name := func(n string) string { return fmt.Sprintf(`%s{shard="%d"}`, n, shard) }
+	return engineMetrics{
+		started:          set.NewCounter(name("sipedge_calls_started_total")),
+		answered:         set.NewCounter(name("sipedge_calls_answered_total")),
+		ended:            set.NewCounter(name("sipedge_calls_ended_total")),
+		rejected:         set.NewCounter(name("sipedge_calls_rejected_total")),
+		unknownSource:    set.NewCounter(name("sipedge_unknown_source_invites_total")),
+		lateAnswers:      set.NewCounter(name("sipedge_late_answers_total")),
+		retransmitted2xx: set.NewCounter(name("sipedge_2xx_retransmissions_total")),
+		orphans:          set.NewCounter(name("sipedge_orphan_calls_total")),
+		active:           set.NewGauge(name("sipedge_calls_active"), nil),
+	}
+}
