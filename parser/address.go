@@ -8,18 +8,22 @@ import "bytes"
 type Address struct {
 	Display []byte // display name: the inside of a quoted string (quoted-pairs kept) or the tokens as received
 	Quoted  bool   // the display name was a quoted string
-	URIRaw  []byte // the URI as received, without angle brackets
-	URI     URI
+	URI     []byte // the URI as received, without angle brackets; see ParseURI
 	Params  []byte // header parameters after the URI, without the leading ';'; see Param
 	Tag     []byte // the tag parameter, nil when absent
 	Star    bool   // Contact: * (RFC 3261 10.2.2)
 }
 
+// ParseURI parses the address's URI into u.
+func (a *Address) ParseURI(u *URI) error { return ParseURI(a.URI, u) }
+
 // Param returns the value of header parameter name (case-insensitive) and
 // whether it is present.
 func (a *Address) Param(name string) ([]byte, bool) { return paramLookup(a.Params, name) }
 
-// ParseAddress parses a name-addr or addr-spec with parameters. In the
+// ParseAddress parses a name-addr or addr-spec with parameters. It checks
+// the address's structure and parameters; the URI is parsed on demand with
+// Address.ParseURI (Validate parses every one). In the
 // addr-spec form the first ';' ends the URI: parameters after it belong to
 // the header, not the URI (RFC 3261 20; RFC 4475 3.3.12), and a URI with
 // '?' or ',' must be in angle brackets (RFC 4475 3.1.2.13).
@@ -64,7 +68,7 @@ func ParseAddress(b []byte, a *Address) error {
 		if gt < 0 {
 			return ErrBadAddress
 		}
-		a.URIRaw = b[lt+1 : lt+gt]
+		a.URI = b[lt+1 : lt+gt]
 		rest = b[lt+gt+1:]
 	} else {
 		end := bytes.IndexByte(b, ';')
@@ -72,16 +76,15 @@ func ParseAddress(b []byte, a *Address) error {
 			end = len(b)
 		}
 		us, ue := trimLWS(b, 0, end)
-		a.URIRaw = b[us:ue]
+		a.URI = b[us:ue]
 		rest = b[end:]
-		if bytes.IndexByte(a.URIRaw, '?') >= 0 || bytes.IndexByte(a.URIRaw, ',') >= 0 {
+		if bytes.IndexByte(a.URI, '?') >= 0 || bytes.IndexByte(a.URI, ',') >= 0 {
 			return ErrBadAddress
 		}
 	}
-	// No white space inside <...> (RFC 4475 3.1.2.14): no URI character
-	// class admits it, so ParseURI rejects it.
-	if err := ParseURI(a.URIRaw, &a.URI); err != nil {
-		return err
+	// No white space inside <...> (RFC 4475 3.1.2.14).
+	if len(a.URI) == 0 || !hasScheme(a.URI) || bytes.IndexByte(a.URI, ' ') >= 0 || bytes.IndexByte(a.URI, '\t') >= 0 {
+		return ErrBadAddress
 	}
 	rs, re := trimLWS(rest, 0, len(rest))
 	rest = rest[rs:re]

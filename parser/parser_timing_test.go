@@ -48,6 +48,7 @@ func parseAndAccess(m *Message, buf []byte, out *accessed) error {
 	var (
 		via               Via
 		from, to, contact Address
+		contactURI        URI
 	)
 	if err := m.TopVia(&via); err != nil {
 		return err
@@ -65,9 +66,12 @@ func parseAndAccess(m *Message, buf []byte, out *accessed) error {
 	if err := m.Contact(0, &contact); err != nil {
 		return err
 	}
+	if err := contact.ParseURI(&contactURI); err != nil {
+		return err
+	}
 	*out = accessed{
 		branch: via.Branch, fromTag: from.Tag, toTag: to.Tag, callID: m.CallID(),
-		contactHost: contact.URI.Host, body: m.Body(),
+		contactHost: contactURI.Host, body: m.Body(),
 		cseq: cseq.Num, method: cseq.Method, contentLength: m.ContentLength(),
 	}
 	return nil

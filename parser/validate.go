@@ -73,16 +73,16 @@ func (m *Message) Validate(supported []string) error {
 	if via.Branch != nil && len(via.Branch) <= len(magicCookie) && equalFold(via.Branch, magicCookie) {
 		return ErrBadBranch
 	}
-	var a Address
-	if err := m.From(&a); err != nil {
-		return err
-	}
-	if err := m.To(&a); err != nil {
-		return err
-	}
-	for _, kind := range addressLists {
+	var (
+		a Address
+		u URI
+	)
+	for _, kind := range addressHeaders {
 		for i := 0; i < m.Count(kind); i++ {
 			if err := m.Address(kind, i, &a); err != nil {
+				return err
+			}
+			if err := a.ParseURI(&u); err != nil {
 				return err
 			}
 		}
@@ -93,8 +93,7 @@ func (m *Message) Validate(supported []string) error {
 		}
 		return nil
 	}
-	u := &a.URI
-	if err := ParseURI(m.RequestURI(), u); err != nil {
+	if err := ParseURI(m.RequestURI(), &u); err != nil {
 		return err
 	}
 	if u.Scheme == SchemeOther {
@@ -111,10 +110,10 @@ func (m *Message) Validate(supported []string) error {
 	return nil
 }
 
-// addressLists are the address headers a B2BUA reads besides From and To;
-// Validate parses them all so that no later reader meets a malformed one.
-var addressLists = [...]HeaderKind{HeaderContact, HeaderRoute, HeaderRecordRoute,
-	HeaderPAssertedIdentity, HeaderPPreferredIdentity}
+// addressHeaders are the address headers a B2BUA reads; Validate parses
+// them all, URIs included, so that no later reader meets a malformed one.
+var addressHeaders = [...]HeaderKind{HeaderFrom, HeaderTo, HeaderContact, HeaderRoute,
+	HeaderRecordRoute, HeaderPAssertedIdentity, HeaderPPreferredIdentity}
 
 // validCallID checks callid = word [ "@" word ] (RFC 3261 25.1).
 func validCallID(b []byte) bool {

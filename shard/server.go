@@ -88,6 +88,7 @@ func New(cfg Config, newHandler func(*Shard) Handler, log *slog.Logger, set *met
 		}
 		s.listen = append(s.listen, la)
 	}
+	s.origin = time.Now()
 	s.udpFD = make([]int, len(s.listen))
 	for i := range s.udpFD {
 		s.udpFD[i] = -1
@@ -107,7 +108,6 @@ func (s *Server) Metrics() *metrics.Set { return s.metrics }
 
 // Start runs the engine and returns once every shard is ready.
 func (s *Server) Start() error {
-	s.origin = time.Now()
 	addrs := make([]string, len(s.listen))
 	for i, l := range s.listen {
 		addrs[i] = l.raw

@@ -165,6 +165,12 @@ func (sh *Shard) receive(m *parser.Message, from Peer) {
 		return
 	}
 	sh.m.countIn(m)
+	sh.dispatch(m, from)
+}
+
+// dispatch runs m here if this shard owns its Call-ID, else hands a copy to
+// the owner.
+func (sh *Shard) dispatch(m *parser.Message, from Peer) {
 	owner := sh.srv.OwnerOf(m.CallID())
 	if owner == sh.idx {
 		sh.deliver(m, from)
