@@ -6,6 +6,7 @@ require (
 	github.com/VictoriaMetrics/metrics v1.45.0
 	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/panjf2000/gnet/v2 v2.9.7
+	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/sys v0.50.0
 )
 

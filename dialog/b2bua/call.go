@@ -1,6 +1,7 @@
 package b2bua
 
 import (
+	"net/netip"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -105,6 +106,7 @@ type Summary struct {
 	ACallID, BCallID []byte
 	Trunk            *Trunk
 	Caller, Callee   []byte
+	Source           netip.AddrPort // where the caller's INVITE came from
 	Target           Target
 	// Times on the shard clock; 0 when the event did not happen.
 	Invite, FirstProvisional, Answer, End time.Duration
@@ -116,7 +118,7 @@ type Summary struct {
 // Summary describes the call for its CDR.
 func (c *Call) Summary() Summary {
 	return Summary{ACallID: c.a.callID, BCallID: c.b.callID, Trunk: c.trunk, Caller: c.caller, Callee: c.callee,
-		Target: c.target, Invite: c.tInvite, FirstProvisional: c.tProvisional, Answer: c.tAnswer, End: c.tEnd,
+		Source: c.a.peer.Addr, Target: c.target, Invite: c.tInvite, FirstProvisional: c.tProvisional, Answer: c.tAnswer, End: c.tEnd,
 		FinalCode: c.finalCode, FinalReason: c.finalReason, HangupSide: c.hangup}
 }
 
@@ -134,6 +136,7 @@ func (e *Engine) allocCall() (int32, *Call) {
 	c.gen++
 	c.next = -1
 	e.live++
+	e.shared.Store(int64(e.live))
 	e.m.active.Set(float64(e.live))
 	return i, c
 }
@@ -221,5 +224,6 @@ func (e *Engine) end(c *Call, hangup string) {
 		aInvite: c.aInvite[:0], ok2xx: c.ok2xx[:0], caller: c.caller[:0], callee: c.callee[:0]}
 	e.free = i
 	e.live--
+	e.shared.Store(int64(e.live))
 	e.m.active.Set(float64(e.live))
 }

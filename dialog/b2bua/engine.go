@@ -3,6 +3,7 @@ package b2bua
 import (
 	"log/slog"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -74,6 +75,7 @@ type Engine struct {
 	calls    []*Call
 	free     int32 // head of the free list of calls, -1 if none
 	live     int
+	shared   atomic.Int64           // live, readable from other goroutines (drain, admin)
 	byCallID map[uint64]int32       // xxhash(Call-ID) of either leg -> call
 	byTxn    map[txn.Handle]txnRole // transactions the engine is waiting on
 
@@ -132,6 +134,9 @@ func (c txnClock) Stop(h uint64) bool                          { return c.c.Stop
 
 // Calls returns the number of live calls.
 func (e *Engine) Calls() int { return e.live }
+
+// LiveCalls returns the number of live calls; safe from any goroutine.
+func (e *Engine) LiveCalls() int { return int(e.shared.Load()) }
 
 // Transactions returns the number of live transactions.
 func (e *Engine) Transactions() int { return e.txns.Len() }

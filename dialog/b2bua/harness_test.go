@@ -162,9 +162,9 @@ func (r *rig) expect(to netip.AddrPort, startLines ...string) []*parser.Message 
 			r.t.Fatalf("sipedge sent a message that does not validate: %v\n%s", err, s)
 		}
 		if to == carrier {
-			assertHidden(r.t, s, "caller.example.org", "a-call-1", "atag1", "z9hG4bKa")
+			assertHidden(r.t, s, "caller.example.org", "a-call-1", "atag1", "z9hG4bKCALLER")
 		} else {
-			assertHidden(r.t, s, "carrier.example.net", "btag9", "z9hG4bKb", "b00000")
+			assertHidden(r.t, s, "carrier.example.net", "btag9", "z9hG4bKCARRIER", "b00000")
 		}
 		ms = append(ms, m)
 	}
@@ -205,7 +205,7 @@ const sdp = "v=0\r\no=- 1 1 IN IP4 192.0.2.10\r\ns=-\r\nc=IN IP4 192.0.2.10\r\nt
 // identifiers (a-call-1, atag1, z9hG4bKa...) must never reach the carrier.
 func callerInvite(branch, callID, dialed string) string {
 	return "INVITE sip:" + dialed + "@203.0.113.1 SIP/2.0\r\n" +
-		"Via: SIP/2.0/UDP caller.example.org:5061;branch=z9hG4bKa" + branch + "\r\n" +
+		"Via: SIP/2.0/UDP caller.example.org:5061;branch=z9hG4bKCALLER" + branch + "\r\n" +
 		"Max-Forwards: 70\r\n" +
 		"From: \"Alice\" <sip:alice@caller.example.org>;tag=atag1\r\n" +
 		"To: <sip:" + dialed + "@203.0.113.1>\r\n" +
@@ -221,7 +221,7 @@ func callerInvite(branch, callID, dialed string) string {
 // inDialogFromCaller builds a request the caller sends in the dialog.
 func inDialogFromCaller(method, branch string, cseq int, toTag, body string) string {
 	s := method + " sip:alice-contact@203.0.113.1 SIP/2.0\r\n" +
-		"Via: SIP/2.0/UDP caller.example.org:5061;branch=z9hG4bKa" + branch + "\r\n" +
+		"Via: SIP/2.0/UDP caller.example.org:5061;branch=z9hG4bKCALLER" + branch + "\r\n" +
 		"Max-Forwards: 70\r\n" +
 		"From: \"Alice\" <sip:alice@caller.example.org>;tag=atag1\r\n" +
 		"To: <sip:15551234@203.0.113.1>;tag=" + toTag + "\r\n" +
@@ -258,7 +258,7 @@ func inDialogFromCarrier(t *testing.T, binv *parser.Message, method string, cseq
 		t.Fatal(err)
 	}
 	return method + " sip:sipedge@203.0.113.1:5060 SIP/2.0\r\n" +
-		"Via: SIP/2.0/UDP carrier.example.net:5070;branch=z9hG4bKb" + method + "\r\n" +
+		"Via: SIP/2.0/UDP carrier.example.net:5070;branch=z9hG4bKCARRIER" + method + "\r\n" +
 		"Max-Forwards: 70\r\n" +
 		"From: <sip:15551234@carrier.example.net>;tag=btag9\r\n" +
 		"To: <" + string(from.URI) + ">;tag=" + string(from.Tag) + "\r\n" +
@@ -270,7 +270,7 @@ func inDialogFromCarrier(t *testing.T, binv *parser.Message, method string, cseq
 // ackFromCaller is the caller's ACK for the 2xx.
 func ackFromCaller(toTag string) string {
 	return "ACK sip:sipedge@203.0.113.1:5060 SIP/2.0\r\n" +
-		"Via: SIP/2.0/UDP caller.example.org:5061;branch=z9hG4bKaack\r\n" +
+		"Via: SIP/2.0/UDP caller.example.org:5061;branch=z9hG4bKCALLERack\r\n" +
 		"Max-Forwards: 70\r\n" +
 		"From: \"Alice\" <sip:alice@caller.example.org>;tag=atag1\r\n" +
 		"To: <sip:15551234@203.0.113.1>;tag=" + toTag + "\r\n" +

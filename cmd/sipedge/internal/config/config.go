@@ -1,0 +1,319 @@
+// Package config loads, expands, validates and prints sipedge's YAML
+// configuration. It is the one place the file format lives: cmd/sipedge
+// reads the file and the environment through it and hands the libraries
+// typed option structs built from a *Config.
+//
+// The text is expanded first (${VAR}, ${VAR:-default}, $$ for a literal $),
+// then decoded node by node so that every error names the exact path of the
+// field (gateway.groups[1].destinations[0].address) and its line. Unknown
+// keys are errors. Defaults are filled in, then every rule is checked; all
+// problems are reported at once as an ErrorList.
+//
+// YAML keys are snake_case. A key ending in _ms or _secs is a whole,
+// non-negative number of milliseconds or seconds in the file and a
+// time.Duration here. No number in the file may be negative.
+package config
+
+import (
+	_ "embed"
+	"time"
+)
+
+// Example is the shipped example configuration (example.yaml): it needs
+// nothing else and starts sipedge on 127.0.0.1:5060 UDP and TCP with the
+// admin API on 127.0.0.1:9090, one trunk for 127.0.0.1 and a static route to
+// carrier-a at 127.0.0.1:5070.
+//
+//go:embed example.yaml
+var Example string
+
+// Config is sipedge's whole configuration, as loaded and with its defaults.
+type Config struct {
+	// Listen holds the SIP sockets, "udp://host:port" or "tcp://host:port"
+	// (host an IP address, IPv6 in brackets). Default udp and tcp on
+	// 127.0.0.1:5060.
+	Listen []Listen `yaml:"listen"`
+	// Shards is the number of event loops; 0 means the number of CPUs.
+	Shards int `yaml:"shards"`
+
+	Admin          Admin          `yaml:"admin"`
+	Log            Log            `yaml:"log"`
+	SIP            SIP            `yaml:"sip"`
+	B2BUA          B2BUA          `yaml:"b2bua"`
+	NumberPolicies []NumberPolicy `yaml:"number_policies"`
+	Trunks         []Trunk        `yaml:"trunks"`
+	Gateway        Gateway        `yaml:"gateway"`
+	LCR            LCR            `yaml:"lcr"`
+	Cache          []Cache        `yaml:"cache"`
+	RateLimit      RateLimit      `yaml:"ratelimit"`
+	CDR            CDR            `yaml:"cdr"`
+}
+
+// Admin is the admin HTTP API (metrics, health, runtime gateway changes).
+type Admin struct {
+	// Listen is host:port (default 127.0.0.1:9090; port 0 picks a free one).
+	// An explicit "" turns the admin API off.
+	Listen HostPort `yaml:"listen"`
+	// Token, when set, is the bearer token every admin request must carry.
+	Token string `yaml:"token"`
+}
+
+// Log configures logging.
+type Log struct {
+	Level string `yaml:"level"` // debug, info (default), warn or error
+	File  string `yaml:"file"`  // "" = stderr
+}
+
+// SIP holds transaction timers and parser limits.
+type SIP struct {
+	T1             time.Duration `yaml:"t1_ms"` // default 500 ms
+	T2             time.Duration `yaml:"t2_ms"` // default 4 s; not below T1
+	T4             time.Duration `yaml:"t4_ms"` // default 5 s
+	MaxMessageSize int           `yaml:"max_message_size"`
+	MaxHeaders     int           `yaml:"max_headers"`
+	MaxHeaderLine  int           `yaml:"max_header_line"`
+	MaxVias        int           `yaml:"max_vias"`
+	MaxURILength   int           `yaml:"max_uri_length"`
+	TCP            SIPTCP        `yaml:"tcp"`
+}
+
+// SIPTCP bounds stream connections. Zero fields take the defaults.
+type SIPTCP struct {
+	MaxConns         int           `yaml:"max_conns"`             // default 10000
+	MaxConnsPerIP    int           `yaml:"max_conns_per_ip"`      // default 100
+	FirstDataTimeout time.Duration `yaml:"first_data_timeout_ms"` // default 5 s
+	MessageTimeout   time.Duration `yaml:"message_timeout_ms"`    // default 10 s
+	IdleTimeout      time.Duration `yaml:"idle_timeout_ms"`       // default 300 s
+}
+
+// Unknown-source and caller-ID presentation values.
+const (
+	UnknownSourceDrop   = "drop"   // silently drop an INVITE from an unknown source
+	UnknownSourceReject = "reject" // answer it 403
+
+	PresentationAllowed    = "allowed"
+	PresentationRestricted = "restricted"
+)
+
+// B2BUA configures the call core.
+type B2BUA struct {
+	MaxConcurrentCalls int           `yaml:"max_concurrent_calls"`   // default 10000 (0 = default)
+	MaxCallDuration    time.Duration `yaml:"max_call_duration_secs"` // default 4 h; 0 = no limit
+	DrainTimeout       time.Duration `yaml:"drain_timeout_secs"`     // default 30 s; 0 = don't wait
+	UnknownSource      string        `yaml:"unknown_source"`         // drop (default) or reject
+	ReferResponse      int           `yaml:"refer_response"`         // default 603
+	HeaderPolicy       HeaderPolicy  `yaml:"header_policy"`
+	// DefaultNumberPolicy names the number_policies entry used when a route
+	// names none ("" = none).
+	DefaultNumberPolicy string `yaml:"default_number_policy"`
+	// AssertIdentity makes sipedge insert its own P-Asserted-Identity
+	// (default true).
+	AssertIdentity bool `yaml:"assert_identity"`
+	// RingTimeout is the sequence's ring bound (default 30 s; 0 = none).
+	RingTimeout time.Duration `yaml:"ring_timeout_secs"`
+}
+
+// HeaderPolicy decides what is copied from the A-leg to the B-leg.
+type HeaderPolicy struct {
+	// Allow lists the header names copied A to B. Absent: DefaultAllow.
+	// An explicit [] copies none.
+	Allow []string `yaml:"allow"`
+}
+
+// DefaultAllow is the default b2bua.header_policy.allow.
+var DefaultAllow = []string{"Allow", "Supported", "Session-Expires", "Min-SE", "User-Agent", "P-Asserted-Identity", "Privacy"}
+
+// Number policy formats.
+const (
+	FormatE164     = "e164"
+	FormatNational = "national"
+)
+
+// NumberPolicy is a named number-shaping preset.
+type NumberPolicy struct {
+	Name           string `yaml:"name"`
+	Format         string `yaml:"format"`          // e164 (default) or national
+	CountryCode    string `yaml:"country_code"`    // 1 to 3 digits
+	NationalPrefix string `yaml:"national_prefix"` // digits, may be ""
+}
+
+// Trunk is a customer trunk: the sources it sends from and its limits.
+type Trunk struct {
+	Name string `yaml:"name"`
+	// TrunkGroup is what routing keys on (default: the trunk's name).
+	TrunkGroup string `yaml:"trunk_group"`
+	// Sources are CIDRs with an optional port: "10.0.0.0/8", "10.0.0.0/8:5060",
+	// "[2001:db8::/32]:5060"; a bare address is a single host.
+	Sources []Source    `yaml:"sources"`
+	Limits  TrunkLimits `yaml:"limits"`
+}
+
+// TrunkLimits are a trunk's ingress limits; 0 = unlimited.
+type TrunkLimits struct {
+	CPS                float64 `yaml:"cps"`
+	Burst              int     `yaml:"burst"`
+	MaxConcurrentCalls int     `yaml:"max_concurrent_calls"`
+}
+
+// Gateway holds the carrier pools.
+type Gateway struct {
+	Groups []Group `yaml:"groups"`
+}
+
+// Group algorithms and transports.
+const (
+	AlgorithmWeighted   = "weighted"
+	AlgorithmRoundRobin = "round_robin"
+	AlgorithmHash       = "hash"
+
+	TransportUDP = "udp"
+	TransportTCP = "tcp"
+)
+
+// Group is a gateway group: one carrier's pool of destinations.
+type Group struct {
+	Name      string `yaml:"name"`
+	Algorithm string `yaml:"algorithm"` // weighted (default), round_robin or hash
+	Transport string `yaml:"transport"` // udp (default) or tcp
+	// RerouteCauses overrides lcr.reroute_causes for this carrier (empty =
+	// inherit).
+	RerouteCauses []int         `yaml:"reroute_causes"`
+	Probe         Probe         `yaml:"probe"`
+	CPS           CPS           `yaml:"cps"`
+	CPSReject     []CPSReject   `yaml:"cps_reject"`
+	Destinations  []Destination `yaml:"destinations"`
+}
+
+// Probe configures OPTIONS health probing of a group's members.
+type Probe struct {
+	Enabled          bool          `yaml:"enabled"`
+	Interval         time.Duration `yaml:"interval_secs"`     // default 15 s
+	Timeout          time.Duration `yaml:"timeout_ms"`        // default 2 s
+	FailureThreshold int           `yaml:"failure_threshold"` // default 3
+	SuccessThreshold int           `yaml:"success_threshold"` // default 2
+	// HealthyCodes are the replies that count as alive (empty = any reply
+	// except 503).
+	HealthyCodes []int         `yaml:"healthy_codes"`
+	Jitter       time.Duration `yaml:"jitter_ms"` // default 500 ms; 0 = none
+}
+
+// CPS is an egress calls-per-second limit.
+type CPS struct {
+	Rate    float64       `yaml:"rate"`        // per second; 0 = unlimited
+	Burst   int           `yaml:"burst"`       // default 1
+	MaxWait time.Duration `yaml:"max_wait_ms"` // default 1 s; 0 = never wait
+	// Key is the carrier account the limit is shared under ("" = the
+	// group's name).
+	Key string `yaml:"key"`
+}
+
+// CPSReject matches a carrier's CPS reject: a status code and, optionally,
+// text that the Reason header or reason phrase must contain.
+type CPSReject struct {
+	Code   int    `yaml:"code"`
+	Reason string `yaml:"reason"`
+}
+
+// Destination is one member of a gateway group.
+type Destination struct {
+	URI string `yaml:"uri"` // sip: or sips: URI
+	// Address is where to send: an IP address or a DNS name, with a port.
+	Address  HostPort `yaml:"address"`
+	Weight   int      `yaml:"weight"`   // default 1 (0 = default)
+	Priority int      `yaml:"priority"` // lower tiers first
+}
+
+// LCR configures least-cost routing.
+type LCR struct {
+	APIURL     string        `yaml:"api_url"` // "" = the static table
+	Timeout    time.Duration `yaml:"timeout_ms"`
+	AuthHeader string        `yaml:"auth_header"`
+	Cache      string        `yaml:"cache"` // a name from cache:, "" = none
+	CacheTTL   time.Duration `yaml:"cache_ttl_secs"`
+	// FallbackGatewayGroup is used when the API fails ("" = none).
+	FallbackGatewayGroup string `yaml:"fallback_gateway_group"`
+	// RerouteCauses are the codes that fail over (empty = DefaultRerouteCauses).
+	RerouteCauses []int `yaml:"reroute_causes"`
+	// Attributes are attribute names included in the cache key.
+	Attributes   []string      `yaml:"attributes"`
+	StaticRoutes []StaticRoute `yaml:"static_routes"`
+}
+
+// DefaultRerouteCauses is the default lcr.reroute_causes.
+var DefaultRerouteCauses = []int{408, 500, 502, 503, 504}
+
+// StaticRoute is one prefix of the static table: the longest prefix of the
+// dialled number wins, "" matches all.
+type StaticRoute struct {
+	Prefix string  `yaml:"prefix"`
+	Routes []Route `yaml:"routes"` // in order of preference
+}
+
+// Route is one carrier of a decision, in the same shape as the LCR API's.
+type Route struct {
+	CarrierID            string            `yaml:"carrier_id"`
+	GatewayGroup         string            `yaml:"gateway_group"`
+	Rate                 float64           `yaml:"rate"`
+	Currency             string            `yaml:"currency"`
+	Timeout              time.Duration     `yaml:"timeout_secs"` // 0 = the sequence's bound
+	RerouteAfterProgress bool              `yaml:"reroute_after_progress"`
+	TechPrefix           string            `yaml:"tech_prefix"`
+	NumberPolicy         string            `yaml:"number_policy"`
+	CallerID             string            `yaml:"caller_id"`
+	CallerIDPresentation string            `yaml:"caller_id_presentation"` // "", allowed or restricted
+	NextHop              string            `yaml:"next_hop"`
+	RURI                 string            `yaml:"ruri"`
+	Headers              map[string]string `yaml:"headers"`
+	CDRFields            map[string]string `yaml:"cdr_fields"`
+	RerouteCauses        []int             `yaml:"reroute_causes"` // empty = the group's, else lcr's
+}
+
+// Cache is a named decision cache backed by Redis.
+type Cache struct {
+	Name     string        `yaml:"name"`
+	URL      string        `yaml:"url"`            // redis:// or rediss://
+	LocalTTL time.Duration `yaml:"local_ttl_secs"` // in-process tier; default 60 s, 0 = none
+}
+
+// Rate limiter failure modes.
+const (
+	FailureLocal  = "local"
+	FailureOpen   = "open"
+	FailureClosed = "closed"
+)
+
+// RateLimit configures the CPS limiter.
+type RateLimit struct {
+	Redis       string        `yaml:"redis"`        // "" = in-process only
+	Deadline    time.Duration `yaml:"deadline_ms"`  // default 20 ms
+	FailureMode string        `yaml:"failure_mode"` // local (default), open or closed
+	Nodes       int           `yaml:"nodes"`        // default 1
+}
+
+// CDR configures the call detail record file.
+type CDR struct {
+	File       string `yaml:"file"`        // default cdr.jsonl
+	MaxSizeMB  int    `yaml:"max_size_mb"` // rotate above; default 100
+	MaxBackups int    `yaml:"max_backups"` // default 10; 0 = keep all
+	Queue      int    `yaml:"queue"`       // writer queue; default 65536
+}
+
+// Group returns the gateway group called name, or nil.
+func (c *Config) Group(name string) *Group {
+	for i := range c.Gateway.Groups {
+		if c.Gateway.Groups[i].Name == name {
+			return &c.Gateway.Groups[i]
+		}
+	}
+	return nil
+}
+
+// NumberPolicy returns the number policy called name, or nil.
+func (c *Config) NumberPolicy(name string) *NumberPolicy {
+	for i := range c.NumberPolicies {
+		if c.NumberPolicies[i].Name == name {
+			return &c.NumberPolicies[i]
+		}
+	}
+	return nil
+}

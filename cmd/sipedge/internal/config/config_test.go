@@ -1,0 +1,691 @@
+package config
+
+import (
+	"errors"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// envOf returns a lookup over m, for Parse.
+func envOf(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func mustParse(t *testing.T, text string, env map[string]string) *Config {
+	t.Helper()
+	c, err := Parse([]byte(text), envOf(env))
+	if err != nil {
+		t.Fatalf("Parse: %v\n--- input:\n%s", err, text)
+	}
+	return c
+}
+
+// issue4 is the configuration issue 4 says must work as written.
+const issue4 = `listen: ["udp://127.0.0.1:5060", "tcp://127.0.0.1:5060"]
+admin: { listen: "127.0.0.1:9090" }
+trunks:
+  - { name: local, trunk_group: cust-trunks, sources: ["127.0.0.1/32"] }
+gateway:
+  groups:
+    - name: carrier-a
+      destinations:
+        - { uri: "sip:127.0.0.1:5070", address: "127.0.0.1:5070" }
+lcr:
+  static_routes:
+    - prefix: ""
+      routes:
+        - { carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004 }
+cdr: { file: "cdr.jsonl" }
+`
+
+// seedLCR is the seed's LCR "Config" block, with the listen address added.
+const seedLCR = `listen: ["udp://127.0.0.1:5060"]
+lcr:
+  api_url: "${LCR_API_URL:-http://127.0.0.1:8080/route}"
+  timeout_ms: 2000
+  cache: "lcr"                         # a name from the cache: list (optional)
+  cache_ttl_secs: 300                  # default TTL when the API omits one
+  auth_header: "Bearer ${LCR_TOKEN}"   # optional
+  fallback_gateway_group: "carrier-a"  # optional
+
+cache:
+  - name: "lcr"
+    url: "redis://127.0.0.1:6379"
+    local_ttl_secs: 60
+
+gateway:
+  groups:
+    - name: "carrier-a"
+      probe: { enabled: true, interval_secs: 15, failure_threshold: 3 }
+      destinations:
+        - { uri: "sip:gw1.carrier-a.example:5060", address: "198.51.100.11:5060", weight: 2 }
+    - name: "carrier-b"
+      probe: { enabled: true }
+      destinations:
+        - { uri: "sip:gw1.carrier-b.example:5060", address: "203.0.113.21:5060" }
+`
+
+func TestExamplesLoad(t *testing.T) {
+	checkIssue4 := func(t *testing.T, c *Config) {
+		t.Helper()
+		want := []Listen{
+			{Transport: "udp", Addr: netip.MustParseAddrPort("127.0.0.1:5060")},
+			{Transport: "tcp", Addr: netip.MustParseAddrPort("127.0.0.1:5060")},
+		}
+		if !reflect.DeepEqual(c.Listen, want) {
+			t.Errorf("Listen = %v, want %v", c.Listen, want)
+		}
+		if got := c.Admin.Listen.String(); got != "127.0.0.1:9090" {
+			t.Errorf("Admin.Listen = %q", got)
+		}
+		if len(c.Trunks) != 1 || c.Trunks[0].Name != "local" || c.Trunks[0].TrunkGroup != "cust-trunks" ||
+			!reflect.DeepEqual(c.Trunks[0].Sources, []Source{{Prefix: netip.MustParsePrefix("127.0.0.1/32")}}) {
+			t.Errorf("Trunks = %+v", c.Trunks)
+		}
+		g := c.Group("carrier-a")
+		if g == nil || len(g.Destinations) != 1 || g.Destinations[0].URI != "sip:127.0.0.1:5070" ||
+			g.Destinations[0].Address != (HostPort{Host: "127.0.0.1", Port: 5070}) {
+			t.Fatalf("group carrier-a = %+v", g)
+		}
+		if ap, ok := g.Destinations[0].Address.AddrPort(); !ok || ap != netip.MustParseAddrPort("127.0.0.1:5070") {
+			t.Errorf("AddrPort = %v, %v", ap, ok)
+		}
+		sr := c.LCR.StaticRoutes
+		if len(sr) != 1 || sr[0].Prefix != "" || len(sr[0].Routes) != 1 ||
+			sr[0].Routes[0].CarrierID != "carrier-a" || sr[0].Routes[0].GatewayGroup != "carrier-a" || sr[0].Routes[0].Rate != 0.004 {
+			t.Errorf("StaticRoutes = %+v", sr)
+		}
+		if c.CDR.File != "cdr.jsonl" {
+			t.Errorf("CDR.File = %q", c.CDR.File)
+		}
+	}
+	tests := []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"issue 4 config as written", func(t *testing.T) {
+			checkIssue4(t, mustParse(t, issue4, nil))
+		}},
+		{"Example is the issue 4 shape", func(t *testing.T) {
+			checkIssue4(t, mustParse(t, Example, nil))
+		}},
+		{"testdata/sipedge.yaml is Example", func(t *testing.T) {
+			b, err := os.ReadFile("testdata/sipedge.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(b) != Example {
+				t.Fatal("testdata/sipedge.yaml and example.yaml differ; keep them identical")
+			}
+		}},
+		{"Load testdata/sipedge.yaml", func(t *testing.T) {
+			c, err := Load("testdata/sipedge.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkIssue4(t, c)
+		}},
+		{"seed LCR config with environment", func(t *testing.T) {
+			c := mustParse(t, seedLCR, map[string]string{"LCR_TOKEN": "s3cret"})
+			if c.LCR.APIURL != "http://127.0.0.1:8080/route" || c.LCR.AuthHeader != "Bearer s3cret" ||
+				c.LCR.Cache != "lcr" || c.LCR.CacheTTL != 300*time.Second || c.LCR.FallbackGatewayGroup != "carrier-a" {
+				t.Errorf("LCR = %+v", c.LCR)
+			}
+			if len(c.Cache) != 1 || c.Cache[0].URL != "redis://127.0.0.1:6379" || c.Cache[0].LocalTTL != time.Minute {
+				t.Errorf("Cache = %+v", c.Cache)
+			}
+			a, b := c.Group("carrier-a"), c.Group("carrier-b")
+			if !a.Probe.Enabled || a.Destinations[0].Weight != 2 || !b.Probe.Enabled || b.Probe.Interval != 15*time.Second {
+				t.Errorf("groups = %+v / %+v", a, b)
+			}
+		}},
+		{"seed LCR config without LCR_TOKEN fails", func(t *testing.T) {
+			_, err := Parse([]byte(seedLCR), envOf(nil))
+			if err == nil || !strings.Contains(err.Error(), "line 7: ") || !strings.Contains(err.Error(), "LCR_TOKEN is not set") {
+				t.Fatalf("err = %v, want LCR_TOKEN not set at line 7", err)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, tt.run)
+	}
+}
+
+// group is a valid gateway section to build failing cases on.
+const group = `
+gateway:
+  groups:
+    - name: carrier-a
+      destinations:
+        - { uri: "sip:127.0.0.1:5070", address: "127.0.0.1:5070" }
+`
+
+func TestRejects(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want string // "line N: path: why", a substring of the error
+	}{
+		// listen, shards, admin, log
+		{"listen scheme", `listen: ["sctp://127.0.0.1:5060"]`, `line 1: listen[0]: "sctp://127.0.0.1:5060": transport "sctp" is not udp or tcp`},
+		{"listen no scheme", `listen: ["127.0.0.1:5060"]`, `line 1: listen[0]: "127.0.0.1:5060": want udp://host:port or tcp://host:port`},
+		{"listen missing port", "listen:\n  - udp://127.0.0.1:5060\n  - udp://127.0.0.2", `line 3: listen[1]: "udp://127.0.0.2": missing port`},
+		{"listen port 0", `listen: ["tcp://[::1]:0"]`, `line 1: listen[0]: "tcp://[::1]:0": port must not be 0`},
+		{"listen host name", `listen: ["udp://localhost:5060"]`, `listen[0]: "udp://localhost:5060": host "localhost" is not an IP address`},
+		{"listen empty", `listen: []`, `line 1: listen: at least one address required`},
+		{"listen duplicate", `listen: ["udp://127.0.0.1:5060", "udp://127.0.0.1:5060"]`, `listen[1]: "udp://127.0.0.1:5060": duplicate of listen[0]`},
+		{"listen not a list", `listen: udp://127.0.0.1:5060`, `line 1: listen: want a list, got "udp://127.0.0.1:5060"`},
+		{"shards negative", `shards: -1`, `line 1: shards: -1: must not be negative`},
+		{"shards not a number", `shards: many`, `line 1: shards: want an integer, got "many"`},
+		{"admin listen port", "admin:\n  listen: \"x:y\"", `line 2: admin.listen: "x:y": invalid port`},
+		{"admin listen no port", `admin: { listen: "127.0.0.1" }`, `admin.listen: "127.0.0.1": missing port`},
+		{"admin not a mapping", `admin: [1]`, `line 1: admin: want a mapping, got a list`},
+		{"log level", "log:\n  level: verbose", `line 2: log.level: "verbose": want one of "debug", "info", "warn", "error"`},
+		// sip
+		{"t2 below t1", "sip: { t1_ms: 1000, t2_ms: 500 }", `sip.t2_ms: 500: must not be below t1_ms (1000)`},
+		{"t1 fractional", "sip:\n  t1_ms: 1.5", `line 2: sip.t1_ms: want a whole number of milliseconds, got "1.5"`},
+		{"tcp timeout negative", "sip:\n  tcp:\n    idle_timeout_ms: -1", `line 3: sip.tcp.idle_timeout_ms: -1: must not be negative`},
+		{"duration too large", "b2bua: { drain_timeout_secs: 99999999999999 }", `b2bua.drain_timeout_secs: 99999999999999: too large`},
+		// b2bua
+		{"unknown_source", "b2bua:\n  unknown_source: ignore", `line 2: b2bua.unknown_source: "ignore": want one of "drop", "reject"`},
+		{"refer_response", "b2bua: { refer_response: 200 }", `b2bua.refer_response: 200: want a SIP failure code, 400 to 699`},
+		{"default_number_policy", "b2bua:\n  default_number_policy: e164", `line 2: b2bua.default_number_policy: unknown number policy "e164"`},
+		{"header_policy name", "b2bua:\n  header_policy:\n    allow: [Allow, \"X Bad\"]", `line 3: b2bua.header_policy.allow[1]: "X Bad": not a header name`},
+		{"assert_identity", "b2bua: { assert_identity: maybe }", `b2bua.assert_identity: want true or false, got "maybe"`},
+		{"ring_timeout negative", "b2bua: { ring_timeout_secs: -30 }", `b2bua.ring_timeout_secs: -30: must not be negative`},
+		// number policies
+		{"policy format", "number_policies:\n  - { name: x, format: local, country_code: \"1\" }", `line 2: number_policies[0].format: "local": want one of "e164", "national"`},
+		{"policy country code", "number_policies:\n  - { name: x, country_code: \"+1\" }", `line 2: number_policies[0].country_code: "+1": want 1 to 3 digits`},
+		{"policy national prefix", "number_policies:\n  - { name: x, country_code: 1, national_prefix: O }", `number_policies[0].national_prefix: "O": want digits`},
+		{"policy no name", "number_policies:\n  - { country_code: 44 }", `line 2: number_policies[0].name: required`},
+		{"policy duplicate", "number_policies:\n  - { name: x, country_code: 1 }\n  - { name: x, country_code: 44 }", `line 3: number_policies[1].name: "x": duplicate name (also number_policies[0].name)`},
+		// trunks
+		{"source CIDR", "trunks:\n  - name: t\n    sources: [\"10.0.0.0/33\"]", `line 3: trunks[0].sources[0]: "10.0.0.0/33": invalid CIDR`},
+		{"source port", "trunks:\n  - { name: t, sources: [\"10.0.0.0/8:x\"] }", `trunks[0].sources[0]: "10.0.0.0/8:x": invalid port`},
+		{"source garbage", "trunks:\n  - { name: t, sources: [\"carrier\"] }", `trunks[0].sources[0]: "carrier": invalid CIDR or address`},
+		{"trunk no sources", "trunks:\n  - { name: t }", `line 2: trunks[0].sources: at least one source required`},
+		{"trunk duplicate", "trunks:\n  - { name: t, sources: [10.0.0.1] }\n  - { name: t, sources: [10.0.0.2] }", `line 3: trunks[1].name: "t": duplicate name`},
+		{"trunk limits negative", "trunks:\n  - { name: t, sources: [10.0.0.1], limits: { cps: -5 } }", `trunks[0].limits.cps: -5: must not be negative`},
+		// gateway groups
+		{"group address port", group + `    - name: carrier-b
+      destinations:
+        - { uri: "sip:gw", address: "x:y" }
+`, `line 9: gateway.groups[1].destinations[0].address: "x:y": invalid port`},
+		{"address missing port", group + "    - { name: b, destinations: [{ uri: \"sip:b\", address: \"gw.example\" }] }", `gateway.groups[1].destinations[0].address: "gw.example": missing port`},
+		{"address port 0", group + "    - { name: b, destinations: [{ uri: \"sip:b\", address: \"gw.example:0\" }] }", `gateway.groups[1].destinations[0].address: "gw.example:0": port must not be 0`},
+		{"address bad host", group + "    - { name: b, destinations: [{ uri: \"sip:b\", address: \"gw!:5060\" }] }", `gateway.groups[1].destinations[0].address: "gw!:5060": host "gw!" is neither an IP address nor a DNS name`},
+		{"address missing", group + "    - { name: b, destinations: [{ uri: \"sip:b\" }] }", `line 7: gateway.groups[1].destinations[0].address: required`},
+		{"destination uri", group + "    - { name: b, destinations: [{ uri: \"http://b\", address: \"b:5060\" }] }", `gateway.groups[1].destinations[0].uri: "http://b": want a sip: or sips: URI`},
+		{"weight negative", group + "    - { name: b, destinations: [{ uri: \"sip:b\", address: \"b:5060\", weight: -1 }] }", `gateway.groups[1].destinations[0].weight: -1: must not be negative`},
+		{"no destinations", group + "    - name: b\n", `line 7: gateway.groups[1].destinations: at least one destination required`},
+		{"group no name", group + "    - destinations: [{ uri: \"sip:b\", address: \"b:5060\" }]", `line 7: gateway.groups[1].name: required`},
+		{"group duplicate", group + "    - { name: carrier-a, destinations: [{ uri: \"sip:b\", address: \"b:5060\" }] }", `line 7: gateway.groups[1].name: "carrier-a": duplicate name (also gateway.groups[0].name)`},
+		{"algorithm", group + "      algorithm: random", `line 7: gateway.groups[0].algorithm: "random": want one of "weighted", "round_robin", "hash"`},
+		{"transport", group + "      transport: sctp", `line 7: gateway.groups[0].transport: "sctp": want one of "udp", "tcp"`},
+		{"group reroute cause", group + "      reroute_causes: [503, 200]", `line 7: gateway.groups[0].reroute_causes[1]: 200: want a SIP failure code, 300 to 699`},
+		{"probe interval negative", group + "      probe: { interval_secs: -15 }", `gateway.groups[0].probe.interval_secs: -15: must not be negative`},
+		{"probe healthy code", group + "      probe: { healthy_codes: [200, 99] }", `gateway.groups[0].probe.healthy_codes[1]: 99: want a SIP status code, 100 to 699`},
+		{"cps rate negative", group + "      cps: { rate: -1 }", `line 7: gateway.groups[0].cps.rate: -1: must not be negative`},
+		{"cps rate not a number", group + "      cps: { rate: fast }", `gateway.groups[0].cps.rate: want a number, got "fast"`},
+		{"cps_reject code", group + "      cps_reject: [{ code: 429 }, { code: 180 }]", `gateway.groups[0].cps_reject[1].code: 180: want a SIP failure code, 400 to 699`},
+		// lcr
+		{"static route unknown group", group + `lcr:
+  static_routes:
+    - prefix: "1"
+      routes:
+        - { carrier_id: a, gateway_group: carrier-a }
+        - { carrier_id: b, gateway_group: carrier-a }
+        - { carrier_id: z, gateway_group: carrier-z }
+`, `line 13: lcr.static_routes[0].routes[2].gateway_group: unknown group "carrier-z"`},
+		{"route without destination", group + "lcr:\n  static_routes:\n    - routes: [{ carrier_id: a }]", `line 9: lcr.static_routes[0].routes[0]: want gateway_group, next_hop or ruri`},
+		{"route without carrier_id", group + "lcr:\n  static_routes:\n    - routes: [{ gateway_group: carrier-a }]", `lcr.static_routes[0].routes[0].carrier_id: required`},
+		{"route number policy", group + "lcr:\n  static_routes:\n    - routes: [{ carrier_id: a, gateway_group: carrier-a, number_policy: intl }]", `lcr.static_routes[0].routes[0].number_policy: unknown number policy "intl"`},
+		{"route presentation", group + "lcr:\n  static_routes:\n    - routes: [{ carrier_id: a, gateway_group: carrier-a, caller_id_presentation: hidden }]", `lcr.static_routes[0].routes[0].caller_id_presentation: "hidden": want one of "", "allowed", "restricted"`},
+		{"route rate negative", group + "lcr:\n  static_routes:\n    - routes: [{ carrier_id: a, gateway_group: carrier-a, rate: -0.1 }]", `lcr.static_routes[0].routes[0].rate: -0.1: must not be negative`},
+		{"route timeout negative", group + "lcr:\n  static_routes:\n    - routes: [{ carrier_id: a, gateway_group: carrier-a, timeout_secs: -6 }]", `lcr.static_routes[0].routes[0].timeout_secs: -6: must not be negative`},
+		{"route currency", group + "lcr:\n  static_routes:\n    - routes: [{ carrier_id: a, gateway_group: carrier-a, currency: usd }]", `lcr.static_routes[0].routes[0].currency: "usd": want a three-letter ISO 4217 code`},
+		{"route caller_id", group + "lcr:\n  static_routes:\n    - routes: [{ carrier_id: a, gateway_group: carrier-a, caller_id: \"tel:123\" }]", `lcr.static_routes[0].routes[0].caller_id: "tel:123": want a number`},
+		{"route reroute cause", group + "lcr:\n  static_routes:\n    - routes: [{ carrier_id: a, gateway_group: carrier-a, reroute_causes: [700] }]", `lcr.static_routes[0].routes[0].reroute_causes[0]: 700: want a SIP failure code, 300 to 699`},
+		{"route header name", group + "lcr:\n  static_routes:\n    - routes: [{ carrier_id: a, gateway_group: carrier-a, headers: { \"X Account\": 42 } }]", `lcr.static_routes[0].routes[0].headers["X Account"]: "X Account": not a header name`},
+		{"route next_hop", group + "lcr:\n  static_routes:\n    - routes: [{ carrier_id: a, next_hop: \"gw:x\" }]", `lcr.static_routes[0].routes[0].next_hop: "gw:x": want a sip: URI or host:port`},
+		{"route ruri", group + "lcr:\n  static_routes:\n    - routes: [{ carrier_id: a, ruri: \"tel:+1\" }]", `lcr.static_routes[0].routes[0].ruri: "tel:+1": want a sip: or sips: URI`},
+		{"duplicate prefix", group + "lcr:\n  static_routes:\n    - { prefix: \"1\", routes: [] }\n    - { prefix: \"1\", routes: [] }", `line 10: lcr.static_routes[1].prefix: "1": duplicate prefix (also lcr.static_routes[0].prefix)`},
+		{"lcr cache", "lcr:\n  cache: lcr", `line 2: lcr.cache: unknown cache "lcr"`},
+		{"lcr fallback", "lcr:\n  fallback_gateway_group: carrier-z", `line 2: lcr.fallback_gateway_group: unknown group "carrier-z"`},
+		{"lcr api_url", "lcr: { api_url: \"ftp://x/route\" }", `lcr.api_url: "ftp://x/route": want an http:// or https:// URL`},
+		{"lcr timeout negative", "lcr: { timeout_ms: -1 }", `lcr.timeout_ms: -1: must not be negative`},
+		{"lcr reroute cause", "lcr:\n  reroute_causes: [408, 299]", `line 2: lcr.reroute_causes[1]: 299: want a SIP failure code, 300 to 699`},
+		// cache, ratelimit, cdr
+		{"cache url", "cache:\n  - { name: lcr, url: \"http://127.0.0.1:6379\" }", `line 2: cache[0].url: "http://127.0.0.1:6379": want a redis:// URL`},
+		{"cache no url", "cache:\n  - { name: lcr }", `cache[0].url: "": want a redis:// URL`},
+		{"cache duplicate", "cache:\n  - { name: c, url: \"redis://a:6379\" }\n  - { name: c, url: \"redis://b:6379\" }", `line 3: cache[1].name: "c": duplicate name`},
+		{"cache ttl negative", "cache:\n  - { name: c, url: \"redis://a:6379\", local_ttl_secs: -60 }", `cache[0].local_ttl_secs: -60: must not be negative`},
+		{"failure_mode", "ratelimit:\n  failure_mode: fail", `line 2: ratelimit.failure_mode: "fail": want one of "local", "open", "closed"`},
+		{"ratelimit redis", "ratelimit: { redis: \"127.0.0.1:6379\" }", `ratelimit.redis: "127.0.0.1:6379": want a redis:// URL`},
+		{"cdr queue negative", "cdr: { queue: -1 }", `cdr.queue: -1: must not be negative`},
+		{"cdr not a mapping", "cdr: cdr.jsonl", `line 1: cdr: want a mapping, got "cdr.jsonl"`},
+		// file level
+		{"empty", "# nothing\n", `the configuration is empty`},
+		{"two documents", "shards: 1\n---\nshards: 2\n", `more than one YAML document`},
+		{"syntax", "listen: [\"udp://127.0.0.1:5060\"\nshards: 1\n", `did not find expected ',' or ']'`},
+		{"top level list", "- shards: 1", `line 1: want a mapping, got a list`},
+		{"duplicate key", "shards: 1\nshards: 2", `line 2: shards: duplicate key (first at line 1)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml), nil)
+			if err == nil {
+				t.Fatalf("Parse accepted:\n%s", tt.yaml)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error:\n  %v\nwant it to contain:\n  %s", err, tt.want)
+			}
+			var el ErrorList
+			if !errors.As(err, &el) {
+				t.Fatalf("error is %T, want ErrorList", err)
+			}
+		})
+	}
+}
+
+func TestUnknownKeys(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want string
+	}{
+		{"top level", "listen: [\"udp://127.0.0.1:5060\"]\nlisten_addr: x", `line 2: listen_addr: unknown key`},
+		{"top level suggestion", "lisen: [\"udp://127.0.0.1:5060\"]", `line 1: lisen: unknown key (did you mean listen?)`},
+		{"depth 2", "admin:\n  listen: \"127.0.0.1:9090\"\n  tokn: abc", `line 3: admin.tokn: unknown key (did you mean token?)`},
+		{"depth 3", "sip:\n  tcp:\n    max_connections: 5", `line 3: sip.tcp.max_connections: unknown key`},
+		{"in a list item", group + "      probe: { enabled: true, intervall_secs: 5 }", `line 7: gateway.groups[0].probe.intervall_secs: unknown key (did you mean interval_secs?)`},
+		{"in a nested list item", group + "        - { uri: \"sip:b\", address: \"b:5060\", wieght: 2 }", `line 7: gateway.groups[0].destinations[1].wieght: unknown key (did you mean weight?)`},
+		{"in a route", group + "lcr:\n  static_routes:\n    - prefix: \"44\"\n      routes:\n        - carrier_id: a\n          gateway_group: carrier-a\n          carrier_rate: 1", `line 13: lcr.static_routes[0].routes[0].carrier_rate: unknown key`},
+		{"anchor holder at top level", "base: &b { shards: 1 }\n", `line 1: base: unknown key`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml), nil)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error:\n  %v\nwant it to contain:\n  %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestAllErrorsReported(t *testing.T) {
+	_, err := Parse([]byte("log: { level: loud }\nb2bua: { unknown_source: maybe }\nratelimit: { nodes: 0, failure_mode: x }\n"), nil)
+	var el ErrorList
+	if !errors.As(err, &el) {
+		t.Fatalf("err = %v, want ErrorList", err)
+	}
+	if len(el) != 3 {
+		t.Fatalf("got %d errors, want 3:\n%v", len(el), err)
+	}
+	for i, want := range []string{"log.level", "b2bua.unknown_source", "ratelimit.failure_mode"} {
+		if el[i].Path != want || el[i].Line != i+1 {
+			t.Errorf("error %d = %q at line %d, want %s at line %d", i, el[i].Path, el[i].Line, want, i+1)
+		}
+	}
+}
+
+func TestLoadErrorNamesFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(path, []byte("listen: [\"udp://127.0.0.1:5060\"]\nshards: -2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	if want := path + ":2: shards: -2: must not be negative"; err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %s", err, want)
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("missing file: err = %v", err)
+	}
+}
+
+func TestExpand(t *testing.T) {
+	env := map[string]string{"HOST": "10.0.0.1", "EMPTY": "", "PORT": "5080"}
+	tests := []struct {
+		name    string
+		in      string
+		want    string // expanded text
+		wantErr string
+	}{
+		{"plain", "a: ${HOST}", "a: 10.0.0.1", ""},
+		{"two on a line", "a: ${HOST}:${PORT}", "a: 10.0.0.1:5080", ""},
+		{"default unused", "a: ${HOST:-1.2.3.4}", "a: 10.0.0.1", ""},
+		{"default for unset", "a: ${NOPE:-1.2.3.4}", "a: 1.2.3.4", ""},
+		{"default for empty", "a: ${EMPTY:-x}", "a: x", ""},
+		{"empty default", "a: \"${NOPE:-}\"", "a: \"\"", ""},
+		{"set but empty", "a: \"${EMPTY}\"", "a: \"\"", ""},
+		{"default with colon", "a: ${NOPE:-http://h:8080/route}", "a: http://h:8080/route", ""},
+		{"escape", "a: pa$$word $$${HOST}", "a: pa$word $10.0.0.1", ""},
+		{"lone dollar kept", "a: $5 and $", "a: $5 and $", ""},
+		{"comment line untouched", "  # ${NOPE}\na: 1", "  # ${NOPE}\na: 1", ""},
+		{"unset", "a: 1\nb: 2\nc: \"Bearer ${TOKEN}\"\n", "", `line 3: ${TOKEN}: environment variable TOKEN is not set`},
+		{"unterminated", "a: ${HOST", "", `line 1: "${HOST": unterminated ${`},
+		{"bad name", "a: ${1X}", "", `line 1: ${1X}: invalid variable name "1X"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errs := expand([]byte(tt.in), envOf(env))
+			if tt.wantErr != "" {
+				if len(errs) == 0 || !strings.Contains(errs.Error(), tt.wantErr) {
+					t.Fatalf("errors %v, want %q", errs, tt.wantErr)
+				}
+				return
+			}
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			if string(out) != tt.want {
+				t.Fatalf("got %q, want %q", out, tt.want)
+			}
+		})
+	}
+}
+
+func TestExpandInParse(t *testing.T) {
+	text := `listen: ["udp://${SIP_HOST:-127.0.0.1}:${SIP_PORT}"]
+admin: { listen: "${ADMIN:-127.0.0.1:9191}", token: "a$$b" }
+`
+	c := mustParse(t, text, map[string]string{"SIP_PORT": "5090"})
+	if got := c.Listen[0].String(); got != "udp://127.0.0.1:5090" {
+		t.Errorf("listen = %s", got)
+	}
+	if c.Admin.Listen.String() != "127.0.0.1:9191" || c.Admin.Token != "a$b" {
+		t.Errorf("admin = %+v", c.Admin)
+	}
+	_, err := Parse([]byte(text), nil)
+	if err == nil || err.Error() != "line 1: ${SIP_PORT}: environment variable SIP_PORT is not set (use ${SIP_PORT:-default} for a default)" {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	c := mustParse(t, issue4, nil)
+	g := c.Gateway.Groups[0]
+	tests := []struct {
+		name      string
+		got, want any
+	}{
+		{"shards", c.Shards, 0},
+		{"log.level", c.Log.Level, "info"},
+		{"log.file", c.Log.File, ""},
+		{"sip.t1_ms", c.SIP.T1, 500 * time.Millisecond},
+		{"sip.t2_ms", c.SIP.T2, 4 * time.Second},
+		{"sip.t4_ms", c.SIP.T4, 5 * time.Second},
+		{"sip limits", [5]int{c.SIP.MaxMessageSize, c.SIP.MaxHeaders, c.SIP.MaxHeaderLine, c.SIP.MaxVias, c.SIP.MaxURILength}, [5]int{16384, 128, 4096, 64, 512}},
+		{"sip.tcp", c.SIP.TCP, SIPTCP{10000, 100, 5 * time.Second, 10 * time.Second, 300 * time.Second}},
+		{"b2bua.max_concurrent_calls", c.B2BUA.MaxConcurrentCalls, 10000},
+		{"b2bua.max_call_duration_secs", c.B2BUA.MaxCallDuration, 14400 * time.Second},
+		{"b2bua.drain_timeout_secs", c.B2BUA.DrainTimeout, 30 * time.Second},
+		{"b2bua.unknown_source", c.B2BUA.UnknownSource, "drop"},
+		{"b2bua.refer_response", c.B2BUA.ReferResponse, 603},
+		{"b2bua.header_policy.allow", c.B2BUA.HeaderPolicy.Allow, []string{"Allow", "Supported", "Session-Expires", "Min-SE", "User-Agent", "P-Asserted-Identity", "Privacy"}},
+		{"b2bua.assert_identity", c.B2BUA.AssertIdentity, true},
+		{"b2bua.ring_timeout_secs", c.B2BUA.RingTimeout, 30 * time.Second},
+		{"group algorithm", g.Algorithm, "weighted"},
+		{"group transport", g.Transport, "udp"},
+		{"group reroute_causes inherit", g.RerouteCauses, []int(nil)},
+		{"probe", g.Probe, Probe{Enabled: false, Interval: 15 * time.Second, Timeout: 2 * time.Second, FailureThreshold: 3, SuccessThreshold: 2, Jitter: 500 * time.Millisecond}},
+		{"cps", g.CPS, CPS{Rate: 0, Burst: 1, MaxWait: time.Second}},
+		{"destination weight", g.Destinations[0].Weight, 1},
+		{"lcr.timeout_ms", c.LCR.Timeout, 2 * time.Second},
+		{"lcr.reroute_causes", c.LCR.RerouteCauses, []int{408, 500, 502, 503, 504}},
+		{"ratelimit", c.RateLimit, RateLimit{Deadline: 20 * time.Millisecond, FailureMode: "local", Nodes: 1}},
+		{"cdr", c.CDR, CDR{File: "cdr.jsonl", MaxSizeMB: 100, MaxBackups: 10, Queue: 65536}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if !reflect.DeepEqual(tt.got, tt.want) {
+				t.Fatalf("got %#v, want %#v", tt.got, tt.want)
+			}
+		})
+	}
+
+	t.Run("absent listen and admin", func(t *testing.T) {
+		c := mustParse(t, "shards: 2", nil)
+		if len(c.Listen) != 2 || c.Listen[0].String() != "udp://127.0.0.1:5060" || c.Listen[1].String() != "tcp://127.0.0.1:5060" {
+			t.Errorf("listen = %v", c.Listen)
+		}
+		if c.Admin.Listen.String() != "127.0.0.1:9090" {
+			t.Errorf("admin.listen = %v", c.Admin.Listen)
+		}
+	})
+	t.Run("explicit zero keeps its meaning", func(t *testing.T) {
+		c := mustParse(t, `b2bua: { ring_timeout_secs: 0, assert_identity: false, max_call_duration_secs: 0, header_policy: { allow: [] } }
+admin: { listen: "" }
+cdr: { max_backups: 0 }
+cache: [{ name: c, url: "redis://h:6379", local_ttl_secs: 0 }]
+`+group+"      probe: { jitter_ms: 0 }\n      cps: { max_wait_ms: 0 }\n", nil)
+		if c.B2BUA.RingTimeout != 0 || c.B2BUA.AssertIdentity || c.B2BUA.MaxCallDuration != 0 || c.B2BUA.HeaderPolicy.Allow != nil {
+			t.Errorf("b2bua = %+v", c.B2BUA)
+		}
+		if !c.Admin.Listen.IsZero() || c.CDR.MaxBackups != 0 || c.Cache[0].LocalTTL != 0 {
+			t.Errorf("admin %+v cdr %+v cache %+v", c.Admin, c.CDR, c.Cache)
+		}
+		if g := c.Gateway.Groups[0]; g.Probe.Jitter != 0 || g.CPS.MaxWait != 0 {
+			t.Errorf("group = %+v", g)
+		}
+	})
+	t.Run("zero that means nothing takes the default", func(t *testing.T) {
+		c := mustParse(t, "sip: { t1_ms: 0 }\nlcr: { timeout_ms: 0, reroute_causes: [] }\ntrunks: [{ name: t, sources: [\"::1\"] }]\n"+group+"        - { uri: \"sip:b\", address: \"b:5060\", weight: 0 }\n      probe: { failure_threshold: 0 }\n      cps: { burst: 0 }\n", nil)
+		g := c.Gateway.Groups[0]
+		if c.SIP.T1 != 500*time.Millisecond || c.LCR.Timeout != 2*time.Second || len(c.LCR.RerouteCauses) != 5 ||
+			g.Destinations[1].Weight != 1 || g.Probe.FailureThreshold != 3 || g.CPS.Burst != 1 {
+			t.Errorf("sip %+v lcr %+v group %+v", c.SIP, c.LCR, g)
+		}
+		if c.Trunks[0].TrunkGroup != "t" {
+			t.Errorf("trunk_group = %q, want the trunk's name", c.Trunks[0].TrunkGroup)
+		}
+	})
+	t.Run("merge keys", func(t *testing.T) {
+		c := mustParse(t, `gateway:
+  groups:
+    - name: a
+      probe: &probe { enabled: true, interval_secs: 5 }
+      destinations: [{ uri: "sip:a", address: "a:5060" }]
+    - name: b
+      probe: { <<: *probe, interval_secs: 7 }
+      destinations: [{ uri: "sip:b", address: "b:5060" }]
+`, nil)
+		if p := c.Gateway.Groups[1].Probe; !p.Enabled || p.Interval != 7*time.Second {
+			t.Errorf("probe = %+v", p)
+		}
+	})
+	t.Run("static route with next_hop may name an unknown group", func(t *testing.T) {
+		c := mustParse(t, "lcr:\n  static_routes:\n    - routes: [{ carrier_id: z, gateway_group: carrier-z, next_hop: \"sip:10.0.0.9:5060\" }, { carrier_id: y, next_hop: \"gw.y.example:5060\" }]", nil)
+		if got := c.LCR.StaticRoutes[0].Routes[0].GatewayGroup; got != "carrier-z" {
+			t.Errorf("gateway_group = %q", got)
+		}
+	})
+}
+
+// full sets every key to something other than its default.
+const full = `listen: ["udp://[::1]:5070", "tcp://10.1.2.3:5071"]
+shards: 4
+admin: { listen: "[::1]:9191", token: "t0ken" }
+log: { level: debug, file: /var/log/sipedge.log }
+sip:
+  t1_ms: 250
+  t2_ms: 2000
+  t4_ms: 2500
+  max_message_size: 8192
+  max_headers: 64
+  max_header_line: 2048
+  max_vias: 32
+  max_uri_length: 256
+  tcp: { max_conns: 500, max_conns_per_ip: 10, first_data_timeout_ms: 1000, message_timeout_ms: 2000, idle_timeout_ms: 60000 }
+b2bua:
+  max_concurrent_calls: 50
+  max_call_duration_secs: 3600
+  drain_timeout_secs: 0
+  unknown_source: reject
+  refer_response: 403
+  header_policy: { allow: ["Allow", "X-Custom"] }
+  default_number_policy: national
+  assert_identity: false
+  ring_timeout_secs: 45
+number_policies:
+  - { name: e164, format: e164, country_code: "1", national_prefix: "" }
+  - { name: national, format: national, country_code: "44", national_prefix: "0" }
+trunks:
+  - name: local
+    trunk_group: cust-trunks
+    sources: ["127.0.0.1/32", "10.0.0.0/8:5060", "[2001:db8::/32]:5060", "::1"]
+    limits: { cps: 2.5, burst: 5, max_concurrent_calls: 100 }
+gateway:
+  groups:
+    - name: carrier-a
+      algorithm: hash
+      transport: tcp
+      reroute_causes: [404, 408, 500, 503]
+      probe: { enabled: true, interval_secs: 5, timeout_ms: 700, failure_threshold: 4, success_threshold: 1, healthy_codes: [200, 404], jitter_ms: 0 }
+      cps: { rate: 10.5, burst: 3, max_wait_ms: 250, key: acct-1 }
+      cps_reject: [ { code: 429 }, { code: 503, reason: "CPS" } ]
+      destinations:
+        - { uri: "sip:127.0.0.1:5070", address: "127.0.0.1:5070", weight: 2, priority: 0 }
+        - { uri: "sips:gw2.carrier-a.example", address: "gw2.carrier-a.example:5061", weight: 1, priority: 1 }
+    - name: carrier-b
+      algorithm: round_robin
+      destinations:
+        - { uri: "sip:[2001:db8::1]:5060", address: "[2001:db8::1]:5060" }
+lcr:
+  api_url: "https://lcr.example/route"
+  timeout_ms: 1500
+  auth_header: "Bearer x$$y"
+  cache: lcr
+  cache_ttl_secs: 300
+  fallback_gateway_group: carrier-b
+  reroute_causes: [408, 503]
+  attributes: [region, tier]
+  static_routes:
+    - prefix: ""
+      routes:
+        - { carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004 }
+    - prefix: "+44"
+      routes:
+        - carrier_id: carrier-b
+          gateway_group: carrier-b
+          rate: 0.0125
+          currency: GBP
+          timeout_secs: 6
+          reroute_after_progress: true
+          tech_prefix: "#31#"
+          number_policy: e164
+          caller_id: "+13105550100"
+          caller_id_presentation: restricted
+          next_hop: "sip:10.0.0.1:5060"
+          ruri: "sip:+442071234567@carrier-b.example"
+          headers: { X-Account: "42", X-Route-Tag: "true" }
+          cdr_fields: { plan: gold, "odd key": "yes" }
+          reroute_causes: [480, 503]
+cache:
+  - { name: lcr, url: "redis://127.0.0.1:6379/2", local_ttl_secs: 30 }
+ratelimit: { redis: "redis://127.0.0.1:6380", deadline_ms: 15, failure_mode: closed, nodes: 3 }
+cdr: { file: "/var/lib/sipedge/cdr.jsonl", max_size_mb: 10, max_backups: 0, queue: 1024 }
+`
+
+func TestPrintRoundTrip(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+	}{
+		{"example", Example},
+		{"issue 4", issue4},
+		{"every key set", full},
+		{"explicit zeros", "admin: { listen: \"\" }\nb2bua: { ring_timeout_secs: 0, header_policy: { allow: [] } }\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := mustParse(t, tt.yaml, nil)
+			printed := c.String()
+			again, err := Parse([]byte(printed), nil)
+			if err != nil {
+				t.Fatalf("printed config does not parse: %v\n%s", err, printed)
+			}
+			if !reflect.DeepEqual(c, again) {
+				t.Fatalf("round trip differs:\nfirst  %+v\nsecond %+v\n%s", c, again, printed)
+			}
+		})
+	}
+
+	t.Run("every key set is decoded", func(t *testing.T) {
+		c := mustParse(t, full, nil)
+		r := c.LCR.StaticRoutes[1].Routes[0]
+		want := Route{
+			CarrierID: "carrier-b", GatewayGroup: "carrier-b", Rate: 0.0125, Currency: "GBP",
+			Timeout: 6 * time.Second, RerouteAfterProgress: true, TechPrefix: "#31#", NumberPolicy: "e164",
+			CallerID: "+13105550100", CallerIDPresentation: "restricted", NextHop: "sip:10.0.0.1:5060",
+			RURI: "sip:+442071234567@carrier-b.example", Headers: map[string]string{"X-Account": "42", "X-Route-Tag": "true"},
+			CDRFields: map[string]string{"plan": "gold", "odd key": "yes"}, RerouteCauses: []int{480, 503},
+		}
+		if !reflect.DeepEqual(r, want) {
+			t.Errorf("route = %+v\nwant    %+v", r, want)
+		}
+		if c.LCR.AuthHeader != "Bearer x$y" {
+			t.Errorf("auth_header = %q", c.LCR.AuthHeader)
+		}
+		wantSources := []Source{
+			{Prefix: netip.MustParsePrefix("127.0.0.1/32")},
+			{Prefix: netip.MustParsePrefix("10.0.0.0/8"), Port: 5060},
+			{Prefix: netip.MustParsePrefix("2001:db8::/32"), Port: 5060},
+			{Prefix: netip.MustParsePrefix("::1/128")},
+		}
+		if !reflect.DeepEqual(c.Trunks[0].Sources, wantSources) {
+			t.Errorf("sources = %v", c.Trunks[0].Sources)
+		}
+		if c.Gateway.Groups[0].Probe.Timeout != 700*time.Millisecond || c.SIP.TCP.IdleTimeout != time.Minute {
+			t.Errorf("durations: probe %v idle %v", c.Gateway.Groups[0].Probe.Timeout, c.SIP.TCP.IdleTimeout)
+		}
+		if !strings.Contains(c.String(), `auth_header: Bearer x$$y`) {
+			t.Errorf("Print does not escape $:\n%s", c.String())
+		}
+	})
+}
+
+func TestSource(t *testing.T) {
+	tests := []struct {
+		in       string
+		str      string
+		inside   string
+		outside  string
+		parseErr bool
+	}{
+		{in: "10.1.2.3/8", str: "10.0.0.0/8", inside: "10.9.9.9:1", outside: "11.0.0.1:1"},
+		{in: "10.0.0.0/8:5060", str: "10.0.0.0/8:5060", inside: "10.0.0.1:5060", outside: "10.0.0.1:5061"},
+		{in: "192.0.2.7:5060", str: "192.0.2.7/32:5060", inside: "192.0.2.7:5060", outside: "192.0.2.8:5060"},
+		{in: "[2001:db8::/32]:5060", str: "[2001:db8::/32]:5060", inside: "[2001:db8::5]:5060", outside: "[2001:db9::5]:5060"},
+		{in: "2001:db8::1", str: "2001:db8::1/128", inside: "[2001:db8::1]:9", outside: "[2001:db8::2]:9"},
+		{in: "10.0.0.0/8:0", parseErr: true},
+		{in: "[2001:db8::/32", parseErr: true},
+		{in: "::ffff:10.0.0.0/104", parseErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			var s Source
+			err := s.UnmarshalText([]byte(tt.in))
+			if tt.parseErr {
+				if err == nil {
+					t.Fatalf("accepted %q as %v", tt.in, s)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.String() != tt.str {
+				t.Errorf("String = %q, want %q", s.String(), tt.str)
+			}
+			if !s.Contains(netip.MustParseAddrPort(tt.inside)) || s.Contains(netip.MustParseAddrPort(tt.outside)) {
+				t.Errorf("Contains wrong for %s / %s", tt.inside, tt.outside)
+			}
+		})
+	}
+}

@@ -1,0 +1,415 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Defaults come in two steps. preset puts in place, before decoding, the
+// defaults of keys whose zero means something of its own (ring_timeout_secs:
+// 0 is "no ring bound", max_backups: 0 is "keep all"), so that an absent key
+// and an explicit 0 differ. fill replaces, after decoding, the zeros that
+// mean nothing (weight: 0, an empty level) by their defaults.
+
+func (c *Config) preset() {
+	c.Listen = []Listen{
+		mustListen("udp://127.0.0.1:5060"),
+		mustListen("tcp://127.0.0.1:5060"),
+	}
+	c.Admin.Listen = HostPort{Host: "127.0.0.1", Port: 9090}
+	c.B2BUA.MaxCallDuration = 4 * time.Hour
+	c.B2BUA.DrainTimeout = 30 * time.Second
+	c.B2BUA.AssertIdentity = true
+	c.B2BUA.RingTimeout = 30 * time.Second
+	c.B2BUA.HeaderPolicy.Allow = slices.Clone(DefaultAllow)
+	c.CDR.MaxBackups = 10
+}
+
+func (g *Group) preset() {
+	g.Probe.Interval = 15 * time.Second
+	g.Probe.Timeout = 2 * time.Second
+	g.Probe.FailureThreshold = 3
+	g.Probe.SuccessThreshold = 2
+	g.Probe.Jitter = 500 * time.Millisecond
+	g.CPS.Burst = 1
+	g.CPS.MaxWait = time.Second
+}
+
+func (c *Cache) preset() { c.LocalTTL = 60 * time.Second }
+
+func mustListen(s string) Listen {
+	var l Listen
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		panic(err)
+	}
+	return l
+}
+
+func orDefault[T comparable](p *T, def T) {
+	var zero T
+	if *p == zero {
+		*p = def
+	}
+}
+
+func (c *Config) fill() {
+	orDefault(&c.Log.Level, "info")
+	s := &c.SIP
+	orDefault(&s.T1, 500*time.Millisecond)
+	orDefault(&s.T2, 4*time.Second)
+	orDefault(&s.T4, 5*time.Second)
+	orDefault(&s.MaxMessageSize, 16384)
+	orDefault(&s.MaxHeaders, 128)
+	orDefault(&s.MaxHeaderLine, 4096)
+	orDefault(&s.MaxVias, 64)
+	orDefault(&s.MaxURILength, 512)
+	orDefault(&s.TCP.MaxConns, 10000)
+	orDefault(&s.TCP.MaxConnsPerIP, 100)
+	orDefault(&s.TCP.FirstDataTimeout, 5*time.Second)
+	orDefault(&s.TCP.MessageTimeout, 10*time.Second)
+	orDefault(&s.TCP.IdleTimeout, 300*time.Second)
+	b := &c.B2BUA
+	orDefault(&b.MaxConcurrentCalls, 10000)
+	orDefault(&b.UnknownSource, UnknownSourceDrop)
+	orDefault(&b.ReferResponse, 603)
+	for i := range c.NumberPolicies {
+		orDefault(&c.NumberPolicies[i].Format, FormatE164)
+	}
+	for i := range c.Trunks {
+		orDefault(&c.Trunks[i].TrunkGroup, c.Trunks[i].Name)
+	}
+	for i := range c.Gateway.Groups {
+		g := &c.Gateway.Groups[i]
+		orDefault(&g.Algorithm, AlgorithmWeighted)
+		orDefault(&g.Transport, TransportUDP)
+		orDefault(&g.Probe.Interval, 15*time.Second)
+		orDefault(&g.Probe.Timeout, 2*time.Second)
+		orDefault(&g.Probe.FailureThreshold, 3)
+		orDefault(&g.Probe.SuccessThreshold, 2)
+		orDefault(&g.CPS.Burst, 1)
+		for j := range g.Destinations {
+			orDefault(&g.Destinations[j].Weight, 1)
+		}
+	}
+	l := &c.LCR
+	orDefault(&l.Timeout, 2*time.Second)
+	if len(l.RerouteCauses) == 0 {
+		l.RerouteCauses = slices.Clone(DefaultRerouteCauses)
+	}
+	r := &c.RateLimit
+	orDefault(&r.Deadline, 20*time.Millisecond)
+	orDefault(&r.FailureMode, FailureLocal)
+	orDefault(&r.Nodes, 1)
+	orDefault(&c.CDR.File, "cdr.jsonl")
+	orDefault(&c.CDR.MaxSizeMB, 100)
+	orDefault(&c.CDR.Queue, 65536)
+}
+
+type validator struct {
+	lines map[string]int
+	errs  ErrorList
+}
+
+// errorf records a problem at path, with the line of path or of its
+// nearest ancestor in the file.
+func (v *validator) errorf(path, format string, args ...any) {
+	v.errs = append(v.errs, &Error{Line: v.line(path), Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) line(path string) int {
+	for path != "" {
+		if l, ok := v.lines[path]; ok && l > 0 {
+			return l
+		}
+		i := strings.LastIndexAny(path, ".[")
+		if i < 0 {
+			break
+		}
+		path = path[:i]
+	}
+	return 0
+}
+
+func (v *validator) oneOf(path, val string, allowed ...string) {
+	if !slices.Contains(allowed, val) {
+		v.errorf(path, "%q: want one of %s", val, strings.Join(quoteAll(allowed), ", "))
+	}
+}
+
+func quoteAll(s []string) []string {
+	q := make([]string, len(s))
+	for i, x := range s {
+		q[i] = fmt.Sprintf("%q", x)
+	}
+	return q
+}
+
+func (v *validator) causes(path string, codes []int) {
+	for i, c := range codes {
+		if c < 300 || c > 699 {
+			v.errorf(fmt.Sprintf("%s[%d]", path, i), "%d: want a SIP failure code, 300 to 699", c)
+		}
+	}
+}
+
+func (v *validator) positive(path string, n int) {
+	if n <= 0 {
+		v.errorf(path, "%d: must be at least 1", n)
+	}
+}
+
+// name checks a required, unique name; seen collects the names so far.
+func (v *validator) name(path, name string, seen map[string]string) {
+	if name == "" {
+		v.errorf(path, "required")
+		return
+	}
+	if first, dup := seen[name]; dup {
+		v.errorf(path, "%q: duplicate name (also %s)", name, first)
+		return
+	}
+	seen[name] = path
+}
+
+func (c *Config) validate(v *validator) {
+	if len(c.Listen) == 0 {
+		v.errorf("listen", "at least one address required")
+	}
+	seenListen := map[Listen]int{}
+	for i, l := range c.Listen {
+		if j, dup := seenListen[l]; dup {
+			v.errorf(fmt.Sprintf("listen[%d]", i), "%q: duplicate of listen[%d]", l.String(), j)
+		}
+		seenListen[l] = i
+	}
+	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
+
+	s := c.SIP
+	if s.T2 < s.T1 {
+		v.errorf("sip.t2_ms", "%d: must not be below t1_ms (%d)", s.T2.Milliseconds(), s.T1.Milliseconds())
+	}
+	if s.T1 > time.Hour {
+		v.errorf("sip.t1_ms", "%d: must not exceed one hour", s.T1.Milliseconds())
+	}
+
+	b := c.B2BUA
+	v.oneOf("b2bua.unknown_source", b.UnknownSource, UnknownSourceDrop, UnknownSourceReject)
+	if b.ReferResponse < 400 || b.ReferResponse > 699 {
+		v.errorf("b2bua.refer_response", "%d: want a SIP failure code, 400 to 699", b.ReferResponse)
+	}
+	for i, h := range b.HeaderPolicy.Allow {
+		if !isToken(h) {
+			v.errorf(fmt.Sprintf("b2bua.header_policy.allow[%d]", i), "%q: not a header name", h)
+		}
+	}
+	if b.DefaultNumberPolicy != "" && c.NumberPolicy(b.DefaultNumberPolicy) == nil {
+		v.errorf("b2bua.default_number_policy", "unknown number policy %q", b.DefaultNumberPolicy)
+	}
+
+	seen := map[string]string{}
+	for i, np := range c.NumberPolicies {
+		p := fmt.Sprintf("number_policies[%d]", i)
+		v.name(p+".name", np.Name, seen)
+		v.oneOf(p+".format", np.Format, FormatE164, FormatNational)
+		if !isDigits(np.CountryCode) || len(np.CountryCode) > 3 {
+			v.errorf(p+".country_code", "%q: want 1 to 3 digits", np.CountryCode)
+		}
+		if np.NationalPrefix != "" && !isDigits(np.NationalPrefix) {
+			v.errorf(p+".national_prefix", "%q: want digits", np.NationalPrefix)
+		}
+	}
+
+	seen = map[string]string{}
+	for i, t := range c.Trunks {
+		p := fmt.Sprintf("trunks[%d]", i)
+		v.name(p+".name", t.Name, seen)
+		if len(t.Sources) == 0 {
+			v.errorf(p+".sources", "at least one source required")
+		}
+	}
+
+	seen = map[string]string{}
+	for i, g := range c.Gateway.Groups {
+		p := fmt.Sprintf("gateway.groups[%d]", i)
+		v.name(p+".name", g.Name, seen)
+		v.oneOf(p+".algorithm", g.Algorithm, AlgorithmWeighted, AlgorithmRoundRobin, AlgorithmHash)
+		v.oneOf(p+".transport", g.Transport, TransportUDP, TransportTCP)
+		v.causes(p+".reroute_causes", g.RerouteCauses)
+		for j, code := range g.Probe.HealthyCodes {
+			if code < 100 || code > 699 {
+				v.errorf(fmt.Sprintf("%s.probe.healthy_codes[%d]", p, j), "%d: want a SIP status code, 100 to 699", code)
+			}
+		}
+		for j, r := range g.CPSReject {
+			if r.Code < 400 || r.Code > 699 {
+				v.errorf(fmt.Sprintf("%s.cps_reject[%d].code", p, j), "%d: want a SIP failure code, 400 to 699", r.Code)
+			}
+		}
+		if len(g.Destinations) == 0 {
+			v.errorf(p+".destinations", "at least one destination required")
+		}
+		for j, d := range g.Destinations {
+			dp := fmt.Sprintf("%s.destinations[%d]", p, j)
+			if !isSIPURI(d.URI) {
+				v.errorf(dp+".uri", "%q: want a sip: or sips: URI", d.URI)
+			}
+			switch {
+			case d.Address.IsZero():
+				v.errorf(dp+".address", "required")
+			case d.Address.Port == 0:
+				v.errorf(dp+".address", "%q: port must not be 0", d.Address.String())
+			}
+		}
+	}
+
+	l := c.LCR
+	if l.APIURL != "" {
+		if u, err := url.Parse(l.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			v.errorf("lcr.api_url", "%q: want an http:// or https:// URL", l.APIURL)
+		}
+	}
+	if l.Cache != "" && !slices.ContainsFunc(c.Cache, func(e Cache) bool { return e.Name == l.Cache }) {
+		v.errorf("lcr.cache", "unknown cache %q", l.Cache)
+	}
+	if l.FallbackGatewayGroup != "" && c.Group(l.FallbackGatewayGroup) == nil {
+		v.errorf("lcr.fallback_gateway_group", "unknown group %q", l.FallbackGatewayGroup)
+	}
+	v.causes("lcr.reroute_causes", l.RerouteCauses)
+	for i, a := range l.Attributes {
+		if a == "" {
+			v.errorf(fmt.Sprintf("lcr.attributes[%d]", i), "empty attribute name")
+		}
+	}
+	prefixes := map[string]string{}
+	for i, sr := range l.StaticRoutes {
+		p := fmt.Sprintf("lcr.static_routes[%d]", i)
+		if first, dup := prefixes[sr.Prefix]; dup {
+			v.errorf(p+".prefix", "%q: duplicate prefix (also %s)", sr.Prefix, first)
+		}
+		prefixes[sr.Prefix] = p + ".prefix"
+		for j, r := range sr.Routes {
+			c.validateRoute(v, fmt.Sprintf("%s.routes[%d]", p, j), r)
+		}
+	}
+
+	seen = map[string]string{}
+	for i, e := range c.Cache {
+		p := fmt.Sprintf("cache[%d]", i)
+		v.name(p+".name", e.Name, seen)
+		if !isRedisURL(e.URL) {
+			v.errorf(p+".url", "%q: want a redis:// URL", e.URL)
+		}
+	}
+
+	r := c.RateLimit
+	if r.Redis != "" && !isRedisURL(r.Redis) {
+		v.errorf("ratelimit.redis", "%q: want a redis:// URL", r.Redis)
+	}
+	v.oneOf("ratelimit.failure_mode", r.FailureMode, FailureLocal, FailureOpen, FailureClosed)
+	v.positive("ratelimit.nodes", r.Nodes)
+}
+
+func (c *Config) validateRoute(v *validator, p string, r Route) {
+	if r.CarrierID == "" {
+		v.errorf(p+".carrier_id", "required")
+	}
+	switch {
+	case r.GatewayGroup == "" && r.NextHop == "" && r.RURI == "":
+		v.errorf(p, "want gateway_group, next_hop or ruri")
+	case r.GatewayGroup != "" && r.NextHop == "" && c.Group(r.GatewayGroup) == nil:
+		v.errorf(p+".gateway_group", "unknown group %q", r.GatewayGroup)
+	}
+	if r.Currency != "" && !isCurrency(r.Currency) {
+		v.errorf(p+".currency", "%q: want a three-letter ISO 4217 code", r.Currency)
+	}
+	if strings.ContainsAny(r.TechPrefix, " \t\r\n@:;<>") {
+		v.errorf(p+".tech_prefix", "%q: not allowed in a user part", r.TechPrefix)
+	}
+	if r.NumberPolicy != "" && c.NumberPolicy(r.NumberPolicy) == nil {
+		v.errorf(p+".number_policy", "unknown number policy %q", r.NumberPolicy)
+	}
+	if r.CallerID != "" && !isDigits(strings.TrimPrefix(r.CallerID, "+")) {
+		v.errorf(p+".caller_id", "%q: want a number, digits with an optional leading +", r.CallerID)
+	}
+	v.oneOf(p+".caller_id_presentation", r.CallerIDPresentation, "", PresentationAllowed, PresentationRestricted)
+	if r.NextHop != "" && !isSIPURI(r.NextHop) {
+		var hp HostPort
+		if err := hp.UnmarshalText([]byte(r.NextHop)); err != nil {
+			v.errorf(p+".next_hop", "%q: want a sip: URI or host:port", r.NextHop)
+		}
+	}
+	if r.RURI != "" && !isSIPURI(r.RURI) {
+		v.errorf(p+".ruri", "%q: want a sip: or sips: URI", r.RURI)
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.Headers)) {
+		val := r.Headers[name]
+		hp := mapKeyPath(p+".headers", name)
+		if !isToken(name) {
+			v.errorf(hp, "%q: not a header name", name)
+		}
+		if strings.ContainsAny(val, "\r\n") {
+			v.errorf(hp, "value must be one line")
+		}
+	}
+	for name := range r.CDRFields {
+		if name == "" {
+			v.errorf(p+".cdr_fields", "empty field name")
+		}
+	}
+	v.causes(p+".reroute_causes", r.RerouteCauses)
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func isCurrency(s string) bool {
+	if len(s) != 3 {
+		return false
+	}
+	for i := 0; i < 3; i++ {
+		if s[i] < 'A' || s[i] > 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+// isToken reports whether s is an RFC 3261 token (a header name).
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-.!%*_+`'~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+func isSIPURI(s string) bool {
+	rest, ok := strings.CutPrefix(s, "sip:")
+	if !ok {
+		rest, ok = strings.CutPrefix(s, "sips:")
+	}
+	return ok && rest != "" && !strings.ContainsAny(rest, " \t\r\n<>")
+}
+
+func isRedisURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "redis" || u.Scheme == "rediss") && u.Host != ""
+}

@@ -1,0 +1,5 @@
+package server
+
+import "runtime"
+
+func numCPU() int { return runtime.NumCPU() }

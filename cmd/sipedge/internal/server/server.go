@@ -1,0 +1,341 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
+	"github.com/sipedge/sipedge/dialog/b2bua"
+	"github.com/sipedge/sipedge/dialog/cdr"
+	"github.com/sipedge/sipedge/dialog/txn"
+	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/shard"
+	"github.com/sipedge/sipedge/shard/timer"
+)
+
+// Server is a running sipedge.
+type Server struct {
+	cfg     *config.Config
+	log     *slog.Logger
+	rt      *shard.Server
+	engines []*b2bua.Engine
+	cdr     *cdr.Writer
+	table   *staticTable
+	origin  time.Time
+
+	runtimeSet, engineSet, cdrSet *metrics.Set
+
+	admin     *http.Server
+	adminAddr net.Addr
+	adminDone chan struct{}
+}
+
+// New builds a server from a validated configuration; Start runs it.
+func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Server{cfg: cfg, log: log, runtimeSet: metrics.NewSet(), engineSet: metrics.NewSet(), cdrSet: metrics.NewSet()}
+	var err error
+	if s.table, err = newStaticTable(cfg); err != nil {
+		return nil, err
+	}
+	maxSize := int64(cfg.CDR.MaxSizeMB) << 20
+	if s.cdr, err = cdr.New(cdr.Options{Path: cfg.CDR.File, MaxSize: maxSize, MaxBackups: cfg.CDR.MaxBackups,
+		Queue: cfg.CDR.Queue, Metrics: s.cdrSet, Log: log}); err != nil {
+		return nil, err
+	}
+	sc := shard.Config{Shards: cfg.Shards, Supported: nil,
+		Limits: parser.Limits{MaxMessageSize: cfg.SIP.MaxMessageSize, MaxHeaders: cfg.SIP.MaxHeaders,
+			MaxHeaderLine: cfg.SIP.MaxHeaderLine, MaxVias: cfg.SIP.MaxVias, MaxURILength: cfg.SIP.MaxURILength},
+		TCP: shard.TCPConfig{MaxConns: cfg.SIP.TCP.MaxConns, MaxConnsPerIP: cfg.SIP.TCP.MaxConnsPerIP,
+			FirstDataTimeout: cfg.SIP.TCP.FirstDataTimeout, MessageTimeout: cfg.SIP.TCP.MessageTimeout,
+			IdleTimeout: cfg.SIP.TCP.IdleTimeout}}
+	for _, l := range cfg.Listen {
+		sc.Listen = append(sc.Listen, l.String())
+	}
+	var mu sync.Mutex
+	var newErr error
+	s.rt, err = shard.New(sc, func(sh *shard.Shard) shard.Handler {
+		h, err := s.newShardApp(sh)
+		if err != nil {
+			mu.Lock()
+			newErr = errors.Join(newErr, err)
+			mu.Unlock()
+		}
+		return h
+	}, log, s.runtimeSet)
+	if err == nil {
+		err = newErr
+	}
+	if err != nil {
+		s.cdr.Close(context.Background())
+		return nil, err
+	}
+	return s, nil
+}
+
+// b2buaConfig maps the file's settings onto one shard's engine.
+func (s *Server) b2buaConfig(shardIdx int) b2bua.Config {
+	cfg := s.cfg
+	bc := b2bua.Config{
+		RejectUnknown: cfg.B2BUA.UnknownSource == "reject",
+		HeaderAllow:   cfg.B2BUA.HeaderPolicy.Allow,
+		MaxDuration:   cfg.B2BUA.MaxCallDuration,
+		ReferCode:     cfg.B2BUA.ReferResponse,
+		Txn:           txn.Config{T1: cfg.SIP.T1, T2: cfg.SIP.T2, T4: cfg.SIP.T4},
+		Metrics:       s.engineSet,
+		Shard:         shardIdx,
+	}
+	if n := cfg.B2BUA.MaxConcurrentCalls; n > 0 {
+		// The limit is per node; each shard takes its share.
+		bc.MaxCalls = (n + s.shardCount() - 1) / s.shardCount()
+	}
+	for _, l := range cfg.Listen {
+		switch {
+		case l.Transport == "udp" && bc.LocalUDP == "":
+			bc.LocalUDP = l.Addr.String()
+		case l.Transport == "tcp" && bc.LocalTCP == "":
+			bc.LocalTCP = l.Addr.String()
+		}
+	}
+	if bc.LocalUDP == "" {
+		bc.LocalUDP = bc.LocalTCP
+	}
+	for _, t := range cfg.Trunks {
+		bt := b2bua.Trunk{Name: t.Name, Group: t.TrunkGroup}
+		for _, src := range t.Sources {
+			bt.Sources = append(bt.Sources, b2bua.Source{Prefix: src.Prefix, Port: src.Port})
+		}
+		bc.Trunks = append(bc.Trunks, bt)
+	}
+	return bc
+}
+
+func (s *Server) shardCount() int {
+	if s.cfg.Shards > 0 {
+		return s.cfg.Shards
+	}
+	return numCPU()
+}
+
+// shardApp connects one shard to its engine.
+type shardApp struct {
+	s   *Server
+	sh  *shard.Shard
+	eng *b2bua.Engine
+}
+
+func (s *Server) newShardApp(sh *shard.Shard) (shard.Handler, error) {
+	a := &shardApp{s: s, sh: sh}
+	local := ""
+	for _, l := range s.cfg.Listen {
+		local = l.Addr.Addr().String()
+		break
+	}
+	suffix := "@" + local
+	eng, err := b2bua.New(s.b2buaConfig(sh.Index()), b2bua.Env{
+		Send:       a.send,
+		Clock:      wheelClock{sh.Timers()},
+		MintCallID: func(dst []byte) []byte { return sh.MintCallID(dst, suffix) },
+		Finished:   a.finished,
+		Router:     s.table.route,
+		Draining:   sh.Draining,
+		Log:        s.log,
+	})
+	if err != nil {
+		return shard.Handler{}, err
+	}
+	a.eng = eng
+	s.engines = append(s.engines, eng)
+	return shard.Handler{
+		Message: func(sh *shard.Shard, m *parser.Message, from shard.Peer) {
+			eng.Receive(m, txnPeer(from), sh.Now())
+		},
+		Timer: func(sh *shard.Shard, p timer.Payload) { eng.Timer(p.Kind, p.Arg, sh.Now()) },
+	}, nil
+}
+
+// txnPeer and shardPeer translate between the runtime's and the
+// transaction layer's address of a peer. The transaction layer's opaque
+// Conn carries the runtime's connection id on streams and the listener
+// index on UDP, so replies leave from the socket the request came in on.
+func txnPeer(p shard.Peer) txn.Peer {
+	tp := txn.Peer{Addr: p.Addr, Transport: txn.TransportUDP, Conn: uint64(p.Listener)}
+	if p.Transport == shard.TCP {
+		tp.Transport, tp.Conn = txn.TransportTCP, uint64(p.Conn)
+	}
+	return tp
+}
+
+func shardPeer(p txn.Peer) shard.Peer {
+	if p.Transport == txn.TransportTCP {
+		return shard.Peer{Addr: p.Addr, Transport: shard.TCP, Conn: shard.ConnID(p.Conn)}
+	}
+	return shard.Peer{Addr: p.Addr, Transport: shard.UDP, Listener: uint8(p.Conn)}
+}
+
+func (a *shardApp) send(to txn.Peer, b []byte) { a.sh.Send(shardPeer(to), b) }
+
+// wheelClock lets the engine arm timers on the shard's wheel.
+type wheelClock struct{ w *timer.Wheel }
+
+func (c wheelClock) StartAt(at time.Duration, kind uint8, arg uint64) uint64 {
+	return uint64(c.w.StartAt(at, timer.Payload{Kind: kind, Arg: arg}))
+}
+
+func (c wheelClock) Stop(h uint64) bool { return c.w.Stop(timer.Handle(h)) }
+
+// finished writes a call's CDR.
+func (a *shardApp) finished(c *b2bua.Call) {
+	sum := c.Summary()
+	r := cdr.AcquireRecord()
+	r.ACallID, r.BCallID = string(sum.ACallID), string(sum.BCallID)
+	if sum.Trunk != nil {
+		r.Trunk, r.TrunkGroup = sum.Trunk.Name, sum.Trunk.Group
+	}
+	r.Caller, r.Callee, r.DialedNumber = string(sum.Caller), string(sum.Callee), string(sum.Callee)
+	r.SourceIP = sum.Source.Addr()
+	r.TimeInvite = a.s.wall(a.sh, sum.Invite)
+	r.TimeFirstProvisional = a.s.wall(a.sh, sum.FirstProvisional)
+	r.TimeAnswer = a.s.wall(a.sh, sum.Answer)
+	r.TimeEnd = a.s.wall(a.sh, sum.End)
+	r.FinalCode, r.FinalReason = sum.FinalCode, sum.FinalReason
+	switch sum.HangupSide {
+	case "caller":
+		r.HangupSide = cdr.HangupCaller
+	case "callee":
+		r.HangupSide = cdr.HangupCallee
+	case "system":
+		r.HangupSide = cdr.HangupSystem
+	}
+	r.Route, r.CarrierID = sum.Target.Group, sum.Target.CarrierID
+	r.RouteSource = cdr.RouteSourceStatic
+	a.s.cdr.Write(r)
+}
+
+// wall converts a shard clock reading to wall time; 0 stays zero.
+func (s *Server) wall(sh *shard.Shard, d time.Duration) time.Time {
+	if d == 0 {
+		return time.Time{}
+	}
+	return time.Now().Add(d - sh.Now())
+}
+
+// Start opens the SIP sockets and the admin API.
+func (s *Server) Start() error {
+	if err := s.rt.Start(); err != nil {
+		return err
+	}
+	if !s.cfg.Admin.Listen.IsZero() {
+		if err := s.startAdmin(); err != nil {
+			s.rt.Shutdown(context.Background(), nil)
+			return err
+		}
+	}
+	s.log.Info("sipedge started", "listen", fmt.Sprint(s.cfg.Listen), "shards", len(s.rt.Shards()), "admin", s.AdminAddr())
+	return nil
+}
+
+// AdminAddr returns the admin API's address, "" when it is off.
+func (s *Server) AdminAddr() string {
+	if s.adminAddr == nil {
+		return ""
+	}
+	return s.adminAddr.String()
+}
+
+// LiveCalls counts the calls of every shard.
+func (s *Server) LiveCalls() int {
+	n := 0
+	for _, e := range s.engines {
+		n += e.LiveCalls()
+	}
+	return n
+}
+
+// Shutdown drains: new calls get 503 and /readyz turns false, running
+// calls continue (in-dialog requests are served) until they end or the
+// drain timeout passes; then the runtime stops and the CDRs are flushed.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.log.Info("draining", "calls", s.LiveCalls(), "timeout", s.cfg.B2BUA.DrainTimeout)
+	dctx, cancel := context.WithTimeout(ctx, s.cfg.B2BUA.DrainTimeout)
+	defer cancel()
+	err := s.rt.Shutdown(dctx, func() bool { return s.LiveCalls() > 0 })
+	if cerr := s.cdr.Close(ctx); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	if s.admin != nil {
+		s.admin.Close()
+		<-s.adminDone
+	}
+	s.log.Info("stopped")
+	return err
+}
+
+// Reopen reopens the CDR file (SIGHUP after logrotate).
+func (s *Server) Reopen() error { return s.cdr.Reopen() }
+
+func (s *Server) startAdmin() error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		s.WriteMetrics(w)
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if s.rt.Draining() {
+			http.Error(w, "draining", http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "ready\n")
+	})
+	var h http.Handler = mux
+	if tok := s.cfg.Admin.Token; tok != "" {
+		h = bearer(tok, mux)
+	}
+	ln, err := net.Listen("tcp", s.cfg.Admin.Listen.String())
+	if err != nil {
+		return fmt.Errorf("admin.listen: %w", err)
+	}
+	s.adminAddr = ln.Addr()
+	s.admin = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	s.adminDone = make(chan struct{})
+	go func() {
+		defer close(s.adminDone)
+		if err := s.admin.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("admin API stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// bearer requires "Authorization: Bearer TOKEN" on every request.
+func bearer(token string, next http.Handler) http.Handler {
+	want := "Bearer " + token
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != want {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// WriteMetrics writes every metric in Prometheus text format.
+func (s *Server) WriteMetrics(w io.Writer) {
+	s.runtimeSet.WritePrometheus(w)
+	s.engineSet.WritePrometheus(w)
+	s.cdrSet.WritePrometheus(w)
+	metrics.WriteProcessMetrics(w)
+}

@@ -1,0 +1,133 @@
+// Package txn is the SIP transaction layer: RFC 3261 section 17 with the
+// corrections of RFC 6026. A Table holds one shard's client and server
+// transactions, INVITE and non-INVITE, and runs their state machines:
+//
+//   - INVITE client, RFC 3261 17.1.1 (Figure 5) with the Accepted state and
+//     Timer M of RFC 6026 7.2, 8.4;
+//   - non-INVITE client, RFC 3261 17.1.2 (Figure 6);
+//   - INVITE server, RFC 3261 17.2.1 (Figure 7) with the Accepted state and
+//     Timer L of RFC 6026 7.1, 8.5, 8.7;
+//   - non-INVITE server, RFC 3261 17.2.2 (Figure 8).
+//
+// Each state is one method (ictCalling, istAccepted, ...) taking an input
+// enum, with the RFC section cited at each transition.
+//
+// # Contract
+//
+// Pure. The package does no I/O, starts no goroutines, takes no locks and
+// reads no clock. Time is passed in: every input method takes now, a
+// time.Duration on the clock of the owner's timer wheel (the clock of its
+// Advance). Timers are armed through the Timers interface at absolute
+// deadlines; when one fires, the owner calls Timeout with its argument.
+//
+// Owner goroutine. A Table belongs to one shard's event loop; only that
+// goroutine may call it, including from inside the wheel's fire callback.
+// It is not safe for concurrent use.
+//
+// Output. Every input method (ReceiveRequest, ReceiveResponse, SendRequest,
+// Respond, Cancel, Timeout, TransportError, Terminate) first clears the
+// table's action list, then appends to it; the owner reads Actions after the
+// call and, before its next call on the Table, sends every ActSend to its
+// Peer and hands the other actions to the TU. Actions are plain values: no
+// allocation, no interface, no callback per message. A method's error means
+// the input was refused; its actions are still to be carried out.
+//
+// Copies and lifetimes. The table never keeps a view into the caller's
+// messages: SendRequest copies the request, Respond copies the response,
+// and a server transaction builds its own 100 Trying. Each transaction
+// keeps what it may retransmit (the request for clients, the last response
+// for servers, the ACK for a non-2xx) in its own buffers, reused when its
+// slot is. Action.Data views those buffers and is valid until the next call
+// on the Table; a terminated transaction's slot is reused only after that.
+//
+// Handles. A Handle carries the transaction's slot and a generation, so it
+// goes stale when the transaction terminates (ActTerminated) and never
+// names the slot's next occupant. Stale handles are refused with ErrStale;
+// timer fires for them are ignored.
+//
+// Allocation. Transactions live in a slab with a free list, indexed by an
+// open-addressing hash table (maphash with a per-table seed over key bytes
+// built in a scratch buffer, the key compared in full on lookup, deletion
+// by backward shift). A table allocates only when it holds more
+// transactions, or longer messages, than ever before: a steady state makes
+// no allocation per transaction, as the allocation tests check.
+//
+// # Matching
+//
+// A request belongs to a server transaction by RFC 3261 17.2.3: the top Via
+// branch (magic cookie "z9hG4bK"), its sent-by, and the method, ACK taking
+// INVITE's. Branch and host compare without case (RFC 3261 7.3.1, 19.1.4).
+// A retransmission is absorbed before any routing work: the transaction
+// re-sends its last response, if any, and the TU sees nothing. A CANCEL is a
+// transaction of its own; the INVITE it cancels (RFC 3261 9.2) is named in
+// its ActRequest and by MatchCancel. A response belongs to a client
+// transaction by RFC 3261 17.1.3: top Via branch and CSeq method; one that
+// matches none is dropped (RFC 6026 8.9) and reported as ErrStray.
+//
+// RFC 2543 requests, whose top Via has no branch or one without the magic
+// cookie, are matched by the legacy rules of RFC 3261 17.2.3 rather than
+// refused: Request-URI, Call-ID, CSeq number, From tag, top Via and method,
+// plus the To tag of the request that created the transaction, or for an
+// ACK the To tag of the final response it sent. The header values are
+// compared byte for byte, as a retransmission repeats them; the equivalence
+// rules of RFC 3261 19.1.4 (URIs) and 20.42 (Via) are not applied, so a
+// retransmission re-encoded differently would start a new transaction.
+//
+// # Timers
+//
+// With T1, T2, T4 from Config (defaults 500ms, 4s, 5s), per RFC 3261 Table
+// 4 and, for L and M, RFC 6026:
+//
+//	A  T1, doubling                 INVITE retransmission, Calling, UDP only
+//	B  64*T1                        INVITE timeout, Calling
+//	D  max(32s, 64*T1), 0 reliable  INVITE client Completed
+//	E  T1, doubling to T2 (Trying), T2 (Proceeding); UDP only
+//	F  64*T1                        non-INVITE timeout
+//	G  T1, doubling to T2           INVITE server non-2xx retransmission, UDP only
+//	H  64*T1                        wait for ACK
+//	I  T4, 0 reliable               INVITE server Confirmed
+//	J  64*T1, 0 reliable            non-INVITE server Completed
+//	K  T4, 0 reliable               non-INVITE client Completed
+//	L  64*T1                        INVITE server Accepted (RFC 6026)
+//	M  64*T1                        INVITE client Accepted (RFC 6026)
+//
+// A zero timer ends its state at once. Timer B is heeded in Calling only
+// (17.1.1.2): once a provisional arrives, an INVITE client transaction ends
+// on a final response, on the 64*T1 wait that RFC 3261 9.1 starts when the
+// CANCEL is sent (see Cancel), or on Terminate.
+//
+// # Choices
+//
+// A server transaction sends its responses to the source of the request
+// (Peer), as RFC 3581 does, rather than to the Via's sent-by; the owner
+// rewrites Peer if it wants otherwise. An INVITE server transaction answers
+// 100 Trying at once, always. A transport error ends a client transaction
+// (RFC 3261 17.1.4) but leaves a server transaction in its state (RFC 6026
+// 8.8). The ACK for a 2xx is not a transaction: it reaches the TU as an
+// ActAck, and the TU sends its own ACKs for 2xx directly. CANCELs sent by
+// Cancel run in internal transactions whose events the TU never sees.
+//
+// # Driving it from a shard
+//
+//	tab, _ := txn.New(txn.Config{}, wheelTimers{wheel}) // StartAt/Stop on the wheel
+//	// the wheel's fire callback, for the kind reserved to txn:
+//	//	tab.Timeout(p.Arg, now); apply(tab.Actions())
+//	for each datagram or framed message:
+//		m.Parse(buf); validate
+//		if m.IsRequest() {
+//			err = tab.ReceiveRequest(&m, peer, now) // ErrFull: 503; *parser.Error: answer it
+//		} else {
+//			err = tab.ReceiveResponse(&m, now) // ErrStray: drop
+//		}
+//		apply(tab.Actions()) // before the next call on tab
+//
+//	func apply(acts []txn.Action) {
+//		for _, a := range acts {
+//			switch a.Kind {
+//			case txn.ActSend: // write a.Data to a.Peer; remember a.Txn if it fails
+//			default:          // to the TU, with &m for ActRequest, ActAck and ActResponse
+//			}
+//		}
+//		// then, the loop done: tab.TransportError(failed, now); apply(tab.Actions())
+//	}
+package txn

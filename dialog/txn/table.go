@@ -1,0 +1,430 @@
+package txn
+
+import (
+	"hash/maphash"
+	"strconv"
+	"time"
+
+	"github.com/sipedge/sipedge/parser"
+)
+
+// txn is one transaction. Its byte slices are its own storage, kept across
+// reuse of the slot so that a warm table allocates nothing.
+type txn struct {
+	hash uint64
+	key  []byte // the index key; see the key functions below
+	msg  []byte // client: the request; server: the last response sent (empty if none)
+	ack  []byte // INVITE client: the ACK for a non-2xx response (RFC 3261 17.1.1.3)
+
+	// RFC 2543 server transactions: the To tag of the request that created
+	// the transaction, and of the last final response sent.
+	reqTag, respTag []byte
+
+	peer Peer
+
+	// At most one retransmission timer (A, E, G) and one lifetime timer
+	// (the others) run at a time; rtxID and lifeID are 0 when not armed.
+	rtx, life     uint64
+	rtxID, lifeID input
+	interval      time.Duration // current A, E or G interval
+	gen           uint32
+	next          int32 // free list
+	kind          Kind
+	state         State
+	legacy        bool  // RFC 2543 request: matched by the legacy rules of RFC 3261 17.2.3
+	internal      bool  // a CANCEL the table sent on its own: the TU hears nothing of it
+	cancel        uint8 // INVITE client: cancelNone, cancelPending, cancelSent
+	inIndex       bool
+}
+
+const (
+	cancelNone uint8 = iota
+	cancelPending
+	cancelSent
+)
+
+func (x *txn) reset() {
+	x.hash = 0
+	x.key = x.key[:0]
+	x.msg = x.msg[:0]
+	x.ack = x.ack[:0]
+	x.reqTag = x.reqTag[:0]
+	x.respTag = x.respTag[:0]
+	x.peer = Peer{}
+	x.rtx, x.life, x.rtxID, x.lifeID = 0, 0, 0, 0
+	x.interval = 0
+	x.next = -1
+	x.kind, x.state = 0, StateTerminated
+	x.legacy, x.internal, x.inIndex = false, false, false
+	x.cancel = cancelNone
+}
+
+// handle packs generation and index: gen<<32 | index. Indexes stay below
+// 1<<24 so that bits 24-31 can carry a timer id in a timer argument.
+func (t *Table) handle(i int32) Handle { return Handle(uint64(t.txns[i].gen)<<32 | uint64(i)) }
+
+// lookup returns the slot of a live transaction h.
+func (t *Table) lookup(h Handle) (int32, bool) {
+	i := uint64(h) & 0xffffffff
+	if i >= uint64(len(t.txns)) {
+		return -1, false
+	}
+	x := &t.txns[i]
+	if x.gen != uint32(h>>32) || x.state == StateTerminated {
+		return -1, false
+	}
+	return int32(i), true
+}
+
+// alloc takes a slot from the free list or grows the slab. The slot's
+// buffers keep their capacity.
+func (t *Table) alloc(kind Kind, state State, peer Peer) (int32, error) {
+	if t.live >= t.max {
+		return -1, ErrFull
+	}
+	i := t.free
+	if i >= 0 {
+		t.free = t.txns[i].next
+	} else {
+		if len(t.txns) >= maxTransactions {
+			return -1, ErrFull
+		}
+		t.txns = append(t.txns, txn{gen: 1})
+		i = int32(len(t.txns) - 1)
+	}
+	t.live++
+	x := &t.txns[i]
+	x.reset()
+	x.kind, x.state, x.peer = kind, state, peer
+	return i, nil
+}
+
+// terminate ends transaction i (the Terminated state of every figure): its
+// timers stop, it leaves the index, the TU hears of it, and its Handle goes
+// stale. The slot is freed at the start of the next call, so that views
+// into its buffers in this call's actions stay valid.
+func (t *Table) terminate(i int32) {
+	x := &t.txns[i]
+	t.stopRtx(x)
+	t.stopLife(x)
+	if x.inIndex {
+		t.unindex(i)
+	}
+	if !x.internal {
+		t.actions = append(t.actions, Action{Kind: ActTerminated, Txn: t.handle(i), Peer: x.peer})
+	}
+	x.state = StateTerminated
+	if x.gen++; x.gen == 0 {
+		x.gen = 1
+	}
+	t.limbo = append(t.limbo, i)
+	t.live--
+}
+
+// Keys. A transaction is indexed by a 64-bit hash of its key bytes; the key
+// itself is kept in the transaction and compared on lookup, so a hash
+// collision never confuses two transactions. Keys start with a byte naming
+// the matching rule:
+//
+//	'S' method 0 lower(branch) 0 lower(sent-by host) ':' port
+//	                                                      server, RFC 3261 17.2.3
+//	'L' method 0 Call-ID 0 CSeq number 0 From tag 0 top Via 0 Request-URI
+//	                                                      server, RFC 2543 (17.2.3 legacy)
+//	'C' method 0 lower(branch)                            client, RFC 3261 17.1.3
+//
+// ACK and CANCEL look up their INVITE with method "INVITE". A legacy key
+// leaves out the To tag, which is compared after the key (see find).
+
+var (
+	methodInvite = []byte("INVITE")
+	methodCancel = []byte("CANCEL")
+)
+
+// serverKey builds the RFC 3261 17.2.3 key into t.key.
+func (t *Table) serverKey(method []byte, via *parser.Via) {
+	k := append(t.key[:0], 'S')
+	k = append(k, method...)
+	k = append(k, 0)
+	k = appendLower(k, via.Branch)
+	k = append(k, 0)
+	k = appendLower(k, via.Host)
+	k = append(k, ':')
+	t.key = strconv.AppendUint(k, uint64(via.Port), 10)
+}
+
+// appendLower appends b in ASCII lower case: the branch is a token and the
+// host a host name, both compared without case (RFC 3261 7.3.1, 19.1.4).
+func appendLower(dst, b []byte) []byte {
+	for _, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+// legacyKey builds the RFC 2543 key (RFC 3261 17.2.3, last paragraphs) into
+// t.key and returns the request's To tag. Header values are compared as
+// bytes: a retransmission repeats them byte for byte, and the URI and Via
+// equivalence rules of RFC 3261 19.1.4 and 20.42 are not applied.
+func (t *Table) legacyKey(method []byte, m *parser.Message) (toTag []byte, err error) {
+	cseq, err := m.CSeq()
+	if err != nil {
+		return nil, err
+	}
+	var a parser.Address
+	if err := m.To(&a); err != nil {
+		return nil, err
+	}
+	toTag = a.Tag
+	if err := m.From(&a); err != nil {
+		return nil, err
+	}
+	callID := m.CallID()
+	if callID == nil {
+		return nil, parser.ErrMissingCallID
+	}
+	k := append(t.key[:0], 'L')
+	k = append(k, method...)
+	k = append(k, 0)
+	k = append(k, callID...)
+	k = append(k, 0)
+	k = strconv.AppendUint(k, uint64(cseq.Num), 10)
+	k = append(k, 0)
+	k = append(k, a.Tag...)
+	k = append(k, 0)
+	k = append(k, m.Get(parser.HeaderVia)...)
+	k = append(k, 0)
+	t.key = append(k, m.RequestURI()...)
+	return toTag, nil
+}
+
+// requestKey builds into t.key the key of the server transaction request m
+// belongs to, looked up as method. It reports whether m is an RFC 2543
+// request (no branch, or one without the magic cookie) and returns its To
+// tag in that case.
+func (t *Table) requestKey(m *parser.Message, via *parser.Via, method []byte) (legacy bool, toTag []byte, err error) {
+	if via.IsRFC3261Branch() {
+		t.serverKey(method, via)
+		return false, nil, nil
+	}
+	toTag, err = t.legacyKey(method, m)
+	return true, toTag, err
+}
+
+// clientKey builds the RFC 3261 17.1.3 key into t.key.
+func (t *Table) clientKey(method, branch []byte) {
+	k := append(t.key[:0], 'C')
+	k = append(k, method...)
+	k = append(k, 0)
+	t.key = appendLower(k, branch)
+}
+
+func (t *Table) hash(key []byte) uint64 { return maphash.Bytes(t.seed, key) }
+
+// find returns the slot of the transaction whose key is t.key, or -1. For an
+// RFC 2543 key the To tag must match too: the request's To tag must equal
+// that of the request that created the transaction, and an ACK's that of
+// the final response the transaction sent (RFC 3261 17.2.3).
+func (t *Table) find(h uint64, toTag []byte, ack bool) int32 {
+	mask := uint64(len(t.index) - 1)
+	for p := h & mask; ; p = (p + 1) & mask {
+		s := t.index[p]
+		if s == 0 {
+			return -1
+		}
+		x := &t.txns[s-1]
+		if x.hash != h || string(x.key) != string(t.key) {
+			continue
+		}
+		if x.legacy {
+			want := x.reqTag
+			if ack {
+				want = x.respTag
+			}
+			if string(want) != string(toTag) {
+				continue
+			}
+		}
+		return s - 1
+	}
+}
+
+// insert indexes transaction i under t.key, copying the key into the
+// transaction.
+func (t *Table) insert(i int32, h uint64) {
+	if 2*(t.indexed+1) > len(t.index) {
+		t.grow()
+	}
+	x := &t.txns[i]
+	x.hash = h
+	x.key = append(x.key[:0], t.key...)
+	x.inIndex = true
+	t.place(i)
+	t.indexed++
+}
+
+func (t *Table) place(i int32) {
+	mask := uint64(len(t.index) - 1)
+	p := t.txns[i].hash & mask
+	for t.index[p] != 0 {
+		p = (p + 1) & mask
+	}
+	t.index[p] = i + 1
+}
+
+// grow doubles the index. It is the only allocation of the index, made when
+// more transactions are live than ever before.
+func (t *Table) grow() {
+	old := t.index
+	t.index = make([]int32, 2*len(old))
+	for _, s := range old {
+		if s != 0 {
+			t.place(s - 1)
+		}
+	}
+}
+
+// unindex removes transaction i by backward-shift deletion (Knuth 6.4,
+// Algorithm R), which leaves no tombstones: lookups stay short under churn.
+func (t *Table) unindex(i int32) {
+	mask := uint64(len(t.index) - 1)
+	p := t.txns[i].hash & mask
+	for t.index[p] != i+1 {
+		p = (p + 1) & mask
+	}
+	for {
+		t.index[p] = 0
+		q := p
+		for {
+			q = (q + 1) & mask
+			s := t.index[q]
+			if s == 0 {
+				t.txns[i].inIndex = false
+				t.indexed--
+				return
+			}
+			// The entry at q may fill the hole at p unless its home lies
+			// cyclically in (p, q].
+			home := t.txns[s-1].hash & mask
+			if p <= q && (home <= p || home > q) || p > q && home <= p && home > q {
+				t.index[p] = s
+				p = q
+				break
+			}
+		}
+	}
+}
+
+// Timers. A timer's argument is the transaction's Handle with the timer's
+// input in bits 24-31, so a fire finds its transaction and state machine
+// input without a lookup, and a fire for a reused slot is ignored.
+
+func (t *Table) timerArg(i int32, id input) uint64 { return uint64(t.handle(i)) | uint64(id)<<24 }
+
+// arm starts timer id to fire d from now.
+func (t *Table) arm(i int32, id input, d time.Duration) {
+	x := &t.txns[i]
+	h := t.timers.StartAt(t.now+d, t.timerArg(i, id))
+	if id.retransmit() {
+		x.rtx, x.rtxID = h, id
+	} else {
+		x.life, x.lifeID = h, id
+	}
+}
+
+func (t *Table) stopRtx(x *txn) {
+	if x.rtxID != 0 {
+		t.timers.Stop(x.rtx)
+		x.rtx, x.rtxID = 0, 0
+	}
+}
+
+func (t *Table) stopLife(x *txn) {
+	if x.lifeID != 0 {
+		t.timers.Stop(x.life)
+		x.life, x.lifeID = 0, 0
+	}
+}
+
+// linger arms the wait timer of a Completed or Confirmed state (D, I, J, K),
+// or terminates at once when the transport is reliable, where its value is
+// zero (RFC 3261 Table 4).
+func (t *Table) linger(i int32, id input, d time.Duration) {
+	if t.txns[i].peer.Transport.Reliable() {
+		t.terminate(i)
+		return
+	}
+	t.arm(i, id, d)
+}
+
+// Timeout delivers a fired timer: arg is the argument given to
+// Timers.StartAt. A timer of a terminated transaction, or one stopped or
+// superseded, is ignored. Call it from the wheel's fire callback, before any
+// other call on the Table, and read Actions after it.
+func (t *Table) Timeout(arg uint64, now time.Duration) {
+	t.begin(now)
+	id := input(arg >> 24)
+	i, ok := t.lookup(Handle(arg &^ (0xff << 24)))
+	if !ok || !id.timer() {
+		return
+	}
+	x := &t.txns[i]
+	if id.retransmit() {
+		if x.rtxID != id {
+			return
+		}
+		x.rtx, x.rtxID = 0, 0
+	} else {
+		if x.lifeID != id {
+			return
+		}
+		x.life, x.lifeID = 0, 0
+	}
+	_ = t.step(i, &event{in: id})
+}
+
+// TransportError reports that the transport could not send for transaction
+// h (an ActSend of h failed, or its connection is gone). A client
+// transaction informs the TU and terminates (RFC 3261 17.1.4) in the states
+// that send; a server transaction informs the TU and stays in its state
+// (RFC 6026 8.8, amending 17.2.4), its timers or the TU's final response
+// still ending it.
+func (t *Table) TransportError(h Handle, now time.Duration) error {
+	t.begin(now)
+	i, ok := t.lookup(h)
+	if !ok {
+		return ErrStale
+	}
+	return t.step(i, &event{in: inTransportError})
+}
+
+// Terminate ends transaction h at once, stopping its timers, whatever its
+// state: for a TU that gives up on a transaction the RFC would keep (a
+// client INVITE in Proceeding never answered and never cancelled, or
+// shutdown).
+func (t *Table) Terminate(h Handle, now time.Duration) error {
+	t.begin(now)
+	i, ok := t.lookup(h)
+	if !ok {
+		return ErrStale
+	}
+	t.terminate(i)
+	return nil
+}
+
+// Output helpers.
+
+func (t *Table) send(i int32, data []byte) {
+	x := &t.txns[i]
+	t.actions = append(t.actions, Action{Kind: ActSend, Txn: t.handle(i), Peer: x.peer, Data: data})
+}
+
+func (t *Table) tu(kind ActionKind, i int32) {
+	x := &t.txns[i]
+	if x.internal {
+		return
+	}
+	t.actions = append(t.actions, Action{Kind: kind, Txn: t.handle(i), Peer: x.peer})
+}

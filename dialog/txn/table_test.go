@@ -1,0 +1,210 @@
+package txn
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"strconv"
+	"testing"
+
+	"github.com/sipedge/sipedge/parser"
+)
+
+// TestIndexClusters drives the index with hashes crowded around the end of
+// the table, so that probe sequences wrap and backward-shift deletion must
+// move entries across the wrap, and checks it against a map.
+func TestIndexClusters(t *testing.T) {
+	tab, err := New(Config{}, &fakeTimers{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	want := map[string]int32{} // key -> slot
+	for step := range 20000 {
+		// At most 25 keys stay below the load that grows the index; their
+		// hashes are 61..66 mod 64, so probes wrap.
+		key := "k" + strconv.Itoa(rng.IntN(25))
+		h := uint64(len(tab.index)-3+rng.IntN(6)) % uint64(len(tab.index))
+		tab.key = append(tab.key[:0], key...)
+		if i, ok := want[key]; ok {
+			if rng.IntN(2) == 0 {
+				h = tab.txns[i].hash
+				if got := tab.find(h, nil, false); got != i {
+					t.Fatalf("step %d: find(%s) = %d, want %d", step, key, got, i)
+				}
+				continue
+			}
+			tab.begin(0)
+			tab.terminate(i)
+			delete(want, key)
+		} else {
+			i, err := tab.alloc(KindNonInviteServer, StateTrying, Peer{Transport: TransportUDP})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tab.insert(i, h)
+			want[key] = i
+		}
+		if tab.indexed != len(want) {
+			t.Fatalf("step %d: %d indexed, want %d", step, tab.indexed, len(want))
+		}
+		for k, i := range want {
+			tab.key = append(tab.key[:0], k...)
+			if got := tab.find(tab.txns[i].hash, nil, false); got != i {
+				t.Fatalf("step %d: after update, find(%s) = %d, want %d", step, k, got, i)
+			}
+		}
+	}
+}
+
+// TestChurn runs many concurrent server transactions through a table,
+// retransmitting and terminating at random, and checks that every
+// retransmission is absorbed by its own transaction and every new request
+// creates one.
+func TestChurn(t *testing.T) {
+	clock := &fakeTimers{}
+	tab, err := New(Config{}, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	live := map[int]Handle{}
+	from := Peer{Addr: netip.MustParseAddrPort("192.0.2.1:5060"), Transport: TransportUDP}
+	var m parser.Message
+	var buf []byte
+	next := 0
+	for step := range 20000 {
+		var n int
+		retransmit := len(live) > 0 && rng.IntN(3) > 0
+		if retransmit {
+			for n = range live {
+				break
+			}
+		} else {
+			n, next = next, next+1
+		}
+		buf = fmt.Appendf(buf[:0], "OPTIONS sip:bob@example.com SIP/2.0\r\n"+
+			"Via: SIP/2.0/UDP 192.0.2.1:5060;branch=z9hG4bK%d\r\n"+
+			"From: <sip:alice@example.com>;tag=a\r\nTo: <sip:bob@example.com>\r\n"+
+			"Call-ID: c%d\r\nCSeq: 1 OPTIONS\r\nContent-Length: 0\r\n\r\n", n, n)
+		if err := m.Parse(buf); err != nil {
+			t.Fatal(err)
+		}
+		if err := tab.ReceiveRequest(&m, from, 0); err != nil {
+			t.Fatal(err)
+		}
+		acts := tab.Actions()
+		if retransmit {
+			if len(acts) != 0 {
+				t.Fatalf("step %d: retransmission of %d gave %v", step, n, acts)
+			}
+		} else {
+			if len(acts) != 1 || acts[0].Kind != ActRequest {
+				t.Fatalf("step %d: new request %d gave %v", step, n, acts)
+			}
+			live[n] = acts[0].Txn
+		}
+		if rng.IntN(4) == 0 && len(live) > 0 { // live grows: the index grows too
+			for k, h := range live {
+				if err := tab.Terminate(h, 0); err != nil {
+					t.Fatalf("step %d: Terminate: %v", step, err)
+				}
+				delete(live, k)
+				break
+			}
+		}
+		if tab.Len() != len(live) || tab.indexed != len(live) {
+			t.Fatalf("step %d: Len %d, indexed %d, want %d", step, tab.Len(), tab.indexed, len(live))
+		}
+	}
+	if len(clock.pending) != 0 {
+		t.Fatalf("%d timers pending with no transaction armed", len(clock.pending))
+	}
+}
+
+func TestMaxTransactions(t *testing.T) {
+	tab, err := New(Config{MaxTransactions: 2}, &fakeTimers{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m parser.Message
+	from := Peer{Addr: netip.MustParseAddrPort("192.0.2.1:5060"), Transport: TransportTCP}
+	for i, want := range []error{nil, nil, ErrFull} {
+		buf := fmt.Appendf(nil, "OPTIONS sip:b@example.com SIP/2.0\r\nVia: SIP/2.0/TCP h;branch=z9hG4bK%d\r\n"+
+			"From: <sip:a@example.com>;tag=a\r\nTo: <sip:b@example.com>\r\nCall-ID: c\r\nCSeq: 1 OPTIONS\r\n\r\n", i)
+		if err := m.Parse(buf); err != nil {
+			t.Fatal(err)
+		}
+		if err := tab.ReceiveRequest(&m, from, 0); err != want {
+			t.Fatalf("request %d: %v, want %v", i, err, want)
+		}
+	}
+}
+
+func TestConfig(t *testing.T) {
+	f := func(cfg Config, ok bool) {
+		t.Helper()
+		if _, err := New(cfg, &fakeTimers{}); (err == nil) != ok {
+			t.Errorf("New(%+v): %v", cfg, err)
+		}
+	}
+	f(Config{}, true)
+	f(Config{T1: 100e6, T2: 1e9, T4: 1e9}, true)
+	f(Config{T1: 5e9, T2: 4e9}, false)
+	f(Config{T1: -1}, false)
+	f(Config{Capacity: -1}, false)
+	if _, err := New(Config{}, nil); err == nil {
+		t.Error("New with nil Timers succeeded")
+	}
+}
+
+// TestInputErrors checks what the input methods refuse.
+func TestInputErrors(t *testing.T) {
+	tab, _ := New(Config{}, &fakeTimers{})
+	udp := Peer{Addr: netip.MustParseAddrPort("192.0.2.1:5060"), Transport: TransportUDP}
+	parse := func(s string) *parser.Message {
+		var m parser.Message
+		if err := m.Parse([]byte(s)); err != nil {
+			t.Fatal(err)
+		}
+		return &m
+	}
+	req := parse("OPTIONS sip:b@example.com SIP/2.0\r\nVia: SIP/2.0/UDP h;branch=z9hG4bK1\r\n" +
+		"From: <sip:a@example.com>;tag=a\r\nTo: <sip:b@example.com>\r\nCall-ID: c\r\nCSeq: 1 OPTIONS\r\n\r\n")
+	resp := parse("SIP/2.0 200 OK\r\nVia: SIP/2.0/UDP h;branch=z9hG4bK1\r\n" +
+		"From: <sip:a@example.com>;tag=a\r\nTo: <sip:b@example.com>\r\nCall-ID: c\r\nCSeq: 1 OPTIONS\r\n\r\n")
+	noVia := parse("OPTIONS sip:b@example.com SIP/2.0\r\nCall-ID: c\r\nCSeq: 1 OPTIONS\r\n\r\n")
+	legacyNoFrom := parse("OPTIONS sip:b@example.com SIP/2.0\r\nVia: SIP/2.0/UDP h\r\nCall-ID: c\r\nCSeq: 1 OPTIONS\r\nTo: <sip:b@example.com>\r\n\r\n")
+	f := func(got, want error) {
+		t.Helper()
+		if got != want {
+			t.Errorf("got %v, want %v", got, want)
+		}
+	}
+	f(tab.ReceiveRequest(resp, udp, 0), ErrNotRequest)
+	f(tab.ReceiveRequest(req, Peer{}, 0), ErrTransport)
+	f(tab.ReceiveRequest(noVia, udp, 0), parser.ErrMissingVia)
+	f(tab.ReceiveRequest(legacyNoFrom, udp, 0), parser.ErrNoHeader)
+	f(tab.ReceiveResponse(req, 0), ErrNotResponse)
+	_, err := tab.SendRequest(resp, udp, 0)
+	f(err, ErrNotRequest)
+	_, err = tab.SendRequest(req, Peer{Transport: 99}, 0)
+	f(err, ErrTransport)
+	_, err = tab.SendRequest(legacyNoFrom, udp, 0)
+	f(err, ErrBranch)
+	f(tab.ReceiveRequest(req, udp, 0), nil)
+	h := tab.Actions()[0].Txn
+	f(tab.Respond(h, []byte("SIP/2.0 99 Bad\r\n\r\n"), 0), ErrStatus)
+	f(tab.Respond(h, []byte("SIP/2.0 700 Bad\r\n\r\n"), 0), ErrStatus)
+	f(tab.Respond(h, []byte("HTTP/1.1 200 OK\r\n\r\n"), 0), ErrStatus)
+	f(tab.Respond(0, resp.Bytes(), 0), ErrStale)
+	f(tab.Respond(h+1<<32, resp.Bytes(), 0), ErrStale)
+	f(tab.Respond(h, resp.Bytes(), 0), nil)
+	f(tab.Cancel(h, 0), ErrState)
+	if _, err := tab.AppendCancel(nil, h); err != ErrState {
+		t.Errorf("AppendCancel of a server transaction: %v", err)
+	}
+	if got := tab.MatchCancel(noVia); got != 0 {
+		t.Errorf("MatchCancel without Via = %v", got)
+	}
+}

@@ -1,0 +1,317 @@
+package txn
+
+import (
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"math"
+	"net/netip"
+	"time"
+
+	"github.com/sipedge/sipedge/parser"
+)
+
+// Transport is the transport a transaction's messages travel on.
+type Transport uint8
+
+// Transports. The zero value is not a transport: inputs carrying it are
+// refused with ErrTransport, so that a forgotten field never silently means
+// UDP or TCP.
+const (
+	TransportUDP Transport = iota + 1
+	TransportTCP
+	TransportTLS
+	TransportSCTP
+	TransportWS
+	TransportWSS
+	numTransports
+)
+
+var transportNames = [numTransports]string{"", "UDP", "TCP", "TLS", "SCTP", "WS", "WSS"}
+
+// String returns the transport's name as written in a Via ("UDP", "TLS", ...).
+func (t Transport) String() string {
+	if t >= numTransports {
+		return "Transport(" + fmt.Sprint(uint8(t)) + ")"
+	}
+	return transportNames[t]
+}
+
+// Reliable reports whether the transport is reliable. On a reliable
+// transport the transaction layer never retransmits (Timers A, E, G are not
+// started) and does not linger (Timers D, I, J, K are zero): RFC 3261
+// 17.1.1.2, 17.1.2.2, 17.2.1, 17.2.2. UDP alone is unreliable.
+func (t Transport) Reliable() bool { return t != TransportUDP }
+
+func (t Transport) valid() bool { return t != 0 && t < numTransports }
+
+// Peer is where a transaction sends: the source of a server transaction's
+// request (responses go back there, RFC 3581 symmetric response routing),
+// or the next hop of a client transaction. Conn is an opaque connection id
+// for stream transports, 0 if none; the table only stores and returns it.
+type Peer struct {
+	Addr      netip.AddrPort
+	Transport Transport
+	Conn      uint64
+}
+
+// Handle names one transaction. It carries the slot's generation, so a
+// Handle goes stale when its transaction terminates and stays stale when the
+// slot is reused: every method then ignores it or returns ErrStale. The zero
+// Handle is never valid.
+type Handle uint64
+
+// Kind is the kind of a transaction (RFC 3261 17).
+type Kind uint8
+
+// Transaction kinds, with the abbreviations of RFC 3261 implementations.
+const (
+	KindInviteClient    Kind = iota + 1 // "ict", RFC 3261 17.1.1
+	KindNonInviteClient                 // "nict", RFC 3261 17.1.2
+	KindInviteServer                    // "ist", RFC 3261 17.2.1
+	KindNonInviteServer                 // "nist", RFC 3261 17.2.2
+)
+
+var kindNames = [...]string{"", "ict", "nict", "ist", "nist"}
+
+func (k Kind) String() string {
+	if int(k) >= len(kindNames) {
+		return "Kind(" + fmt.Sprint(uint8(k)) + ")"
+	}
+	return kindNames[k]
+}
+
+func (k Kind) client() bool { return k == KindInviteClient || k == KindNonInviteClient }
+
+// State is a transaction state of RFC 3261 Figures 5 to 8, with the
+// Accepted state of RFC 6026.
+type State uint8
+
+// States.
+const (
+	StateTerminated State = iota // also a free slot
+	StateCalling
+	StateTrying
+	StateProceeding
+	StateCompleted
+	StateConfirmed
+	StateAccepted
+)
+
+var stateNames = [...]string{"Terminated", "Calling", "Trying", "Proceeding", "Completed", "Confirmed", "Accepted"}
+
+func (s State) String() string {
+	if int(s) >= len(stateNames) {
+		return "State(" + fmt.Sprint(uint8(s)) + ")"
+	}
+	return stateNames[s]
+}
+
+// ActionKind says what an Action asks of the owner.
+type ActionKind uint8
+
+// Action kinds. ActSend goes to the transport; ActTerminated and the others
+// go to the TU (the dialog layer).
+const (
+	// ActSend: send Data to Peer. Txn is the transaction sending it; a send
+	// failure is reported back with TransportError(Txn).
+	ActSend ActionKind = iota + 1
+	// ActRequest: a new server transaction Txn was created for the request
+	// just received; pass the request to the TU. For a CANCEL, Ref is the
+	// INVITE server transaction it cancels (RFC 3261 9.2), 0 if none (answer
+	// the CANCEL 481).
+	ActRequest
+	// ActAck: an ACK the transaction layer does not absorb, for a 2xx
+	// (RFC 3261 17.2.3, RFC 6026 7.1): Txn is the INVITE server
+	// transaction in the Accepted state it matched, or 0 when it matched
+	// none (the usual case: the ACK for a 2xx has a branch of its own).
+	ActAck
+	// ActResponse: pass the response just received to the TU for client
+	// transaction Txn.
+	ActResponse
+	// ActTimeout: transaction Txn timed out (Timer B, F or H, or the RFC
+	// 3261 9.1 wait after a CANCEL).
+	ActTimeout
+	// ActTransportError: the transport failed for transaction Txn.
+	ActTransportError
+	// ActTerminated: transaction Txn has terminated; its Handle is stale.
+	ActTerminated
+)
+
+var actionNames = [...]string{"", "send", "request", "ack", "response", "timeout", "transport-error", "terminated"}
+
+func (k ActionKind) String() string {
+	if int(k) >= len(actionNames) {
+		return "ActionKind(" + fmt.Sprint(uint8(k)) + ")"
+	}
+	return actionNames[k]
+}
+
+// Action is one output of an input method. Data is a view into the
+// transaction's own buffer, valid until the next call on the Table.
+type Action struct {
+	Kind ActionKind
+	Txn  Handle
+	Ref  Handle // ActRequest of a CANCEL: the INVITE server transaction it cancels
+	Peer Peer   // ActSend: the destination; otherwise the transaction's peer
+	Data []byte // ActSend: the message
+}
+
+// Timers is the clock the Table arms its timers on: the owner's timer wheel.
+// StartAt arms a timer that fires at the absolute time at, on the clock of
+// the now arguments, and returns a handle for Stop; when it fires the owner
+// calls Table.Timeout(arg, now). Stop cancels a pending timer; after Stop,
+// the owner must not deliver that timer's fire. A shard adapts its wheel with
+// a two-method struct holding a pointer, so the interface holds no boxed
+// value; each timer operation is one dynamic call.
+type Timers interface {
+	StartAt(at time.Duration, arg uint64) uint64
+	Stop(h uint64) bool
+}
+
+// Config configures a Table. Zero fields take defaults.
+type Config struct {
+	T1 time.Duration // RTT estimate; default 500ms (RFC 3261 17.1.1.1)
+	T2 time.Duration // maximum retransmit interval of non-INVITE requests and INVITE responses; default 4s
+	T4 time.Duration // maximum time a message stays in the network; default 5s
+
+	// MaxTransactions bounds live transactions; beyond it ReceiveRequest and
+	// SendRequest return ErrFull. Default and maximum 1<<24 - 1.
+	MaxTransactions int
+	// Capacity is the initial slab capacity, to avoid growth on warm-up.
+	Capacity int
+}
+
+// Defaults (RFC 3261 17.1.1.1, Table 4).
+const (
+	DefaultT1       = 500 * time.Millisecond
+	DefaultT2       = 4 * time.Second
+	DefaultT4       = 5 * time.Second
+	maxTransactions = 1<<24 - 1
+	minTimerD       = 32 * time.Second // RFC 3261 17.1.1.2: "at least 32 seconds"
+)
+
+// Errors. Parse errors of the message itself are the parser's *parser.Error
+// values, returned as they are.
+var (
+	ErrStale       = errors.New("txn: no such transaction")
+	ErrState       = errors.New("txn: not allowed in the transaction's state")
+	ErrFull        = errors.New("txn: too many transactions")
+	ErrDuplicate   = errors.New("txn: a transaction with this branch exists")
+	ErrTransport   = errors.New("txn: unknown transport")
+	ErrNotRequest  = errors.New("txn: not a request")
+	ErrNotResponse = errors.New("txn: not a response")
+	ErrAck         = errors.New("txn: ACK is not sent through a transaction")
+	ErrBranch      = errors.New("txn: request lacks an RFC 3261 branch")
+	ErrStatus      = errors.New("txn: bad status line in response")
+	ErrStray       = errors.New("txn: response matches no transaction")
+)
+
+// Table holds one shard's transactions. See the package documentation for
+// the contract: one owner goroutine, no allocation in steady state, outputs
+// read from Actions after each call.
+type Table struct {
+	t1, t2, t4 time.Duration
+	timerD     time.Duration // max(32s, 64*T1)
+	long       time.Duration // 64*T1: Timers B, F, H, J, L, M and the RFC 3261 9.1 wait
+	max        int
+	timers     Timers
+	seed       maphash.Seed
+
+	txns  []txn
+	free  int32   // free list head, -1 if none
+	limbo []int32 // terminated in the current call; freed at the next
+	live  int
+
+	index   []int32 // open addressing, linear probing: 1 + slot index, 0 if empty
+	indexed int
+
+	actions []Action
+	key     []byte         // scratch: the key being looked up
+	scratch parser.Message // scratch: re-parses stored messages
+	now     time.Duration
+}
+
+// New returns an empty Table arming its timers on timers.
+func New(cfg Config, timers Timers) (*Table, error) {
+	if timers == nil {
+		return nil, errors.New("txn: nil Timers")
+	}
+	if cfg.T1 == 0 {
+		cfg.T1 = DefaultT1
+	}
+	if cfg.T2 == 0 {
+		cfg.T2 = DefaultT2
+	}
+	if cfg.T4 == 0 {
+		cfg.T4 = DefaultT4
+	}
+	if cfg.T1 < 0 || cfg.T2 < cfg.T1 || cfg.T4 < 0 || cfg.T1 > time.Hour {
+		return nil, fmt.Errorf("txn: cannot use timers T1=%v T2=%v T4=%v: want 0 < T1 <= T2, T4 >= 0", cfg.T1, cfg.T2, cfg.T4)
+	}
+	if cfg.MaxTransactions <= 0 || cfg.MaxTransactions > maxTransactions {
+		cfg.MaxTransactions = maxTransactions
+	}
+	if cfg.Capacity < 0 || cfg.Capacity > cfg.MaxTransactions {
+		return nil, fmt.Errorf("txn: cannot use capacity %d", cfg.Capacity)
+	}
+	t := &Table{
+		t1:     cfg.T1,
+		t2:     cfg.T2,
+		t4:     cfg.T4,
+		long:   64 * cfg.T1,
+		timerD: max(minTimerD, 64*cfg.T1),
+		max:    cfg.MaxTransactions,
+		timers: timers,
+		seed:   maphash.MakeSeed(),
+		free:   -1,
+		txns:   make([]txn, 0, cfg.Capacity),
+	}
+	n := 64
+	for n < 2*cfg.Capacity {
+		n <<= 1
+	}
+	t.index = make([]int32, n)
+	return t, nil
+}
+
+// Actions returns the outputs of the last input method, in order. The slice
+// and the Data views are valid until the next call on the Table.
+func (t *Table) Actions() []Action { return t.actions }
+
+// Len returns the number of live transactions.
+func (t *Table) Len() int { return t.live }
+
+// State returns the kind and state of transaction h; ok is false when h is
+// stale.
+func (t *Table) State(h Handle) (k Kind, s State, ok bool) {
+	i, ok := t.lookup(h)
+	if !ok {
+		return 0, StateTerminated, false
+	}
+	return t.txns[i].kind, t.txns[i].state, true
+}
+
+// begin starts an input method: it frees the slots terminated by the
+// previous call (whose buffers that call's actions may have viewed) and
+// clears the actions.
+func (t *Table) begin(now time.Duration) {
+	t.now = now
+	clear(t.actions) // drop views into buffers about to be reused
+	t.actions = t.actions[:0]
+	for _, i := range t.limbo {
+		t.txns[i].next = t.free
+		t.free = i
+	}
+	t.limbo = t.limbo[:0]
+}
+
+// storedLimits re-parse messages the table stored after they were parsed
+// once by the owner, perhaps with larger limits than the defaults.
+var storedLimits = parser.Limits{
+	MaxMessageSize: math.MaxInt32,
+	MaxHeaders:     math.MaxInt32,
+	MaxHeaderLine:  math.MaxInt32,
+	MaxVias:        math.MaxInt32,
+	MaxURILength:   math.MaxInt32,
+}
