@@ -1,0 +1,168 @@
+package cdr
+
+import (
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Record is the CDR of one call: one JSON object on one line. The shard that
+// owns the call fills it in and hands it to Writer.Write, which takes it over
+// (see the package documentation). AppendJSON gives the exact encoding.
+//
+// Records are pooled: get one with AcquireRecord. A Record made otherwise
+// (new, a composite literal) is accepted as well and ends up in the pool.
+type Record struct {
+	noCopy noCopy
+
+	ACallID      string     // a_call_id: Call-ID of the A-leg (the caller's)
+	BCallID      string     // b_call_id: Call-ID of the last B-leg dialled, "" if none
+	Trunk        string     // trunk: name of the ingress trunk
+	TrunkGroup   string     // trunk_group: the trunk's group, what routing keys on
+	Caller       string     // caller: calling party as received on the A-leg
+	Callee       string     // callee: called party as received on the A-leg
+	DialedNumber string     // dialed_number: the number routing looked up
+	SourceIP     netip.Addr // source_ip: where the INVITE came from, IPv4-mapped IPv6 unmapped; "" when invalid
+
+	// Times are written in UTC, RFC 3339 with milliseconds
+	// (2006-01-02T15:04:05.000Z); a zero time is left out.
+	TimeInvite           time.Time // time_invite: INVITE received on the A-leg
+	TimeFirstProvisional time.Time // time_first_provisional: first 180/183 relayed to the caller (100 Trying does not count)
+	TimeAnswer           time.Time // time_answer: 2xx relayed to the caller
+	TimeEnd              time.Time // time_end: BYE, CANCEL or final failure
+
+	FinalCode   int        // final_code: final status of the A-leg INVITE (200 when answered)
+	FinalReason string     // final_reason: its reason phrase
+	HangupSide  HangupSide // hangup_side
+
+	Route       string      // route: the winning (or last tried) gateway group or next hop
+	CarrierID   string      // carrier_id: the winning (or last tried) carrier
+	Rate        float64     // rate: the carrier's rate; a NaN or infinity is written as null
+	Currency    string      // currency
+	RouteSource RouteSource // route_source
+
+	// CDRFields are the winning route's cdr_fields from the LCR API. They are
+	// written flat, as extra top-level keys in sorted order, after the built-in
+	// fields. A key that names a built-in field (FieldNames, or "cdr_fields")
+	// is left out and counted in sipedge_cdr_fields_shadowed_total: the API
+	// cannot overwrite what sipedge measured. The map is only read, never
+	// changed, and Reset drops the reference instead of clearing it, so it may
+	// be shared with a cached routing decision as long as nobody writes to it.
+	CDRFields map[string]string
+
+	// Attempts are the carriers burned before the last one, oldest first:
+	// lcr_attempts, always an array, [] when the first carrier answered.
+	Attempts []Attempt
+}
+
+// Attempt is one failed carrier attempt, an element of lcr_attempts.
+type Attempt struct {
+	CarrierID string        // carrier_id
+	Status    int           // status: the carrier's final code, or sipedge's verdict (408 ring-out, 503 undialable)
+	Elapsed   time.Duration // elapsed_ms: from dialling the carrier to its failure, in whole milliseconds
+	Dialed    bool          // dialed: false when no INVITE went out (group unknown or down, next hop unresolvable)
+	Reason    string        // reason: why sipedge gave up on it without a final response, e.g. "cps_limited"; left out when ""
+}
+
+// FieldNames lists the built-in top-level keys of a record in the order they
+// are written. A CDRFields key equal to one of these (or to "cdr_fields") is
+// not written. Treat it as read-only.
+var FieldNames = [...]string{
+	"a_call_id", "b_call_id", "trunk", "trunk_group", "caller", "callee", "dialed_number", "source_ip",
+	"time_invite", "time_first_provisional", "time_answer", "time_end", "duration_ms", "pdd_ms",
+	"final_code", "final_reason", "hangup_side", "route", "carrier_id", "rate", "currency",
+	"route_source", "lcr_attempts",
+}
+
+// reserved reports whether k may not be used as a CDRFields key. It must
+// agree with FieldNames (a test checks).
+func reserved(k string) bool {
+	switch k {
+	case "a_call_id", "b_call_id", "trunk", "trunk_group", "caller", "callee", "dialed_number", "source_ip",
+		"time_invite", "time_first_provisional", "time_answer", "time_end", "duration_ms", "pdd_ms",
+		"final_code", "final_reason", "hangup_side", "route", "carrier_id", "rate", "currency",
+		"route_source", "lcr_attempts", "cdr_fields":
+		return true
+	}
+	return false
+}
+
+// HangupSide says which side ended the call.
+type HangupSide uint8
+
+// Hangup sides.
+const (
+	HangupNone   HangupSide = iota // "": not known, or the call never connected
+	HangupCaller                   // "caller": the A side (BYE or CANCEL from the caller)
+	HangupCallee                   // "callee": the B side (BYE from the callee)
+	HangupSystem                   // "system": sipedge (maximum duration, orphan reaping, shutdown)
+	numHangupSides
+)
+
+var hangupNames = [numHangupSides]string{"", "caller", "callee", "system"}
+
+// String returns the value written in hangup_side.
+func (h HangupSide) String() string {
+	if h >= numHangupSides {
+		return "HangupSide(" + strconv.Itoa(int(h)) + ")"
+	}
+	return hangupNames[h]
+}
+
+// RouteSource says where the call's routing decision came from.
+type RouteSource uint8
+
+// Route sources.
+const (
+	RouteSourceNone     RouteSource = iota // "": not routed
+	RouteSourceLCR                         // "lcr": the LCR API (or its cache)
+	RouteSourceStatic                      // "static": the static routing table in the config
+	RouteSourceFallback                    // "fallback": lcr.fallback_gateway_group after an API failure
+	numRouteSources
+)
+
+var routeSourceNames = [numRouteSources]string{"", "lcr", "static", "fallback"}
+
+// String returns the value written in route_source.
+func (s RouteSource) String() string {
+	if s >= numRouteSources {
+		return "RouteSource(" + strconv.Itoa(int(s)) + ")"
+	}
+	return routeSourceNames[s]
+}
+
+// Reset clears r for reuse, keeping the capacity of Attempts. CDRFields is
+// set to nil, not cleared: the map may belong to someone else.
+func (r *Record) Reset() {
+	clear(r.Attempts) // drop the strings they reference
+	attempts := r.Attempts[:0]
+	*r = Record{Attempts: attempts}
+}
+
+var recordPool sync.Pool
+
+// AcquireRecord returns an empty Record from the pool. Hand it to
+// Writer.Write, which returns it to the pool when done; there is no release
+// for the caller to call, except ReleaseRecord for a Record that is never
+// written.
+func AcquireRecord() *Record {
+	if v := recordPool.Get(); v != nil {
+		return v.(*Record)
+	}
+	return &Record{}
+}
+
+// ReleaseRecord resets r and returns it to the pool. Use it only for a Record
+// that will not be passed to Writer.Write; r must not be used afterwards.
+func ReleaseRecord(r *Record) {
+	r.Reset()
+	recordPool.Put(r)
+}
+
+// noCopy makes `go vet` report copies of a Record: a copy would share its
+// Attempts with a Record the pool hands out again.
+type noCopy struct{}
+
+func (*noCopy) Lock()   {}
+func (*noCopy) Unlock() {}
