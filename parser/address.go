@@ -51,7 +51,7 @@ func ParseAddress(b []byte, a *Address) error {
 			return ErrBadAddress
 		}
 		lt = i
-	} else if j := bytes.IndexByte(b, '<'); j >= 0 {
+	} else if j := indexUnquoted(b, '<'); j >= 0 {
 		// display-name = *(token LWS); LWS before '<' is optional (RFC 4475 3.1.1.6).
 		for k := 0; k < j; k++ {
 			if byteClass[b[k]]&(classToken|classWS) == 0 {
@@ -99,6 +99,24 @@ func ParseAddress(b []byte, a *Address) error {
 		}
 	}
 	return nil
+}
+
+// indexUnquoted returns the index of the first c in b outside quoted
+// strings, or -1.
+func indexUnquoted(b []byte, c byte) int {
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case c:
+			return i
+		case '"':
+			end, ok := skipQuoted(b, i, len(b))
+			if !ok {
+				return -1
+			}
+			i = end - 1
+		}
+	}
+	return -1
 }
 
 // checkParams validates header parameters and returns the tag parameter; a

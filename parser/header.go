@@ -183,7 +183,15 @@ func init() {
 
 // LookupHeader returns the kind of a header name, matched case-insensitively
 // against long and compact forms (RFC 3261 7.3.1, 7.3.3).
-func LookupHeader(name []byte) HeaderKind { return lookupHashed(name, nameHash(name)) }
+func LookupHeader(name []byte) HeaderKind {
+	// Only tokens are names; among tokens c|0x20 folds letters alone.
+	for _, c := range name {
+		if byteClass[c]&classToken == 0 {
+			return HeaderOther
+		}
+	}
+	return lookupHashed(name, nameHash(name))
+}
 
 // lookupHashed is LookupHeader with the name's nameHash already computed.
 func lookupHashed(name []byte, h uint32) HeaderKind {

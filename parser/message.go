@@ -91,7 +91,7 @@ func (m *Message) Parse(buf []byte) error { return m.ParseLimits(buf, &DefaultLi
 func (m *Message) ParseLimits(buf []byte, lim *Limits) error {
 	m.reset(buf)
 	if len(buf) > lim.MaxMessageSize {
-		m.response = bytes.HasPrefix(buf, []byte("SIP/"))
+		m.response = isStatusLine(buf)
 		return ErrMessageTooLarge
 	}
 	pos := 0
@@ -104,7 +104,7 @@ func (m *Message) ParseLimits(buf []byte, lim *Limits) error {
 	}
 	lineEnd, next, err := lineAt(buf, pos)
 	if err != nil {
-		m.response = bytes.HasPrefix(buf[pos:], []byte("SIP/"))
+		m.response = isStatusLine(buf[pos:])
 		if err == ErrUnterminatedHeaders {
 			err = ErrBadRequestLine
 			if m.response {
@@ -151,7 +151,7 @@ func lineAt(buf []byte, pos int) (lineEnd, next int, err error) {
 
 // parseStartLine parses line[pos:] (without its CRLF). RFC 3261 7.1 and 7.2.
 func (m *Message) parseStartLine(line []byte, pos int, lim *Limits) error {
-	if bytes.HasPrefix(line[pos:], []byte("SIP/")) {
+	if isStatusLine(line[pos:]) {
 		m.response = true
 		return m.parseStatusLine(line, pos)
 	}
@@ -185,6 +185,10 @@ func (m *Message) parseStartLine(line []byte, pos int, lim *Limits) error {
 	m.uriS = span{uint32(u), uint32(i)}
 	return checkVersion(line[i+1:])
 }
+
+// isStatusLine reports whether a start line is a response's: it begins with
+// SIP-Version, whose "SIP" is case-insensitive (RFC 3261 7.1).
+func isStatusLine(b []byte) bool { return len(b) >= 4 && equalFold(b[:4], "SIP/") }
 
 // hasScheme reports whether b starts with a URI scheme and a colon (RFC 3986 3.1).
 func hasScheme(b []byte) bool {
@@ -258,6 +262,12 @@ func (m *Message) parseStatusLine(line []byte, pos int) error {
 	case i == len(line): // no SP, no reason: tolerated (RFC 4475 3.1.1.13)
 		m.reasonS = span{uint32(i), uint32(i)}
 	case line[i] == ' ':
+		// Reason-Phrase: no control characters but HTAB (RFC 3261 25.1).
+		for _, c := range line[i+1:] {
+			if c < ' ' && c != '\t' || c == 0x7f {
+				return ErrBadReason
+			}
+		}
 		m.reasonS = span{uint32(i + 1), uint32(len(line))}
 	default:
 		return ErrBadStatusCode

@@ -96,7 +96,7 @@ func parseSIPURI(u *URI, b []byte) error {
 			end = len(b)
 		}
 		u.Params = b[1:end]
-		if !validURIParams(u.Params) {
+		if len(u.Params) == 0 || !validURIParams(u.Params) {
 			return ErrBadURI
 		}
 		b = b[end:]
@@ -120,7 +120,7 @@ func parseTel(u *URI, b []byte) error {
 	num := b
 	if i := bytes.IndexByte(b, ';'); i >= 0 {
 		num, u.Params = b[:i], b[i+1:]
-		if !validURIParams(u.Params) {
+		if len(u.Params) == 0 || !validURIParams(u.Params) {
 			return ErrBadURI
 		}
 	}
@@ -196,7 +196,9 @@ func validURIParams(b []byte) bool {
 		if end == len(b) {
 			break
 		}
-		b = b[end+1:]
+		if b = b[end+1:]; len(b) == 0 {
+			return false // a trailing ';' is an empty parameter
+		}
 	}
 	return true
 }

@@ -82,6 +82,9 @@ func (m *Message) Validate(supported []string) error {
 			if err := m.Address(kind, i, &a); err != nil {
 				return err
 			}
+			if a.Star {
+				continue // Contact: * (RFC 3261 10.2.2)
+			}
 			if err := a.ParseURI(&u); err != nil {
 				return err
 			}
@@ -103,8 +106,10 @@ func (m *Message) Validate(supported []string) error {
 		return ErrBadURI
 	}
 	if m.method != MethodAck && m.method != MethodCancel {
-		if !allSupported(m, HeaderRequire, supported) || !allSupported(m, HeaderProxyRequire, supported) {
-			return ErrBadExtension
+		for _, kind := range [...]HeaderKind{HeaderRequire, HeaderProxyRequire} {
+			if err := checkSupported(m, kind, supported); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -133,15 +138,24 @@ func validCallID(b []byte) bool {
 	return true
 }
 
-func allSupported(m *Message, kind HeaderKind, supported []string) bool {
+// checkSupported checks option-tag *(COMMA option-tag) (RFC 3261 20.32,
+// 25.1): an empty tag is malformed (400), an unknown one 420.
+func checkSupported(m *Message, kind HeaderKind, supported []string) error {
+	unsupported := false
 	for i := 0; i < m.Count(kind); i++ {
 		for tag, rest := NextListItem(m.Nth(kind, i)); tag != nil; tag, rest = NextListItem(rest) {
+			if len(tag) == 0 || !validChars(tag, classToken) {
+				return ErrEmptyListElement
+			}
 			if !containsFold(supported, tag) {
-				return false
+				unsupported = true
 			}
 		}
 	}
-	return true
+	if unsupported {
+		return ErrBadExtension
+	}
+	return nil
 }
 
 func containsFold(list []string, b []byte) bool {

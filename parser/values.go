@@ -93,12 +93,12 @@ func ParseRetryAfter(b []byte) (RetryAfter, error) {
 	r.Seconds = uint32(n)
 	i = skipLWS(b, i)
 	if i < len(b) && b[i] == '(' {
-		end := bytes.IndexByte(b[i:], ')')
-		if end < 0 {
+		end, ok := skipComment(b, i)
+		if !ok {
 			return r, ErrBadRetryAfter
 		}
-		r.Comment = b[i+1 : i+end]
-		i = skipLWS(b, i+end+1)
+		r.Comment = b[i+1 : end-1]
+		i = skipLWS(b, end)
 	}
 	if i == len(b) {
 		return r, nil
@@ -120,6 +120,25 @@ func ParseRetryAfter(b []byte) (RetryAfter, error) {
 	return r, nil
 }
 
+// skipComment returns the index just past the comment starting at
+// b[i] == '(': comments nest and hold quoted-pairs (RFC 3261 25.1).
+func skipComment(b []byte, i int) (int, bool) {
+	depth := 0
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '(':
+			depth++
+		case ')':
+			if depth--; depth == 0 {
+				return i + 1, true
+			}
+		}
+	}
+	return 0, false
+}
+
 // Privacy is a set of privacy values (RFC 3323 4.2, RFC 3325 9.3).
 type Privacy uint8
 
@@ -136,6 +155,9 @@ const (
 // ParsePrivacy parses priv-value *( ";" priv-value ).
 func ParsePrivacy(b []byte) (Privacy, error) {
 	var p Privacy
+	if len(b) == 0 {
+		return 0, ErrBadPrivacy // at least one priv-value (RFC 3323 4.2)
+	}
 	for len(b) > 0 {
 		end := bytes.IndexByte(b, ';')
 		if end < 0 {
@@ -349,9 +371,12 @@ func (m *Message) Reason(n int) (Reason, error) {
 func (m *Message) ContentType() []byte { return MediaType(m.Get(HeaderContentType)) }
 
 // NextListItem returns the first element of a comma-separated token list
-// (Allow, Supported, Require, ...) trimmed of LWS, and the rest of the list.
-// Iterate with: for item, rest := NextListItem(v); item != nil || rest != nil; item, rest = NextListItem(rest).
-// An empty element yields an empty, non-nil item.
+// (Allow, Supported, Require, ...) trimmed of LWS, and the rest of the list;
+// rest is nil after the last element. An empty list has no element; an
+// empty element (RFC 3261 25.1 allows none) yields an empty, non-nil item,
+// also after a trailing comma. Iterate with:
+//
+//	for item, rest := NextListItem(v); item != nil; item, rest = NextListItem(rest) {
 func NextListItem(b []byte) (item, rest []byte) {
 	if len(b) == 0 {
 		return nil, nil
@@ -362,11 +387,13 @@ func NextListItem(b []byte) (item, rest []byte) {
 		return b[s:e:e], nil
 	}
 	s, e := trimLWS(b, 0, end)
-	rest = b[end+1:]
-	if rest == nil {
-		rest = b[len(b):]
+	switch {
+	case len(b) == 1: // the comma a trailing comma left: its empty element
+		return b[:0:0], nil
+	case end == len(b)-1: // a trailing comma: keep it to yield the empty element
+		return b[s:e:e], b[end:]
 	}
-	return b[s:e:e], rest
+	return b[s:e:e], b[end+1:]
 }
 
 // HasOptionTag reports whether a Require, Proxy-Require, Supported or
