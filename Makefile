@@ -14,10 +14,10 @@ all: build
 build:
 	$(GO) build $(PKGS)
 
-# Until the server lands (issue 4), `run` checks the bundled example
-# messages the way the server checks what it receives.
+# The embedded example config: SIP on 127.0.0.1:5060 (UDP and TCP), admin
+# on 127.0.0.1:9090, calls from 127.0.0.1 routed to 127.0.0.1:5070.
 run: build
-	$(GO) run ./cmd/sipedge check-msg parser/testdata/bench/invite.sip parser/testdata/bench/ok200.sip
+	$(GO) run ./cmd/sipedge run
 
 test: deps lint test-unit test-race
 

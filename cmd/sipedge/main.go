@@ -1,8 +1,8 @@
 // Command sipedge is the sipedge SIP B2BUA and edge SBC.
 //
+//	sipedge run [-config FILE]           run the server (default: the embedded example config)
+//	sipedge check-config [-config FILE]  validate a config and print it with its defaults
 //	sipedge check-msg [-transport udp|tcp] FILE...
-//
-// More subcommands (run, check-config) arrive with the server.
 package main
 
 import (
@@ -12,6 +12,8 @@ import (
 )
 
 const usage = `usage:
+  sipedge run [-config FILE]                       run sipedge (default: the embedded example config)
+  sipedge check-config [-config FILE]              validate a config and print the effective config
   sipedge check-msg [-transport udp|tcp] FILE...   check received messages as the server would
 `
 
@@ -26,6 +28,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch args[0] {
+	case "run":
+		return runCmd(args[1:], stderr)
+	case "check-config":
+		return checkConfigCmd(args[1:], stdout, stderr)
 	case "check-msg":
 		return checkMsgCmd(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":

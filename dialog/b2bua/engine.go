@@ -55,6 +55,9 @@ type Target struct {
 	// dialled number becomes its user.
 	URI  string
 	Peer txn.Peer // where the INVITE is sent
+	// Rate and Currency are the carrier's price, for the CDR.
+	Rate     float64
+	Currency string
 }
 
 // Decision is the Router's answer: targets to try, or a code to reject with.

@@ -59,7 +59,8 @@ func targetOf(cfg *config.Config, r config.Route) (b2bua.Target, error) {
 	if g.Transport == "tcp" {
 		tr = txn.TransportTCP
 	}
-	return b2bua.Target{CarrierID: r.CarrierID, Group: g.Name, URI: d.URI, Peer: txn.Peer{Addr: ap, Transport: tr}}, nil
+	return b2bua.Target{CarrierID: r.CarrierID, Group: g.Name, URI: d.URI, Peer: txn.Peer{Addr: ap, Transport: tr},
+		Rate: r.Rate, Currency: r.Currency}, nil
 }
 
 func resolve(hp config.HostPort) (netip.AddrPort, error) {

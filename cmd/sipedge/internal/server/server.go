@@ -219,6 +219,7 @@ func (a *shardApp) finished(c *b2bua.Call) {
 		r.HangupSide = cdr.HangupSystem
 	}
 	r.Route, r.CarrierID = sum.Target.Group, sum.Target.CarrierID
+	r.Rate, r.Currency = sum.Target.Rate, sum.Target.Currency
 	r.RouteSource = cdr.RouteSourceStatic
 	a.s.cdr.Write(r)
 }

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
+	"github.com/sipedge/sipedge/cmd/sipedge/internal/server"
+)
+
+// loadConfig reads -config, or the embedded example when it is empty.
+func loadConfig(path string) (*config.Config, error) {
+	if path == "" {
+		return config.Parse([]byte(config.Example), os.LookupEnv)
+	}
+	return config.Load(path)
+}
+
+func checkConfigCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("check-config", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "", "config file (default: the embedded example)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := loadConfig(*path)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	if err := cfg.Print(stdout); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// runCmd runs the server until SIGTERM or SIGINT, then drains; SIGHUP
+// reopens the CDR and log files.
+func runCmd(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "", "config file (default: the embedded example)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := loadConfig(*path)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	logs, err := openLog(cfg.Log, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "log.file: %v\n", err)
+		return 1
+	}
+	slog.SetDefault(logs.logger)
+	srv, err := server.New(cfg, logs.logger)
+	if err != nil {
+		logs.logger.Error("cannot start", "err", err)
+		return 1
+	}
+	if err := srv.Start(); err != nil {
+		logs.logger.Error("cannot start", "err", err)
+		return 1
+	}
+	sig := make(chan os.Signal, 4)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	for s := range sig {
+		if s == syscall.SIGHUP {
+			logs.logger.Info("SIGHUP: reopening the CDR and log files")
+			if err := srv.Reopen(); err != nil {
+				logs.logger.Error("cannot reopen the CDR file", "err", err)
+			}
+			if err := logs.reopen(); err != nil {
+				logs.logger.Error("cannot reopen the log file", "err", err)
+			}
+			continue
+		}
+		logs.logger.Info("signal: stopping", "signal", s.String())
+		break
+	}
+	signal.Stop(sig)
+	if err := srv.Shutdown(context.Background()); err != nil {
+		logs.logger.Error("shutdown", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// logFile is the log destination, reopenable on SIGHUP.
+type logFile struct {
+	logger *slog.Logger
+	path   string
+	w      *reopenWriter
+}
+
+func openLog(cfg config.Log, stderr io.Writer) (*logFile, error) {
+	lf := &logFile{path: cfg.File, w: &reopenWriter{w: stderr}}
+	if cfg.File != "" {
+		if err := lf.reopen(); err != nil {
+			return nil, err
+		}
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(strings.ToUpper(cfg.Level))); err != nil {
+		level = slog.LevelInfo
+	}
+	lf.logger = slog.New(slog.NewTextHandler(lf.w, &slog.HandlerOptions{Level: level}))
+	return lf, nil
+}
+
+func (lf *logFile) reopen() error {
+	if lf.path == "" {
+		return nil
+	}
+	f, err := os.OpenFile(lf.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	if err != nil {
+		return err
+	}
+	lf.w.swap(f)
+	return nil
+}
