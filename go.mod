@@ -12,6 +12,7 @@ require (
 
 require (
 	github.com/panjf2000/ants/v2 v2.11.3 // indirect
+	github.com/redis/rueidis v1.0.79 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
 	github.com/valyala/fastrand v1.1.0 // indirect
 	github.com/valyala/histogram v1.2.0 // indirect
