@@ -23,6 +23,10 @@ var DefaultLimits = Limits{
 	MaxURILength:   512,
 }
 
+// maxFields bounds header fields whatever Limits say: per-kind counts and
+// indexes are uint16.
+const maxFields = 1<<16 - 1
+
 // span is a half-open byte range [start, end) of Message.buf.
 type span struct{ start, end uint32 }
 
@@ -90,14 +94,14 @@ func (m *Message) Parse(buf []byte) error { return m.ParseLimits(buf, &DefaultLi
 // ParseLimits is Parse with explicit limits.
 func (m *Message) ParseLimits(buf []byte, lim *Limits) error {
 	m.reset(buf)
-	if len(buf) > lim.MaxMessageSize {
-		m.response = isStatusLine(buf)
-		return ErrMessageTooLarge
-	}
 	pos := 0
 	// RFC 3261 7.5: CRLFs before the start line are ignored.
 	for pos+1 < len(buf) && buf[pos] == '\r' && buf[pos+1] == '\n' {
 		pos += 2
+	}
+	if len(buf) > lim.MaxMessageSize {
+		m.response = isStatusLine(buf[pos:])
+		return ErrMessageTooLarge
 	}
 	if pos == len(buf) {
 		return ErrEmpty
@@ -370,7 +374,7 @@ func (m *Message) addField(buf []byte, kind HeaderKind, name span, start, end in
 }
 
 func (m *Message) appendField(buf []byte, kind HeaderKind, name, value span, lim *Limits) error {
-	if len(m.fields) >= lim.MaxHeaders {
+	if len(m.fields) >= lim.MaxHeaders || len(m.fields) >= maxFields {
 		return ErrTooManyHeaders
 	}
 	switch kind {
