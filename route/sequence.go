@@ -222,6 +222,13 @@ func (s *Sequence) init(routes []Route, opt SequenceOptions) {
 	s.base = len(s.attempts)
 }
 
+// Reset makes s a new sequence over routes, as NewSequence does, reusing
+// its storage: a B2BUA keeps one Sequence per pooled call.
+func (s *Sequence) Reset(routes []Route, opt SequenceOptions) {
+	s.attempts, s.notes = s.attempts[:0], s.notes[:0]
+	s.init(routes, opt)
+}
+
 // Restart starts the sequence over on routes, as on_failure routing the call
 // again (a fresh call.route(...)): the call then goes through Next again.
 // The attempts made so far are kept, so Attempts (the CDR's lcr_attempts)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/route"
 )
 
 type side uint8
@@ -77,6 +78,12 @@ type Call struct {
 	target Target
 	a, b   leg
 
+	seq      route.Sequence // the carriers to try (the seed's call.route)
+	seqTimer uint64         // its deadline for the carrier in flight
+	source   string         // where the decision came from
+	maxFwd   int            // Max-Forwards for B-leg INVITEs
+	key      uint64         // spreads hash selection of gateways per call
+
 	aInvite  []byte     // the caller's INVITE, to build responses from
 	aTxn     txn.Handle // its server transaction
 	bTxn     txn.Handle // the B-leg INVITE client transaction
@@ -106,8 +113,11 @@ type Summary struct {
 	ACallID, BCallID []byte
 	Trunk            *Trunk
 	Caller, Callee   []byte
-	Source           netip.AddrPort // where the caller's INVITE came from
-	Target           Target
+	Source           netip.AddrPort  // where the caller's INVITE came from
+	Target           Target          // the carrier that answered, or the last one dialled
+	Route            *route.Route    // its route; nil when none was dialled
+	Attempts         []route.Attempt // failed attempts, oldest first (lcr_attempts)
+	RouteSource      string
 	// Times on the shard clock; 0 when the event did not happen.
 	Invite, FirstProvisional, Answer, End time.Duration
 	FinalCode                             int
@@ -117,8 +127,12 @@ type Summary struct {
 
 // Summary describes the call for its CDR.
 func (c *Call) Summary() Summary {
-	return Summary{ACallID: c.a.callID, BCallID: c.b.callID, Trunk: c.trunk, Caller: c.caller, Callee: c.callee,
-		Source: c.a.peer.Addr, Target: c.target, Invite: c.tInvite, FirstProvisional: c.tProvisional, Answer: c.tAnswer, End: c.tEnd,
+	var r *route.Route
+	if routes, i := c.seq.Routes(), c.seq.Current(); i >= 0 && i < len(routes) {
+		r = &routes[i]
+	}
+	return Summary{Route: r, ACallID: c.a.callID, BCallID: c.b.callID, Trunk: c.trunk, Caller: c.caller, Callee: c.callee,
+		Source: c.a.peer.Addr, Target: c.target, Attempts: c.seq.Attempts(), RouteSource: c.source, Invite: c.tInvite, FirstProvisional: c.tProvisional, Answer: c.tAnswer, End: c.tEnd,
 		FinalCode: c.finalCode, FinalReason: c.finalReason, HangupSide: c.hangup}
 }
 
@@ -204,6 +218,9 @@ func (e *Engine) end(c *Call, hangup string) {
 	if c.maxDur != 0 {
 		e.env.Clock.Stop(c.maxDur)
 	}
+	if c.seqTimer != 0 {
+		e.env.Clock.Stop(c.seqTimer)
+	}
 	if e.env.Finished != nil {
 		e.env.Finished(c)
 	}
@@ -220,7 +237,8 @@ func (e *Engine) end(c *Call, hangup string) {
 		relays[k].req = relays[k].req[:0]
 		relays[k].in, relays[k].out = 0, 0
 	}
-	*c = Call{idx: i, gen: gen, next: e.free, a: a, b: b, relays: relays,
+	seq := c.seq
+	*c = Call{idx: i, gen: gen, next: e.free, a: a, b: b, relays: relays, seq: seq,
 		aInvite: c.aInvite[:0], ok2xx: c.ok2xx[:0], caller: c.caller[:0], callee: c.callee[:0]}
 	e.free = i
 	e.live--

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/route"
 )
 
 // Config configures an Engine.
@@ -40,6 +41,8 @@ type Config struct {
 	// Txn configures the transaction layer; its T1 and T2 also pace the
 	// retransmission of a 2xx to the caller.
 	Txn txn.Config
+	// Sequence configures failover: the ring bound and the reroute causes.
+	Sequence route.SequenceOptions
 	// Metrics receives the engine's metrics, labelled with Shard.
 	Metrics *metrics.Set
 	Shard   int

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/route"
 )
 
 // Clock arms timers on the shard's wheel. When one fires, the shard calls
@@ -26,8 +27,15 @@ type Env struct {
 	MintCallID func(dst []byte) []byte        // a Call-ID that hashes to this shard
 	Finished   func(c *Call)                  // a call ended; c is valid during the call only (CDR)
 	Router     func(r *RouteRequest) Decision // where a new call goes
-	Draining   func() bool                    // new calls get 503 while true (optional)
-	Log        *slog.Logger
+	// Resolve turns a route into the place its INVITE goes: a healthy
+	// member of its gateway group, or its next hop. A non-empty reason
+	// (a route.Reason constant) means the carrier cannot be dialled; the
+	// sequence then burns it at once. key spreads hash selection per call.
+	Resolve func(r *route.Route, key uint64) (Target, string)
+	// Policy holds the optional hooks of a routing policy.
+	Policy   Policy
+	Draining func() bool // new calls get 503 while true (optional)
+	Log      *slog.Logger
 }
 
 // Timer kinds the Engine starts: TimerTxn for the transaction layer, the
@@ -36,6 +44,7 @@ const (
 	TimerTxn uint8 = iota + 1
 	timer2xx       // retransmit the 2xx to the caller (RFC 3261 13.3.1.4)
 	timerMaxDuration
+	timerSequence // the failover sequence's deadline for the carrier in flight
 )
 
 // RouteRequest describes a new call to the Router.
@@ -60,11 +69,28 @@ type Target struct {
 	Currency string
 }
 
-// Decision is the Router's answer: targets to try, or a code to reject with.
+// Decision is the Router's answer: the carriers to try in order, or a code
+// to reject the call with.
 type Decision struct {
-	Targets []Target
-	Code    int // when no target: the response to the caller (503 when 0)
-	Reason  string
+	Routes []route.Route
+	Code   int // when no route: the response to the caller (503 when 0)
+	Reason string
+	Source string // "lcr", "static", "fallback": for the CDR
+}
+
+// Policy is a routing policy's hooks: the Go form of the seed's script
+// handlers. Each is optional and runs on the shard.
+type Policy struct {
+	// OnInvite may filter or reorder d.Routes, or set d.Code to reject.
+	OnInvite func(r *RouteRequest, d *Decision)
+	// OnAnswer runs when a carrier answers.
+	OnAnswer func(c *Call, r *route.Route)
+	// OnRouteFailure runs once per failed attempt, including the last; it
+	// is a notification only.
+	OnRouteFailure func(c *Call, r *route.Route, a route.Attempt)
+	// OnFailure runs once when every carrier failed, with the caller's
+	// code; returning routes tries those instead (a backup trunk).
+	OnFailure func(c *Call, code int, reason string) []route.Route
 }
 
 // Engine is one shard's B2BUA. See the package documentation.
@@ -173,6 +199,11 @@ func (e *Engine) Timer(kind uint8, arg uint64, now time.Duration) {
 		if c := e.callByArg(arg); c != nil {
 			e.retransmit2xx(c)
 		}
+	case timerSequence:
+		if c := e.callByArg(arg); c != nil && c.state == stateEarly && !c.canceled {
+			c.seqTimer = 0
+			e.carryOut(c, c.seq.Timeout(now))
+		}
 	case timerMaxDuration:
 		if c := e.callByArg(arg); c != nil && c.state == stateConfirmed {
 			e.env.Log.Info("call reached its maximum duration", "call_id", string(c.a.callID))
@@ -199,7 +230,7 @@ func (e *Engine) runActions(m *parser.Message) {
 		case txn.ActAck:
 			e.onAck(m, a)
 		case txn.ActResponse:
-			e.onResponse(m, a.Txn)
+			e.onResponse(m, a)
 		case txn.ActTimeout, txn.ActTransportError:
 			e.onTxnFailure(a.Txn)
 		case txn.ActTerminated:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/route"
 )
 
 // rig runs one Engine over an in-memory network with a fake clock: what the
@@ -25,6 +26,15 @@ type rig struct {
 	sent   map[netip.AddrPort][]string
 	calls  []Summary
 	callID int
+	routes []route.Route // the Router's answer; nil: carrier-a alone
+}
+
+// gateways are the gateway groups the rig's Resolve knows; an invalid
+// address is a group whose members are all down.
+var gateways = map[string]netip.AddrPort{
+	"carrier-a": carrier,
+	"carrier-b": carrierB,
+	"down":      {},
 }
 
 type fakeTimer struct {
@@ -38,6 +48,7 @@ type fakeTimer struct {
 var (
 	caller   = netip.MustParseAddrPort("192.0.2.10:5061")
 	carrier  = netip.MustParseAddrPort("198.51.100.20:5070")
+	carrierB = netip.MustParseAddrPort("198.51.100.21:5070")
 	stranger = netip.MustParseAddrPort("203.0.113.66:5060")
 )
 
@@ -62,14 +73,29 @@ func newRig(t *testing.T, mod func(*Config)) *rig {
 		Finished: func(c *Call) {
 			s := c.Summary()
 			s.ACallID, s.BCallID = []byte(string(s.ACallID)), []byte(string(s.BCallID))
+			s.Attempts = append([]route.Attempt(nil), s.Attempts...)
 			r.calls = append(r.calls, s)
 		},
 		Router: func(req *RouteRequest) Decision {
 			if string(req.Dialed) == "404" {
 				return Decision{Code: 404, Reason: "No Route"}
 			}
-			return Decision{Targets: []Target{{CarrierID: "carrier-a", Group: "carrier-a", URI: "sip:198.51.100.20:5070",
-				Peer: txn.Peer{Addr: carrier, Transport: txn.TransportUDP}}}}
+			routes := r.routes
+			if routes == nil {
+				routes = []route.Route{{CarrierID: "carrier-a", GatewayGroup: "carrier-a", Rate: 0.004}}
+			}
+			return Decision{Routes: routes, Source: "static"}
+		},
+		Resolve: func(rt *route.Route, _ uint64) (Target, string) {
+			addr, ok := gateways[rt.GatewayGroup]
+			if !ok {
+				return Target{}, route.ReasonUnknownGroup
+			}
+			if !addr.IsValid() {
+				return Target{}, route.ReasonGroupDown
+			}
+			return Target{CarrierID: rt.CarrierID, Group: rt.GatewayGroup, URI: "sip:" + addr.String(),
+				Peer: txn.Peer{Addr: addr, Transport: txn.TransportUDP}, Rate: rt.Rate}, ""
 		},
 	}
 	e, err := New(cfg, env)
@@ -161,7 +187,7 @@ func (r *rig) expect(to netip.AddrPort, startLines ...string) []*parser.Message 
 		if err := m.Validate(nil); err != nil {
 			r.t.Fatalf("sipedge sent a message that does not validate: %v\n%s", err, s)
 		}
-		if to == carrier {
+		if to == carrier || to == carrierB {
 			assertHidden(r.t, s, "caller.example.org", "a-call-1", "atag1", "z9hG4bKCALLER")
 		} else {
 			assertHidden(r.t, s, "carrier.example.net", "btag9", "z9hG4bKCARRIER", "b00000")

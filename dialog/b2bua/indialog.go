@@ -151,16 +151,15 @@ func (e *Engine) relay(c *Call, s side, m *parser.Message, in txn.Handle) {
 }
 
 // onResponse handles a response to one of the engine's client transactions.
-func (e *Engine) onResponse(m *parser.Message, h txn.Handle) {
+func (e *Engine) onResponse(m *parser.Message, a *txn.Action) {
+	h := a.Txn
 	c, role := e.roleOf(h)
 	if c == nil {
 		return
 	}
 	switch role.kind {
 	case roleBInvite:
-		if h == c.bTxn {
-			e.onBInviteResponse(c, m)
-		}
+		e.onBInviteResponse(c, m, h, a.Peer)
 	case roleRelayOut:
 		e.onRelayResponse(c, role, m)
 	case roleBye:
@@ -220,12 +219,14 @@ func (e *Engine) onTxnFailure(h txn.Handle) {
 		if h != c.bTxn {
 			return
 		}
+		c.bTxn = 0
 		if c.canceled {
 			e.end(c, hangupCaller)
 			return
 		}
-		// No final response from the carrier (RFC 3261 17.1.1.2 Timer B).
-		e.failCall(c, 408, "Request Timeout")
+		// No final response from the carrier (RFC 3261 17.1.1.2 Timer B)
+		// or the transport failed: a failure of this carrier like a 408.
+		e.carryOut(c, c.seq.Final(e.now, 408, "Request Timeout"))
 	case roleRelayOut:
 		// A leg that stops answering in-dialog requests is an orphan:
 		// answer the relayed request and tear the call down.

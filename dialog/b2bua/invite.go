@@ -3,6 +3,8 @@ package b2bua
 import (
 	"time"
 
+	"github.com/cespare/xxhash/v2"
+
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
 )
@@ -104,8 +106,12 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	}
 	var fromURI parser.URI
 	_ = from.ParseURI(&fromURI)
-	d := e.env.Router(&RouteRequest{CallID: m.CallID(), Trunk: trunk, Dialed: ruri.User, From: from.URI, Source: a.Peer})
-	if len(d.Targets) == 0 {
+	rr := RouteRequest{CallID: m.CallID(), Trunk: trunk, Dialed: ruri.User, From: from.URI, Source: a.Peer}
+	d := e.env.Router(&rr)
+	if e.env.Policy.OnInvite != nil {
+		e.env.Policy.OnInvite(&rr, &d)
+	}
+	if d.Code != 0 || len(d.Routes) == 0 && d.Source == "" {
 		code, reason := d.Code, d.Reason
 		if code == 0 {
 			code, reason = 503, "Service Unavailable"
@@ -118,7 +124,9 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	_, c := e.allocCall()
 	c.state = stateEarly
 	c.trunk = trunk
-	c.target = d.Targets[0]
+	c.source = d.Source
+	c.maxFwd = mf - 1
+	c.key = xxhash.Sum64(m.CallID())
 	c.tInvite = e.now
 	c.aTxn = a.Txn
 	c.aInvite = append(c.aInvite, m.Bytes()...)
@@ -141,10 +149,11 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	A.transport = transportName(a.Peer.Transport)
 	e.indexLeg(c, A)
 	e.watch(a.Txn, c, roleAInvite, 0, -1)
-
-	// The B-leg: sipedge is the UAC, with a dialog of its own.
-	e.dial(c, m, &from, mf-1)
 	e.m.started.Inc()
+
+	// The B-legs: the carriers one at a time, each a fresh dialog.
+	c.seq.Reset(d.Routes, e.cfg.Sequence)
+	e.carryOut(c, c.seq.Next(e.now))
 }
 
 func transportName(t txn.Transport) string {
@@ -155,10 +164,18 @@ func transportName(t txn.Transport) string {
 }
 
 // dial sends the B-leg INVITE for c's target: a fresh Call-ID, From tag and
-// CSeq (the seed's dialog hygiene), the caller's user re-hosted on
-// sipedge's address, and the A INVITE's allowed headers and body.
-func (e *Engine) dial(c *Call, ainv *parser.Message, from *parser.Address, maxForwards int) {
+// CSeq (the seed's dialog hygiene: a carrier never sees a Call-ID another
+// carrier saw), the caller's user re-hosted on sipedge's address, and the
+// A INVITE's allowed headers and body. It reports false when the INVITE
+// could not be sent.
+func (e *Engine) dial(c *Call) bool {
+	ainv := e.aInviteCopy(c)
+	var from parser.Address
+	if ainv == nil || ainv.From(&from) != nil {
+		return false
+	}
 	B := &c.b
+	e.unindexLeg(c, B)
 	B.callID = e.env.MintCallID(B.callID[:0])
 	B.localTag = randomToken(B.localTag[:0], 10)
 	B.peer = c.target.Peer
@@ -170,7 +187,7 @@ func (e *Engine) dial(c *Call, ainv *parser.Message, from *parser.Address, maxFo
 	B.remoteURI = append(append(append(B.remoteURI[:0], '<'), B.target...), '>')
 	B.localURI = B.localURI[:0]
 	if len(from.Display) > 0 {
-		B.localURI = appendDisplay(B.localURI, from)
+		B.localURI = appendDisplay(B.localURI, &from)
 	}
 	B.localURI = append(B.localURI, "<sip:"...)
 	B.localURI = append(B.localURI, c.caller...)
@@ -179,29 +196,31 @@ func (e *Engine) dial(c *Call, ainv *parser.Message, from *parser.Address, maxFo
 	}
 	B.localURI = append(B.localURI, hostOnly(e.localHost(B))...)
 	B.localURI = append(B.localURI, '>')
-	B.remoteTag = B.remoteTag[:0]
+	B.remoteTag, B.routes, B.ack = B.remoteTag[:0], B.routes[:0], B.ack[:0]
 	B.cseq, B.inviteCSeq = 1, 1
 	e.indexLeg(c, B)
+	// Each B-leg early dialog gets its own A-leg To tag (RFC 3261 12.1.1:
+	// the caller sees the carriers as forks).
+	c.a.localTag = randomToken(c.a.localTag[:0], 10)
 
-	b := e.appendRequestHead(e.out[:0], "INVITE", B, B.cseq, maxForwards)
+	b := e.appendRequestHead(e.out[:0], "INVITE", B, B.cseq, c.maxFwd)
 	b = e.appendContact(b, B)
 	b = e.policy.appendAllowed(b, ainv)
 	b = appendBodyOf(b, ainv)
 	e.out = b
 	if err := e.msg.Parse(b); err != nil {
 		e.env.Log.Error("BUG: built B-leg INVITE does not parse", "err", err, "call_id", string(c.a.callID))
-		e.failCall(c, 500, "Server Internal Error")
-		return
+		return false
 	}
 	h, err := e.txns.SendRequest(&e.msg, B.peer, e.now)
 	if err != nil {
 		e.env.Log.Warn("cannot send B-leg INVITE", "err", err, "call_id", string(c.a.callID))
-		e.failCall(c, 503, "Service Unavailable")
-		return
+		return false
 	}
 	c.bTxn = h
 	e.watch(h, c, roleBInvite, 0, -1)
 	e.after()
+	return true
 }
 
 func appendDisplay(dst []byte, a *parser.Address) []byte {
@@ -259,23 +278,35 @@ func (e *Engine) failCall(c *Call, code int, reason string) {
 	e.end(c, "")
 }
 
-// onBInviteResponse relays the B-leg's answer to the caller.
-func (e *Engine) onBInviteResponse(c *Call, m *parser.Message) {
+// onBInviteResponse handles a response to a B-leg INVITE: the current
+// carrier's feeds the failover sequence; a burned carrier's 2xx is ACKed
+// and BYEd (RFC 3261 13.2.2.4 leaves it a dialog to end), the rest ignored.
+func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, peer txn.Peer) {
 	code := m.StatusCode()
+	if h != c.bTxn || c.canceled {
+		if code >= 200 && code < 300 {
+			e.m.lateAnswers.Inc()
+			e.scratch.reset()
+			e.legFromResponse(&e.scratch, m, peer)
+			e.ackAndBye(c, &e.scratch)
+		}
+		if h == c.bTxn && code >= 200 {
+			e.end(c, hangupCaller) // the caller cancelled; the carrier has answered
+		}
+		return
+	}
 	var to parser.Address
 	_ = m.To(&to)
 	switch {
-	case code == 100: // hop by hop (RFC 3261 16.7 step 5 spirit)
+	case code == 100: // hop by hop: not progress (the seed; RFC 3261 16.7 step 2)
 		return
 	case code < 200:
-		if c.canceled {
-			return
-		}
 		if c.tProvisional == 0 {
 			c.tProvisional = e.now
 		}
 		c.b.remoteTag = append(c.b.remoteTag[:0], to.Tag...)
 		e.relayToCaller(c, m)
+		e.carryOut(c, c.seq.Progress(e.now, code))
 	case code < 300:
 		if c.answered {
 			if string(to.Tag) == string(c.b.remoteTag) {
@@ -294,15 +325,6 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message) {
 			e.ackAndBye(c, &e.scratch)
 			return
 		}
-		if c.canceled {
-			// A call that no longer wants this B-leg: ACK and BYE it, so
-			// one call never reaches the caller twice.
-			e.m.lateAnswers.Inc()
-			e.confirmLeg(&c.b, m)
-			e.ackAndBye(c, &c.b)
-			e.end(c, hangupCaller)
-			return
-		}
 		e.confirmLeg(&c.b, m)
 		c.answered = true
 		c.state = stateConfirmed
@@ -311,20 +333,37 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message) {
 			c.tProvisional = e.now
 		}
 		c.finalCode, c.finalReason = code, string(m.ReasonPhrase())
+		e.carryOut(c, c.seq.Final(e.now, code, c.finalReason))
 		e.relayToCaller(c, m)
 		if e.cfg.MaxDuration > 0 {
 			c.maxDur = e.env.Clock.StartAt(e.now+e.cfg.MaxDuration, timerMaxDuration, e.arg(c))
 		}
 		e.m.answered.Inc()
 	default:
-		if c.canceled {
-			e.end(c, hangupCaller)
-			return
-		}
-		c.finalCode, c.finalReason = code, string(m.ReasonPhrase())
-		e.relayToCaller(c, m)
-		e.end(c, hangupCallee)
+		// The transaction layer ACKs the failure (RFC 3261 17.1.1.3); the
+		// sequence decides between the next carrier and the caller.
+		c.bTxn = 0
+		e.carryOut(c, c.seq.Final(e.now, code, string(m.ReasonPhrase())))
 	}
+}
+
+// legFromResponse fills l with the dialog a 2xx to one of sipedge's
+// INVITEs establishes, from the response alone: enough to ACK and BYE it.
+func (e *Engine) legFromResponse(l *leg, m *parser.Message, peer txn.Peer) {
+	var from parser.Address
+	_ = m.From(&from)
+	l.callID = append(l.callID[:0], m.CallID()...)
+	l.localTag = append(l.localTag[:0], from.Tag...)
+	l.localURI = appendNameAddr(l.localURI[:0], &from)
+	var to parser.Address
+	_ = m.To(&to)
+	l.remoteURI = appendNameAddr(l.remoteURI[:0], &to)
+	e.confirmLeg(l, m)
+	if cseq, err := m.CSeq(); err == nil {
+		l.inviteCSeq, l.cseq = cseq.Num, cseq.Num
+	}
+	l.peer = peer
+	l.transport = transportName(peer.Transport)
 }
 
 // confirmLeg records the B-leg dialog a 2xx establishes (RFC 3261 12.1.2).
@@ -467,11 +506,25 @@ func (e *Engine) onCancel(m *parser.Message, a *txn.Action) {
 	if c.answered || c.canceled {
 		return
 	}
-	c.canceled = true
 	c.finalCode, c.finalReason = 487, "Request Terminated"
 	c.hangup = hangupCaller
 	if req := e.aInviteCopy(c); req != nil {
 		e.respond(c.aTxn, req, 487, "Request Terminated", c.a.localTag)
+	}
+	e.abandon(c)
+}
+
+// abandon stops the sequence because the caller gave up: the carrier in
+// flight is cancelled (RFC 3261 9.1) and the call ends with its final
+// response, so that a 2xx crossing the CANCEL is ACKed and BYEd.
+func (e *Engine) abandon(c *Call) {
+	c.canceled = true
+	if c.seqTimer != 0 {
+		e.env.Clock.Stop(c.seqTimer)
+		c.seqTimer = 0
+	}
+	if st := c.seq.Abandon(e.now); st.Burned && e.env.Policy.OnRouteFailure != nil {
+		e.env.Policy.OnRouteFailure(c, &c.seq.Routes()[st.BurnedRoute], st.Attempt)
 	}
 	if c.bTxn != 0 {
 		if err := e.txns.Cancel(c.bTxn, e.now); err == nil {

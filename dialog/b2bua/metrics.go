@@ -17,6 +17,7 @@ type engineMetrics struct {
 	lateAnswers      *vm.Counter
 	retransmitted2xx *vm.Counter
 	orphans          *vm.Counter
+	attempts         *vm.Counter
 	active           *vm.Gauge
 }
 
@@ -34,6 +35,7 @@ func newMetrics(set *vm.Set, shard int) engineMetrics {
 		lateAnswers:      set.NewCounter(name("sipedge_late_answers_total")),
 		retransmitted2xx: set.NewCounter(name("sipedge_2xx_retransmissions_total")),
 		orphans:          set.NewCounter(name("sipedge_orphan_calls_total")),
+		attempts:         set.NewCounter(name("sipedge_lcr_failed_attempts_total")),
 		active:           set.NewGauge(name("sipedge_calls_active"), nil),
 	}
 }

@@ -1,66 +1,118 @@
 package server
 
 import (
+	"bytes"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"sort"
-	"strings"
+	"time"
 
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
 	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/dialog/txn"
+	"github.com/sipedge/sipedge/route"
 )
 
 // staticTable is the embedded routing table: the longest prefix of the
-// dialled number wins, an empty prefix matches all. It is read-only once
-// built, so every shard reads it without locks.
+// dialled number wins, an empty prefix matches all; its routes keep the
+// config's order. It is read-only once built, so every shard reads it
+// without locks.
 type staticTable struct {
 	prefixes []staticPrefix // longest first
 }
 
 type staticPrefix struct {
-	prefix  string
-	targets []b2bua.Target
+	prefix []byte
+	routes []route.Route
 }
 
-// newStaticTable resolves each route's gateway group to its first
-// destination. DNS names are resolved once here, at start (the health
-// issue re-resolves them).
-func newStaticTable(cfg *config.Config) (*staticTable, error) {
+func newStaticTable(cfg *config.Config) *staticTable {
 	t := &staticTable{}
-	for i, sr := range cfg.LCR.StaticRoutes {
-		p := staticPrefix{prefix: sr.Prefix}
-		for j, r := range sr.Routes {
-			tg, err := targetOf(cfg, r)
-			if err != nil {
-				return nil, fmt.Errorf("lcr.static_routes[%d].routes[%d]: %w", i, j, err)
-			}
-			p.targets = append(p.targets, tg)
+	for _, sr := range cfg.LCR.StaticRoutes {
+		p := staticPrefix{prefix: []byte(sr.Prefix)}
+		for _, r := range sr.Routes {
+			p.routes = append(p.routes, routeOf(r))
 		}
 		t.prefixes = append(t.prefixes, p)
 	}
 	sort.SliceStable(t.prefixes, func(i, j int) bool { return len(t.prefixes[i].prefix) > len(t.prefixes[j].prefix) })
-	return t, nil
+	return t
 }
 
-// targetOf resolves a route to the place its INVITE goes.
-func targetOf(cfg *config.Config, r config.Route) (b2bua.Target, error) {
-	g := cfg.Group(r.GatewayGroup)
-	if g == nil || len(g.Destinations) == 0 {
-		return b2bua.Target{}, fmt.Errorf("gateway group %q has no destination", r.GatewayGroup)
+// routeOf maps a configured route onto the decision's shape.
+func routeOf(r config.Route) route.Route {
+	rt := route.Route{CarrierID: r.CarrierID, GatewayGroup: r.GatewayGroup, NextHop: r.NextHop, RURI: r.RURI,
+		TechPrefix: r.TechPrefix, NumberPolicy: r.NumberPolicy, CallerID: r.CallerID,
+		CallerIDPresentation: r.CallerIDPresentation, Rate: r.Rate, Currency: r.Currency,
+		TimeoutSecs: int(r.Timeout / time.Second), RerouteAfterProgress: r.RerouteAfterProgress,
+		Headers: r.Headers, CDRFields: r.CDRFields}
+	if len(r.RerouteCauses) > 0 {
+		rt.RerouteCauses = r.RerouteCauses
 	}
-	d := g.Destinations[0]
-	ap, err := resolve(d.Address)
-	if err != nil {
-		return b2bua.Target{}, err
+	return rt
+}
+
+// route answers a B2BUA's routing request from the table.
+func (t *staticTable) route(r *b2bua.RouteRequest) b2bua.Decision {
+	for i := range t.prefixes {
+		p := &t.prefixes[i]
+		if bytes.HasPrefix(r.Dialed, p.prefix) {
+			return b2bua.Decision{Routes: p.routes, Source: "static"}
+		}
 	}
-	tr := txn.TransportUDP
-	if g.Transport == "tcp" {
-		tr = txn.TransportTCP
+	return b2bua.Decision{Code: 404, Reason: "No Route"}
+}
+
+// gateways resolves routes to destinations: until gateway health lands, the
+// first destination of the group. Addresses given as DNS names are resolved
+// once, at start.
+type gateways struct {
+	groups map[string]gatewayGroup
+}
+
+type gatewayGroup struct {
+	target b2bua.Target
+	err    string // why the group cannot be dialled
+}
+
+func newGateways(cfg *config.Config, log *slog.Logger) *gateways {
+	g := &gateways{groups: make(map[string]gatewayGroup)}
+	for _, grp := range cfg.Gateway.Groups {
+		gg := gatewayGroup{}
+		if len(grp.Destinations) == 0 {
+			gg.err = route.ReasonGroupDown
+		} else {
+			d := grp.Destinations[0]
+			ap, err := resolve(d.Address)
+			if err != nil {
+				log.Warn("gateway destination does not resolve", "group", grp.Name, "address", d.Address.String(), "err", err)
+				gg.err = route.ReasonUnresolvable
+			}
+			tr := txn.TransportUDP
+			if grp.Transport == "tcp" {
+				tr = txn.TransportTCP
+			}
+			gg.target = b2bua.Target{Group: grp.Name, URI: d.URI, Peer: txn.Peer{Addr: ap, Transport: tr}}
+		}
+		g.groups[grp.Name] = gg
 	}
-	return b2bua.Target{CarrierID: r.CarrierID, Group: g.Name, URI: d.URI, Peer: txn.Peer{Addr: ap, Transport: tr},
-		Rate: r.Rate, Currency: r.Currency}, nil
+	return g
+}
+
+// resolveRoute is the engines' Env.Resolve.
+func (g *gateways) resolveRoute(r *route.Route, _ uint64) (b2bua.Target, string) {
+	gg, ok := g.groups[r.GatewayGroup]
+	if !ok {
+		return b2bua.Target{}, route.ReasonUnknownGroup
+	}
+	if gg.err != "" {
+		return b2bua.Target{}, gg.err
+	}
+	t := gg.target
+	t.CarrierID, t.Rate, t.Currency = r.CarrierID, r.Rate, r.Currency
+	return t, ""
 }
 
 func resolve(hp config.HostPort) (netip.AddrPort, error) {
@@ -76,15 +128,4 @@ func resolve(hp config.HostPort) (netip.AddrPort, error) {
 		return netip.AddrPort{}, err
 	}
 	return netip.AddrPortFrom(a.Unmap(), hp.Port), nil
-}
-
-// route answers a B2BUA's routing request from the table.
-func (t *staticTable) route(r *b2bua.RouteRequest) b2bua.Decision {
-	for i := range t.prefixes {
-		p := &t.prefixes[i]
-		if strings.HasPrefix(string(r.Dialed), p.prefix) {
-			return b2bua.Decision{Targets: p.targets}
-		}
-	}
-	return b2bua.Decision{Code: 404, Reason: "No Route"}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/sipedge/sipedge/dialog/cdr"
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/route"
 	"github.com/sipedge/sipedge/shard"
 	"github.com/sipedge/sipedge/shard/timer"
 )
@@ -30,6 +31,7 @@ type Server struct {
 	engines []*b2bua.Engine
 	cdr     *cdr.Writer
 	table   *staticTable
+	gws     *gateways
 	origin  time.Time
 
 	runtimeSet, engineSet, cdrSet *metrics.Set
@@ -46,9 +48,8 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: log, runtimeSet: metrics.NewSet(), engineSet: metrics.NewSet(), cdrSet: metrics.NewSet()}
 	var err error
-	if s.table, err = newStaticTable(cfg); err != nil {
-		return nil, err
-	}
+	s.table = newStaticTable(cfg)
+	s.gws = newGateways(cfg, log)
 	maxSize := int64(cfg.CDR.MaxSizeMB) << 20
 	if s.cdr, err = cdr.New(cdr.Options{Path: cfg.CDR.File, MaxSize: maxSize, MaxBackups: cfg.CDR.MaxBackups,
 		Queue: cfg.CDR.Queue, Metrics: s.cdrSet, Log: log}); err != nil {
@@ -93,8 +94,10 @@ func (s *Server) b2buaConfig(shardIdx int) b2bua.Config {
 		MaxDuration:   cfg.B2BUA.MaxCallDuration,
 		ReferCode:     cfg.B2BUA.ReferResponse,
 		Txn:           txn.Config{T1: cfg.SIP.T1, T2: cfg.SIP.T2, T4: cfg.SIP.T4},
-		Metrics:       s.engineSet,
-		Shard:         shardIdx,
+		Sequence: route.SequenceOptions{RingTimeout: ringBound(cfg.B2BUA.RingTimeout),
+			GlobalCauses: cfg.LCR.RerouteCauses, GroupCauses: s.groupCauses},
+		Metrics: s.engineSet,
+		Shard:   shardIdx,
 	}
 	if n := cfg.B2BUA.MaxConcurrentCalls; n > 0 {
 		// The limit is per node; each shard takes its share.
@@ -119,6 +122,22 @@ func (s *Server) b2buaConfig(shardIdx int) b2bua.Config {
 		bc.Trunks = append(bc.Trunks, bt)
 	}
 	return bc
+}
+
+// ringBound maps b2bua.ring_timeout_secs (0 = none) onto the sequence's.
+func ringBound(d time.Duration) time.Duration {
+	if d == 0 {
+		return route.NoRingBound
+	}
+	return d
+}
+
+// groupCauses returns a gateway group's reroute causes, nil when unset.
+func (s *Server) groupCauses(group string) []int {
+	if g := s.cfg.Group(group); g != nil && len(g.RerouteCauses) > 0 {
+		return g.RerouteCauses
+	}
+	return nil
 }
 
 func (s *Server) shardCount() int {
@@ -149,6 +168,7 @@ func (s *Server) newShardApp(sh *shard.Shard) (shard.Handler, error) {
 		MintCallID: func(dst []byte) []byte { return sh.MintCallID(dst, suffix) },
 		Finished:   a.finished,
 		Router:     s.table.route,
+		Resolve:    s.gws.resolveRoute,
 		Draining:   sh.Draining,
 		Log:        s.log,
 	})
@@ -220,7 +240,21 @@ func (a *shardApp) finished(c *b2bua.Call) {
 	}
 	r.Route, r.CarrierID = sum.Target.Group, sum.Target.CarrierID
 	r.Rate, r.Currency = sum.Target.Rate, sum.Target.Currency
-	r.RouteSource = cdr.RouteSourceStatic
+	if sum.Route != nil {
+		r.CDRFields = sum.Route.CDRFields
+	}
+	switch sum.RouteSource {
+	case "static":
+		r.RouteSource = cdr.RouteSourceStatic
+	case "lcr":
+		r.RouteSource = cdr.RouteSourceLCR
+	case "fallback":
+		r.RouteSource = cdr.RouteSourceFallback
+	}
+	for _, a := range sum.Attempts {
+		r.Attempts = append(r.Attempts, cdr.Attempt{CarrierID: a.CarrierID, Status: a.Status,
+			Elapsed: time.Duration(a.ElapsedMs) * time.Millisecond, Dialed: a.Dialed, Reason: a.Reason})
+	}
 	a.s.cdr.Write(r)
 }
 

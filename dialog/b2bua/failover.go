@@ -1,0 +1,119 @@
+package b2bua
+
+import (
+	"github.com/sipedge/sipedge/route"
+)
+
+// carryOut does what the failover sequence asks (route.Step), in the
+// Step's field order: CANCEL the burned carrier, notify its failure, then
+// act on the kind. It loops while carriers are burned without being
+// dialled, so an undialable carrier never waits out a ring timeout.
+func (e *Engine) carryOut(c *Call, st route.Step) {
+	for {
+		if st.Cancel && c.bTxn != 0 {
+			// RFC 3261 9.1; the carrier's later responses reach
+			// onBInviteResponse as a burned leg's: a 2xx is ACKed and BYEd.
+			if e.txns.Cancel(c.bTxn, e.now) == nil {
+				e.after()
+			}
+			c.bTxn = 0
+		}
+		if st.Burned {
+			e.burned(c, st)
+		}
+		switch st.Kind {
+		case route.StepNone:
+			return
+		case route.StepWait:
+			e.armSequence(c, st)
+			return
+		case route.StepAnswered:
+			e.stopSequence(c)
+			if r, _, ok := c.seq.ActiveRoute(); ok && e.env.Policy.OnAnswer != nil {
+				e.env.Policy.OnAnswer(c, &r)
+			}
+			return
+		case route.StepDial:
+			r := &c.seq.Routes()[st.Route]
+			tgt, reason := e.env.Resolve(r, c.key)
+			if reason != "" {
+				st = c.seq.Undialable(e.now, reason)
+				continue
+			}
+			c.target = tgt
+			if !e.dial(c) {
+				st = c.seq.Undialable(e.now, "send_failed")
+				continue
+			}
+			e.armSequence(c, st)
+			return
+		case route.StepFail:
+			e.stopSequence(c)
+			if e.env.Policy.OnFailure != nil {
+				if routes := e.env.Policy.OnFailure(c, st.Code, st.Reason); len(routes) > 0 {
+					c.seq.Restart(routes, e.cfg.Sequence)
+					st = c.seq.Next(e.now)
+					continue
+				}
+			}
+			reason := st.Reason
+			if reason == "" {
+				reason = defaultReason(st.Code)
+			}
+			e.failCall(c, st.Code, reason)
+			return
+		}
+	}
+}
+
+// burned logs and reports a failed attempt (the seed: a failover is an
+// operational event, logged at info).
+func (e *Engine) burned(c *Call, st route.Step) {
+	r := &c.seq.Routes()[st.BurnedRoute]
+	a := st.Attempt
+	if a.Dialed {
+		e.env.Log.Info("LCR: carrier failed", "call_id", string(c.a.callID), "carrier", a.CarrierID,
+			"status", a.Status, "elapsed_ms", a.ElapsedMs)
+	} else {
+		e.env.Log.Info("LCR: carrier burned without dialling", "call_id", string(c.a.callID), "carrier", a.CarrierID,
+			"reason", a.Reason)
+	}
+	e.m.attempts.Inc()
+	if e.env.Policy.OnRouteFailure != nil {
+		e.env.Policy.OnRouteFailure(c, r, a)
+	}
+}
+
+// armSequence (re)arms the sequence's deadline for the carrier in flight.
+func (e *Engine) armSequence(c *Call, st route.Step) {
+	e.stopSequence(c)
+	if st.Deadline != route.NoDeadline {
+		c.seqTimer = e.env.Clock.StartAt(st.Deadline, timerSequence, e.arg(c))
+	}
+}
+
+func (e *Engine) stopSequence(c *Call) {
+	if c.seqTimer != 0 {
+		e.env.Clock.Stop(c.seqTimer)
+		c.seqTimer = 0
+	}
+}
+
+// defaultReason is the reason phrase of sipedge's own responses.
+func defaultReason(code int) string {
+	switch code {
+	case 408:
+		return "Request Timeout"
+	case 480:
+		return "Temporarily Unavailable"
+	case 487:
+		return "Request Terminated"
+	case 500:
+		return "Server Internal Error"
+	case 503:
+		return "Service Unavailable"
+	case 504:
+		return "Server Time-out"
+	}
+	return "Call Failed"
+}

@@ -1,0 +1,214 @@
+package b2bua
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/route"
+)
+
+// twoCarriers routes to carrier-a then carrier-b.
+func twoCarriers(t *testing.T, a, b route.Route) *rig {
+	r := newRig(t, nil)
+	r.routes = []route.Route{a, b}
+	return r
+}
+
+var (
+	routeA = route.Route{CarrierID: "carrier-a", GatewayGroup: "carrier-a", Rate: 0.004}
+	routeB = route.Route{CarrierID: "carrier-b", GatewayGroup: "carrier-b", Rate: 0.005}
+)
+
+// startCall sends the caller's INVITE and returns carrier-a's INVITE.
+func (r *rig) startCall() *parser.Message {
+	r.t.Helper()
+	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
+	r.expect(caller, "SIP/2.0 100 Trying")
+	return r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+}
+
+func (r *rig) summary() Summary {
+	r.t.Helper()
+	if len(r.calls) != 1 {
+		r.t.Fatalf("%d CDRs, want 1", len(r.calls))
+	}
+	return r.calls[0]
+}
+
+func TestFailover503ThenAnswer(t *testing.T) {
+	r := twoCarriers(t, routeA, routeB)
+	inv1 := r.startCall()
+	r.recv(carrier, carrierResponse(inv1, 503, "Service Unavailable", ""))
+	r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
+	inv2 := r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")[0]
+	// A fresh B-leg dialog: new Call-ID and From tag; the A-leg Call-ID is stable.
+	if hdr(inv1, parser.HeaderCallID) == hdr(inv2, parser.HeaderCallID) || tagOf(t, inv1, parser.HeaderFrom) == tagOf(t, inv2, parser.HeaderFrom) {
+		t.Fatal("the second carrier got the first carrier's dialog identifiers")
+	}
+	r.expect(caller) // nothing reaches the caller between carriers
+	r.recv(carrierB, carrierResponse(inv2, 200, "OK", sdp))
+	ok := r.expect(caller, "SIP/2.0 200 OK")[0]
+	r.recv(caller, ackFromCaller(tagOf(t, ok, parser.HeaderTo)))
+	r.expect(carrierB, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")
+	r.recv(caller, inDialogFromCaller("BYE", "bye", 11, tagOf(t, ok, parser.HeaderTo), ""))
+	r.take(caller)
+	r.take(carrierB)
+	s := r.summary()
+	if s.Target.CarrierID != "carrier-b" || len(s.Attempts) != 1 || s.Attempts[0] != (route.Attempt{CarrierID: "carrier-a", Status: 503, Dialed: true}) {
+		t.Fatalf("summary target %q attempts %+v", s.Target.CarrierID, s.Attempts)
+	}
+}
+
+func TestFailoverBusyForwardedWithoutFailover(t *testing.T) {
+	r := twoCarriers(t, routeA, routeB)
+	inv1 := r.startCall()
+	r.recv(carrier, carrierResponse(inv1, 486, "Busy Here", ""))
+	r.take(carrier)
+	r.expect(caller, "SIP/2.0 486 Busy Here")
+	r.expect(carrierB)
+	if s := r.summary(); s.FinalCode != 486 {
+		t.Fatalf("final %d", s.FinalCode)
+	}
+}
+
+func TestFailover6xxStops(t *testing.T) {
+	r := twoCarriers(t, routeA, routeB)
+	inv1 := r.startCall()
+	r.recv(carrier, carrierResponse(inv1, 603, "Decline", ""))
+	r.take(carrier)
+	r.expect(caller, "SIP/2.0 603 Decline")
+	r.expect(carrierB)
+}
+
+func TestFailoverNoProgressTimeout(t *testing.T) {
+	a := routeA
+	a.TimeoutSecs = 6
+	r := twoCarriers(t, a, routeB)
+	inv1 := r.startCall()
+	r.recv(carrier, carrierResponse(inv1, 100, "Trying", "")) // a 100 is not progress
+	r.advance(6 * time.Second)
+	r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")
+}
+
+func TestFailoverProgressThenRingOut408(t *testing.T) {
+	a := routeA
+	a.TimeoutSecs = 6
+	r := newRig(t, func(c *Config) { c.Sequence.RingTimeout = 45 * time.Second })
+	r.routes = []route.Route{a, routeB}
+	inv1 := r.startCall()
+	r.recv(carrier, carrierResponse(inv1, 180, "Ringing", ""))
+	r.expect(caller, "SIP/2.0 180 Ringing")
+	r.advance(10 * time.Second) // past timeout_secs: progress keeps it ringing
+	r.expect(carrier)
+	r.advance(35 * time.Second) // 45 s from the dial: ring-out
+	cancel := r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.expect(caller, "SIP/2.0 408 Request Timeout")
+	r.expect(carrierB) // the rest are not tried
+	r.recv(carrier, carrierResponse(cancel, 200, "OK", ""))
+	r.recv(carrier, carrierResponse(inv1, 487, "Request Terminated", ""))
+	s := r.summary()
+	if s.FinalCode != 408 || len(s.Attempts) != 1 || s.Attempts[0].Status != 408 {
+		t.Fatalf("summary %d %+v", s.FinalCode, s.Attempts)
+	}
+}
+
+func TestFailoverRerouteAfterProgress(t *testing.T) {
+	a := routeA
+	a.TimeoutSecs, a.RerouteAfterProgress = 6, true
+	r := twoCarriers(t, a, routeB)
+	inv1 := r.startCall()
+	r.recv(carrier, carrierResponse(inv1, 183, "Session Progress", sdp))
+	r.take(caller)
+	r.advance(6 * time.Second)
+	r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")
+}
+
+func TestFailoverBestFailure408Over503(t *testing.T) {
+	a := routeA
+	a.TimeoutSecs = 6
+	r := twoCarriers(t, a, routeB)
+	r.startCall()
+	r.advance(6 * time.Second) // carrier-a rings out without progress: 408
+	r.take(carrier)
+	inv2 := r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")[0]
+	r.recv(carrierB, carrierResponse(inv2, 503, "Service Unavailable", ""))
+	r.take(carrierB)
+	// carrier-a's ring-out outranks carrier-b's 503 (RFC 3261 16.7).
+	r.expect(caller, "SIP/2.0 408 Request Timeout")
+}
+
+func TestFailoverCarrier503ReachesCallerAs500(t *testing.T) {
+	r := twoCarriers(t, routeA, routeB)
+	inv1 := r.startCall()
+	r.recv(carrier, carrierResponse(inv1, 503, "Service Unavailable", ""))
+	r.take(carrier)
+	inv2 := r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")[0]
+	r.recv(carrierB, carrierResponse(inv2, 503, "Service Unavailable", ""))
+	r.take(carrierB)
+	if got := r.take(caller); len(got) != 1 || !strings.HasPrefix(got[0], "SIP/2.0 500 ") {
+		t.Fatalf("caller got %q, want a 500", got)
+	}
+}
+
+func TestFailoverUndialableSkippedAtOnce(t *testing.T) {
+	r := twoCarriers(t, route.Route{CarrierID: "dead", GatewayGroup: "down"}, routeB)
+	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
+	r.expect(caller, "SIP/2.0 100 Trying")
+	// No ring timeout waited out: carrier-b is dialled at once.
+	inv2 := r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")[0]
+	r.recv(carrierB, carrierResponse(inv2, 486, "Busy Here", ""))
+	r.take(carrierB)
+	r.expect(caller, "SIP/2.0 486 Busy Here")
+	s := r.summary()
+	if len(s.Attempts) != 2 || s.Attempts[0] != (route.Attempt{CarrierID: "dead", Status: 503, Reason: route.ReasonGroupDown}) {
+		t.Fatalf("attempts %+v", s.Attempts)
+	}
+}
+
+func TestFailoverUndialableTailOwn503(t *testing.T) {
+	r := twoCarriers(t, routeA, route.Route{CarrierID: "ghost", GatewayGroup: "no-such-group"})
+	inv1 := r.startCall()
+	r.recv(carrier, carrierResponse(inv1, 502, "Bad Gateway", ""))
+	r.take(carrier)
+	// The carriers left cannot be dialled: sipedge's own 503, not a 500.
+	r.expect(caller, "SIP/2.0 503 Service Unavailable")
+}
+
+func TestFailoverCancelDuringSequence(t *testing.T) {
+	r := twoCarriers(t, routeA, routeB)
+	inv := callerInvite("1", "a-call-1", "15551234")
+	inv1 := r.startCall()
+	r.recv(carrier, carrierResponse(inv1, 180, "Ringing", ""))
+	r.take(caller)
+	cancel := strings.Replace(strings.Replace(inv, "INVITE sip:", "CANCEL sip:", 1), "CSeq: 10 INVITE", "CSeq: 10 CANCEL", 1)
+	cancel = cancel[:strings.Index(cancel, "Content-Type")] + "Content-Length: 0\r\n\r\n"
+	r.recv(caller, cancel)
+	r.expect(caller, "SIP/2.0 200 OK", "SIP/2.0 487 Request Terminated")
+	r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.recv(carrier, carrierResponse(inv1, 487, "Request Terminated", ""))
+	r.take(carrier)
+	r.expect(carrierB) // no failover after the caller gave up
+	if s := r.summary(); s.FinalCode != 487 {
+		t.Fatalf("final %d", s.FinalCode)
+	}
+}
+
+func TestFailoverLate200FromBurnedCarrier(t *testing.T) {
+	a := routeA
+	a.TimeoutSecs = 6
+	r := twoCarriers(t, a, routeB)
+	inv1 := r.startCall()
+	r.advance(6 * time.Second)
+	r.take(carrier) // CANCEL
+	inv2 := r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")[0]
+	// carrier-a answers anyway: ACK and BYE it, the caller never hears of it.
+	r.recv(carrier, carrierResponse(inv1, 200, "OK", sdp))
+	r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
+	r.expect(caller)
+	r.recv(carrierB, carrierResponse(inv2, 200, "OK", sdp))
+	r.expect(caller, "SIP/2.0 200 OK")
+}
