@@ -80,6 +80,7 @@ type Call struct {
 
 	seq      route.Sequence // the carriers to try (the seed's call.route)
 	seqTimer uint64         // its deadline for the carrier in flight
+	route    *route.Route   // the route of the carrier in flight (in seq.Routes())
 	source   string         // where the decision came from
 	maxFwd   int            // Max-Forwards for B-leg INVITEs
 	key      uint64         // spreads hash selection of gateways per call

@@ -41,6 +41,13 @@ type Config struct {
 	// Txn configures the transaction layer; its T1 and T2 also pace the
 	// retransmission of a 2xx to the caller.
 	Txn txn.Config
+	// NumberPolicies are the named number-shaping presets; a route names
+	// one, or DefaultNumberPolicy applies.
+	NumberPolicies      map[string]NumberPolicy
+	DefaultNumberPolicy string
+	// AssertIdentity makes sipedge assert the caller's identity in its own
+	// P-Asserted-Identity on B-legs (the seed's b2bua.assert_identity).
+	AssertIdentity bool
 	// Sequence configures failover: the ring bound and the reroute causes.
 	Sequence route.SequenceOptions
 	// Metrics receives the engine's metrics, labelled with Shard.
@@ -144,8 +151,17 @@ func compilePolicy(allow []string) headerPolicy {
 
 // appendAllowed appends the headers of m the policy allows.
 func (p *headerPolicy) appendAllowed(dst []byte, m *parser.Message) []byte {
+	return p.appendAllowedExcept(dst, m, 0)
+}
+
+// appendAllowedExcept appends the headers of m the policy allows, but for
+// the kinds in skip, which the caller writes itself.
+func (p *headerPolicy) appendAllowedExcept(dst []byte, m *parser.Message, skip parser.HeaderSet) []byte {
 	for i := 0; i < m.NumHeaders(); i++ {
 		h := m.HeaderAt(i)
+		if skip.Has(h.Kind) {
+			continue
+		}
 		if h.Kind == parser.HeaderOther {
 			if !p.allowsName(h.Name) {
 				continue

@@ -111,6 +111,7 @@ type Engine struct {
 	msg     parser.Message // scratch for messages the engine builds
 	areq    parser.Message // scratch for requests the engine re-reads to answer them
 	scratch leg            // a dialog the engine ends without keeping (a forked 2xx)
+	id      identity       // the identity of the B-leg being dialled
 	out     []byte         // scratch for outgoing messages
 	m       engineMetrics
 }

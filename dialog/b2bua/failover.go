@@ -40,7 +40,7 @@ func (e *Engine) carryOut(c *Call, st route.Step) {
 				st = c.seq.Undialable(e.now, reason)
 				continue
 			}
-			c.target = tgt
+			c.target, c.route = tgt, r
 			if !e.dial(c) {
 				st = c.seq.Undialable(e.now, "send_failed")
 				continue

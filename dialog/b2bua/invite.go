@@ -176,26 +176,46 @@ func (e *Engine) dial(c *Call) bool {
 	}
 	B := &c.b
 	e.unindexLeg(c, B)
+	r := c.route
+	id := &e.id
+	e.shape(id, c, r)
 	B.callID = e.env.MintCallID(B.callID[:0])
 	B.localTag = randomToken(B.localTag[:0], 10)
 	B.peer = c.target.Peer
 	B.transport = transportName(B.peer.Transport)
+	host := trimScheme(c.target.URI)
+	if r != nil && r.RURI != "" {
+		// The route's own Request-URI; its number is still shaped.
+		host = trimScheme(r.RURI)
+		if at := indexByte(host, '@'); at >= 0 {
+			host = host[at+1:]
+		}
+	}
 	B.target = append(B.target[:0], "sip:"...)
-	B.target = append(B.target, c.callee...)
+	B.target = append(B.target, id.ruriUser...)
 	B.target = append(B.target, '@')
-	B.target = append(B.target, trimScheme(c.target.URI)...)
-	B.remoteURI = append(append(append(B.remoteURI[:0], '<'), B.target...), '>')
+	B.target = append(B.target, host...)
+	// To carries the shaped number without the tech prefix.
+	B.remoteURI = append(B.remoteURI[:0], "<sip:"...)
+	B.remoteURI = append(B.remoteURI, id.callee...)
+	B.remoteURI = append(B.remoteURI, '@')
+	B.remoteURI = append(B.remoteURI, host...)
+	B.remoteURI = append(B.remoteURI, '>')
 	B.localURI = B.localURI[:0]
-	if len(from.Display) > 0 {
-		B.localURI = appendDisplay(B.localURI, &from)
+	if id.anon {
+		B.localURI = append(B.localURI, `"Anonymous" <sip:anonymous@anonymous.invalid>`...)
+	} else {
+		if len(from.Display) > 0 {
+			B.localURI = appendDisplay(B.localURI, &from)
+		}
+		B.localURI = append(B.localURI, "<sip:"...)
+		B.localURI = append(B.localURI, id.caller...)
+		if len(id.caller) > 0 {
+			B.localURI = append(B.localURI, '@')
+		}
+		B.localURI = append(B.localURI, hostOnly(e.localHost(B))...)
+		B.localURI = append(B.localURI, '>')
 	}
-	B.localURI = append(B.localURI, "<sip:"...)
-	B.localURI = append(B.localURI, c.caller...)
-	if len(c.caller) > 0 {
-		B.localURI = append(B.localURI, '@')
-	}
-	B.localURI = append(B.localURI, hostOnly(e.localHost(B))...)
-	B.localURI = append(B.localURI, '>')
 	B.remoteTag, B.routes, B.ack = B.remoteTag[:0], B.routes[:0], B.ack[:0]
 	B.cseq, B.inviteCSeq = 1, 1
 	e.indexLeg(c, B)
@@ -205,7 +225,9 @@ func (e *Engine) dial(c *Call) bool {
 
 	b := e.appendRequestHead(e.out[:0], "INVITE", B, B.cseq, c.maxFwd)
 	b = e.appendContact(b, B)
-	b = e.policy.appendAllowed(b, ainv)
+	b = e.policy.appendAllowedExcept(b, ainv, identityHeaders)
+	b = e.appendIdentity(b, id, B, ainv)
+	b = e.appendRouteHeaders(b, c, r)
 	b = appendBodyOf(b, ainv)
 	e.out = b
 	if err := e.msg.Parse(b); err != nil {
@@ -221,6 +243,15 @@ func (e *Engine) dial(c *Call) bool {
 	e.watch(h, c, roleBInvite, 0, -1)
 	e.after()
 	return true
+}
+
+func indexByte(s string, c byte) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			return i
+		}
+	}
+	return -1
 }
 
 func appendDisplay(dst []byte, a *parser.Address) []byte {

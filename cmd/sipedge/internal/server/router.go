@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
@@ -101,10 +102,15 @@ func newGateways(cfg *config.Config, log *slog.Logger) *gateways {
 	return g
 }
 
-// resolveRoute is the engines' Env.Resolve.
+// resolveRoute is the engines' Env.Resolve. A route that names an unknown
+// gateway group falls back to its next_hop when it has one (the seed:
+// "warns and falls back to the route's next_hop ... else skips").
 func (g *gateways) resolveRoute(r *route.Route, _ uint64) (b2bua.Target, string) {
 	gg, ok := g.groups[r.GatewayGroup]
-	if !ok {
+	if !ok || r.GatewayGroup == "" {
+		if r.NextHop != "" {
+			return nextHop(r)
+		}
 		return b2bua.Target{}, route.ReasonUnknownGroup
 	}
 	if gg.err != "" {
@@ -128,4 +134,23 @@ func resolve(hp config.HostPort) (netip.AddrPort, error) {
 		return netip.AddrPort{}, err
 	}
 	return netip.AddrPortFrom(a.Unmap(), hp.Port), nil
+}
+
+// nextHop resolves a route's explicit next hop: "sip:host:port" or
+// "host:port", an IP literal (names resolve off the shard, at config time).
+func nextHop(r *route.Route) (b2bua.Target, string) {
+	hp := strings.TrimPrefix(strings.TrimPrefix(r.NextHop, "sip:"), "sips:")
+	if i := strings.IndexByte(hp, ';'); i >= 0 {
+		hp = hp[:i]
+	}
+	ap, err := netip.ParseAddrPort(hp)
+	if err != nil {
+		a, err := netip.ParseAddr(hp)
+		if err != nil {
+			return b2bua.Target{}, route.ReasonUnresolvable
+		}
+		ap = netip.AddrPortFrom(a, 5060)
+	}
+	return b2bua.Target{CarrierID: r.CarrierID, Group: r.NextHop, URI: "sip:" + ap.String(),
+		Peer: txn.Peer{Addr: ap, Transport: txn.TransportUDP}, Rate: r.Rate, Currency: r.Currency}, ""
 }

@@ -1,0 +1,228 @@
+package b2bua
+
+import (
+	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/route"
+)
+
+// NumberPolicy is a named number-shaping preset (the seed's
+// number_policies): the form a carrier wants numbers in.
+type NumberPolicy struct {
+	National       bool   // national form instead of E.164
+	CountryCode    string // e.g. "1"
+	NationalPrefix string // e.g. "0"; may be empty
+}
+
+// Shape appends num in the policy's form. Visual separators are dropped.
+// Input that is not a telephone number (a name, "anonymous") is appended
+// unchanged: no policy reformats it.
+//
+// E.164: "+" kept; "00" becomes "+"; the national prefix becomes "+CC";
+// a number already starting with the country code and long enough to hold
+// one (11+ digits) gets "+"; any other number is national and gets "+CC".
+// National: the E.164 form, then "+CC" becomes the national prefix; other
+// countries' numbers stay international.
+func (p *NumberPolicy) Shape(dst, num []byte) []byte {
+	var buf [40]byte
+	digits := buf[:0]
+	plus := false
+	for i, c := range num {
+		switch {
+		case c >= '0' && c <= '9':
+			digits = append(digits, c)
+		case c == '+' && i == 0:
+			plus = true
+		case c == '-' || c == '.' || c == ' ' || c == '(' || c == ')':
+		default:
+			return append(dst, num...)
+		}
+		if len(digits) == cap(buf) {
+			return append(dst, num...)
+		}
+	}
+	if len(digits) == 0 {
+		return append(dst, num...)
+	}
+	// The E.164 digits, without "+".
+	var e164 []byte
+	switch {
+	case plus:
+		e164 = digits
+	case len(digits) > 2 && digits[0] == '0' && digits[1] == '0':
+		e164 = digits[2:]
+	case p.NationalPrefix != "" && hasPrefix(digits, p.NationalPrefix):
+		e164 = append(append(buf[len(digits):len(digits)], p.CountryCode...), digits[len(p.NationalPrefix):]...)
+	case hasPrefix(digits, p.CountryCode) && len(digits) >= 11:
+		e164 = digits
+	default:
+		e164 = append(append(buf[len(digits):len(digits)], p.CountryCode...), digits...)
+	}
+	if p.National && p.CountryCode != "" && hasPrefix(e164, p.CountryCode) {
+		dst = append(dst, p.NationalPrefix...)
+		return append(dst, e164[len(p.CountryCode):]...)
+	}
+	dst = append(dst, '+')
+	return append(dst, e164...)
+}
+
+func hasPrefix(b []byte, p string) bool { return len(b) >= len(p) && string(b[:len(p)]) == p }
+
+// identity is what one B-leg presents: the numbers after the route's
+// shaping, in the seed's fixed order.
+type identity struct {
+	caller   []byte // the calling number presented (From user)
+	callee   []byte // the dialled number as the carrier wants it (To, R-URI)
+	ruriUser []byte // callee with the tech prefix (the Request-URI user only)
+	pai      []byte // the asserted identity's user; nil when none is asserted
+	anon     bool   // CLIR (RFC 3323 4.1)
+}
+
+// shape computes a B-leg's identity for route r (the seed's "Per-carrier
+// shaping" and "Presented CLI and CLIR"): caller_id substitutes first, the
+// identity is asserted second, number_policy reshapes third, anonymisation
+// runs last; tech_prefix goes on the Request-URI user after the policy.
+func (e *Engine) shape(id *identity, c *Call, r *route.Route) {
+	// 1. Substitute.
+	caller := c.caller
+	if r != nil && r.CallerID != "" {
+		caller = []byte(r.CallerID)
+	}
+	// 2. Assert: the real (or substituted) identity, before any policy.
+	// 3. Reshape formats: caller, asserted identity and callee alike.
+	policy := e.policyFor(c, r)
+	id.caller, id.callee, id.ruriUser, id.pai = id.caller[:0], id.callee[:0], id.ruriUser[:0], id.pai[:0]
+	if policy != nil {
+		id.caller = policy.Shape(id.caller, caller)
+		id.callee = policy.Shape(id.callee, c.callee)
+	} else {
+		id.caller = append(id.caller, caller...)
+		id.callee = append(id.callee, c.callee...)
+	}
+	if e.cfg.AssertIdentity {
+		id.pai = append(id.pai, id.caller...)
+	} else {
+		id.pai = nil
+	}
+	if r != nil {
+		id.ruriUser = append(id.ruriUser, r.TechPrefix...)
+	}
+	id.ruriUser = append(id.ruriUser, id.callee...)
+	// 4. Anonymise: "restricted", and any presentation not understood,
+	// because a withheld call going out with the real number is the
+	// failure that matters.
+	id.anon = false
+	if r != nil {
+		switch r.CallerIDPresentation {
+		case "", "allowed":
+		case "restricted":
+			id.anon = true
+		default:
+			e.env.Log.Warn("unknown caller_id_presentation, treated as restricted", "call_id", string(c.a.callID),
+				"carrier", r.CarrierID, "presentation", r.CallerIDPresentation)
+			id.anon = true
+		}
+	}
+}
+
+// policyFor returns the route's number policy, or the default one; nil
+// when none applies. An unknown name shapes nothing and is logged.
+func (e *Engine) policyFor(c *Call, r *route.Route) *NumberPolicy {
+	name := e.cfg.DefaultNumberPolicy
+	if r != nil && r.NumberPolicy != "" {
+		name = r.NumberPolicy
+	}
+	if name == "" {
+		return nil
+	}
+	p, ok := e.cfg.NumberPolicies[name]
+	if !ok {
+		carrier := ""
+		if r != nil {
+			carrier = r.CarrierID
+		}
+		e.env.Log.Warn("unknown number_policy: the number is not shaped", "call_id", string(c.a.callID),
+			"carrier", carrier, "number_policy", name)
+		return nil
+	}
+	return &p
+}
+
+// identityHeaders are the A INVITE's headers the B2BUA rewrites itself on
+// the B-leg: the identity headers and Privacy.
+var identityHeaders = parser.NewHeaderSet(parser.HeaderPAssertedIdentity, parser.HeaderPPreferredIdentity, parser.HeaderPrivacy)
+
+// appendIdentity appends From (with tag), P-Asserted-Identity and Privacy
+// for a B-leg. With CLIR, From becomes anonymous with its tag intact,
+// Privacy: id is appended to any existing value (RFC 3325 7), the PAI keeps
+// carrying the real identity to the trusted next hop, and no
+// P-Preferred-Identity is forwarded.
+func (e *Engine) appendIdentity(dst []byte, id *identity, l *leg, ainv *parser.Message) []byte {
+	host := hostOnly(e.localHost(l))
+	if len(id.pai) > 0 {
+		dst = append(dst, "P-Asserted-Identity: <sip:"...)
+		dst = append(dst, id.pai...)
+		dst = append(dst, '@')
+		dst = append(dst, host...)
+		dst = append(dst, ">\r\n"...)
+	}
+	privacy := ainv.Get(parser.HeaderPrivacy)
+	if id.anon {
+		dst = append(dst, "Privacy: "...)
+		if len(privacy) > 0 {
+			dst = append(dst, privacy...)
+			dst = append(dst, ';')
+		}
+		dst = append(dst, "id\r\n"...)
+	} else if len(privacy) > 0 && e.policy.kinds.Has(parser.HeaderPrivacy) {
+		dst = parser.AppendHeader(dst, "Privacy", privacy)
+	}
+	return dst
+}
+
+// dialogHeaders may not be injected by a route's headers: the B2BUA owns
+// them (the seed: injected headers are applied after the header policy,
+// dialog-forming ones refused).
+var dialogHeaders = parser.NewHeaderSet(parser.HeaderVia, parser.HeaderFrom, parser.HeaderTo,
+	parser.HeaderCallID, parser.HeaderCSeq, parser.HeaderContact, parser.HeaderRoute,
+	parser.HeaderRecordRoute, parser.HeaderMaxForwards, parser.HeaderContentLength,
+	parser.HeaderContentType)
+
+// appendRouteHeaders appends a route's headers (an account token, a
+// routing tag), refusing dialog-forming ones with a warning.
+func (e *Engine) appendRouteHeaders(dst []byte, c *Call, r *route.Route) []byte {
+	if r == nil {
+		return dst
+	}
+	for name, value := range r.Headers {
+		if dialogHeaders.Has(parser.LookupHeader([]byte(name))) || !validHeaderName(name) || !validHeaderValue(value) {
+			e.env.Log.Warn("route header refused: the B2BUA owns it", "call_id", string(c.a.callID),
+				"carrier", r.CarrierID, "header", name)
+			continue
+		}
+		dst = parser.AppendHeaderString(dst, name, value)
+	}
+	return dst
+}
+
+// validHeaderValue refuses line breaks, which would inject headers.
+func validHeaderValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\r' || s[i] == '\n' || s[i] == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,143 @@
+package b2bua
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/route"
+)
+
+func TestNumberPolicyShape(t *testing.T) {
+	us := NumberPolicy{CountryCode: "1"}
+	uk := NumberPolicy{CountryCode: "44", NationalPrefix: "0"}
+	ukNat := NumberPolicy{National: true, CountryCode: "44", NationalPrefix: "0"}
+	f := func(p NumberPolicy, in, want string) {
+		t.Helper()
+		if got := string(p.Shape(nil, []byte(in))); got != want {
+			t.Errorf("%+v.Shape(%q) = %q, want %q", p, in, got, want)
+		}
+	}
+	f(us, "+12025550123", "+12025550123")
+	f(us, "12025550123", "+12025550123")
+	f(us, "2025550123", "+12025550123")
+	f(us, "(202) 555-0123", "+12025550123")
+	f(us, "0044207946000", "+44207946000")
+	f(uk, "02079460000", "+442079460000")
+	f(ukNat, "+442079460000", "02079460000")
+	f(ukNat, "+12025550123", "+12025550123") // another country's number stays international
+	f(us, "anonymous", "anonymous")           // no policy reformats a name
+	f(us, "", "")
+}
+
+// shapedInvite dials one route for a call from "+13105550199" to
+// "12025550123" and returns the carrier's INVITE.
+func shapedInvite(t *testing.T, r route.Route, mod func(*Config)) (*rig, *parser.Message) {
+	rg := newRig(t, func(c *Config) {
+		c.NumberPolicies = map[string]NumberPolicy{"e164": {CountryCode: "1"}, "national": {National: true, CountryCode: "1", NationalPrefix: "1"}}
+		c.AssertIdentity = true
+		if mod != nil {
+			mod(c)
+		}
+	})
+	rg.routes = []route.Route{r}
+	inv := strings.Replace(callerInvite("1", "a-call-1", "12025550123"), "sip:alice@caller.example.org>;tag=atag1", "sip:+13105550199@caller.example.org>;tag=atag1", 1)
+	inv = strings.Replace(inv, "X-Keep: kept\r\n", "X-Keep: kept\r\nP-Preferred-Identity: <sip:+13105550199@caller.example.org>\r\nPrivacy: header\r\n", 1)
+	rg.recv(caller, inv)
+	rg.take(caller)
+	got := rg.take(carrier)
+	if len(got) != 1 {
+		t.Fatalf("carrier got %d messages", len(got))
+	}
+	m := new(parser.Message)
+	if err := m.Parse([]byte(got[0])); err != nil {
+		t.Fatal(err)
+	}
+	return rg, m
+}
+
+func TestShapingTechPrefixNeverReachesTo(t *testing.T) {
+	_, m := shapedInvite(t, route.Route{CarrierID: "carrier-a", GatewayGroup: "carrier-a", TechPrefix: "1010288", NumberPolicy: "e164"}, nil)
+	if !strings.HasPrefix(string(m.RequestURI()), "sip:1010288+12025550123@") {
+		t.Errorf("R-URI %q", m.RequestURI())
+	}
+	if to := hdr(m, parser.HeaderTo); to != "<sip:+12025550123@198.51.100.20:5070>" {
+		t.Errorf("To %q", to)
+	}
+	// Without a policy the number keeps the shape it arrived in.
+	_, m = shapedInvite(t, route.Route{CarrierID: "carrier-a", GatewayGroup: "carrier-a", TechPrefix: "1010288"}, nil)
+	if !strings.HasPrefix(string(m.RequestURI()), "sip:101028812025550123@") {
+		t.Errorf("R-URI %q", m.RequestURI())
+	}
+}
+
+func TestShapingPolicyAppliesToFromPAIAndRURIAlike(t *testing.T) {
+	_, m := shapedInvite(t, route.Route{CarrierID: "carrier-a", GatewayGroup: "carrier-a", NumberPolicy: "national"}, nil)
+	if !strings.HasPrefix(string(m.RequestURI()), "sip:12025550123@") {
+		t.Errorf("R-URI %q", m.RequestURI())
+	}
+	var from parser.Address
+	m.From(&from)
+	if string(from.URI) != "sip:13105550199@203.0.113.1" {
+		t.Errorf("From URI %q", from.URI)
+	}
+	if pai := hdr(m, parser.HeaderPAssertedIdentity); pai != "<sip:13105550199@203.0.113.1>" {
+		t.Errorf("PAI %q", pai)
+	}
+}
+
+func TestShapingCallerIDSubstitutedOnFromAndPAI(t *testing.T) {
+	_, m := shapedInvite(t, route.Route{CarrierID: "carrier-a", GatewayGroup: "carrier-a", CallerID: "+13105550100"}, nil)
+	var from parser.Address
+	m.From(&from)
+	if string(from.URI) != "sip:+13105550100@203.0.113.1" || from.Tag == nil {
+		t.Errorf("From %q tag %q", from.URI, from.Tag)
+	}
+	if pai := hdr(m, parser.HeaderPAssertedIdentity); pai != "<sip:+13105550100@203.0.113.1>" {
+		t.Errorf("PAI %q", pai)
+	}
+	if m.Get(parser.HeaderPPreferredIdentity) != nil {
+		t.Error("the caller's P-Preferred-Identity was forwarded")
+	}
+}
+
+// The seed's four effects of caller_id_presentation: restricted, together.
+func TestShapingCLIRRestricted(t *testing.T) {
+	f := func(presentation string) {
+		t.Helper()
+		_, m := shapedInvite(t, route.Route{CarrierID: "carrier-a", GatewayGroup: "carrier-a", CallerID: "+13105550100", CallerIDPresentation: presentation}, func(c *Config) {
+			c.HeaderAllow = append(c.HeaderAllow, "Privacy")
+		})
+		var from parser.Address
+		m.From(&from)
+		if string(from.Display) != "Anonymous" || string(from.URI) != "sip:anonymous@anonymous.invalid" || len(from.Tag) == 0 {
+			t.Errorf("%s: From %q <%s> tag %q", presentation, from.Display, from.URI, from.Tag)
+		}
+		if p := hdr(m, parser.HeaderPrivacy); p != "header;id" {
+			t.Errorf("%s: Privacy %q, want id appended to the caller's value", presentation, p)
+		}
+		if pai := hdr(m, parser.HeaderPAssertedIdentity); pai != "<sip:+13105550100@203.0.113.1>" {
+			t.Errorf("%s: PAI %q must carry the real identity", presentation, pai)
+		}
+		if m.Get(parser.HeaderPPreferredIdentity) != nil {
+			t.Errorf("%s: P-Preferred-Identity forwarded past the privacy boundary", presentation)
+		}
+	}
+	f("restricted")
+	f("withheld-please") // not understood: treated as restricted
+}
+
+func TestShapingRURIOverrideAndHeaders(t *testing.T) {
+	r := route.Route{CarrierID: "carrier-a", GatewayGroup: "carrier-a", RURI: "sip:000@gw.carrier.example.net:5080", NumberPolicy: "e164",
+		Headers: map[string]string{"X-Account": "42", "Call-ID": "evil", "X-Bad": "a\r\nVia: evil"}}
+	_, m := shapedInvite(t, r, nil)
+	if got := string(m.RequestURI()); got != "sip:+12025550123@gw.carrier.example.net:5080" {
+		t.Errorf("R-URI %q", got)
+	}
+	if m.GetByName("X-Account") == nil || string(m.GetByName("X-Account")) != "42" {
+		t.Error("route header not injected")
+	}
+	if hdr(m, parser.HeaderCallID) == "evil" || m.GetByName("X-Bad") != nil {
+		t.Error("a dialog-forming or multi-line route header was injected")
+	}
+}
