@@ -85,7 +85,21 @@ type Shard struct {
 	dials     map[netip.AddrPort]*tcpConn // outbound TCP connections by address
 	lastSweep time.Duration
 
+	postMu sync.Mutex // guards posted: taken once per Post and per drain, not per message
+	posted []func()
+	drain  []func()
+
 	m shardMetrics
+}
+
+// Post runs fn on the shard's loop soon; safe from any goroutine. It is how
+// blocking work done elsewhere (an LCR API call, a Redis round trip) hands
+// its result back to the shard that owns the call.
+func (sh *Shard) Post(fn func()) {
+	sh.postMu.Lock()
+	sh.posted = append(sh.posted, fn)
+	sh.postMu.Unlock()
+	sh.wake()
 }
 
 func newShard(s *Server, idx int) *Shard {
@@ -141,6 +155,13 @@ func (sh *Shard) run() {
 			}
 			packetPool.Put(p)
 		}
+	}
+	sh.postMu.Lock()
+	sh.drain, sh.posted = sh.posted, sh.drain[:0]
+	sh.postMu.Unlock()
+	for i, fn := range sh.drain {
+		fn()
+		sh.drain[i] = nil
 	}
 	now := sh.Now()
 	sh.wheel.Advance(now)

@@ -22,6 +22,7 @@ type callState uint8
 
 const (
 	stateFree      callState = iota
+	stateRouting             // waiting for the routing decision
 	stateEarly               // INVITE sent on the B-leg, no final response yet
 	stateConfirmed           // answered
 	stateEnding              // BYE sent; waiting for the other side
@@ -106,6 +107,7 @@ type Call struct {
 	finalReason                          string
 	hangup                               string
 	caller, callee                       []byte
+	fromURI                              []byte
 }
 
 // Summary is what a finished call reports (for its CDR). Byte slices are
@@ -150,6 +152,7 @@ func (e *Engine) allocCall() (int32, *Call) {
 	c := e.calls[i]
 	c.gen++
 	c.next = -1
+	c.seq.Reset(nil, e.cfg.Sequence)
 	e.live++
 	e.shared.Store(int64(e.live))
 	e.m.active.Set(float64(e.live))
@@ -240,7 +243,7 @@ func (e *Engine) end(c *Call, hangup string) {
 	}
 	seq := c.seq
 	*c = Call{idx: i, gen: gen, next: e.free, a: a, b: b, relays: relays, seq: seq,
-		aInvite: c.aInvite[:0], ok2xx: c.ok2xx[:0], caller: c.caller[:0], callee: c.callee[:0]}
+		aInvite: c.aInvite[:0], ok2xx: c.ok2xx[:0], caller: c.caller[:0], callee: c.callee[:0], fromURI: c.fromURI[:0]}
 	e.free = i
 	e.live--
 	e.shared.Store(int64(e.live))

@@ -49,6 +49,7 @@ const (
 
 // RouteRequest describes a new call to the Router.
 type RouteRequest struct {
+	Ref    uint64 // names the call to Engine.Decided
 	CallID []byte // A-leg
 	Trunk  *Trunk
 	Dialed []byte // the Request-URI user, the dialled number
@@ -76,6 +77,11 @@ type Decision struct {
 	Code   int // when no route: the response to the caller (503 when 0)
 	Reason string
 	Source string // "lcr", "static", "fallback": for the CDR
+	// Pending says the decision comes later, through Engine.Decided: the
+	// Router started a lookup off the shard (RouteRequest.Ref names the
+	// call). RouteRequest's byte slices are valid only during the Router
+	// call: copy what the lookup needs.
+	Pending bool
 }
 
 // Policy is a routing policy's hooks: the Go form of the seed's script

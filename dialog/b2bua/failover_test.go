@@ -212,3 +212,40 @@ func TestFailoverLate200FromBurnedCarrier(t *testing.T) {
 	r.recv(carrierB, carrierResponse(inv2, 200, "OK", sdp))
 	r.expect(caller, "SIP/2.0 200 OK")
 }
+
+func TestAsyncDecision(t *testing.T) {
+	r := newRig(t, nil)
+	r.pending = true
+	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
+	r.expect(caller, "SIP/2.0 100 Trying")
+	r.expect(carrier) // nothing until the decision is posted back
+	r.e.Decided(r.refs[0], Decision{Routes: []route.Route{routeA}, Source: "lcr"}, r.now)
+	r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")
+	// A stale or repeated decision is ignored.
+	r.e.Decided(r.refs[0], Decision{Routes: []route.Route{routeB}, Source: "lcr"}, r.now)
+	r.expect(carrierB)
+}
+
+func TestAsyncDecisionRejectAndCancelWhileRouting(t *testing.T) {
+	r := newRig(t, nil)
+	r.pending = true
+	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
+	r.take(caller)
+	r.e.Decided(r.refs[0], Decision{Code: 403, Reason: "Blocked"}, r.now)
+	r.expect(caller, "SIP/2.0 403 Blocked")
+
+	r = newRig(t, nil)
+	r.pending = true
+	inv := callerInvite("1", "a-call-1", "15551234")
+	r.recv(caller, inv)
+	r.take(caller)
+	cancel := strings.Replace(strings.Replace(inv, "INVITE sip:", "CANCEL sip:", 1), "CSeq: 10 INVITE", "CSeq: 10 CANCEL", 1)
+	cancel = cancel[:strings.Index(cancel, "Content-Type")] + "Content-Length: 0\r\n\r\n"
+	r.recv(caller, cancel)
+	r.expect(caller, "SIP/2.0 200 OK", "SIP/2.0 487 Request Terminated")
+	r.e.Decided(r.refs[0], Decision{Routes: []route.Route{routeA}}, r.now) // too late
+	r.expect(carrier)
+	if s := r.summary(); s.FinalCode != 487 || len(s.Attempts) != 0 {
+		t.Fatalf("summary %d %+v", s.FinalCode, s.Attempts)
+	}
+}

@@ -18,15 +18,17 @@ import (
 // test's messages go through the parser's Parse and Validate like the
 // shard's.
 type rig struct {
-	t      *testing.T
-	e      *Engine
-	now    time.Duration
-	timers []*fakeTimer
-	nextID uint64
-	sent   map[netip.AddrPort][]string
-	calls  []Summary
-	callID int
-	routes []route.Route // the Router's answer; nil: carrier-a alone
+	t       *testing.T
+	e       *Engine
+	now     time.Duration
+	timers  []*fakeTimer
+	nextID  uint64
+	sent    map[netip.AddrPort][]string
+	calls   []Summary
+	callID  int
+	routes  []route.Route // the Router's answer; nil: carrier-a alone
+	pending bool          // the Router answers later: refs collects the calls
+	refs    []uint64
 }
 
 // gateways are the gateway groups the rig's Resolve knows; an invalid
@@ -79,6 +81,10 @@ func newRig(t *testing.T, mod func(*Config)) *rig {
 		Router: func(req *RouteRequest) Decision {
 			if string(req.Dialed) == "404" {
 				return Decision{Code: 404, Reason: "No Route"}
+			}
+			if r.pending {
+				r.refs = append(r.refs, req.Ref)
+				return Decision{Pending: true}
 			}
 			routes := r.routes
 			if routes == nil {

@@ -106,25 +106,9 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	}
 	var fromURI parser.URI
 	_ = from.ParseURI(&fromURI)
-	rr := RouteRequest{CallID: m.CallID(), Trunk: trunk, Dialed: ruri.User, From: from.URI, Source: a.Peer}
-	d := e.env.Router(&rr)
-	if e.env.Policy.OnInvite != nil {
-		e.env.Policy.OnInvite(&rr, &d)
-	}
-	if d.Code != 0 || len(d.Routes) == 0 && d.Source == "" {
-		code, reason := d.Code, d.Reason
-		if code == 0 {
-			code, reason = 503, "Service Unavailable"
-		}
-		e.m.rejected.Inc()
-		e.respond(a.Txn, m, code, reason, nil)
-		return
-	}
-
 	_, c := e.allocCall()
-	c.state = stateEarly
+	c.state = stateRouting
 	c.trunk = trunk
-	c.source = d.Source
 	c.maxFwd = mf - 1
 	c.key = xxhash.Sum64(m.CallID())
 	c.tInvite = e.now
@@ -132,6 +116,7 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	c.aInvite = append(c.aInvite, m.Bytes()...)
 	c.caller = append(c.caller, fromURI.User...)
 	c.callee = append(c.callee, ruri.User...)
+	c.fromURI = append(c.fromURI, from.URI...)
 
 	// The A-leg: sipedge is the UAS (RFC 3261 12.1.1).
 	A := &c.a
@@ -151,7 +136,47 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	e.watch(a.Txn, c, roleAInvite, 0, -1)
 	e.m.started.Inc()
 
+	rr := e.routeRequest(c)
+	d := e.env.Router(&rr)
+	if d.Pending {
+		return // Decided carries on
+	}
+	e.decided(c, d)
+}
+
+// routeRequest describes call c to the Router.
+func (e *Engine) routeRequest(c *Call) RouteRequest {
+	return RouteRequest{Ref: e.arg(c), CallID: c.a.callID, Trunk: c.trunk, Dialed: c.callee, From: c.fromURI, Source: c.a.peer}
+}
+
+// Decided delivers the routing decision for the call Ref names, which the
+// Router answered Pending: an LCR API lookup finished off the shard and was
+// posted back. A call that ended meanwhile (the caller cancelled) ignores it.
+func (e *Engine) Decided(ref uint64, d Decision, now time.Duration) {
+	e.now = now
+	if c := e.callByArg(ref); c != nil && c.state == stateRouting {
+		e.decided(c, d)
+	}
+}
+
+// decided carries out a routing decision: reject, or start the carriers.
+func (e *Engine) decided(c *Call, d Decision) {
+	if e.env.Policy.OnInvite != nil {
+		rr := e.routeRequest(c)
+		e.env.Policy.OnInvite(&rr, &d)
+	}
+	if d.Code != 0 || len(d.Routes) == 0 && d.Source == "" {
+		code, reason := d.Code, d.Reason
+		if code == 0 {
+			code, reason = 503, "Service Unavailable"
+		}
+		e.m.rejected.Inc()
+		e.failCall(c, code, reason)
+		return
+	}
 	// The B-legs: the carriers one at a time, each a fresh dialog.
+	c.state = stateEarly
+	c.source = d.Source
 	c.seq.Reset(d.Routes, e.cfg.Sequence)
 	e.carryOut(c, c.seq.Next(e.now))
 }
@@ -535,6 +560,10 @@ func (e *Engine) onCancel(m *parser.Message, a *txn.Action) {
 	}
 	e.respond(a.Txn, m, 200, "OK", nil)
 	if c.answered || c.canceled {
+		return
+	}
+	if c.state == stateRouting { // no carrier dialled yet
+		e.failCall(c, 487, "Request Terminated")
 		return
 	}
 	c.finalCode, c.finalReason = 487, "Request Terminated"

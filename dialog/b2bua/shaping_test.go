@@ -26,7 +26,7 @@ func TestNumberPolicyShape(t *testing.T) {
 	f(uk, "02079460000", "+442079460000")
 	f(ukNat, "+442079460000", "02079460000")
 	f(ukNat, "+12025550123", "+12025550123") // another country's number stays international
-	f(us, "anonymous", "anonymous")           // no policy reformats a name
+	f(us, "anonymous", "anonymous")          // no policy reformats a name
 	f(us, "", "")
 }
 
