@@ -15,7 +15,6 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/panjf2000/gnet/v2"
 	errorx "github.com/panjf2000/gnet/v2/pkg/errors"
-	"github.com/panjf2000/gnet/v2/pkg/logging"
 	"golang.org/x/sys/unix"
 
 	"github.com/sipedge/sipedge/parser"
@@ -123,7 +122,7 @@ func (s *Server) Start() error {
 			gnet.WithLoadBalancing(gnet.RoundRobin),
 			gnet.WithReadBufferCap(s.cfg.Limits.MaxMessageSize+1),
 			gnet.WithTCPNoDelay(gnet.TCPNoDelay),
-			gnet.WithLogLevel(logging.ErrorLevel), // gnet's own log is not ours
+			gnet.WithLogger(gnetLogger{s.log}),
 			gnet.WithTicker(true),
 		)
 		select {

@@ -107,12 +107,14 @@ type Engine struct {
 	txns   *txn.Table
 	now    time.Duration
 
-	calls    []*Call
-	free     int32 // head of the free list of calls, -1 if none
-	live     int
-	shared   atomic.Int64           // live, readable from other goroutines (drain, admin)
-	byCallID map[uint64]int32       // xxhash(Call-ID) of either leg -> call
-	byTxn    map[txn.Handle]txnRole // transactions the engine is waiting on
+	calls  []*Call
+	free   int32 // head of the free list of calls, -1 if none
+	live   int
+	shared atomic.Int64 // live, readable from other goroutines (drain, admin)
+	// Transaction counts published for metrics after each input.
+	sharedTxns, sharedRtx, sharedAbsorbed atomic.Int64
+	byCallID                              map[uint64]int32       // xxhash(Call-ID) of either leg -> call
+	byTxn                                 map[txn.Handle]txnRole // transactions the engine is waiting on
 
 	msg     parser.Message // scratch for messages the engine builds
 	areq    parser.Message // scratch for requests the engine re-reads to answer them
@@ -159,6 +161,7 @@ func New(cfg Config, env Env) (*Engine, error) {
 		return nil, err
 	}
 	e.m = newMetrics(cfg.Metrics, cfg.Shard)
+	registerTxnMetrics(cfg.Metrics, cfg.Shard, e)
 	return e, nil
 }
 
@@ -219,9 +222,18 @@ func (e *Engine) Timer(kind uint8, arg uint64, now time.Duration) {
 	}
 }
 
+// publish copies the transaction counts where metrics can read them.
+func (e *Engine) publish() {
+	st := e.txns.Stats()
+	e.sharedTxns.Store(int64(e.txns.Len()))
+	e.sharedRtx.Store(int64(st.Retransmissions))
+	e.sharedAbsorbed.Store(int64(st.Absorbed))
+}
+
 // runActions carries out what the transaction layer asked for. m is the
 // message just received, nil after a timer.
 func (e *Engine) runActions(m *parser.Message) {
+	defer e.publish()
 	// Handling an action may call into the table again, which replaces
 	// its action list: walk a copy of the current one.
 	acts := e.txns.Actions()

@@ -21,6 +21,18 @@ type engineMetrics struct {
 	active           *vm.Gauge
 }
 
+// txnMetrics export the transaction table's state, read when scraped.
+func registerTxnMetrics(set *vm.Set, shard int, e *Engine) {
+	if set == nil {
+		return
+	}
+	name := func(n string) string { return fmt.Sprintf(`%s{shard="%d"}`, n, shard) }
+	// The gauges read the engine's atomics: scrapes run off the shard.
+	set.NewGauge(name("sipedge_transactions_active"), func() float64 { return float64(e.sharedTxns.Load()) })
+	set.NewGauge(name("sipedge_sip_retransmissions_total"), func() float64 { return float64(e.sharedRtx.Load()) })
+	set.NewGauge(name("sipedge_sip_retransmissions_absorbed_total"), func() float64 { return float64(e.sharedAbsorbed.Load()) })
+}
+
 func newMetrics(set *vm.Set, shard int) engineMetrics {
 	if set == nil {
 		set = vm.NewSet()

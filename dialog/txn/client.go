@@ -221,7 +221,7 @@ func (t *Table) ictCalling(i int32, e *event) error {
 	switch e.in {
 	case inTimerA:
 		// 17.1.1.2: retransmit and double A, without bound; Calling only.
-		t.send(i, x.msg)
+		t.resend(i, x.msg)
 		x.interval *= 2
 		t.arm(i, inTimerA, x.interval)
 	case inTimerB:
@@ -318,7 +318,7 @@ func (t *Table) ictCompleted(i int32, e *event) error {
 	case inFailure:
 		// 17.1.1.2: a retransmitted final response is ACKed again and not
 		// passed to the TU.
-		t.send(i, t.txns[i].ack)
+		t.resend(i, t.txns[i].ack)
 	case inTimerD:
 		// 17.1.1.2: D fires: Terminated.
 		t.terminate(i)
@@ -356,7 +356,7 @@ func (t *Table) nictTrying(i int32, e *event) error {
 	switch e.in {
 	case inTimerE:
 		// 17.1.2.2: retransmit; E doubles up to T2.
-		t.send(i, x.msg)
+		t.resend(i, x.msg)
 		x.interval = min(2*x.interval, t.t2)
 		t.arm(i, inTimerE, x.interval)
 	case inProvisional:
@@ -376,7 +376,7 @@ func (t *Table) nictProceeding(i int32, e *event) error {
 	switch e.in {
 	case inTimerE:
 		// 17.1.2.2: in Proceeding, retransmit every T2.
-		t.send(i, x.msg)
+		t.resend(i, x.msg)
 		x.interval = t.t2
 		t.arm(i, inTimerE, x.interval)
 	case inProvisional:

@@ -50,6 +50,7 @@ func (t *Table) ReceiveRequest(m *parser.Message, from Peer, now time.Duration) 
 	h := t.hash(t.key)
 	if i := t.find(h, toTag, false); i >= 0 {
 		// RFC 3261 17.2.3: a retransmission; its transaction absorbs it.
+		t.stats.Absorbed++
 		return t.step(i, &event{in: inRequest})
 	}
 	kind, state := KindNonInviteServer, StateTrying // RFC 3261 17.2.2
@@ -194,7 +195,7 @@ func (t *Table) istProceeding(i int32, e *event) error {
 	case inRequest:
 		// 17.2.1: a retransmitted INVITE gets the most recent provisional
 		// (at least the 100 Trying) again.
-		t.send(i, x.msg)
+		t.resend(i, x.msg)
 	case inTUProvisional:
 		// 17.2.1: provisionals from the TU are sent; the state stays.
 		t.respond(i, e)
@@ -230,10 +231,10 @@ func (t *Table) istCompleted(i int32, e *event) error {
 	switch e.in {
 	case inRequest:
 		// 17.2.1: a retransmitted INVITE gets the final response again.
-		t.send(i, x.msg)
+		t.resend(i, x.msg)
 	case inTimerG:
 		// 17.2.1: retransmit; G doubles up to T2.
-		t.send(i, x.msg)
+		t.resend(i, x.msg)
 		x.interval = min(2*x.interval, t.t2)
 		t.arm(i, inTimerG, x.interval)
 	case inTimerH:
@@ -320,7 +321,7 @@ func (t *Table) nistProceeding(i int32, e *event) error {
 	switch e.in {
 	case inRequest:
 		// 17.2.2: a retransmission gets the most recent provisional.
-		t.send(i, x.msg)
+		t.resend(i, x.msg)
 	case inTUProvisional:
 		t.respond(i, e)
 	case inTUSuccess, inTUFailure:
@@ -348,7 +349,7 @@ func (t *Table) nistCompleted(i int32, e *event) error {
 	switch e.in {
 	case inRequest:
 		// 17.2.2: a retransmission gets the final response again.
-		t.send(i, t.txns[i].msg)
+		t.resend(i, t.txns[i].msg)
 	case inTimerJ:
 		// 17.2.2: J fires: Terminated.
 		t.terminate(i)

@@ -421,6 +421,12 @@ func (t *Table) send(i int32, data []byte) {
 	t.actions = append(t.actions, Action{Kind: ActSend, Txn: t.handle(i), Peer: x.peer, Data: data})
 }
 
+// resend is send for a retransmission, counted in Stats.
+func (t *Table) resend(i int32, data []byte) {
+	t.stats.Retransmissions++
+	t.send(i, data)
+}
+
 func (t *Table) tu(kind ActionKind, i int32) {
 	x := &t.txns[i]
 	if x.internal {

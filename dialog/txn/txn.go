@@ -222,6 +222,7 @@ type Table struct {
 	free  int32   // free list head, -1 if none
 	limbo []int32 // terminated in the current call; freed at the next
 	live  int
+	stats Stats
 
 	index   []int32 // open addressing, linear probing: 1 + slot index, 0 if empty
 	indexed int
@@ -274,6 +275,15 @@ func New(cfg Config, timers Timers) (*Table, error) {
 	t.index = make([]int32, n)
 	return t, nil
 }
+
+// Stats are a table's running counts, for metrics.
+type Stats struct {
+	Retransmissions uint64 // messages re-sent: timers A, E, G, and answers to retransmitted requests
+	Absorbed        uint64 // retransmitted requests absorbed by their server transaction
+}
+
+// Stats returns the table's counts.
+func (t *Table) Stats() Stats { return t.stats }
 
 // Actions returns the outputs of the last input method, in order. The slice
 // and the Data views are valid until the next call on the Table.
