@@ -222,7 +222,7 @@ func (sh *Shard) deliver(m *parser.Message, from Peer) {
 func (sh *Shard) reject(m *parser.Message, err error, from Peer) {
 	code, reason, drop := parser.Answer(m, err)
 	sh.m.countParseError(code, drop)
-	if drop || m.Get(parser.HeaderVia) == nil || m.Get(parser.HeaderCallID) == nil {
+	if drop || m.Get(parser.HeaderVia) == nil {
 		return
 	}
 	var via parser.Via
