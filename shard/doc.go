@@ -1,7 +1,45 @@
 // Package shard is sipedge's runtime: the gnet v2 transport (UDP and TCP),
 // Call-ID sharding onto per-core event loops, and each shard's timer wheel.
-// It is the only package that imports gnet. A shard alone owns the
-// transactions and dialogs of the Call-IDs hashed to it, so the per-message
-// path takes no locks; messages that arrive on another loop are copied and
-// handed to their owner in batches.
+// It is the only package that imports gnet.
+//
+// # Sharding
+//
+// There is one shard per gnet event loop. The owner of a message is
+// xxhash64(Call-ID) modulo the number of shards (Server.OwnerOf). The owner
+// alone runs the Handler for that Call-ID, so transactions, dialogs and
+// timers need no locks. The kernel spreads UDP datagrams over the loops'
+// SO_REUSEPORT sockets by address, not by Call-ID, and TCP connections stay
+// on the loop that accepted them, so a message parsed on a loop that does
+// not own it is copied (parser.Message.CopyTo, no second parse) into a
+// pooled packet and pushed on a single-producer single-consumer ring from
+// that loop to its owner; one coalesced wake per batch makes the owner drain
+// its rings. No mutex is taken on the per-message path.
+//
+// Call-IDs a shard mints (B-legs, probes) are drawn at random until one
+// hashes to the minting shard (MintCallID), so responses and in-dialog
+// requests for them arrive where their dialogs live.
+//
+// # Loops and time
+//
+// Each loop learns its shard through a private waker connection; waking it
+// runs the shard (Shard.run): drain the rings and posted functions, advance
+// the timer wheel. gnet's ticker wakes every shard each Config.Tick (5 ms),
+// so timers have that resolution. Shard.Post runs a function on a shard
+// from any goroutine: it is how blocking work done elsewhere (an HTTP
+// lookup, a Redis round trip) returns its result.
+//
+// # Transport
+//
+// UDP replies leave from the listening port (sendto on a dup of the
+// listener socket). Responses go where RFC 3261 18.2.2 and RFC 3581 say
+// (ResponseTarget). TCP is framed with parser.Frame; RFC 5626 CRLFCRLF
+// pings get a CRLF pong; connections are capped per source IP and in total,
+// buffered bytes are capped, and first-data, whole-message and idle
+// timeouts close them; a framing error closes the connection. Bytes for a
+// connection that lives on another loop are handed to that loop. Outbound
+// TCP connections are dialled on the owner's loop and reused by address.
+//
+// Malformed requests are answered statelessly with the parser's code,
+// malformed responses and oversize datagrams are dropped; all are counted
+// in per-shard metrics created once with the shard label.
 package shard
