@@ -230,8 +230,18 @@ func (s *Server) registerWaker(sh *Shard) (gnet.Conn, error) {
 func (s *Server) OnTick() (time.Duration, gnet.Action) {
 	s.loopsOnce.Do(func() { close(s.loopsUp) })
 	if s.ready.Load() {
+		// A shard with no timer pending sleeps: waking every loop every tick
+		// for nothing costs an idle node a sizeable share of a core. It is
+		// still woken about once a second for its housekeeping (TCP
+		// timeouts, Handler.Tick).
+		idleWake := int(time.Second / s.cfg.Tick)
 		for _, sh := range s.shards {
-			sh.wake()
+			if sh.pending.Load() > 0 || sh.idle >= idleWake {
+				sh.idle = 0
+				sh.wake()
+				continue
+			}
+			sh.idle++
 		}
 	}
 	return s.cfg.Tick, gnet.None

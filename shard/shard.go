@@ -75,6 +75,8 @@ type Shard struct {
 	wheel   *timer.Wheel
 	inbox   []*ring // inbox[i] is written by shard i
 	woken   atomic.Bool
+	pending atomic.Int64 // timers pending on the wheel, published for OnTick
+	idle    int          // ticks skipped since the last run (OnTick's goroutine only)
 
 	msg       parser.Message // the message being parsed on this loop
 	out       []byte         // scratch for stateless replies
@@ -166,6 +168,7 @@ func (sh *Shard) run() {
 	now := sh.Now()
 	sh.wheel.Advance(now)
 	sh.m.timers.Set(float64(sh.wheel.Len()))
+	sh.pending.Store(int64(sh.wheel.Len()))
 	if sh.handler.Tick != nil {
 		sh.handler.Tick(sh, now)
 	}
@@ -214,6 +217,7 @@ func (sh *Shard) deliver(m *parser.Message, from Peer) {
 	if sh.handler.Message != nil {
 		sh.handler.Message(sh, m, from)
 	}
+	sh.pending.Store(int64(sh.wheel.Len()))
 }
 
 // reject answers a malformed request statelessly with the parser's code, or
