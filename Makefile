@@ -19,7 +19,7 @@ build:
 run: build
 	$(GO) run ./cmd/sipedge run
 
-test: deps lint test-unit test-race
+test: deps lint test-unit test-race e2e
 
 test-unit:
 	$(GO) test -count=1 $(PKGS)
@@ -27,6 +27,13 @@ test-unit:
 # Allocation tests are excluded under -race (the race runtime allocates).
 test-race:
 	$(GO) test -race -count=1 $(PKGS)
+
+# SIPp end to end on loopback (bench/sipp/run.sh): sipedge between a SIPp
+# UAC and UAS; fails on any failed call or a missing CDR.
+.PHONY: e2e
+e2e:
+	bash bench/sipp/run.sh 200 10 udp
+	bash bench/sipp/run.sh 100 5 tcp
 
 # Parser benchmarks and the sipgo baseline measured in the same run; prints
 # the speed-up. The baseline lives in its own module (bench/sipgo) so that
