@@ -45,6 +45,7 @@ const (
 	timer2xx       // retransmit the 2xx to the caller (RFC 3261 13.3.1.4)
 	timerMaxDuration
 	timerSequence // the failover sequence's deadline for the carrier in flight
+	timerProbe    // a gateway probe's deadline
 )
 
 // RouteRequest describes a new call to the Router.
@@ -115,6 +116,7 @@ type Engine struct {
 	sharedTxns, sharedRtx, sharedAbsorbed atomic.Int64
 	byCallID                              map[uint64]int32       // xxhash(Call-ID) of either leg -> call
 	byTxn                                 map[txn.Handle]txnRole // transactions the engine is waiting on
+	probes                                map[txn.Handle]*probe  // gateway probes in flight
 
 	msg     parser.Message // scratch for messages the engine builds
 	areq    parser.Message // scratch for requests the engine re-reads to answer them
@@ -155,7 +157,7 @@ func New(cfg Config, env Env) (*Engine, error) {
 		env.Log = slog.Default()
 	}
 	e := &Engine{cfg: cfg, env: env, policy: compilePolicy(cfg.HeaderAllow), free: -1,
-		byCallID: make(map[uint64]int32), byTxn: make(map[txn.Handle]txnRole)}
+		byCallID: make(map[uint64]int32), byTxn: make(map[txn.Handle]txnRole), probes: make(map[txn.Handle]*probe)}
 	var err error
 	if e.txns, err = txn.New(cfg.Txn, txnClock{env.Clock}); err != nil {
 		return nil, err
@@ -214,6 +216,8 @@ func (e *Engine) Timer(kind uint8, arg uint64, now time.Duration) {
 			c.seqTimer = 0
 			e.carryOut(c, c.seq.Timeout(now))
 		}
+	case timerProbe:
+		e.probeTimeout(txn.Handle(arg))
 	case timerMaxDuration:
 		if c := e.callByArg(arg); c != nil && c.state == stateConfirmed {
 			e.env.Log.Info("call reached its maximum duration", "call_id", string(c.a.callID))
@@ -249,8 +253,16 @@ func (e *Engine) runActions(m *parser.Message) {
 		case txn.ActAck:
 			e.onAck(m, a)
 		case txn.ActResponse:
+			if p, ok := e.probes[a.Txn]; ok {
+				e.onProbeResponse(a.Txn, p, m)
+				continue
+			}
 			e.onResponse(m, a)
 		case txn.ActTimeout, txn.ActTransportError:
+			if p, ok := e.probes[a.Txn]; ok {
+				e.finishProbe(a.Txn, p, 0, 0, ErrProbeTransport)
+				continue
+			}
 			e.onTxnFailure(a.Txn)
 		case txn.ActTerminated:
 			delete(e.byTxn, a.Txn)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/route"
 )
@@ -247,5 +248,29 @@ func TestAsyncDecisionRejectAndCancelWhileRouting(t *testing.T) {
 	r.expect(carrier)
 	if s := r.summary(); s.FinalCode != 487 || len(s.Attempts) != 0 {
 		t.Fatalf("summary %d %+v", s.FinalCode, s.Attempts)
+	}
+}
+
+func TestProbe(t *testing.T) {
+	r := newRig(t, nil)
+	type result struct {
+		code  int
+		retry time.Duration
+		err   error
+	}
+	var got []result
+	done := func(code int, retry, _ time.Duration, err error) { got = append(got, result{code, retry, err}) }
+	to := txn.Peer{Addr: carrier, Transport: txn.TransportUDP}
+	r.e.Probe(to, "sip:198.51.100.20:5070", 2*time.Second, r.now, done)
+	opt := r.expect(carrier, "OPTIONS sip:198.51.100.20:5070 SIP/2.0")[0]
+	b := parser.AppendResponse(nil, opt, 503, "Service Unavailable", []byte("x"))
+	b = append(b, "Retry-After: 30\r\n"...)
+	r.recv(carrier, string(parser.AppendBody(b, "", nil)))
+	// A probe that gets no answer times out.
+	r.e.Probe(to, "sip:198.51.100.20:5070", 2*time.Second, r.now, done)
+	r.take(carrier)
+	r.advance(3 * time.Second)
+	if len(got) != 2 || got[0].code != 503 || got[0].retry != 30*time.Second || got[1].err != ErrProbeTimeout {
+		t.Fatalf("probe results %+v", got)
 	}
 }
