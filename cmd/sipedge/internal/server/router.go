@@ -1,45 +1,53 @@
 package server
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
-	"sort"
 	"strings"
 	"time"
+
+	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
 	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/route"
+	"github.com/sipedge/sipedge/route/lcr"
 )
 
-// staticTable is the embedded routing table: the longest prefix of the
-// dialled number wins, an empty prefix matches all; its routes keep the
-// config's order. It is read-only once built, so every shard reads it
-// without locks.
-type staticTable struct {
-	prefixes []staticPrefix // longest first
-}
-
-type staticPrefix struct {
-	prefix []byte
-	routes []route.Route
-}
-
-func newStaticTable(cfg *config.Config) *staticTable {
-	t := &staticTable{}
+// newResolver builds the routing decision source: the LCR API with its
+// cache tiers when lcr.api_url is set, else the static rate table (longest
+// prefix, routes ordered by rate).
+func newResolver(cfg *config.Config, set *metrics.Set, log *slog.Logger) (*lcr.Resolver, *lcr.StaticTable, error) {
+	var entries []lcr.StaticEntry
 	for _, sr := range cfg.LCR.StaticRoutes {
-		p := staticPrefix{prefix: []byte(sr.Prefix)}
+		e := lcr.StaticEntry{Prefix: sr.Prefix}
 		for _, r := range sr.Routes {
-			p.routes = append(p.routes, routeOf(r))
+			e.Routes = append(e.Routes, routeOf(r))
 		}
-		t.prefixes = append(t.prefixes, p)
+		entries = append(entries, e)
 	}
-	sort.SliceStable(t.prefixes, func(i, j int) bool { return len(t.prefixes[i].prefix) > len(t.prefixes[j].prefix) })
-	return t
+	table, err := lcr.NewStaticTable(entries)
+	if err != nil {
+		return nil, nil, fmt.Errorf("lcr.static_routes: %w", err)
+	}
+	opts := lcr.Options{APIURL: cfg.LCR.APIURL, Timeout: cfg.LCR.Timeout, AuthHeader: cfg.LCR.AuthHeader,
+		CacheTTL: cfg.LCR.CacheTTL, KeyAttributes: cfg.LCR.Attributes,
+		FallbackGatewayGroup: cfg.LCR.FallbackGatewayGroup, Static: table, Metrics: set, Log: log,
+		LocalTTL: 60 * time.Second}
+	for _, c := range cfg.Cache {
+		if c.Name == cfg.LCR.Cache && c.Name != "" {
+			opts.RedisURL = c.URL
+			opts.LocalTTL = c.LocalTTL
+			if c.LocalTTL == 0 {
+				opts.LocalTTL = lcr.NoLocalTier
+			}
+		}
+	}
+	res, err := lcr.New(opts)
+	return res, table, err
 }
 
 // routeOf maps a configured route onto the decision's shape.
@@ -55,15 +63,19 @@ func routeOf(r config.Route) route.Route {
 	return rt
 }
 
-// route answers a B2BUA's routing request from the table.
-func (t *staticTable) route(r *b2bua.RouteRequest) b2bua.Decision {
-	for i := range t.prefixes {
-		p := &t.prefixes[i]
-		if bytes.HasPrefix(r.Dialed, p.prefix) {
-			return b2bua.Decision{Routes: p.routes, Source: "static"}
-		}
+// decisionOf applies the seed's default policy to a decision: no decision
+// (API down, no fallback) is 503 Route Unavailable, an API reject its code,
+// no routes 404 No Route.
+func decisionOf(d lcr.Decision) b2bua.Decision {
+	switch {
+	case d.NoDecision:
+		return b2bua.Decision{Code: 503, Reason: "Route Unavailable"}
+	case d.Reject != nil:
+		return b2bua.Decision{Code: d.Reject.Code, Reason: d.Reject.Reason}
+	case len(d.Routes) == 0:
+		return b2bua.Decision{Code: 404, Reason: "No Route"}
 	}
-	return b2bua.Decision{Code: 404, Reason: "No Route"}
+	return b2bua.Decision{Routes: d.Routes, Source: d.Source.String()}
 }
 
 // gateways resolves routes to destinations: until gateway health lands, the

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/route"
+	"github.com/sipedge/sipedge/route/lcr"
 	"github.com/sipedge/sipedge/shard"
 	"github.com/sipedge/sipedge/shard/timer"
 )
@@ -30,11 +32,12 @@ type Server struct {
 	rt      *shard.Server
 	engines []*b2bua.Engine
 	cdr     *cdr.Writer
-	table   *staticTable
+	lcr     *lcr.Resolver
+	static  *lcr.StaticTable // nil in API mode
 	gws     *gateways
 	origin  time.Time
 
-	runtimeSet, engineSet, cdrSet *metrics.Set
+	runtimeSet, engineSet, cdrSet, lcrSet *metrics.Set
 
 	admin     *http.Server
 	adminAddr net.Addr
@@ -46,9 +49,16 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{cfg: cfg, log: log, runtimeSet: metrics.NewSet(), engineSet: metrics.NewSet(), cdrSet: metrics.NewSet()}
+	s := &Server{cfg: cfg, log: log, runtimeSet: metrics.NewSet(), engineSet: metrics.NewSet(),
+		cdrSet: metrics.NewSet(), lcrSet: metrics.NewSet()}
 	var err error
-	s.table = newStaticTable(cfg)
+	var table *lcr.StaticTable
+	if s.lcr, table, err = newResolver(cfg, s.lcrSet, log); err != nil {
+		return nil, err
+	}
+	if cfg.LCR.APIURL == "" {
+		s.static = table
+	}
 	s.gws = newGateways(cfg, log)
 	maxSize := int64(cfg.CDR.MaxSizeMB) << 20
 	if s.cdr, err = cdr.New(cdr.Options{Path: cfg.CDR.File, MaxSize: maxSize, MaxBackups: cfg.CDR.MaxBackups,
@@ -149,9 +159,38 @@ func (s *Server) shardCount() int {
 
 // shardApp connects one shard to its engine.
 type shardApp struct {
-	s   *Server
-	sh  *shard.Shard
-	eng *b2bua.Engine
+	s      *Server
+	sh     *shard.Shard
+	eng    *b2bua.Engine
+	keyBuf []byte
+}
+
+// route is the engine's Router: a cached or static decision at once, else
+// an LCR API lookup off the shard whose result is posted back (Decided).
+func (a *shardApp) route(r *b2bua.RouteRequest) b2bua.Decision {
+	group := ""
+	if r.Trunk != nil {
+		group = r.Trunk.Group
+	}
+	if a.s.static != nil {
+		routes, ok := a.s.static.Lookup(string(r.Dialed))
+		if !ok || len(routes) == 0 {
+			return b2bua.Decision{Code: 404, Reason: "No Route"}
+		}
+		return b2bua.Decision{Routes: routes, Source: "static"}
+	}
+	a.keyBuf = a.s.lcr.AppendKey(a.keyBuf[:0], group, string(r.Dialed), nil)
+	if d, ok := a.s.lcr.LookupCached(a.keyBuf); ok {
+		return decisionOf(d)
+	}
+	req := &lcr.Request{CallID: string(r.CallID), From: string(r.From), DialedNumber: string(r.Dialed),
+		To: string(r.Dialed), Source: lcr.CallSource{IP: r.Source.Addr.Addr().String(), Port: int(r.Source.Addr.Port()),
+			Transport: strings.ToLower(r.Source.Transport.String()), TrunkGroup: group}}
+	ref, sh, eng := r.Ref, a.sh, a.eng
+	a.s.lcr.Lookup(req, func(d lcr.Decision) {
+		sh.Post(func() { eng.Decided(ref, decisionOf(d), sh.Now()) })
+	})
+	return b2bua.Decision{Pending: true}
 }
 
 func (s *Server) newShardApp(sh *shard.Shard) (shard.Handler, error) {
@@ -167,7 +206,7 @@ func (s *Server) newShardApp(sh *shard.Shard) (shard.Handler, error) {
 		Clock:      wheelClock{sh.Timers()},
 		MintCallID: func(dst []byte) []byte { return sh.MintCallID(dst, suffix) },
 		Finished:   a.finished,
-		Router:     s.table.route,
+		Router:     a.route,
 		Resolve:    s.gws.resolveRoute,
 		Draining:   sh.Draining,
 		Log:        s.log,
@@ -306,6 +345,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	dctx, cancel := context.WithTimeout(ctx, s.cfg.B2BUA.DrainTimeout)
 	defer cancel()
 	err := s.rt.Shutdown(dctx, func() bool { return s.LiveCalls() > 0 })
+	s.lcr.Close()
 	if cerr := s.cdr.Close(ctx); cerr != nil {
 		err = errors.Join(err, cerr)
 	}
@@ -372,5 +412,6 @@ func (s *Server) WriteMetrics(w io.Writer) {
 	s.runtimeSet.WritePrometheus(w)
 	s.engineSet.WritePrometheus(w)
 	s.cdrSet.WritePrometheus(w)
+	s.lcrSet.WritePrometheus(w)
 	metrics.WriteProcessMetrics(w)
 }

@@ -1,0 +1,108 @@
+package lcr
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/sipedge/sipedge/route"
+)
+
+// APIVersion is the version of the JSON contract sent in Request.Version
+// (API.md). A Request whose Version is 0 is sent with this one.
+const APIVersion = 1
+
+// ErrInvalidResponse is wrapped by every error Response.Validate and
+// ValidateRoute return: the API answered something the contract does not
+// allow, and the answer is treated as an API failure.
+var ErrInvalidResponse = errors.New("lcr: invalid response")
+
+// Request is the body sipedge POSTs to the routing API: one call to route.
+// See API.md for the meaning of each field.
+type Request struct {
+	Version      int        `json:"version"`
+	CallID       string     `json:"call_id"`
+	From         string     `json:"from"`
+	To           string     `json:"to"`
+	DialedNumber string     `json:"dialed_number"`
+	Source       CallSource `json:"source"`
+	// Attributes are free-form key/values from the policy (the names in
+	// Options.KeyAttributes are also part of the cache key). Omitted from
+	// the JSON when empty.
+	Attributes map[string]string `json:"attributes,omitempty"`
+}
+
+// CallSource is where the call came from: the customer trunk's peer.
+type CallSource struct {
+	IP         string `json:"ip"`
+	Port       int    `json:"port"`
+	Transport  string `json:"transport"` // "udp" or "tcp"
+	TrunkGroup string `json:"trunk_group"`
+}
+
+// Response is the routing API's answer. Routes are in the order to try them
+// (the API owns cost order). Reject, when set, blocks the call and wins over
+// Routes. CacheTTLSecs nil means "use Options.CacheTTL", 0 means "do not
+// cache". A response must carry Routes (possibly empty: no route, 404) or
+// Reject.
+type Response struct {
+	Routes       []route.Route `json:"routes"`
+	CacheTTLSecs *int          `json:"cache_ttl_secs,omitempty"`
+	Reject       *Reject       `json:"reject,omitempty"`
+}
+
+// Reject is an API-side block: the caller gets Code (400-699) and Reason.
+type Reject struct {
+	Code   int    `json:"code"`
+	Reason string `json:"reason"`
+}
+
+// Caller-ID presentations of a route. Any other value is accepted by
+// Validate: the policy treats it as restricted and logs it.
+const (
+	PresentationAllowed    = "allowed"
+	PresentationRestricted = "restricted"
+)
+
+// Validate checks r against the contract (API.md, "Validation") and returns
+// the first violation, wrapping ErrInvalidResponse, or nil.
+func (r *Response) Validate() error {
+	if r.Routes == nil && r.Reject == nil {
+		return fmt.Errorf("%w: neither routes nor reject", ErrInvalidResponse)
+	}
+	if r.CacheTTLSecs != nil && *r.CacheTTLSecs < 0 {
+		return fmt.Errorf("%w: cache_ttl_secs %d is negative", ErrInvalidResponse, *r.CacheTTLSecs)
+	}
+	if r.Reject != nil && (r.Reject.Code < 400 || r.Reject.Code > 699) {
+		return fmt.Errorf("%w: reject.code %d is not 400-699", ErrInvalidResponse, r.Reject.Code)
+	}
+	for i := range r.Routes {
+		if err := ValidateRoute(&r.Routes[i]); err != nil {
+			return fmt.Errorf("routes[%d]: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// ValidateRoute checks one route: a carrier_id; a gateway_group, next_hop or
+// ruri to dial; rate and timeout_secs not negative; reroute_causes 300-699.
+// An unknown caller_id_presentation is not an error (see the constants).
+func ValidateRoute(rt *route.Route) error {
+	if rt.CarrierID == "" {
+		return fmt.Errorf("%w: carrier_id is empty", ErrInvalidResponse)
+	}
+	if rt.GatewayGroup == "" && rt.NextHop == "" && rt.RURI == "" {
+		return fmt.Errorf("%w: carrier %q has none of gateway_group, next_hop, ruri", ErrInvalidResponse, rt.CarrierID)
+	}
+	if rt.Rate < 0 || rt.Rate != rt.Rate {
+		return fmt.Errorf("%w: carrier %q: rate %v is not >= 0", ErrInvalidResponse, rt.CarrierID, rt.Rate)
+	}
+	if rt.TimeoutSecs < 0 {
+		return fmt.Errorf("%w: carrier %q: timeout_secs %d is negative", ErrInvalidResponse, rt.CarrierID, rt.TimeoutSecs)
+	}
+	for _, c := range rt.RerouteCauses {
+		if c < 300 || c > 699 {
+			return fmt.Errorf("%w: carrier %q: reroute cause %d is not 300-699", ErrInvalidResponse, rt.CarrierID, c)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,241 @@
+package lcr
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testRedisDeadline replaces the 50 ms default in tests that need Redis
+// calls to succeed: under -race on a loaded machine a call can take longer,
+// and a missed deadline (correctly) marks the tier down.
+const testRedisDeadline = time.Second
+
+// get returns the value of a Redis key, ok false when it does not exist.
+func (s *redisServer) get(t *testing.T, key string) (string, bool) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", s.addr, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Second))
+	io.WriteString(c, "*2\r\n$3\r\nGET\r\n$"+strconv.Itoa(len(key))+"\r\n"+key+"\r\n")
+	br := bufio.NewReader(c)
+	line, err := br.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(line[1:]))
+	if line[0] != '$' || err != nil {
+		t.Fatalf("GET %s: %q", key, line)
+	}
+	if n < 0 {
+		return "", false
+	}
+	buf := make([]byte, n+2)
+	if _, err := io.ReadFull(br, buf); err != nil {
+		t.Fatal(err)
+	}
+	return string(buf[:n]), true
+}
+
+// waitStored waits until key is in Redis (the flight stores it after done).
+func (s *redisServer) waitStored(t *testing.T, key string) string {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		if v, ok := s.get(t, key); ok {
+			return v
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s was not stored in Redis", key)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestRedisSharedAcrossResolvers: a decision cached by one node is used by
+// another without asking the API.
+func TestRedisSharedAcrossResolvers(t *testing.T) {
+	rs := startRedis(t)
+	api := newAPIServer(t, staticReply(200, `{"routes":[{"carrier_id":"carrier-a","gateway_group":"carrier-a","rate":0.01,"headers":{"X-A":"1"}}],"cache_ttl_secs":60}`))
+	a := newTestResolver(t, Options{APIURL: api.URL, RedisURL: rs.url(), RedisDeadline: testRedisDeadline})
+	b := newTestResolver(t, Options{APIURL: api.URL, RedisURL: rs.url(), RedisDeadline: testRedisDeadline})
+
+	da := a.lookup(t, testRequest("+12025550123"))
+	stored := rs.waitStored(t, "{sipedge:lcr}:cust-trunks:+12025550123")
+	var resp Response
+	if err := json.Unmarshal([]byte(stored), &resp); err != nil || resp.Validate() != nil {
+		t.Fatalf("stored value %q is not a response: %v", stored, err)
+	}
+	pttl := rs.command(t, "PTTL {sipedge:lcr}:cust-trunks:+12025550123")
+	if ms, err := strconv.Atoi(strings.TrimPrefix(pttl, ":")); err != nil || ms < 58000 || ms > 60000 {
+		t.Fatalf("PTTL %s, want about 60000", pttl)
+	}
+
+	db := b.lookup(t, testRequest("+12025550123"))
+	if n := api.requests.Load(); n != 1 {
+		t.Fatalf("%d API requests, want 1: B did not use A's decision", n)
+	}
+	if db.Source != SourceLCR || carriers(db.Routes) != carriers(da.Routes) || db.Routes[0].Headers["X-A"] != "1" {
+		t.Fatalf("B's decision %+v", db)
+	}
+	if db.TTL <= 58*time.Second || db.TTL > 60*time.Second {
+		t.Fatalf("B's TTL %v, want what remained in Redis", db.TTL)
+	}
+	if n := b.metric(t, metricCacheHits+`{tier="redis"}`); n != 1 {
+		t.Fatalf("B's Redis hits %v", n)
+	}
+	// B now has it in process too.
+	if _, ok := b.LookupCached(b.AppendKey(nil, "cust-trunks", "+12025550123", nil)); !ok {
+		t.Fatal("a Redis hit was not kept in process")
+	}
+	if n := b.metric(t, metricRedisUp); n != 1 {
+		t.Fatalf("redis_up %v", n)
+	}
+}
+
+// TestRedisTTLZeroNotStored: "do not cache" holds for Redis too.
+func TestRedisTTLZeroNotStored(t *testing.T) {
+	rs := startRedis(t)
+	api := newAPIServer(t, staticReply(200, `{"routes":[],"cache_ttl_secs":0}`))
+	a := newTestResolver(t, Options{APIURL: api.URL, RedisURL: rs.url(), RedisDeadline: testRedisDeadline, CacheTTL: time.Hour})
+	a.lookup(t, testRequest("+1"))
+	a.Close() // waits for the flight, including its (absent) store
+	if _, ok := rs.get(t, "{sipedge:lcr}:cust-trunks:+1"); ok {
+		t.Fatal("a cache_ttl_secs 0 answer was stored in Redis")
+	}
+}
+
+// TestRedisDown: with Redis gone, lookups use the in-process tier and the
+// API; the outage is logged once, counted and shown by the gauge; Redis
+// coming back is noticed.
+func TestRedisDown(t *testing.T) {
+	t.Parallel()
+	rs := startRedis(t)
+	api := newAPIServer(t, nil)
+	r := newTestResolver(t, Options{APIURL: api.URL, RedisURL: rs.url(), RedisDeadline: testRedisDeadline})
+	r.lookup(t, testRequest("+1"))
+	rs.waitStored(t, "{sipedge:lcr}:cust-trunks:+1")
+
+	rs.stop()
+	for _, n := range []string{"+2", "+3", "+4"} {
+		start := time.Now()
+		if d := r.lookup(t, testRequest(n)); d.Source != SourceLCR {
+			t.Fatalf("%s: decision %+v", n, d)
+		}
+		if el := time.Since(start); el > time.Second {
+			t.Fatalf("%s: lookup took %v with Redis down", n, el)
+		}
+	}
+	// The in-process tier still serves.
+	for _, n := range []string{"+1", "+2", "+3", "+4"} {
+		r.lookup(t, testRequest(n))
+	}
+	if n := api.requests.Load(); n != 4 {
+		t.Fatalf("%d API requests, want 4", n)
+	}
+	if n := strings.Count(r.log.String(), "Redis cache unavailable"); n != 1 {
+		t.Fatalf("%d unavailable log lines, want 1:\n%s", n, r.log.String())
+	}
+	if n := r.metric(t, metricRedisErrors); n < 1 {
+		t.Fatalf("redis errors %v", n)
+	}
+	if n := r.metric(t, metricRedisUp); n != 0 {
+		t.Fatalf("redis_up %v", n)
+	}
+
+	// Redis comes back on the same port; after the retry interval the next
+	// lookup probes it.
+	path, _ := exec.LookPath("redis-server")
+	port, _ := strconv.Atoi(rs.addr[strings.LastIndexByte(rs.addr, ':')+1:])
+	rs2 := startRedisOn(t, path, port)
+	time.Sleep(redisRetry + 100*time.Millisecond)
+	deadline := time.Now().Add(3 * time.Second)
+	for i := 0; r.metric(t, metricRedisUp) != 1; i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("Redis not back:\n%s", r.log.String())
+		}
+		r.lookup(t, testRequest("+5"+strconv.Itoa(i)))
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := strings.Count(r.log.String(), "Redis cache available again"); n != 1 {
+		t.Fatalf("%d available-again log lines, want 1", n)
+	}
+	rs2.waitStored(t, "{sipedge:lcr}:cust-trunks:+50")
+}
+
+// TestRedisUnreachableAtStart: New does not fail; the tier starts down.
+func TestRedisUnreachableAtStart(t *testing.T) {
+	t.Parallel()
+	api := newAPIServer(t, nil)
+	port := freePort(t)
+	start := time.Now()
+	r := newTestResolver(t, Options{APIURL: api.URL, RedisURL: "redis://127.0.0.1:" + strconv.Itoa(port)})
+	if el := time.Since(start); el > 1500*time.Millisecond {
+		t.Fatalf("New took %v", el)
+	}
+	r.lookup(t, testRequest("+1"))
+	r.lookup(t, testRequest("+1"))
+	if n := api.requests.Load(); n != 1 {
+		t.Fatalf("%d API requests, want 1", n)
+	}
+	if n := r.metric(t, metricRedisUp); n != 0 {
+		t.Fatalf("redis_up %v", n)
+	}
+	if n := strings.Count(r.log.String(), "Redis cache unavailable"); n != 1 {
+		t.Fatalf("%d unavailable log lines, want 1", n)
+	}
+	// It is dialled again in the background.
+	path, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("SKIPPED: redis-server is not installed, so reconnection is NOT tested")
+	}
+	startRedisOn(t, path, port)
+	deadline := time.Now().Add(3 * time.Second)
+	for r.metric(t, metricRedisUp) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("not reconnected:\n%s", r.log.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestBreakerOpenRedisStillServes: with the API dead and the breaker open,
+// decisions other nodes cached in Redis are still used; the rest fail fast.
+func TestBreakerOpenRedisStillServes(t *testing.T) {
+	rs := startRedis(t)
+	api := newAPIServer(t, nil)
+	a := newTestResolver(t, Options{APIURL: api.URL, RedisURL: rs.url(), RedisDeadline: testRedisDeadline})
+	a.lookup(t, testRequest("+1"))
+	rs.waitStored(t, "{sipedge:lcr}:cust-trunks:+1")
+
+	b := newTestResolver(t, Options{APIURL: closedURL(t), RedisURL: rs.url(), RedisDeadline: testRedisDeadline, BreakerThreshold: 1,
+		FallbackGatewayGroup: "fb"})
+	if d := b.lookup(t, testRequest("+2")); d.Source != SourceFallback {
+		t.Fatalf("dead API: %+v", d)
+	}
+	if s := b.metric(t, metricBreakerState); s != breakerOpen {
+		t.Fatalf("breaker state %v", s)
+	}
+	if d := b.lookup(t, testRequest("+1")); d.Source != SourceLCR || carriers(d.Routes) != "carrier-a" {
+		t.Fatalf("cached in Redis: %+v", d)
+	}
+	start := time.Now()
+	if d := b.lookup(t, testRequest("+3")); d.Source != SourceFallback {
+		t.Fatalf("open breaker: %+v", d)
+	}
+	if el := time.Since(start); el > 50*time.Millisecond {
+		t.Fatalf("open breaker: lookup took %v", el)
+	}
+	if n := b.failures(t, "breaker_open"); n != 1 {
+		t.Fatalf("breaker_open %v", n)
+	}
+}
