@@ -47,14 +47,14 @@ type leg struct {
 	cseq       uint32 // the CSeq of the last request sipedge sent on this leg
 	inviteCSeq uint32 // B: the CSeq of the last INVITE sent, for its ACK
 	peer       txn.Peer
-	ack        []byte // B: the last ACK sent for a 2xx, re-sent for its retransmissions
+	acked      bool   // B: sipedge has ACKed the 2xx; its retransmissions are ACKed again
 	transport  string // "UDP" or "TCP", for Via
 }
 
 func (l *leg) reset() {
 	l.callID, l.localTag, l.remoteTag = l.callID[:0], l.localTag[:0], l.remoteTag[:0]
 	l.localURI, l.remoteURI, l.target, l.routes = l.localURI[:0], l.remoteURI[:0], l.target[:0], l.routes[:0]
-	l.cseq, l.inviteCSeq, l.peer, l.ack, l.transport = 0, 0, txn.Peer{}, l.ack[:0], ""
+	l.cseq, l.inviteCSeq, l.peer, l.acked, l.transport = 0, 0, txn.Peer{}, false, ""
 }
 
 // relay is an in-dialog request in flight from one leg to the other.
@@ -104,7 +104,7 @@ type Call struct {
 	// CDR facts.
 	tInvite, tProvisional, tAnswer, tEnd time.Duration
 	finalCode                            int
-	finalReason                          string
+	finalReason                          []byte
 	hangup                               string
 	caller, callee                       []byte
 	fromURI                              []byte
@@ -124,7 +124,7 @@ type Summary struct {
 	// Times on the shard clock; 0 when the event did not happen.
 	Invite, FirstProvisional, Answer, End time.Duration
 	FinalCode                             int
-	FinalReason                           string
+	FinalReason                           []byte
 	HangupSide                            string
 }
 
@@ -231,6 +231,8 @@ func (e *Engine) end(c *Call, hangup string) {
 	e.m.ended.Inc()
 	e.unindexLeg(c, &c.a)
 	e.unindexLeg(c, &c.b)
+	e.putBuf(c.aInvite)
+	e.putBuf(c.ok2xx)
 	i := c.idx
 	gen := c.gen
 	a, b := c.a, c.b
@@ -243,7 +245,7 @@ func (e *Engine) end(c *Call, hangup string) {
 	}
 	seq := c.seq
 	*c = Call{idx: i, gen: gen, next: e.free, a: a, b: b, relays: relays, seq: seq,
-		aInvite: c.aInvite[:0], ok2xx: c.ok2xx[:0], caller: c.caller[:0], callee: c.callee[:0], fromURI: c.fromURI[:0]}
+		caller: c.caller[:0], callee: c.callee[:0], fromURI: c.fromURI[:0], finalReason: c.finalReason[:0]}
 	e.free = i
 	e.live--
 	e.shared.Store(int64(e.live))

@@ -123,6 +123,9 @@ type Engine struct {
 	scratch leg            // a dialog the engine ends without keeping (a forked 2xx)
 	id      identity       // the identity of the B-leg being dialled
 	out     []byte         // scratch for outgoing messages
+	bufs    [][]byte       // message buffers calls borrow (getBuf)
+	rr      RouteRequest   // the Router's request, reused
+	dec     Decision       // the decision being carried out, reused
 	m       engineMetrics
 }
 
@@ -297,8 +300,8 @@ func (e *Engine) strayResponse(m *parser.Message, _ error) {
 	if c == nil || side != sideB {
 		return
 	}
-	if len(c.b.ack) > 0 && cseq.Num == c.b.inviteCSeq {
-		e.env.Send(c.b.peer, c.b.ack)
+	if c.b.acked && cseq.Num == c.b.inviteCSeq {
+		e.sendAck(c, nil)
 	}
 }
 
@@ -333,6 +336,24 @@ func (e *Engine) lookupCall(callID []byte) (*Call, side) {
 		return c, sideB
 	}
 	return nil, 0
+}
+
+// getBuf takes a message buffer from the engine's pool: calls borrow one
+// for the caller's INVITE and their 2xx while they need them, so a warm
+// engine allocates none and a held call keeps none.
+func (e *Engine) getBuf() []byte {
+	if n := len(e.bufs); n > 0 {
+		b := e.bufs[n-1]
+		e.bufs = e.bufs[:n-1]
+		return b[:0]
+	}
+	return make([]byte, 0, 1024)
+}
+
+func (e *Engine) putBuf(b []byte) {
+	if cap(b) > 0 && cap(b) <= 64<<10 {
+		e.bufs = append(e.bufs, b[:0])
+	}
 }
 
 // randomToken appends n random token characters: tags and branches.

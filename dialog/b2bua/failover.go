@@ -29,8 +29,10 @@ func (e *Engine) carryOut(c *Call, st route.Step) {
 			return
 		case route.StepAnswered:
 			e.stopSequence(c)
-			if r, _, ok := c.seq.ActiveRoute(); ok && e.env.Policy.OnAnswer != nil {
-				e.env.Policy.OnAnswer(c, &r)
+			if e.env.Policy.OnAnswer != nil {
+				if _, i, ok := c.seq.ActiveRoute(); ok {
+					e.env.Policy.OnAnswer(c, &c.seq.Routes()[i])
+				}
 			}
 			return
 		case route.StepDial:

@@ -189,6 +189,9 @@ func (e *Engine) onRelayResponse(c *Call, role txnRole, m *parser.Message) {
 	}
 	e.out = e.appendRelayedResponse(e.out[:0], &e.areq, m, nil, from)
 	if r.method == parser.MethodInvite && code >= 200 && code < 300 {
+		if c.ok2xx == nil {
+			c.ok2xx = e.getBuf()
+		}
 		c.ok2xx = append(c.ok2xx[:0], e.out...)
 		if r.from == sideA {
 			e.start2xx(c)

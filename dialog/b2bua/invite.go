@@ -113,7 +113,7 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	c.key = xxhash.Sum64(m.CallID())
 	c.tInvite = e.now
 	c.aTxn = a.Txn
-	c.aInvite = append(c.aInvite, m.Bytes()...)
+	c.aInvite = append(e.getBuf(), m.Bytes()...)
 	c.caller = append(c.caller, fromURI.User...)
 	c.callee = append(c.callee, ruri.User...)
 	c.fromURI = append(c.fromURI, from.URI...)
@@ -136,12 +136,12 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	e.watch(a.Txn, c, roleAInvite, 0, -1)
 	e.m.started.Inc()
 
-	rr := e.routeRequest(c)
-	d := e.env.Router(&rr)
-	if d.Pending {
+	e.rr = e.routeRequest(c)
+	e.dec = e.env.Router(&e.rr)
+	if e.dec.Pending {
 		return // Decided carries on
 	}
-	e.decided(c, d)
+	e.decided(c)
 }
 
 // routeRequest describes call c to the Router.
@@ -155,15 +155,18 @@ func (e *Engine) routeRequest(c *Call) RouteRequest {
 func (e *Engine) Decided(ref uint64, d Decision, now time.Duration) {
 	e.now = now
 	if c := e.callByArg(ref); c != nil && c.state == stateRouting {
-		e.decided(c, d)
+		e.dec = d
+		e.decided(c)
 	}
 }
 
-// decided carries out a routing decision: reject, or start the carriers.
-func (e *Engine) decided(c *Call, d Decision) {
+// decided carries out the routing decision in e.dec: reject, or start the
+// carriers.
+func (e *Engine) decided(c *Call) {
+	d := &e.dec
 	if e.env.Policy.OnInvite != nil {
-		rr := e.routeRequest(c)
-		e.env.Policy.OnInvite(&rr, &d)
+		e.rr = e.routeRequest(c)
+		e.env.Policy.OnInvite(&e.rr, d)
 	}
 	if d.Code != 0 || len(d.Routes) == 0 && d.Source == "" {
 		code, reason := d.Code, d.Reason
@@ -241,7 +244,7 @@ func (e *Engine) dial(c *Call) bool {
 		B.localURI = append(B.localURI, hostOnly(e.localHost(B))...)
 		B.localURI = append(B.localURI, '>')
 	}
-	B.remoteTag, B.routes, B.ack = B.remoteTag[:0], B.routes[:0], B.ack[:0]
+	B.remoteTag, B.routes, B.acked = B.remoteTag[:0], B.routes[:0], false
 	B.cseq, B.inviteCSeq = 1, 1
 	e.indexLeg(c, B)
 	// Each B-leg early dialog gets its own A-leg To tag (RFC 3261 12.1.1:
@@ -327,7 +330,7 @@ func (e *Engine) aInvite(c *Call) *parser.Message {
 
 // failCall answers the caller with code and ends the call.
 func (e *Engine) failCall(c *Call, code int, reason string) {
-	c.finalCode, c.finalReason = code, reason
+	c.finalCode, c.finalReason = code, append(c.finalReason[:0], reason...)
 	if req := e.aInvite(c); req != nil && !c.canceled {
 		e.respond(c.aTxn, req, code, reason, c.a.localTag)
 	}
@@ -368,15 +371,14 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 			if string(to.Tag) == string(c.b.remoteTag) {
 				// A retransmission of the 2xx (RFC 6026 Timer M): the ACK
 				// was lost, or the caller has not ACKed yet.
-				if len(c.b.ack) > 0 {
-					e.env.Send(c.b.peer, c.b.ack)
+				if c.b.acked {
+					e.sendAck(c, nil) // rebuilt: an ACK for a 2xx is its own transaction
 				}
 				return
 			}
 			// A second dialog from a forking carrier: ACK and BYE it.
 			e.m.lateAnswers.Inc()
 			e.scratch = c.b
-			e.scratch.ack = nil
 			e.confirmLeg(&e.scratch, m)
 			e.ackAndBye(c, &e.scratch)
 			return
@@ -388,8 +390,8 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 		if c.tProvisional == 0 {
 			c.tProvisional = e.now
 		}
-		c.finalCode, c.finalReason = code, string(m.ReasonPhrase())
-		e.carryOut(c, c.seq.Final(e.now, code, c.finalReason))
+		c.finalCode, c.finalReason = code, append(c.finalReason[:0], m.ReasonPhrase()...)
+		e.carryOut(c, c.seq.Final(e.now, code, ""))
 		e.relayToCaller(c, m)
 		if e.cfg.MaxDuration > 0 {
 			c.maxDur = e.env.Clock.StartAt(e.now+e.cfg.MaxDuration, timerMaxDuration, e.arg(c))
@@ -441,6 +443,9 @@ func (e *Engine) relayToCaller(c *Call, resp *parser.Message) {
 	}
 	e.out = e.appendRelayedResponse(e.out[:0], req, resp, c.a.localTag, &c.a)
 	if resp.StatusCode() >= 200 && resp.StatusCode() < 300 {
+		if c.ok2xx == nil {
+			c.ok2xx = e.getBuf()
+		}
 		c.ok2xx = append(c.ok2xx[:0], e.out...)
 		e.start2xx(c)
 	}
@@ -512,7 +517,14 @@ func (e *Engine) onAck(m *parser.Message, _ *txn.Action) {
 		e.env.Clock.Stop(c.rtx)
 		c.rtx = 0
 	}
-	c.ok2xx = c.ok2xx[:0]
+	// The dialog is confirmed on both sides: the INVITE and its 2xx are no
+	// longer needed, and a held call keeps no copy of them.
+	e.putBuf(c.ok2xx)
+	c.ok2xx = nil
+	if s == sideA {
+		e.putBuf(c.aInvite)
+		c.aInvite = nil
+	}
 	if s == sideA {
 		e.sendAck(c, m)
 		return
@@ -536,7 +548,7 @@ func (e *Engine) sendAck(c *Call, from *parser.Message) {
 	b := e.appendRequestHead(e.out[:0], "ACK", B, B.inviteCSeq, 70)
 	b = appendBodyOf(b, from)
 	e.out = b
-	B.ack = append(B.ack[:0], b...)
+	B.acked = true
 	e.env.Send(B.peer, b)
 }
 
@@ -566,7 +578,7 @@ func (e *Engine) onCancel(m *parser.Message, a *txn.Action) {
 		e.failCall(c, 487, "Request Terminated")
 		return
 	}
-	c.finalCode, c.finalReason = 487, "Request Terminated"
+	c.finalCode, c.finalReason = 487, append(c.finalReason[:0], "Request Terminated"...)
 	c.hangup = hangupCaller
 	if req := e.aInviteCopy(c); req != nil {
 		e.respond(c.aTxn, req, 487, "Request Terminated", c.a.localTag)

@@ -1,0 +1,46 @@
+package bench
+
+import (
+	"testing"
+	"time"
+)
+
+// TestCallFlow proves the benchmark's rig does real work: every call it
+// makes is answered, ends with the caller's BYE and leaves nothing behind,
+// and its transactions end with their timers.
+func TestCallFlow(t *testing.T) {
+	const calls = 100
+	r := newRig(t, rigOptions{strict: true, maxDuration: 3 * time.Hour, period: 25})
+	for range calls {
+		r.call()
+		r.tick()
+		if r.n%r.period == 0 && (r.e.Transactions() != 0 || r.clk.pending() != 0) {
+			t.Fatalf("after call %d and %v: %d transactions, %d timers pending",
+				r.n, idle, r.e.Transactions(), r.clk.pending())
+		}
+	}
+	r.check(calls)
+	if r.e.Calls() != 0 {
+		t.Fatalf("%d calls left", r.e.Calls())
+	}
+	if r.clk.fired == 0 {
+		t.Fatal("no timer fired")
+	}
+}
+
+// TestHeldCalls checks the rig of BenchmarkConcurrentCalls: answered calls
+// stay, their transactions end.
+func TestHeldCalls(t *testing.T) {
+	const calls = 100
+	r := newRig(t, rigOptions{strict: true, period: 40})
+	for range calls {
+		r.answer()
+		r.tick()
+	}
+	r.clk.advance(idle)
+	r.check(0)
+	if r.e.Calls() != calls || r.e.Transactions() != 0 || r.clk.pending() != 0 {
+		t.Fatalf("%d calls (want %d), %d transactions, %d timers pending",
+			r.e.Calls(), calls, r.e.Transactions(), r.clk.pending())
+	}
+}
