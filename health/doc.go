@@ -1,3 +1,74 @@
-// Package health keeps gateway groups and their members' health: a lock-free
-// map read by every shard, fed by OPTIONS probes and by live call outcomes.
+// Package health keeps the gateway groups (a carrier's pool of gateways) and
+// their members' health, and chooses a member per dial.
+//
+// # Readers and writers
+//
+// A Registry publishes an immutable snapshot of its groups through an atomic
+// pointer; each member's health lives in atomics shared by every version of
+// its group. The shards read without locks:
+//
+//   - Pick chooses a member of a group, per dial, from the calling shard's
+//     own Selector (not safe for concurrent use; one per shard). It does not
+//     allocate once that Selector has seen the group's current version.
+//   - ReportCall records what a real call said about the member Pick
+//     returned; call it exactly once per Member returned with OK.
+//   - Cooldown skips a member for a while (a 503 with Retry-After).
+//
+// The writers are the probe loop and the Prober's callbacks (the health of a
+// member), ReportCall (passive signals) and the control plane (AddGroup,
+// RemoveGroup, and the admin Handler that calls them), which is serialised
+// and replaces the snapshot: Picks that start after AddGroup or RemoveGroup
+// returns see the change.
+//
+// # Selection
+//
+// weighted is smooth weighted round robin (nginx), per Selector, so shards
+// share no counter; round_robin cycles per Selector; hash is rendezvous
+// hashing of the caller's key, stable while the chosen member is usable and
+// moved only for the keys of a member that comes or goes. Destinations are
+// in tiers by priority (lower first); a tier is used only when no member
+// of the tiers before it can be chosen. A member can be chosen when it is
+// not down, its address resolves, it is not in cooldown and, half-open, it
+// has trial calls left. An unknown group name (UnknownGroup) is distinct
+// from a group that cannot be used (GroupDown, or Unresolvable when every
+// member's name fails to resolve).
+//
+// # Health
+//
+// Members start up. For a group with probing enabled, the probe loop (one
+// goroutine per registry) asks the owner's Prober for an OPTIONS probe of
+// every member each interval plus a random jitter; failure_threshold failed
+// probes in a row (no reply, or a reply not in healthy_codes: by default
+// any reply but 503) mark a member down, and success_threshold good ones
+// bring a down member back. A 503 with Retry-After to a probe is a
+// cooldown for that long, neither a success nor a failure. The outcomes of
+// real calls the group's passive config counts (by default no response to
+// an INVITE, 503, transport errors) mark a member down after
+// passive.failure_threshold in a row, between probes. A member that comes
+// back is half-open: Pick lets half_open_calls trial calls through, and it
+// is up once they all succeed; a failed trial sends it down again. A member
+// of an unprobed group marked down by calls comes back half-open after
+// passive.down_secs.
+//
+// Addresses that are DNS names are resolved when the group is added and
+// again every Options.ResolveInterval by a goroutine of their own.
+//
+// Every state change is logged once (slog, with the group, uri and address)
+// and counted. Per member, in the Options.Metrics set, labelled group, uri
+// and address: sipedge_gateway_member_up (1 when not down and resolvable),
+// sipedge_gateway_member_consecutive_failures{source="probe"|"call"},
+// sipedge_gateway_probe_rtt_seconds (histogram) and
+// sipedge_gateway_member_transitions_total{to="up"|"down"|"half_open"}. A
+// runtime group's metrics are created when it is added and unregistered
+// when it, or the member, is removed.
+//
+// # Fixed groups
+//
+// The groups given to New (the YAML's) are fixed: AddGroup and RemoveGroup
+// refuse them with ErrFixedGroup. Runtime groups are added, replaced and
+// removed at will; replacing keeps the health of members whose uri and
+// address are unchanged.
+//
+// The package imports neither the configuration nor the transport: cmd maps
+// the YAML to GroupConfig and implements Prober over the shards.
 package health

@@ -1,0 +1,164 @@
+package health
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestAdminHandler(t *testing.T) {
+	r, _ := newTestRegistry(t, Options{}, GroupConfig{Name: "yaml", Destinations: dests(1)})
+	srv := httptest.NewServer(r.Handler())
+	defer srv.Close()
+
+	do := func(method, path, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	f := func(method, path, body string, wantCode int, wantIn ...string) string {
+		t.Helper()
+		code, got := do(method, path, body)
+		if code != wantCode {
+			t.Fatalf("%s %s %s: %d %s, want %d", method, path, body, code, got, wantCode)
+		}
+		for _, w := range wantIn {
+			if !strings.Contains(got, w) {
+				t.Fatalf("%s %s: body %s lacks %s", method, path, got, w)
+			}
+		}
+		return got
+	}
+	const carrier = `{"name": "carrier-b", "algorithm": "hash", "transport": "tcp", "reroute_causes": [404, 503],
+		"probe": {"enabled": true, "interval_secs": 30, "timeout_ms": 1500, "failure_threshold": 4, "healthy_codes": [200, 404]},
+		"passive": {"outcomes": ["no_response"], "half_open_calls": 2},
+		"destinations": [
+			{"uri": "sip:b1.example.com", "address": "127.0.0.1:5090", "weight": 3, "priority": 1},
+			{"uri": "sip:b2.example.com", "address": "127.0.0.2:5090"}]}`
+
+	f("GET", "/v1/gateway/groups", "", 200, `"name":"yaml"`, `"fixed":true`, `"interval_secs":15`, `"jitter_ms":0`)
+	got := f("POST", "/v1/gateway/groups", carrier, 201, `"name":"carrier-b"`, `"fixed":false`, `"state":"up"`)
+	var gs GroupStatus
+	if err := json.Unmarshal([]byte(got), &gs); err != nil {
+		t.Fatal(err)
+	}
+	p := gs.Probe
+	if !p.Enabled || p.Interval != 30*time.Second || p.Timeout != 1500*time.Millisecond || p.FailureThreshold != 4 ||
+		p.SuccessThreshold != DefaultSuccessThreshold || p.Jitter != DefaultProbeJitter || len(p.HealthyCodes) != 2 {
+		t.Fatalf("probe config %+v", p)
+	}
+	if gs.Algorithm != AlgorithmHash || gs.Transport != TransportTCP || len(gs.RerouteCauses) != 2 || gs.Passive.HalfOpenCalls != 2 ||
+		gs.Destinations[0].Weight != 3 || gs.Destinations[1].Weight != 1 || len(gs.Members) != 2 || gs.Members[1].Resolved != "127.0.0.2:5090" {
+		t.Fatalf("group %+v", gs)
+	}
+	var sel Selector
+	if m, res := r.Pick("carrier-b", 1, &sel); res != OK || m.Transport != TransportTCP {
+		t.Fatalf("Pick after POST: %v %+v", res, m)
+	}
+	f("POST", "/v1/gateway/groups", strings.Replace(carrier, `"weight": 3`, `"weight": 4`, 1), 200, `"weight":4`)
+	f("GET", "/v1/gateway/groups", "", 200, `"name":"yaml"`, `"name":"carrier-b"`)
+	f("GET", "/v1/gateway/groups/carrier-b", "", 200, `"members":[`, `"uri":"sip:b2.example.com"`, `"consecutive_probe_failures":0`)
+
+	// Errors.
+	f("POST", "/v1/gateway/groups", `{"name": "x", `, 400, `"error":"cannot decode group`)
+	f("POST", "/v1/gateway/groups", `{"name": "x", "destinations": [{"uri": "sip:a", "address": "1.2.3.4:5060"}], "colour": 1}`, 400, `unknown field`)
+	f("POST", "/v1/gateway/groups", `{"name": "x", "probe": {"interval": 3}, "destinations": []}`, 400, `unknown field`)
+	f("POST", "/v1/gateway/groups", `{"name": "x", "probe": {"timeout_ms": -1}, "destinations": [{"uri": "sip:a", "address": "1.2.3.4:5060"}]}`, 400, `timeout_ms`)
+	f("POST", "/v1/gateway/groups", `{"name": "x", "probe": {"interval_secs": 0.001}, "destinations": [{"uri": "sip:a", "address": "1.2.3.4:5060"}]}`, 400, `interval_secs: 1ms: must be at least 10ms`)
+	f("POST", "/v1/gateway/groups", `{"name": "x", "algorithm": "random", "destinations": [{"uri": "http://a", "address": "a b:0"}]}`, 400,
+		`algorithm: \"random\"`, `destinations[0].uri`, `destinations[0].address`)
+	f("POST", "/v1/gateway/groups", `{"name": "x"}`, 400, `destinations: at least one destination required`)
+	f("POST", "/v1/gateway/groups", `{"name": "yaml", "destinations": [{"uri": "sip:a", "address": "1.2.3.4:5060"}]}`, 409, `fixed`)
+	f("GET", "/v1/gateway/groups/nope", "", 404, `unknown gateway group`)
+	f("DELETE", "/v1/gateway/groups/nope", "", 404, `unknown gateway group`)
+	f("DELETE", "/v1/gateway/groups/yaml", "", 409, `cannot remove group \"yaml\"`)
+	f("PUT", "/v1/gateway/groups/yaml", "", 405)
+
+	f("DELETE", "/v1/gateway/groups/carrier-b", "", 204)
+	f("GET", "/v1/gateway/groups/carrier-b", "", 404)
+	if _, res := r.Pick("carrier-b", 1, &sel); res != UnknownGroup {
+		t.Fatalf("Pick after DELETE: %v", res)
+	}
+}
+
+// The JSON of a group is the YAML's shape and round-trips.
+func TestGroupConfigJSON(t *testing.T) {
+	in := GroupConfig{Name: "g", Algorithm: AlgorithmRoundRobin, Transport: TransportUDP,
+		Probe:        ProbeConfig{Enabled: true, Interval: 20 * time.Millisecond, Timeout: 50 * time.Millisecond, FailureThreshold: 1, SuccessThreshold: 1, Jitter: 5 * time.Millisecond},
+		Passive:      PassiveConfig{Outcomes: []string{PassiveTransportError}, FailureThreshold: 2, HalfOpenCalls: 1, DownTime: 10 * time.Second},
+		Destinations: dests(1)}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{`"interval_secs":0.02`, `"timeout_ms":50`, `"jitter_ms":5`, `"failure_threshold":1`, `"down_secs":10`, `"outcomes":["transport_error"]`, `"address":"127.0.0.1:5061"`} {
+		if !strings.Contains(string(b), key) {
+			t.Fatalf("%s lacks %s", b, key)
+		}
+	}
+	var out GroupConfig
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Probe.Interval != in.Probe.Interval || out.Probe.Timeout != in.Probe.Timeout || out.Probe.Jitter != in.Probe.Jitter ||
+		out.Passive.DownTime != in.Passive.DownTime || out.Passive.Outcomes[0] != PassiveTransportError || out.Destinations[0] != in.Destinations[0] {
+		t.Fatalf("round trip: %+v", out)
+	}
+}
+
+func TestGroupConfigValidate(t *testing.T) {
+	ok := func() GroupConfig { return GroupConfig{Name: "g", Destinations: dests(2)} }
+	f := func(edit func(g *GroupConfig), wantErr string) {
+		t.Helper()
+		g := ok()
+		edit(&g)
+		_, err := g.normalize()
+		switch {
+		case wantErr == "" && err != nil:
+			t.Fatalf("unexpected error: %v", err)
+		case wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)):
+			t.Fatalf("error %v, want one containing %q", err, wantErr)
+		}
+	}
+	f(func(g *GroupConfig) {}, "")
+	f(func(g *GroupConfig) { g.Destinations[0].Address = "gw-1.example.net:5060" }, "")
+	f(func(g *GroupConfig) { g.Destinations[0].Address = "[2001:db8::1]:5060" }, "")
+	f(func(g *GroupConfig) { g.Destinations[0].URI = "sips:carrier@gw.example.net;transport=tcp" }, "")
+	f(func(g *GroupConfig) { g.Name = "" }, "name: required")
+	f(func(g *GroupConfig) { g.Transport = "sctp" }, `transport: "sctp": want udp or tcp`)
+	f(func(g *GroupConfig) { g.RerouteCauses = []int{503, 200} }, "reroute_causes[1]: 200")
+	f(func(g *GroupConfig) { g.Probe.HealthyCodes = []int{99} }, "probe.healthy_codes[0]: 99")
+	f(func(g *GroupConfig) { g.Probe.FailureThreshold = -1 }, "probe.failure_threshold: -1")
+	f(func(g *GroupConfig) { g.Probe.Jitter = -time.Second }, "probe.jitter_ms")
+	f(func(g *GroupConfig) { g.Passive.Outcomes = []string{"busy"} }, `passive.outcomes[0]: "busy"`)
+	f(func(g *GroupConfig) { g.Passive.HalfOpenCalls = -2 }, "passive.half_open_calls")
+	f(func(g *GroupConfig) { g.Destinations[1].URI = "tel:+12025550123" }, "destinations[1].uri")
+	f(func(g *GroupConfig) { g.Destinations[1].Address = "127.0.0.1" }, "destinations[1].address: \"127.0.0.1\": missing port")
+	f(func(g *GroupConfig) { g.Destinations[1].Address = "127.0.0.1:0" }, "want a port from 1 to 65535")
+	f(func(g *GroupConfig) { g.Destinations[1].Address = "bad_host!:5060" }, "neither an IP address nor a DNS name")
+	f(func(g *GroupConfig) { g.Destinations[1].Weight = -1 }, "destinations[1].weight")
+	f(func(g *GroupConfig) { g.Destinations[1].Priority = -1 }, "destinations[1].priority")
+	f(func(g *GroupConfig) { g.Destinations[1] = g.Destinations[0] }, "destinations[1]: duplicate of destinations[0]")
+	f(func(g *GroupConfig) { g.Destinations = nil; g.Algorithm = "x" }, `algorithm: "x"`) // all problems at once
+	f(func(g *GroupConfig) { g.Destinations = nil; g.Algorithm = "x" }, "at least one destination")
+
+	n, err := GroupConfig{Name: "g", Destinations: []DestConfig{{URI: "sip:a", Address: "1.2.3.4:5"}}}.normalize()
+	if err != nil || n.Algorithm != AlgorithmWeighted || n.Transport != TransportUDP || n.Probe.Timeout != DefaultProbeTimeout ||
+		n.Probe.SuccessThreshold != DefaultSuccessThreshold || n.Probe.Jitter != 0 || n.Passive.HalfOpenCalls != DefaultHalfOpenCalls ||
+		n.Passive.DownTime != DefaultPassiveDownTime || n.Destinations[0].Weight != 1 {
+		t.Fatalf("defaults: %+v %v", n, err)
+	}
+}

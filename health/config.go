@@ -1,0 +1,389 @@
+package health
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sipedge/sipedge/parser"
+)
+
+// Group algorithms, transports and passive outcome names, as written in the
+// configuration.
+const (
+	AlgorithmWeighted   = "weighted"
+	AlgorithmRoundRobin = "round_robin"
+	AlgorithmHash       = "hash"
+
+	TransportUDP = "udp"
+	TransportTCP = "tcp"
+
+	PassiveNoResponse     = "no_response"     // an INVITE got no reply at all
+	PassiveStatus503      = "status_503"      // an INVITE got a 503
+	PassiveTransportError = "transport_error" // an INVITE could not be sent
+)
+
+// Defaults filled in by AddGroup for zero fields.
+const (
+	DefaultProbeInterval    = 15 * time.Second
+	MinProbeInterval        = 10 * time.Millisecond // below, AddGroup refuses the group
+	DefaultProbeTimeout     = 2 * time.Second
+	DefaultFailureThreshold = 3
+	DefaultSuccessThreshold = 2
+	// DefaultProbeJitter is the YAML's default jitter_ms. AddGroup does not
+	// fill it in (0 means no jitter); the admin API presets it before
+	// decoding, as the YAML loader does, so that an absent key and an
+	// explicit 0 differ.
+	DefaultProbeJitter = 500 * time.Millisecond
+
+	DefaultPassiveFailureThreshold = 3
+	DefaultHalfOpenCalls           = 3
+	DefaultPassiveDownTime         = 30 * time.Second
+)
+
+// GroupConfig is a gateway group: one carrier's pool of destinations. It
+// mirrors gateway.groups[] of the YAML; the JSON names are the YAML keys, so
+// the admin API takes and returns the same shape. Zero fields take the
+// defaults above when the group is added; Groups and Group return the group
+// with its defaults filled in.
+type GroupConfig struct {
+	Name      string `json:"name"`
+	Algorithm string `json:"algorithm"` // weighted (default), round_robin or hash
+	Transport string `json:"transport"` // udp (default) or tcp
+	// RerouteCauses overrides lcr.reroute_causes for this carrier (empty =
+	// inherit). The health package only stores them.
+	RerouteCauses []int         `json:"reroute_causes,omitempty"`
+	Probe         ProbeConfig   `json:"probe"`
+	Passive       PassiveConfig `json:"passive"`
+	Destinations  []DestConfig  `json:"destinations"`
+}
+
+// ProbeConfig configures OPTIONS probing of a group's members. In JSON the
+// durations are numbers named as in the YAML: interval_secs, timeout_ms and
+// jitter_ms (fractions are accepted).
+type ProbeConfig struct {
+	Enabled          bool
+	Interval         time.Duration // default 15 s
+	Timeout          time.Duration // default 2 s
+	FailureThreshold int           // consecutive failed probes that mark a member down; default 3
+	SuccessThreshold int           // consecutive good probes that bring a down member back; default 2
+	// HealthyCodes are the replies that count as alive (empty = any reply
+	// except 503).
+	HealthyCodes []int
+	// Jitter is the upper bound of a random delay added to each interval
+	// (0 = none).
+	Jitter time.Duration
+}
+
+// PassiveConfig says which outcomes of real calls count against a member,
+// and how a member comes back. It is not in the YAML (the YAML groups get
+// the zero value: every outcome counts, with the defaults below). In JSON
+// down_secs is a number of seconds.
+type PassiveConfig struct {
+	// Disabled turns passive signals off: calls never mark a member down.
+	Disabled bool
+	// Outcomes are the call outcomes that count against a member:
+	// PassiveNoResponse, PassiveStatus503, PassiveTransportError. Empty =
+	// all three.
+	Outcomes []string
+	// FailureThreshold is the number of consecutive counted outcomes that
+	// mark a member down; default 3.
+	FailureThreshold int
+	// HalfOpenCalls is the number of trial calls a member that comes back
+	// is given (half-open) before it takes full traffic; default 3.
+	HalfOpenCalls int
+	// DownTime is, for a group that is not probed, how long a member marked
+	// down by calls stays down before it is given trial calls again; a
+	// probed group's members come back through probing. Default 30 s.
+	DownTime time.Duration
+}
+
+// DestConfig is one member of a gateway group.
+type DestConfig struct {
+	URI string `json:"uri"` // sip: or sips: URI
+	// Address is where to send: "ip:port" (IPv6 in brackets) or
+	// "dns-name:port", re-resolved periodically.
+	Address  string `json:"address"`
+	Weight   int    `json:"weight"`   // default 1 (0 = default)
+	Priority int    `json:"priority"` // lower tiers first
+}
+
+type probeJSON struct {
+	Enabled          bool    `json:"enabled"`
+	Interval         float64 `json:"interval_secs"`
+	Timeout          float64 `json:"timeout_ms"`
+	FailureThreshold int     `json:"failure_threshold"`
+	SuccessThreshold int     `json:"success_threshold"`
+	HealthyCodes     []int   `json:"healthy_codes,omitempty"`
+	Jitter           float64 `json:"jitter_ms"`
+}
+
+type passiveJSON struct {
+	Disabled         bool     `json:"disabled"`
+	Outcomes         []string `json:"outcomes,omitempty"`
+	FailureThreshold int      `json:"failure_threshold"`
+	HalfOpenCalls    int      `json:"half_open_calls"`
+	DownTime         float64  `json:"down_secs"`
+}
+
+// MarshalJSON implements json.Marshaler.
+func (p ProbeConfig) MarshalJSON() ([]byte, error) {
+	return json.Marshal(probeJSON{
+		Enabled:          p.Enabled,
+		Interval:         p.Interval.Seconds(),
+		Timeout:          ms(p.Timeout),
+		FailureThreshold: p.FailureThreshold,
+		SuccessThreshold: p.SuccessThreshold,
+		HealthyCodes:     p.HealthyCodes,
+		Jitter:           ms(p.Jitter),
+	})
+}
+
+// UnmarshalJSON implements json.Unmarshaler. Keys that are absent keep the
+// values p already has (so defaults can be preset); unknown keys are errors.
+func (p *ProbeConfig) UnmarshalJSON(b []byte) error {
+	j := probeJSON{
+		Enabled:          p.Enabled,
+		Interval:         p.Interval.Seconds(),
+		Timeout:          ms(p.Timeout),
+		FailureThreshold: p.FailureThreshold,
+		SuccessThreshold: p.SuccessThreshold,
+		HealthyCodes:     p.HealthyCodes,
+		Jitter:           ms(p.Jitter),
+	}
+	if err := strictUnmarshal(b, &j); err != nil {
+		return err
+	}
+	var err error
+	q := ProbeConfig{Enabled: j.Enabled, FailureThreshold: j.FailureThreshold, SuccessThreshold: j.SuccessThreshold, HealthyCodes: j.HealthyCodes}
+	if q.Interval, err = duration("interval_secs", j.Interval, time.Second); err != nil {
+		return err
+	}
+	if q.Timeout, err = duration("timeout_ms", j.Timeout, time.Millisecond); err != nil {
+		return err
+	}
+	if q.Jitter, err = duration("jitter_ms", j.Jitter, time.Millisecond); err != nil {
+		return err
+	}
+	*p = q
+	return nil
+}
+
+// MarshalJSON implements json.Marshaler.
+func (p PassiveConfig) MarshalJSON() ([]byte, error) {
+	return json.Marshal(passiveJSON{
+		Disabled:         p.Disabled,
+		Outcomes:         p.Outcomes,
+		FailureThreshold: p.FailureThreshold,
+		HalfOpenCalls:    p.HalfOpenCalls,
+		DownTime:         p.DownTime.Seconds(),
+	})
+}
+
+// UnmarshalJSON implements json.Unmarshaler, like ProbeConfig's.
+func (p *PassiveConfig) UnmarshalJSON(b []byte) error {
+	j := passiveJSON{
+		Disabled:         p.Disabled,
+		Outcomes:         p.Outcomes,
+		FailureThreshold: p.FailureThreshold,
+		HalfOpenCalls:    p.HalfOpenCalls,
+		DownTime:         p.DownTime.Seconds(),
+	}
+	if err := strictUnmarshal(b, &j); err != nil {
+		return err
+	}
+	d, err := duration("down_secs", j.DownTime, time.Second)
+	if err != nil {
+		return err
+	}
+	*p = PassiveConfig{Disabled: j.Disabled, Outcomes: j.Outcomes, FailureThreshold: j.FailureThreshold, HalfOpenCalls: j.HalfOpenCalls, DownTime: d}
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func duration(key string, v float64, unit time.Duration) (time.Duration, error) {
+	if v < 0 || math.IsNaN(v) || v*float64(unit) > math.MaxInt64/2 {
+		return 0, fmt.Errorf("%s: %v: want a non-negative number", key, v)
+	}
+	return time.Duration(math.Round(v * float64(unit))), nil
+}
+
+func strictUnmarshal(b []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	return d.Decode(v)
+}
+
+// clone returns a deep copy of g.
+func (g GroupConfig) clone() GroupConfig {
+	g.RerouteCauses = slices.Clone(g.RerouteCauses)
+	g.Probe.HealthyCodes = slices.Clone(g.Probe.HealthyCodes)
+	g.Passive.Outcomes = slices.Clone(g.Passive.Outcomes)
+	g.Destinations = slices.Clone(g.Destinations)
+	return g
+}
+
+// normalize fills in the defaults of a deep copy of g and checks it; the
+// error lists every problem, each prefixed with its field.
+func (g GroupConfig) normalize() (GroupConfig, error) {
+	g = g.clone()
+	orDefault(&g.Algorithm, AlgorithmWeighted)
+	orDefault(&g.Transport, TransportUDP)
+	orDefault(&g.Probe.Interval, DefaultProbeInterval)
+	orDefault(&g.Probe.Timeout, DefaultProbeTimeout)
+	orDefault(&g.Probe.FailureThreshold, DefaultFailureThreshold)
+	orDefault(&g.Probe.SuccessThreshold, DefaultSuccessThreshold)
+	orDefault(&g.Passive.FailureThreshold, DefaultPassiveFailureThreshold)
+	orDefault(&g.Passive.HalfOpenCalls, DefaultHalfOpenCalls)
+	orDefault(&g.Passive.DownTime, DefaultPassiveDownTime)
+	for i := range g.Destinations {
+		orDefault(&g.Destinations[i].Weight, 1)
+	}
+
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if g.Name == "" {
+		bad("name", "required")
+	}
+	if !slices.Contains([]string{AlgorithmWeighted, AlgorithmRoundRobin, AlgorithmHash}, g.Algorithm) {
+		bad("algorithm", "%q: want weighted, round_robin or hash", g.Algorithm)
+	}
+	if g.Transport != TransportUDP && g.Transport != TransportTCP {
+		bad("transport", "%q: want udp or tcp", g.Transport)
+	}
+	for i, c := range g.RerouteCauses {
+		if c < 300 || c > 699 {
+			bad(fmt.Sprintf("reroute_causes[%d]", i), "%d: want a SIP failure code, 300 to 699", c)
+		}
+	}
+	p := g.Probe
+	if p.Interval < MinProbeInterval {
+		bad("probe.interval_secs", "%v: must be at least %v", p.Interval, MinProbeInterval)
+	}
+	if p.Timeout < time.Millisecond {
+		bad("probe.timeout_ms", "%v: must be at least 1 ms", p.Timeout)
+	}
+	if p.Jitter < 0 {
+		bad("probe.jitter_ms", "must not be negative")
+	}
+	if p.FailureThreshold < 0 {
+		bad("probe.failure_threshold", "%d: must not be negative", p.FailureThreshold)
+	}
+	if p.SuccessThreshold < 0 {
+		bad("probe.success_threshold", "%d: must not be negative", p.SuccessThreshold)
+	}
+	for i, c := range p.HealthyCodes {
+		if c < 100 || c > 699 {
+			bad(fmt.Sprintf("probe.healthy_codes[%d]", i), "%d: want a SIP status code, 100 to 699", c)
+		}
+	}
+	s := g.Passive
+	for i, o := range s.Outcomes {
+		if o != PassiveNoResponse && o != PassiveStatus503 && o != PassiveTransportError {
+			bad(fmt.Sprintf("passive.outcomes[%d]", i), "%q: want no_response, status_503 or transport_error", o)
+		}
+	}
+	if s.FailureThreshold < 0 {
+		bad("passive.failure_threshold", "%d: must not be negative", s.FailureThreshold)
+	}
+	if s.HalfOpenCalls < 0 {
+		bad("passive.half_open_calls", "%d: must not be negative", s.HalfOpenCalls)
+	}
+	if s.DownTime < 0 {
+		bad("passive.down_secs", "must not be negative")
+	}
+	if len(g.Destinations) == 0 {
+		bad("destinations", "at least one destination required")
+	}
+	seen := map[[2]string]int{}
+	for i, d := range g.Destinations {
+		f := fmt.Sprintf("destinations[%d]", i)
+		var u parser.URI
+		if parser.ParseURI([]byte(d.URI), &u) != nil || !u.IsSIP() {
+			bad(f+".uri", "%q: want a sip: or sips: URI", d.URI)
+		}
+		if d.Address == "" {
+			bad(f+".address", "required")
+		} else if _, _, _, err := parseAddress(d.Address); err != nil {
+			bad(f+".address", "%v", err)
+		}
+		if d.Weight < 0 {
+			bad(f+".weight", "%d: must not be negative", d.Weight)
+		}
+		if d.Priority < 0 {
+			bad(f+".priority", "%d: must not be negative", d.Priority)
+		}
+		k := [2]string{d.URI, d.Address}
+		if j, dup := seen[k]; dup {
+			bad(f, "duplicate of destinations[%d] (same uri and address)", j)
+		}
+		seen[k] = i
+	}
+	if len(errs) > 0 {
+		return g, fmt.Errorf("%w: %w", ErrInvalidGroup, errors.Join(errs...))
+	}
+	return g, nil
+}
+
+func orDefault[T comparable](p *T, def T) {
+	var zero T
+	if *p == zero {
+		*p = def
+	}
+}
+
+// parseAddress splits "host:port": host an IP address (IPv6 in brackets) or
+// a DNS name, port 1 to 65535. ip is valid when host is an IP address.
+func parseAddress(s string) (host string, port uint16, ip netip.Addr, err error) {
+	h, p, err := net.SplitHostPort(s)
+	if err != nil {
+		var ae *net.AddrError
+		if errors.As(err, &ae) {
+			return "", 0, ip, fmt.Errorf("%q: %s", s, strings.TrimSuffix(ae.Err, " in address"))
+		}
+		return "", 0, ip, fmt.Errorf("%q: %v", s, err)
+	}
+	n, err := strconv.ParseUint(p, 10, 16)
+	if err != nil || n == 0 {
+		return "", 0, ip, fmt.Errorf("%q: want a port from 1 to 65535", s)
+	}
+	if a, err := netip.ParseAddr(h); err == nil {
+		return h, uint16(n), a.Unmap(), nil
+	}
+	if !validDNSName(h) {
+		return "", 0, ip, fmt.Errorf("%q: host %q is neither an IP address nor a DNS name", s, h)
+	}
+	return h, uint16(n), ip, nil
+}
+
+// validDNSName reports whether s is a syntactically valid DNS name (the
+// rule of the configuration loader).
+func validDNSName(s string) bool {
+	s = strings.TrimSuffix(s, ".")
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(s, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}

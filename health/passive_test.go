@@ -1,0 +1,204 @@
+package health
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestPassiveMarksDown(t *testing.T) {
+	f := func(passive PassiveConfig, outcomes []Outcome, wantDown bool) {
+		t.Helper()
+		r, _ := newTestRegistry(t, Options{}, GroupConfig{Name: "g", Destinations: dests(1), Passive: passive})
+		var sel Selector
+		for _, o := range outcomes {
+			m, res := r.Pick("g", 0, &sel)
+			if res != OK {
+				t.Fatalf("passive %+v outcomes %v: Pick %v before the last outcome", passive, outcomes, res)
+			}
+			r.ReportCall(m, o)
+		}
+		_, res := r.Pick("g", 0, &sel)
+		if down := res == GroupDown; down != wantDown {
+			t.Fatalf("passive %+v outcomes %v: Pick %v, want down=%v", passive, outcomes, res, wantDown)
+		}
+	}
+	nr, s503, te, ok, other := OutcomeNoResponse, OutcomeStatus503, OutcomeTransportError, OutcomeAnswered, OutcomeOther
+	f(PassiveConfig{}, []Outcome{nr, nr, nr}, true)
+	f(PassiveConfig{}, []Outcome{nr, s503, te}, true) // consecutive, of any counted kind
+	f(PassiveConfig{}, []Outcome{nr, nr}, false)
+	f(PassiveConfig{}, []Outcome{nr, nr, ok, nr, nr}, false) // a success resets
+	f(PassiveConfig{}, []Outcome{nr, nr, other, nr, nr}, false)
+	f(PassiveConfig{FailureThreshold: 1}, []Outcome{te}, true)
+	f(PassiveConfig{Outcomes: []string{PassiveNoResponse}}, []Outcome{s503, s503, s503, s503}, false)
+	f(PassiveConfig{Outcomes: []string{PassiveStatus503}}, []Outcome{s503, s503, s503}, true)
+	f(PassiveConfig{Disabled: true}, []Outcome{nr, nr, nr, nr}, false)
+}
+
+// Concurrent failures from many shards mark the member down once: one log
+// line, one transition counted.
+func TestPassiveLoggedOnce(t *testing.T) {
+	r, logs := newTestRegistry(t, Options{}, GroupConfig{Name: "g", Destinations: dests(1)})
+	var sel Selector
+	m, _ := r.Pick("g", 0, &sel)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 100 {
+				r.ReportCall(m, OutcomeNoResponse)
+			}
+		})
+	}
+	wg.Wait()
+	if n := logs.count(`msg="gateway member down"`); n != 1 {
+		t.Fatalf("%d down lines:\n%s", n, logs)
+	}
+	if n := m.st.transitions[stateDown].Get(); n != 1 {
+		t.Fatalf("%d down transitions counted", n)
+	}
+}
+
+// A half-open member gets exactly half_open_calls trial calls, from any
+// number of shards at once; it is up when they all succeed.
+func TestHalfOpenTrials(t *testing.T) {
+	const trials = 4
+	r, _ := newTestRegistry(t, Options{}, GroupConfig{Name: "g", Destinations: dests(1), Passive: PassiveConfig{HalfOpenCalls: trials}})
+	s := st(t, r, "g", 0)
+	r.toDown(s, "test", nil)
+	r.toHalfOpen(s, "test")
+
+	var got atomic.Int32
+	var picked sync.Mutex
+	var members []Member
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			var sel Selector
+			for range 50 {
+				m, res := r.Pick("g", 0, &sel)
+				if res == OK {
+					got.Add(1)
+					picked.Lock()
+					members = append(members, m)
+					picked.Unlock()
+				} else if res != GroupDown {
+					t.Errorf("Pick: %v", res)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if got.Load() != trials {
+		t.Fatalf("%d trial calls let through, want %d", got.Load(), trials)
+	}
+	// An abandoned attempt gives its trial back.
+	r.ReportCall(members[0], OutcomeAbandoned)
+	var sel Selector
+	m, res := r.Pick("g", 0, &sel)
+	if res != OK {
+		t.Fatalf("after an abandoned trial: %v", res)
+	}
+	members[0] = m
+	for i, m := range members {
+		if s.health() != stateHalfOpen {
+			t.Fatalf("up after %d of %d good trials", i, trials)
+		}
+		r.ReportCall(m, OutcomeAnswered)
+	}
+	if s.health() != stateUp {
+		t.Fatalf("%s after %d good trials, want up", stateNames[s.health()], trials)
+	}
+	if counts := pickCounts(t, r, "g", 100); counts[0] != 100 {
+		t.Fatalf("full traffic after the trials: %v", counts)
+	}
+}
+
+// A failed trial sends the member down at once, whatever the threshold.
+func TestHalfOpenTrialFails(t *testing.T) {
+	r, _ := newTestRegistry(t, Options{}, GroupConfig{Name: "g", Destinations: dests(2), Passive: PassiveConfig{FailureThreshold: 5}})
+	s := st(t, r, "g", 0)
+	r.toDown(s, "test", nil)
+	r.toHalfOpen(s, "test")
+	var sel Selector
+	for {
+		m, _ := r.Pick("g", 0, &sel)
+		if m.Index == 0 {
+			r.ReportCall(m, OutcomeStatus503)
+			break
+		}
+	}
+	if s.health() != stateDown {
+		t.Fatalf("%s after a failed trial, want down", stateNames[s.health()])
+	}
+}
+
+// An unprobed group's member marked down by calls comes back half-open
+// after passive.down_secs.
+func TestPassiveRecoveryUnprobed(t *testing.T) {
+	r, _ := newTestRegistry(t, Options{}, GroupConfig{Name: "g", Destinations: dests(1),
+		Passive: PassiveConfig{FailureThreshold: 1, DownTime: 50 * time.Millisecond}})
+	r.Start()
+	var sel Selector
+	m, _ := r.Pick("g", 0, &sel)
+	downAt := time.Now()
+	r.ReportCall(m, OutcomeTransportError)
+	if _, res := r.Pick("g", 0, &sel); res != GroupDown {
+		t.Fatalf("after the failure: %v", res)
+	}
+	waitFor(t, 2*time.Second, "half-open", func() bool { return m.st.health() == stateHalfOpen })
+	if el := time.Since(downAt); el < 50*time.Millisecond {
+		t.Fatalf("back after %v, want 50 ms", el)
+	}
+	if _, res := r.Pick("g", 0, &sel); res != OK {
+		t.Fatalf("half-open: %v", res)
+	}
+}
+
+// Cooldown from a call's 503 with Retry-After: skipped, then back.
+func TestCallCooldown(t *testing.T) {
+	r, _ := newTestRegistry(t, Options{}, GroupConfig{Name: "g", Destinations: dests(2)})
+	r.Start()
+	var sel Selector
+	m, _ := r.Pick("g", 0, &sel)
+	r.Cooldown(m, 80*time.Millisecond)
+	start := time.Now()
+	counts := pickCounts(t, r, "g", 10)
+	if counts[m.Index] != 0 {
+		t.Fatalf("member in cooldown picked: %v", counts)
+	}
+	waitFor(t, time.Second, "cooldown cleared by the loop", func() bool { return m.st.cooldown.Load() == 0 })
+	if el := time.Since(start); el < 70*time.Millisecond {
+		t.Fatalf("cooldown over after %v", el)
+	}
+	if counts := pickCounts(t, r, "g", 10); counts[m.Index] != 5 {
+		t.Fatalf("after the cooldown: %v", counts)
+	}
+}
+
+// A trial is reserved atomically: concurrent reservations never take more
+// than there are, even when they all passed the usable check.
+func TestTakeTrial(t *testing.T) {
+	var s state
+	s.word.Store(stateHalfOpen)
+	s.trials.Store(5)
+	var taken atomic.Int32
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 1000 {
+				if s.takeTrial() {
+					taken.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if taken.Load() != 5 || s.trials.Load() != 0 {
+		t.Fatalf("%d trials taken, %d left; want 5, 0", taken.Load(), s.trials.Load())
+	}
+	s.word.Store(stateUp)
+	if !s.takeTrial() {
+		t.Fatal("an up member needs no trial")
+	}
+}

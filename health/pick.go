@@ -1,0 +1,233 @@
+package health
+
+import (
+	"math"
+	"net/netip"
+	"time"
+)
+
+// Result says how a Pick went.
+type Result uint8
+
+const (
+	// OK: the Member is usable.
+	OK Result = iota
+	// UnknownGroup: no group has that name (a typo, or not yet created):
+	// fall back to the route's next_hop or skip the carrier.
+	UnknownGroup
+	// GroupDown: every member is down, in cooldown or out of half-open
+	// trial calls (route.ReasonGroupDown).
+	GroupDown
+	// Unresolvable: every member's DNS name fails to resolve
+	// (route.ReasonUnresolvable).
+	Unresolvable
+)
+
+var resultNames = [...]string{"ok", "unknown_group", "group_down", "unresolvable"}
+
+// String returns the result's name, e.g. "group_down".
+func (r Result) String() string {
+	if int(r) < len(resultNames) {
+		return resultNames[r]
+	}
+	return "invalid"
+}
+
+// Member is a chosen gateway: where to send the call. It is a value; keep it
+// for the duration of the attempt and hand it back to ReportCall.
+type Member struct {
+	Group     string
+	URI       string         // the destination's uri, for the Request-URI
+	Addr      netip.AddrPort // resolved address to send to
+	Transport string         // TransportUDP or TransportTCP
+	Index     int            // the destination's position in the group's configuration
+
+	st *state
+}
+
+// Selector is one shard's selection state: smooth weighted round robin
+// weights and round-robin counters, per group. Each shard owns one; it is
+// not safe for concurrent use. The zero value is ready to use.
+type Selector struct {
+	groups []selState // by group slot
+}
+
+type selState struct {
+	g  *group  // the group version cw belongs to
+	cw []int64 // current weights, by member
+	rr uint32
+}
+
+// state returns sel's state for g, resetting it when g is a new group or a
+// new version of one. It allocates only then.
+func (sel *Selector) state(g *group) *selState {
+	if g.slot >= len(sel.groups) {
+		sel.groups = append(sel.groups, make([]selState, g.slot+1-len(sel.groups))...)
+	}
+	ss := &sel.groups[g.slot]
+	if ss.g != g {
+		ss.g = g
+		ss.rr = 0
+		if cap(ss.cw) >= len(g.members) {
+			ss.cw = ss.cw[:len(g.members)]
+			clear(ss.cw)
+		} else {
+			ss.cw = make([]int64, len(g.members))
+		}
+	}
+	return ss
+}
+
+// lazyNow reads the registry clock once, and only when a member is in
+// cooldown.
+type lazyNow struct {
+	r *Registry
+	t int64
+}
+
+func (n *lazyNow) get() int64 {
+	if n.t == 0 {
+		n.t = int64(time.Since(n.r.epoch)) | 1
+	}
+	return n.t
+}
+
+// Pick chooses a member of the group called name, from a shard, per dial.
+// key matters for the hash algorithm only: a hash of what the choice must
+// be stable for (the caller, the A-leg Call-ID). sel is the calling shard's
+// Selector.
+//
+// Down members, members in cooldown, unresolvable members and half-open
+// members out of trial calls are skipped. A tier (priority) is used only
+// when no member of the tiers before it can be chosen. Pick takes no lock;
+// it does not allocate once sel has seen this version of the group. A
+// member returned with OK must be reported with ReportCall when the attempt
+// is over.
+func (r *Registry) Pick(name string, key uint64, sel *Selector) (Member, Result) {
+	g := r.snap.Load().groups[name]
+	if g == nil {
+		return Member{}, UnknownGroup
+	}
+	now := lazyNow{r: r}
+	ss := sel.state(g)
+	// A half-open member's last trial call can be taken by another shard
+	// between the choice and the reservation (or its name stop resolving):
+	// choose again, at most once per member.
+	for range len(g.members) + 1 {
+		var i int
+		switch g.alg {
+		case algWeighted:
+			i = g.pickWeighted(ss, &now)
+		case algRoundRobin:
+			i = g.pickRoundRobin(ss, &now)
+		default:
+			i = g.pickHash(key, &now)
+		}
+		if i < 0 {
+			break
+		}
+		m := &g.members[i]
+		ap := m.st.addr.Load()
+		if ap == nil || !m.st.takeTrial() { // unresolvable or out of trials since the choice
+			continue
+		}
+		return Member{Group: g.name, URI: m.uri, Addr: *ap, Transport: g.transport, Index: m.index, st: m.st}, OK
+	}
+	return Member{}, g.noneResult()
+}
+
+// noneResult is Pick's result when no member can be chosen.
+func (g *group) noneResult() Result {
+	for i := range g.members {
+		if g.members[i].st.addr.Load() != nil {
+			return GroupDown
+		}
+	}
+	return Unresolvable
+}
+
+// pickWeighted is smooth weighted round robin (nginx): each usable member's
+// current weight grows by its weight, the largest wins and loses the total.
+func (g *group) pickWeighted(ss *selState, now *lazyNow) int {
+	cw := ss.cw[:len(g.members)]
+	for _, t := range g.tiers {
+		best, bestW, total := -1, int64(0), int64(0)
+		for i := t.start; i < t.end; i++ {
+			m := &g.members[i]
+			if !m.st.usable(now) {
+				continue
+			}
+			w := cw[i] + m.weight
+			cw[i] = w
+			total += m.weight
+			if best < 0 || w > bestW {
+				best, bestW = i, w
+			}
+		}
+		if best >= 0 {
+			cw[best] -= total
+			return best
+		}
+	}
+	return -1
+}
+
+// pickRoundRobin takes the next usable member after the last one chosen.
+func (g *group) pickRoundRobin(ss *selState, now *lazyNow) int {
+	for _, t := range g.tiers {
+		n := uint32(t.end - t.start)
+		for k := uint32(0); k < n; k++ {
+			i := t.start + int((ss.rr+k)%n)
+			if g.members[i].st.usable(now) {
+				ss.rr += k + 1
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// pickHash is rendezvous (highest random weight) hashing: every member
+// scores the key, the best usable one wins, so a member's arrival or
+// departure moves only the keys it wins or had won. With unequal weights
+// the score is weighted (-ln(u)/w, lowest wins).
+func (g *group) pickHash(key uint64, now *lazyNow) int {
+	key = mix64(key)
+	for _, t := range g.tiers {
+		best := -1
+		var bestH uint64
+		var bestF float64
+		for i := t.start; i < t.end; i++ {
+			m := &g.members[i]
+			if !m.st.usable(now) {
+				continue
+			}
+			h := mix64(key ^ m.seed)
+			if g.equalWeights {
+				if best < 0 || h > bestH {
+					best, bestH = i, h
+				}
+				continue
+			}
+			u := (float64(h>>12) + 0.5) * (1.0 / (1 << 52)) // in (0, 1)
+			f := -math.Log(u) * m.invWeight
+			if best < 0 || f < bestF {
+				best, bestF = i, f
+			}
+		}
+		if best >= 0 {
+			return best
+		}
+	}
+	return -1
+}
+
+// mix64 is the splitmix64 finalizer.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}

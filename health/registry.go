@@ -1,0 +1,465 @@
+package health
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"net"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+)
+
+// Errors returned by AddGroup and RemoveGroup; compare with errors.Is.
+var (
+	// ErrInvalidGroup: the group's configuration is not valid. The error
+	// lists every problem.
+	ErrInvalidGroup = errors.New("health: invalid gateway group")
+	// ErrFixedGroup: the group comes from the YAML configuration; it
+	// changes only with a restart.
+	ErrFixedGroup = errors.New("health: gateway group is defined in the YAML configuration and fixed until restart")
+	// ErrUnknownGroup: no group has that name.
+	ErrUnknownGroup = errors.New("health: unknown gateway group")
+)
+
+// Options configure a Registry. Only Groups may need to be set; the rest
+// have defaults.
+type Options struct {
+	// Groups are the groups of the YAML configuration: added by New and
+	// fixed (RemoveGroup and AddGroup refuse them).
+	Groups []GroupConfig
+	// Prober sends the OPTIONS probes; nil = no group is probed (members
+	// marked down by calls come back after passive.down_secs).
+	Prober Prober
+	// Resolve looks a DNS name up (default: net.DefaultResolver.LookupNetIP
+	// with network "ip").
+	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
+	// ResolveInterval is how often DNS names are resolved again (default
+	// 60 s); ResolveTimeout bounds one lookup (default 5 s).
+	ResolveInterval time.Duration
+	ResolveTimeout  time.Duration
+	// Logger gets one line per state change (default slog.Default()).
+	Logger *slog.Logger
+	// Metrics receives the per-member metrics (default a new set).
+	Metrics *metrics.Set
+}
+
+// Registry holds the gateway groups and their members' health.
+//
+// Pick, ReportCall and Cooldown are for the shards: lock-free, on a
+// snapshot published atomically and per-member atomics. AddGroup,
+// RemoveGroup, Groups, Group and Handler are for the control plane; writers
+// are serialised among themselves and never block readers.
+type Registry struct {
+	snap  atomic.Pointer[snapshot]
+	epoch time.Time
+	log   *slog.Logger
+	set   *metrics.Set
+
+	prober         Prober
+	resolve        func(ctx context.Context, host string) ([]netip.Addr, error)
+	resolveEvery   time.Duration
+	resolveTimeout time.Duration
+
+	mu       sync.Mutex // serialises writers of snap
+	free     []int      // slots of removed groups
+	nextSlot int
+
+	wake      chan struct{}
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	startOnce sync.Once
+	closeOnce sync.Once
+}
+
+// snapshot is an immutable view of the groups, replaced whole on a change.
+type snapshot struct {
+	groups map[string]*group
+	order  []*group // YAML groups first, then runtime groups as added
+}
+
+// group is one immutable version of a gateway group.
+type group struct {
+	name         string
+	cfg          GroupConfig // with its defaults
+	fixed        bool
+	slot         int // index of the group's state in Selectors
+	alg          uint8
+	transport    string
+	settings     *settings
+	members      []member // by priority, then as configured
+	tiers        []tier
+	equalWeights bool
+}
+
+const (
+	algWeighted uint8 = iota
+	algRoundRobin
+	algHash
+)
+
+type member struct {
+	weight    int64
+	invWeight float64 // 1/weight, for weighted rendezvous hashing
+	seed      uint64  // rendezvous hashing seed, from uri and address
+	st        *state
+	uri       string
+	index     int
+}
+
+type tier struct{ start, end int }
+
+// New returns a registry holding opts.Groups, fixed. DNS names are resolved
+// before it returns. Call Start to run probing and re-resolution.
+func New(opts Options) (*Registry, error) {
+	r := &Registry{
+		epoch:          time.Now(),
+		log:            opts.Logger,
+		set:            opts.Metrics,
+		prober:         opts.Prober,
+		resolve:        opts.Resolve,
+		resolveEvery:   cmp.Or(opts.ResolveInterval, 60*time.Second),
+		resolveTimeout: cmp.Or(opts.ResolveTimeout, 5*time.Second),
+		wake:           make(chan struct{}, 1),
+	}
+	if r.log == nil {
+		r.log = slog.Default()
+	}
+	if r.set == nil {
+		r.set = metrics.NewSet()
+	}
+	if r.resolve == nil {
+		r.resolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
+			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		}
+	}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	r.snap.Store(&snapshot{groups: map[string]*group{}})
+	for _, g := range opts.Groups {
+		if _, ok := r.snap.Load().groups[g.Name]; ok && g.Name != "" {
+			r.Close()
+			return nil, fmt.Errorf("cannot add group %q: %w: duplicate name", g.Name, ErrInvalidGroup)
+		}
+		if _, err := r.addGroup(g, true); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// Start runs the probe loop (probes, cooldown expiry, passive recovery of
+// unprobed groups) and the DNS re-resolution loop, each a goroutine of its
+// own. Calling it again does nothing.
+func (r *Registry) Start() {
+	r.startOnce.Do(func() {
+		r.wg.Add(2)
+		go r.probeLoop()
+		go r.resolveLoop()
+	})
+}
+
+// Close stops the goroutines Start started and waits for them. Pick and
+// the rest keep working on the last state.
+func (r *Registry) Close() {
+	r.closeOnce.Do(func() {
+		r.cancel()
+		r.wg.Wait()
+	})
+}
+
+// now is the registry clock: monotonic time since New.
+func (r *Registry) now() time.Duration { return time.Since(r.epoch) }
+
+// AddGroup adds a runtime group, or replaces the runtime group of that name.
+// Members whose uri and address are unchanged keep their health; the
+// others start up (or unresolvable). Routing sees the change as soon as
+// AddGroup returns. DNS names are resolved first (up to ResolveTimeout).
+// Errors wrap ErrInvalidGroup or ErrFixedGroup.
+func (r *Registry) AddGroup(cfg GroupConfig) error {
+	_, err := r.addGroup(cfg, false)
+	return err
+}
+
+// addGroup adds or replaces a group and reports whether it replaced one.
+func (r *Registry) addGroup(cfg GroupConfig, fixed bool) (bool, error) {
+	cfg, err := cfg.normalize()
+	if err != nil {
+		return false, fmt.Errorf("cannot add group %q: %w", cfg.Name, err)
+	}
+	type dest struct {
+		host string
+		port uint16
+		ip   netip.Addr
+	}
+	dests := make([]dest, len(cfg.Destinations))
+	var hosts []string
+	for i, d := range cfg.Destinations {
+		host, port, ip, _ := parseAddress(d.Address) // checked by normalize
+		dests[i] = dest{host, port, ip}
+		if !ip.IsValid() && !slices.Contains(hosts, host) {
+			hosts = append(hosts, host)
+		}
+	}
+	resolved := r.resolveAll(context.Background(), hosts)
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.snap.Load()
+	prev := old.groups[cfg.Name]
+	if prev != nil && prev.fixed {
+		return false, fmt.Errorf("cannot replace group %q: %w", cfg.Name, ErrFixedGroup)
+	}
+	set := &settings{group: cfg.Name, transport: cfg.Transport, probe: cfg.Probe, passive: cfg.Passive}
+	if !cfg.Passive.Disabled {
+		outcomes := cfg.Passive.Outcomes
+		if len(outcomes) == 0 {
+			outcomes = []string{PassiveNoResponse, PassiveStatus503, PassiveTransportError}
+		}
+		for _, o := range outcomes {
+			switch o {
+			case PassiveNoResponse:
+				set.counts[OutcomeNoResponse] = true
+			case PassiveStatus503:
+				set.counts[OutcomeStatus503] = true
+			case PassiveTransportError:
+				set.counts[OutcomeTransportError] = true
+			}
+		}
+	}
+	g := &group{name: cfg.Name, cfg: cfg, fixed: fixed, transport: cfg.Transport, settings: set, equalWeights: true}
+	switch cfg.Algorithm {
+	case AlgorithmRoundRobin:
+		g.alg = algRoundRobin
+	case AlgorithmHash:
+		g.alg = algHash
+	}
+	kept := map[*state]bool{}
+	for i, d := range cfg.Destinations {
+		var st *state
+		if prev != nil {
+			st = prev.find(d.URI, d.Address)
+		}
+		if st != nil {
+			kept[st] = true
+		} else {
+			st = &state{uri: d.URI, address: d.Address, port: dests[i].port}
+			st.settings.Store(set)
+			if ip := dests[i].ip; ip.IsValid() {
+				ap := netip.AddrPortFrom(ip, dests[i].port)
+				st.setAddr(&ap)
+			} else {
+				st.host = dests[i].host
+				res := resolved[st.host]
+				r.applyResolved(st, res.addrs, res.err)
+			}
+		}
+		h := fnv.New64a()
+		h.Write([]byte(d.URI))
+		h.Write([]byte{0})
+		h.Write([]byte(d.Address))
+		g.members = append(g.members, member{weight: int64(d.Weight), invWeight: 1 / float64(d.Weight), seed: mix64(h.Sum64()), st: st, uri: d.URI, index: i})
+		if d.Weight != cfg.Destinations[0].Weight {
+			g.equalWeights = false
+		}
+	}
+	slices.SortStableFunc(g.members, func(a, b member) int {
+		return cmp.Compare(cfg.Destinations[a.index].Priority, cfg.Destinations[b.index].Priority)
+	})
+	for i := range g.members {
+		p := cfg.Destinations[g.members[i].index].Priority
+		if i == 0 || p != cfg.Destinations[g.members[i-1].index].Priority {
+			g.tiers = append(g.tiers, tier{start: i})
+		}
+		g.tiers[len(g.tiers)-1].end = i + 1
+	}
+	if prev != nil {
+		g.slot = prev.slot
+		for i := range prev.members {
+			if st := prev.members[i].st; !kept[st] {
+				r.retire(st)
+			}
+		}
+	} else {
+		g.slot = r.allocSlot()
+	}
+	for i := range g.members {
+		st := g.members[i].st
+		if kept[st] {
+			st.settings.Store(set)
+		} else {
+			r.registerMetrics(st, g.name)
+		}
+	}
+
+	next := &snapshot{groups: make(map[string]*group, len(old.groups)+1), order: make([]*group, 0, len(old.order)+1)}
+	for _, og := range old.order {
+		if og == prev {
+			next.order = append(next.order, g)
+		} else {
+			next.order = append(next.order, og)
+		}
+		next.groups[og.name] = og
+	}
+	if prev == nil {
+		next.order = append(next.order, g)
+	}
+	next.groups[g.name] = g
+	r.snap.Store(next)
+	r.kick()
+
+	verb := "added"
+	if prev != nil {
+		verb = "updated"
+	}
+	r.log.Info("gateway group "+verb, "group", g.name, "fixed", fixed, "members", len(g.members), "kept", len(kept))
+	return prev != nil, nil
+}
+
+// RemoveGroup removes a runtime group: routing stops choosing it as soon
+// as RemoveGroup returns, and its metrics are unregistered. Errors wrap
+// ErrUnknownGroup or ErrFixedGroup.
+func (r *Registry) RemoveGroup(name string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.snap.Load()
+	g := old.groups[name]
+	if g == nil {
+		return fmt.Errorf("cannot remove group %q: %w", name, ErrUnknownGroup)
+	}
+	if g.fixed {
+		return fmt.Errorf("cannot remove group %q: %w", name, ErrFixedGroup)
+	}
+	next := &snapshot{groups: make(map[string]*group, len(old.groups)), order: make([]*group, 0, len(old.order))}
+	for _, og := range old.order {
+		if og != g {
+			next.order = append(next.order, og)
+			next.groups[og.name] = og
+		}
+	}
+	r.snap.Store(next)
+	for i := range g.members {
+		r.retire(g.members[i].st)
+	}
+	r.free = append(r.free, g.slot)
+	r.kick()
+	r.log.Info("gateway group removed", "group", name)
+	return nil
+}
+
+// retire marks a member state gone and unregisters its metrics. Called
+// under r.mu.
+func (r *Registry) retire(st *state) {
+	st.removed.Store(true)
+	r.unregisterMetrics(st)
+}
+
+func (r *Registry) allocSlot() int {
+	if n := len(r.free); n > 0 {
+		s := r.free[n-1]
+		r.free = r.free[:n-1]
+		return s
+	}
+	r.nextSlot++
+	return r.nextSlot - 1
+}
+
+// kick wakes the probe loop to look at a new snapshot.
+func (r *Registry) kick() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// find returns the state of the member with that uri and address, or nil.
+func (g *group) find(uri, address string) *state {
+	for i := range g.members {
+		if st := g.members[i].st; st.uri == uri && st.address == address {
+			return st
+		}
+	}
+	return nil
+}
+
+// Groups returns every group's configuration, defaults filled in: the YAML
+// groups first, then the runtime groups in the order they were added.
+func (r *Registry) Groups() []GroupConfig {
+	s := r.snap.Load()
+	out := make([]GroupConfig, len(s.order))
+	for i, g := range s.order {
+		out[i] = g.cfg.clone()
+	}
+	return out
+}
+
+// GroupStatus is a group's configuration and its members' live state, as
+// the admin API returns it.
+type GroupStatus struct {
+	GroupConfig
+	// Fixed is true for a group of the YAML configuration.
+	Fixed   bool           `json:"fixed"`
+	Members []MemberStatus `json:"members"`
+}
+
+// MemberStatus is one member's live state, in the group's configuration
+// order.
+type MemberStatus struct {
+	URI      string `json:"uri"`
+	Address  string `json:"address"`
+	Resolved string `json:"resolved"` // "ip:port", "" when unresolvable
+	// State is "up", "down" or "half_open".
+	State        string `json:"state"`
+	Unresolvable bool   `json:"unresolvable"`
+	// CooldownMs is the cooldown left (0 = none).
+	CooldownMs          int64   `json:"cooldown_ms"`
+	TrialCallsLeft      int     `json:"trial_calls_left"`
+	ConsecutiveFailures int     `json:"consecutive_probe_failures"`
+	ConsecutiveCallFail int     `json:"consecutive_call_failures"`
+	LastProbeCode       int     `json:"last_probe_code"`
+	LastProbeRTTMs      float64 `json:"last_probe_rtt_ms"`
+}
+
+// Group returns the configuration and live state of the group called name.
+func (r *Registry) Group(name string) (GroupStatus, bool) {
+	g := r.snap.Load().groups[name]
+	if g == nil {
+		return GroupStatus{}, false
+	}
+	gs := GroupStatus{GroupConfig: g.cfg.clone(), Fixed: g.fixed, Members: make([]MemberStatus, len(g.members))}
+	now := int64(r.now())
+	for i := range g.members {
+		m := &g.members[i]
+		st := m.st
+		s := MemberStatus{
+			URI:                 st.uri,
+			Address:             st.address,
+			State:               stateNames[st.health()],
+			ConsecutiveFailures: int(st.probeFails.Load()),
+			ConsecutiveCallFail: int(st.callFails.Load()),
+			LastProbeCode:       int(st.lastCode.Load()),
+			LastProbeRTTMs:      ms(time.Duration(st.lastRTT.Load())),
+		}
+		if ap := st.addr.Load(); ap != nil {
+			s.Resolved = ap.String()
+		} else {
+			s.Unresolvable = true
+		}
+		if cd := st.cooldown.Load(); cd > now {
+			s.CooldownMs = (cd - now) / int64(time.Millisecond)
+		}
+		if st.health() == stateHalfOpen {
+			s.TrialCallsLeft = int(max(st.trials.Load(), 0))
+		}
+		gs.Members[m.index] = s
+	}
+	return gs, true
+}

@@ -1,0 +1,486 @@
+package ratelimit
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+)
+
+// logBuf collects a limiter's log lines.
+type logBuf struct{ lockedBuffer }
+
+func (l *logBuf) count(s string) int { return strings.Count(l.String(), s) }
+
+// node is one limiter instance, as one sipedge node would have.
+type node struct {
+	*Limiter
+	set  *metrics.Set
+	logs *logBuf
+}
+
+func newNode(tb testing.TB, url string, o Options) *node {
+	tb.Helper()
+	n := &node{set: metrics.NewSet(), logs: new(logBuf)}
+	o.Redis = url
+	if o.DeadlineMS == 0 {
+		// Only the failure tests test the deadline: elsewhere, a slow run
+		// (-race, a loaded machine) must not turn into fallbacks.
+		o.DeadlineMS = 1000
+	}
+	o.Metrics = n.set
+	o.Logger = slog.New(slog.NewTextHandler(n.logs, nil))
+	l, err := New(o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(l.Close)
+	n.Limiter = l
+	return n
+}
+
+func (n *node) register(tb testing.TB, name string, lim Limit) Key {
+	tb.Helper()
+	k, err := n.Register(name, lim)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return k
+}
+
+// metric returns the value of the sample called name.
+func (n *node) metric(tb testing.TB, name string) float64 {
+	tb.Helper()
+	var buf bytes.Buffer
+	n.set.WritePrometheus(&buf)
+	sc := bufio.NewScanner(&buf)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return f
+		}
+	}
+	tb.Fatalf("no metric %s in\n%s", name, buf.String())
+	return 0
+}
+
+// checkWindows fails when more than rate slots fall in any 1 s window, or
+// when two slots are closer than minGap.
+func checkWindows(t *testing.T, slots []time.Duration, rate int, minGap time.Duration) {
+	t.Helper()
+	slices.Sort(slots)
+	for i, s := range slots {
+		j, _ := slices.BinarySearch(slots, s+time.Second) // slots in [s, s+1s)
+		if j-i > rate {
+			t.Fatalf("%d slots in the 1 s window from %v, want at most %d: %v", j-i, s, rate, slots[i:j])
+		}
+		if i > 0 && s-slots[i-1] < minGap {
+			t.Fatalf("slots %v and %v are %v apart, want at least %v", slots[i-1], s, s-slots[i-1], minGap)
+		}
+	}
+}
+
+// TestRedisSpacing: one node's reservations are one interval apart on
+// Redis' clock, Over past MaxWait without taking a slot, under a hash-tagged
+// key.
+func TestRedisSpacing(t *testing.T) {
+	srv := startRedis(t)
+	n := newNode(t, srv.url(), Options{})
+	k := n.register(t, "carrier-a", Limit{Rate: 10, MaxWait: time.Second})
+	start := time.Now()
+	var slots []time.Duration
+	for range 9 { // 0, 115, ..., 920 ms
+		d, err := n.Reserve(context.Background(), k)
+		if err != nil || d.Over || d.Source != SourceRedis {
+			t.Fatalf("%+v %v", d, err)
+		}
+		slots = append(slots, time.Since(start)+d.Wait)
+	}
+	for i := 1; i < len(slots); i++ {
+		if gap := slots[i] - slots[i-1]; gap < 110*ms || gap > 120*ms {
+			t.Fatalf("gap %d: %v, want 115 ms: %v", i, gap, slots)
+		}
+	}
+	// The 10th slot is 1035 ms out: over, and known to be over for the
+	// next 35 ms without asking Redis again.
+	if d, _ := n.Reserve(context.Background(), k); !d.Over || d.Source != SourceRedis {
+		t.Fatalf("past max wait: %+v", d)
+	}
+	calls := n.metric(t, "sipedge_ratelimit_redis_calls_total")
+	for range 3 {
+		if d, _ := n.Reserve(context.Background(), k); !d.Over || d.Source != SourceHeld {
+			t.Fatalf("past max wait, again: %+v", d)
+		}
+	}
+	if n.metric(t, "sipedge_ratelimit_redis_calls_total") != calls {
+		t.Fatal("known-over reservations went to Redis")
+	}
+	time.Sleep(40 * ms)
+	if d, _ := n.Reserve(context.Background(), k); d.Over || d.Source != SourceRedis {
+		t.Fatalf("40 ms later: %+v, want the slot at 1035 ms", d)
+	}
+	if got := srv.mustDo("EXISTS {sipedge:cps}:carrier-a"); got != ":1" {
+		t.Fatalf("hash-tagged key: EXISTS = %s", got)
+	}
+	if pttl, _ := strconv.Atoi(strings.TrimPrefix(srv.mustDo("PTTL {sipedge:cps}:carrier-a"), ":")); pttl < 1000 || pttl > 2150 {
+		t.Fatalf("PTTL %d, want tat + 1 s", pttl)
+	}
+	if n.metric(t, "sipedge_ratelimit_redis_up") != 1 {
+		t.Fatal("redis_up gauge is not 1")
+	}
+}
+
+// TestRedisTwoNodes: two nodes sharing one Redis, reserving concurrently,
+// never put more than the rate in any 1 s window, and fill every slot.
+func TestRedisTwoNodes(t *testing.T) {
+	f := func(t *testing.T, o Options, rate int, burst int, maxWait time.Duration, callers int) {
+		srv := startRedis(t)
+		nodes := []*node{newNode(t, srv.url(), o), newNode(t, srv.url(), o)}
+		lim := Limit{Rate: float64(rate), Burst: burst, MaxWait: maxWait}
+		iv := time.Duration(float64(time.Second) / float64(rate) * DefaultMargin)
+		start := time.Now()
+		var mu sync.Mutex
+		var slots []time.Duration
+		var over int
+		var wg sync.WaitGroup
+		for _, n := range nodes {
+			k := n.register(t, "carrier-b", lim)
+			for range callers {
+				wg.Go(func() {
+					for range 8 {
+						d, err := n.Reserve(context.Background(), k)
+						at := time.Since(start) + d.Wait
+						mu.Lock()
+						switch {
+						case err != nil || (d.Source != SourceRedis && d.Source != SourceHeld):
+							t.Errorf("%+v %v", d, err)
+						case d.Over:
+							over++
+						default:
+							slots = append(slots, at)
+						}
+						mu.Unlock()
+					}
+				})
+			}
+		}
+		wg.Wait()
+		elapsed := time.Since(start)
+		// Every slot within max wait of the first call is taken; calls
+		// spread over elapsed take a few more.
+		lo := int(maxWait/iv) + burst
+		if o.Batch > 1 { // slots a node holds and does not use are lost
+			lo -= 2 * 2 * maxBatch
+		}
+		hi := int((maxWait+elapsed)/iv) + burst
+		if len(slots) < lo || len(slots) > hi || len(slots)+over != 2*callers*8 {
+			t.Fatalf("%d slots and %d over in %v, want %d to %d slots", len(slots), over, elapsed, lo, hi)
+		}
+		// Slot times come from reply arrival times on two nodes, so they
+		// jitter by the difference of two round trips; the window check has
+		// room for it, the gap check (distinct slots) only at a low rate.
+		minGap := iv / 2
+		if burst > 1 || rate > 20 {
+			minGap = 0
+		}
+		checkWindows(t, slots, rate, minGap)
+		for i, n := range nodes {
+			t.Logf("node %d: %v redis calls, %v batch slots, %v batch slots wasted", i,
+				n.metric(t, "sipedge_ratelimit_redis_calls_total"), n.metric(t, "sipedge_ratelimit_batch_slots_total"),
+				n.metric(t, "sipedge_ratelimit_batch_wasted_total"))
+		}
+	}
+	t.Run("rate=4", func(t *testing.T) { f(t, Options{}, 4, 1, 2*time.Second, 4) })
+	t.Run("rate=20", func(t *testing.T) { f(t, Options{}, 20, 1, 2*time.Second, 16) })
+	t.Run("rate=20,burst=2", func(t *testing.T) { f(t, Options{}, 20, 2, 2*time.Second, 16) })
+	t.Run("rate=200,batch=8", func(t *testing.T) {
+		f(t, Options{Batch: 8}, 200, 1, time.Second, 16)
+	})
+}
+
+// TestRedisBatch: at a high rate a node takes blocks of slots, and hands
+// them out without a round trip.
+func TestRedisBatch(t *testing.T) {
+	srv := startRedis(t)
+	n := newNode(t, srv.url(), Options{Batch: 8})
+	hi := n.register(t, "hi", Limit{Rate: 100, MaxWait: time.Second})
+	lo := n.register(t, "lo", Limit{Rate: 10, MaxWait: time.Second})
+	start := time.Now()
+	var slots []time.Duration
+	sources := map[Source]int{}
+	for range 40 {
+		d, err := n.Reserve(context.Background(), hi)
+		if err != nil || d.Over {
+			t.Fatalf("%+v %v", d, err)
+		}
+		sources[d.Source]++
+		slots = append(slots, time.Since(start)+d.Wait)
+	}
+	// Blocks of 1, 2, 4, 8, 8, 8, 8, 1 (the last cut to 40).
+	if calls := n.metric(t, "sipedge_ratelimit_redis_calls_total"); calls != 8 || sources[SourceHeld] != 32 {
+		t.Fatalf("%v round trips, sources %v", calls, sources)
+	}
+	checkWindows(t, slots, 100, 11500*time.Microsecond/2)
+	// Below BatchMinRate, one slot per round trip.
+	for range 3 {
+		if d, _ := n.Reserve(context.Background(), lo); d.Source != SourceRedis {
+			t.Fatalf("low rate: %+v", d)
+		}
+	}
+	// Slots left unused expire, and the block falls back to one slot.
+	time.Sleep(50 * ms)
+	for range 5 {
+		n.Reserve(context.Background(), hi)
+	}
+	time.Sleep(time.Second + 100*ms)
+	if d, _ := n.Reserve(context.Background(), hi); d.Source != SourceRedis || d.Wait != 0 {
+		t.Fatalf("after idle: %+v", d)
+	}
+	if n.metric(t, "sipedge_ratelimit_batch_wasted_total") == 0 {
+		t.Fatal("expired slots not counted")
+	}
+}
+
+// TestRedisNoscript: the script is loaded again after SCRIPT FLUSH.
+func TestRedisNoscript(t *testing.T) {
+	srv := startRedis(t)
+	n := newNode(t, srv.url(), Options{})
+	k := n.register(t, "a", Limit{Rate: 1000, MaxWait: time.Second})
+	sum := sha1.Sum([]byte(script))
+	sha := hex.EncodeToString(sum[:])
+	for i := range 3 {
+		if d, err := n.Reserve(context.Background(), k); err != nil || d.Source != SourceRedis {
+			t.Fatalf("call %d: %+v %v", i, d, err)
+		}
+		if got := srv.mustDo("SCRIPT EXISTS " + sha); got != "*1" {
+			t.Fatalf("SCRIPT EXISTS: %s", got)
+		}
+		srv.mustDo("SCRIPT FLUSH")
+	}
+	if errs := n.metric(t, "sipedge_ratelimit_redis_errors_total"); errs != 0 {
+		t.Fatalf("%v errors", errs)
+	}
+}
+
+// TestRedisAsync: ReserveAsync returns at once and calls done once, from a
+// worker.
+func TestRedisAsync(t *testing.T) {
+	srv := startRedis(t)
+	n := newNode(t, srv.url(), Options{})
+	k := n.register(t, "a", Limit{Rate: 10, MaxWait: time.Second})
+	got := make(chan Decision, 4)
+	for range 2 {
+		if d, ok := n.ReserveAsync(k, func(d Decision) { got <- d }); ok {
+			t.Fatalf("decided without Redis: %+v", d)
+		}
+	}
+	var waits []time.Duration
+	for range 2 {
+		d := <-got
+		if d.Source != SourceRedis {
+			t.Fatalf("%+v", d)
+		}
+		waits = append(waits, d.Wait)
+	}
+	slices.Sort(waits)
+	if waits[0] > 5*ms || waits[1] < 105*ms || waits[1] > 115*ms {
+		t.Fatalf("waits %v", waits)
+	}
+	select {
+	case d := <-got:
+		t.Fatalf("done called twice: %+v", d)
+	case <-time.After(50 * ms):
+	}
+}
+
+// TestRedisFailureModes: a silent Redis (SIGSTOP) makes every call return
+// within about the deadline and the failure mode decide, logged once and
+// counted; when Redis answers again Redis mode resumes, logged once.
+func TestRedisFailureModes(t *testing.T) {
+	// check gets each decision with the earliest and latest time its slot
+	// can be at: the call's start and return, plus the wait.
+	f := func(t *testing.T, mode FailureMode, check func(i int, d Decision, lo, hi time.Duration)) {
+		srv := startRedis(t)
+		o := Options{Config: Config{FailureMode: mode, Nodes: 2, DeadlineMS: 20}, BreakerCoolDown: 300 * ms}
+		n := newNode(t, srv.url(), o)
+		k := n.register(t, "a", Limit{Rate: 10, MaxWait: 10 * time.Second})
+		waitRedisMode(t, n, k)
+		// A slow first call (-race) may already have failed: count from here.
+		fallbacks := n.metric(t, `sipedge_ratelimit_failure_mode_total{mode="`+string(mode)+`"}`)
+		errs := n.metric(t, "sipedge_ratelimit_redis_errors_total")
+		bound := callBound()
+
+		srv.pause()
+		start := time.Now()
+		// The first call is asynchronous: done comes within the deadline.
+		got := make(chan Decision, 1)
+		if d, ok := n.ReserveAsync(k, func(d Decision) { got <- d }); ok {
+			t.Fatalf("async decided at once: %+v", d)
+		}
+		d := <-got
+		el := time.Since(start)
+		if el > bound {
+			t.Fatalf("async call took %v with a 20 ms deadline", el)
+		}
+		check(0, d, d.Wait, el+d.Wait)
+		for i := 1; i < 10; i++ {
+			t0 := time.Since(start)
+			d, err := n.Reserve(context.Background(), k)
+			t1 := time.Since(start)
+			if err != nil || t1-t0 > bound {
+				t.Fatalf("call %d: %v after %v with a 20 ms deadline", i, err, t1-t0)
+			}
+			check(i, d, t0+d.Wait, t1+d.Wait)
+		}
+		// The breaker is open: the shard's call decides at once.
+		t0 := time.Since(start)
+		d, ok := n.ReserveAsync(k, nil)
+		if !ok {
+			t.Fatal("breaker open, yet ReserveAsync went to Redis")
+		}
+		check(10, d, t0+d.Wait, time.Since(start)+d.Wait)
+		if n.Redis().Up() || n.metric(t, "sipedge_ratelimit_redis_up") != 0 {
+			t.Fatal("redis still up")
+		}
+		if c := n.logs.count("redis unavailable"); c != 1 {
+			t.Fatalf("%d down transitions logged, want 1:\n%s", c, n.logs)
+		}
+		if c := n.metric(t, `sipedge_ratelimit_failure_mode_total{mode="`+string(mode)+`"}`) - fallbacks; c != 11 {
+			t.Fatalf("%v decisions counted in failure mode %s, want 11", c, mode)
+		}
+		if c := n.metric(t, "sipedge_ratelimit_redis_down_total"); c != 1 {
+			t.Fatalf("%v down transitions counted", c)
+		}
+		if c := n.metric(t, "sipedge_ratelimit_redis_errors_total") - errs; c != 3 {
+			t.Fatalf("%v redis errors, want the breaker's 3", c)
+		}
+
+		srv.resume()
+		waitRedisMode(t, n, k)
+		if c := n.logs.count("redis available"); c != 1 {
+			t.Fatalf("%d up transitions logged, want 1:\n%s", c, n.logs)
+		}
+		if c := n.logs.count("redis unavailable"); c != 1 {
+			t.Fatalf("%d down transitions logged, want 1:\n%s", c, n.logs)
+		}
+		if n.metric(t, "sipedge_ratelimit_redis_up") != 1 {
+			t.Fatal("redis_up gauge is not back to 1")
+		}
+	}
+	t.Run("local", func(t *testing.T) {
+		var prevLo, prevHi time.Duration
+		f(t, FailLocal, func(i int, d Decision, lo, hi time.Duration) {
+			t.Helper()
+			if d.Source != SourceFallback || d.Over {
+				t.Fatalf("decision %d: %+v", i, d)
+			}
+			// Rate 10 over 2 nodes: each paces at 5/s, 230 ms apart.
+			if i > 0 && (hi-prevLo < 230*ms || lo-prevHi > 230*ms) {
+				t.Fatalf("decision %d: %v to %v after the previous, want 230 ms", i, lo-prevHi, hi-prevLo)
+			}
+			prevLo, prevHi = lo, hi
+		})
+	})
+	t.Run("open", func(t *testing.T) {
+		f(t, FailOpen, func(i int, d Decision, _, _ time.Duration) {
+			t.Helper()
+			if d != (Decision{Source: SourceOpen}) {
+				t.Fatalf("decision %d: %+v", i, d)
+			}
+		})
+	})
+	t.Run("closed", func(t *testing.T) {
+		f(t, FailClosed, func(i int, d Decision, _, _ time.Duration) {
+			t.Helper()
+			if d != (Decision{Over: true, Source: SourceClosed}) {
+				t.Fatalf("decision %d: %+v", i, d)
+			}
+		})
+	})
+}
+
+// callBound is how long a call may take with a 20 ms deadline: the
+// deadline plus scheduling on a loaded 2-core machine, more under the race
+// detector. (Without a deadline a silent Redis holds a call for seconds.)
+func callBound() time.Duration {
+	if raceEnabled {
+		return 250 * ms
+	}
+	return 100 * ms
+}
+
+// waitRedisMode polls until a decision comes from Redis again.
+func waitRedisMode(t *testing.T, n *node, k Key) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		d, err := n.Reserve(context.Background(), k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Source == SourceRedis {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redis mode did not resume in 5 s; logs:\n%s", n.logs)
+		}
+		time.Sleep(20 * ms)
+	}
+	if !n.Redis().Up() {
+		t.Fatal("decided by Redis but not up")
+	}
+}
+
+// TestRedisRestart: Redis killed and started again on the same port.
+func TestRedisRestart(t *testing.T) {
+	srv := startRedis(t)
+	n := newNode(t, srv.url(), Options{Config: Config{DeadlineMS: 20}, BreakerCoolDown: 100 * ms})
+	k := n.register(t, "a", Limit{Rate: 100, MaxWait: time.Second})
+	waitRedisMode(t, n, k)
+	srv.kill()
+	for i := range 10 {
+		t0 := time.Now()
+		d, _ := n.Reserve(context.Background(), k)
+		if el := time.Since(t0); d.Source != SourceFallback || el > callBound() {
+			t.Fatalf("call %d: %+v after %v", i, d, el)
+		}
+	}
+	srv.start()
+	waitRedisMode(t, n, k)
+	if d, c := n.logs.count("redis unavailable"), n.logs.count("redis available"); d != 1 || c != 1 {
+		t.Fatalf("%d down and %d up transitions logged, want 1 and 1:\n%s", d, c, n.logs)
+	}
+}
+
+// TestRedisStartsDown: a node started while Redis is down starts in the
+// failure mode (no error) and switches to Redis when it comes up.
+func TestRedisStartsDown(t *testing.T) {
+	skipWithoutRedis(t)
+	port := freePort(t)
+	n := newNode(t, "redis://127.0.0.1:"+strconv.Itoa(port), Options{Config: Config{DeadlineMS: 20}, BreakerCoolDown: 100 * ms})
+	k := n.register(t, "a", Limit{Rate: 100, MaxWait: time.Second})
+	if d, _ := n.Reserve(context.Background(), k); d.Source != SourceFallback {
+		t.Fatalf("redis down: %+v", d)
+	}
+	if n.Redis().Up() || n.logs.count("redis unavailable") != 1 {
+		t.Fatalf("not down, or not logged once:\n%s", n.logs)
+	}
+	startRedisOn(t, port)
+	waitRedisMode(t, n, k)
+	if n.logs.count("redis available") != 1 {
+		t.Fatalf("up not logged once:\n%s", n.logs)
+	}
+}
