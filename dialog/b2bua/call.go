@@ -82,6 +82,8 @@ type Call struct {
 	seq      route.Sequence // the carriers to try (the seed's call.route)
 	seqTimer uint64         // its deadline for the carrier in flight
 	route    *route.Route   // the route of the carrier in flight (in seq.Routes())
+	reported bool           // the outcome of the carrier in flight went to Env.Outcome
+	progress bool           // the carrier in flight sent 101-199
 	source   string         // where the decision came from
 	maxFwd   int            // Max-Forwards for B-leg INVITEs
 	key      uint64         // spreads hash selection of gateways per call

@@ -9,6 +9,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/sipedge/sipedge/dialog/txn"
+	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/route"
 )
@@ -32,6 +33,10 @@ type Env struct {
 	// (a route.Reason constant) means the carrier cannot be dialled; the
 	// sequence then burns it at once. key spreads hash selection per call.
 	Resolve func(r *route.Route, key uint64) (Target, string)
+	// Outcome reports what a B-leg attempt said about its gateway, once
+	// per dialled target: a final status, or an Outcome constant, with the
+	// response's Retry-After (optional).
+	Outcome func(t *Target, code int, retryAfter time.Duration)
 	// Policy holds the optional hooks of a routing policy.
 	Policy   Policy
 	Draining func() bool // new calls get 503 while true (optional)
@@ -69,7 +74,17 @@ type Target struct {
 	// Rate and Currency are the carrier's price, for the CDR.
 	Rate     float64
 	Currency string
+	// Gateway is the health member Resolve picked; the engine reports the
+	// attempt's outcome for it through Env.Outcome, once.
+	Gateway health.Member
 }
+
+// Outcome codes other than a final response's status, for Env.Outcome.
+const (
+	OutcomeNoResponse = 0  // no final response in time (Timer B, or the carrier's deadline without progress)
+	OutcomeTransport  = -1 // the INVITE could not be sent or the transport failed
+	OutcomeAbandoned  = -2 // the caller gave up first: says nothing about the gateway
+)
 
 // Decision is the Router's answer: the carriers to try in order, or a code
 // to reject the call with.

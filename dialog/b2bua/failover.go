@@ -1,6 +1,8 @@
 package b2bua
 
 import (
+	"time"
+
 	"github.com/sipedge/sipedge/route"
 )
 
@@ -11,6 +13,11 @@ import (
 func (e *Engine) carryOut(c *Call, st route.Step) {
 	for {
 		if st.Cancel && c.bTxn != 0 {
+			code := OutcomeNoResponse
+			if c.progress {
+				code = OutcomeAbandoned // it rang: the gateway works, the callee did not answer
+			}
+			e.report(c, code, 0)
 			// RFC 3261 9.1; the carrier's later responses reach
 			// onBInviteResponse as a burned leg's: a 2xx is ACKed and BYEd.
 			if e.txns.Cancel(c.bTxn, e.now) == nil {
@@ -42,8 +49,9 @@ func (e *Engine) carryOut(c *Call, st route.Step) {
 				st = c.seq.Undialable(e.now, reason)
 				continue
 			}
-			c.target, c.route = tgt, r
+			c.target, c.route, c.reported, c.progress = tgt, r, false, false
 			if !e.dial(c) {
+				e.report(c, OutcomeTransport, 0)
 				st = c.seq.Undialable(e.now, "send_failed")
 				continue
 			}
@@ -66,6 +74,15 @@ func (e *Engine) carryOut(c *Call, st route.Step) {
 			return
 		}
 	}
+}
+
+// report gives Env.Outcome the result of the carrier in flight, once.
+func (e *Engine) report(c *Call, code int, retryAfter time.Duration) {
+	if c.reported || e.env.Outcome == nil {
+		return
+	}
+	c.reported = true
+	e.env.Outcome(&c.target, code, retryAfter)
 }
 
 // burned logs and reports a failed attempt (the seed: a failover is an

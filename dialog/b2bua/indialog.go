@@ -227,6 +227,7 @@ func (e *Engine) onTxnFailure(h txn.Handle) {
 			e.end(c, hangupCaller)
 			return
 		}
+		e.report(c, OutcomeNoResponse, 0)
 		// No final response from the carrier (RFC 3261 17.1.1.2 Timer B)
 		// or the transport failed: a failure of this carrier like a 408.
 		e.carryOut(c, c.seq.Final(e.now, 408, "Request Timeout"))

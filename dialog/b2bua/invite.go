@@ -364,6 +364,7 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 			c.tProvisional = e.now
 		}
 		c.b.remoteTag = append(c.b.remoteTag[:0], to.Tag...)
+		c.progress = true
 		e.relayToCaller(c, m)
 		e.carryOut(c, c.seq.Progress(e.now, code))
 	case code < 300:
@@ -384,6 +385,7 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 			return
 		}
 		e.confirmLeg(&c.b, m)
+		e.report(c, code, 0)
 		c.answered = true
 		c.state = stateConfirmed
 		c.tAnswer = e.now
@@ -401,6 +403,11 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 		// The transaction layer ACKs the failure (RFC 3261 17.1.1.3); the
 		// sequence decides between the next carrier and the caller.
 		c.bTxn = 0
+		var retry time.Duration
+		if ra, ok, err := m.RetryAfter(); ok && err == nil {
+			retry = time.Duration(ra.Seconds) * time.Second
+		}
+		e.report(c, code, retry)
 		e.carryOut(c, c.seq.Final(e.now, code, string(m.ReasonPhrase())))
 	}
 }
@@ -595,6 +602,7 @@ func (e *Engine) abandon(c *Call) {
 		e.env.Clock.Stop(c.seqTimer)
 		c.seqTimer = 0
 	}
+	e.report(c, OutcomeAbandoned, 0)
 	if st := c.seq.Abandon(e.now); st.Burned && e.env.Policy.OnRouteFailure != nil {
 		e.env.Policy.OnRouteFailure(c, &c.seq.Routes()[st.BurnedRoute], st.Attempt)
 	}

@@ -3,16 +3,17 @@ package server
 import (
 	"fmt"
 	"log/slog"
-	"net"
 	"net/netip"
 	"strings"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
 	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/dialog/txn"
+	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/route"
 	"github.com/sipedge/sipedge/route/lcr"
 )
@@ -78,74 +79,92 @@ func decisionOf(d lcr.Decision) b2bua.Decision {
 	return b2bua.Decision{Routes: d.Routes, Source: d.Source.String()}
 }
 
-// gateways resolves routes to destinations: until gateway health lands, the
-// first destination of the group. Addresses given as DNS names are resolved
-// once, at start.
-type gateways struct {
-	groups map[string]gatewayGroup
-}
-
-type gatewayGroup struct {
-	target b2bua.Target
-	err    string // why the group cannot be dialled
-}
-
-func newGateways(cfg *config.Config, log *slog.Logger) *gateways {
-	g := &gateways{groups: make(map[string]gatewayGroup)}
-	for _, grp := range cfg.Gateway.Groups {
-		gg := gatewayGroup{}
-		if len(grp.Destinations) == 0 {
-			gg.err = route.ReasonGroupDown
-		} else {
-			d := grp.Destinations[0]
-			ap, err := resolve(d.Address)
-			if err != nil {
-				log.Warn("gateway destination does not resolve", "group", grp.Name, "address", d.Address.String(), "err", err)
-				gg.err = route.ReasonUnresolvable
-			}
-			tr := txn.TransportUDP
-			if grp.Transport == "tcp" {
-				tr = txn.TransportTCP
-			}
-			gg.target = b2bua.Target{Group: grp.Name, URI: d.URI, Peer: txn.Peer{Addr: ap, Transport: tr}}
+// healthGroups maps the YAML's gateway groups onto the health registry's.
+func healthGroups(cfg *config.Config) []health.GroupConfig {
+	var out []health.GroupConfig
+	for _, g := range cfg.Gateway.Groups {
+		hg := health.GroupConfig{Name: g.Name, Algorithm: g.Algorithm, Transport: g.Transport,
+			RerouteCauses: g.RerouteCauses,
+			Probe: health.ProbeConfig{Enabled: g.Probe.Enabled, Interval: g.Probe.Interval, Timeout: g.Probe.Timeout,
+				FailureThreshold: g.Probe.FailureThreshold, SuccessThreshold: g.Probe.SuccessThreshold,
+				HealthyCodes: g.Probe.HealthyCodes, Jitter: g.Probe.Jitter}}
+		for _, d := range g.Destinations {
+			hg.Destinations = append(hg.Destinations, health.DestConfig{URI: d.URI, Address: d.Address.String(),
+				Weight: d.Weight, Priority: d.Priority})
 		}
-		g.groups[grp.Name] = gg
+		out = append(out, hg)
 	}
-	return g
+	return out
 }
 
-// resolveRoute is the engines' Env.Resolve. A route that names an unknown
-// gateway group falls back to its next_hop when it has one (the seed:
-// "warns and falls back to the route's next_hop ... else skips").
-func (g *gateways) resolveRoute(r *route.Route, _ uint64) (b2bua.Target, string) {
-	gg, ok := g.groups[r.GatewayGroup]
-	if !ok || r.GatewayGroup == "" {
+// resolve is the engines' Env.Resolve: a healthy member of the route's
+// gateway group (health.Pick, with this shard's Selector), else the route's
+// next_hop when the group is unknown (the seed: "warns and falls back to
+// the route's next_hop ... else skips that carrier").
+func (a *shardApp) resolve(r *route.Route, key uint64) (b2bua.Target, string) {
+	m, res := a.s.health.Pick(r.GatewayGroup, key, &a.sel)
+	switch res {
+	case health.OK:
+		tr := txn.TransportUDP
+		if m.Transport == health.TransportTCP {
+			tr = txn.TransportTCP
+		}
+		return b2bua.Target{CarrierID: r.CarrierID, Group: m.Group, URI: m.URI, Peer: txn.Peer{Addr: m.Addr, Transport: tr},
+			Rate: r.Rate, Currency: r.Currency, Gateway: m}, ""
+	case health.UnknownGroup:
+		if r.GatewayGroup != "" {
+			a.s.log.Warn("route names an unknown gateway_group", "carrier", r.CarrierID, "gateway_group", r.GatewayGroup)
+		}
 		if r.NextHop != "" {
 			return nextHop(r)
 		}
 		return b2bua.Target{}, route.ReasonUnknownGroup
+	case health.Unresolvable:
+		return b2bua.Target{}, route.ReasonUnresolvable
 	}
-	if gg.err != "" {
-		return b2bua.Target{}, gg.err
-	}
-	t := gg.target
-	t.CarrierID, t.Rate, t.Currency = r.CarrierID, r.Rate, r.Currency
-	return t, ""
+	return b2bua.Target{}, route.ReasonGroupDown
 }
 
-func resolve(hp config.HostPort) (netip.AddrPort, error) {
-	if ap, ok := hp.AddrPort(); ok {
-		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), nil
+// outcome is the engines' Env.Outcome: passive health signals.
+func (a *shardApp) outcome(t *b2bua.Target, code int, retryAfter time.Duration) {
+	if t.Gateway.Group == "" {
+		return // a next hop, not a group member
 	}
-	addrs, err := net.LookupHost(hp.Host)
-	if err != nil || len(addrs) == 0 {
-		return netip.AddrPort{}, fmt.Errorf("cannot resolve %q: %v", hp.Host, err)
+	o := health.OutcomeOther
+	switch {
+	case code == b2bua.OutcomeNoResponse:
+		o = health.OutcomeNoResponse
+	case code == b2bua.OutcomeTransport:
+		o = health.OutcomeTransportError
+	case code == b2bua.OutcomeAbandoned:
+		o = health.OutcomeAbandoned
+	case code >= 200 && code < 300:
+		o = health.OutcomeAnswered
+	case code == 503:
+		o = health.OutcomeStatus503
+		if retryAfter > 0 {
+			a.s.health.Cooldown(t.Gateway, retryAfter)
+		}
 	}
-	a, err := netip.ParseAddr(addrs[0])
-	if err != nil {
-		return netip.AddrPort{}, err
+	a.s.health.ReportCall(t.Gateway, o)
+}
+
+// prober sends the registry's OPTIONS probes through the shards: each
+// member's probes go to the shard its address hashes to.
+type prober struct{ s *Server }
+
+func (p prober) Probe(m health.Member, timeout time.Duration, done func(health.ProbeResult)) {
+	a := p.s.apps[int(xxhash.Sum64String(m.Addr.String())%uint64(len(p.s.apps)))]
+	tr := txn.TransportUDP
+	if m.Transport == health.TransportTCP {
+		tr = txn.TransportTCP
 	}
-	return netip.AddrPortFrom(a.Unmap(), hp.Port), nil
+	peer := txn.Peer{Addr: m.Addr, Transport: tr}
+	a.sh.Post(func() {
+		a.eng.Probe(peer, m.URI, timeout, a.sh.Now(), func(code int, retry, rtt time.Duration, err error) {
+			done(health.ProbeResult{Code: code, RetryAfter: retry, RTT: rtt, Err: err})
+		})
+	})
 }
 
 // nextHop resolves a route's explicit next hop: "sip:host:port" or

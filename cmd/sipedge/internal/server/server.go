@@ -18,6 +18,7 @@ import (
 	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/dialog/cdr"
 	"github.com/sipedge/sipedge/dialog/txn"
+	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/route"
 	"github.com/sipedge/sipedge/route/lcr"
@@ -34,10 +35,11 @@ type Server struct {
 	cdr     *cdr.Writer
 	lcr     *lcr.Resolver
 	static  *lcr.StaticTable // nil in API mode
-	gws     *gateways
+	health  *health.Registry
+	apps    []*shardApp
 	origin  time.Time
 
-	runtimeSet, engineSet, cdrSet, lcrSet *metrics.Set
+	runtimeSet, engineSet, cdrSet, lcrSet, healthSet *metrics.Set
 
 	admin     *http.Server
 	adminAddr net.Addr
@@ -50,7 +52,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 		log = slog.Default()
 	}
 	s := &Server{cfg: cfg, log: log, runtimeSet: metrics.NewSet(), engineSet: metrics.NewSet(),
-		cdrSet: metrics.NewSet(), lcrSet: metrics.NewSet()}
+		cdrSet: metrics.NewSet(), lcrSet: metrics.NewSet(), healthSet: metrics.NewSet()}
 	var err error
 	var table *lcr.StaticTable
 	if s.lcr, table, err = newResolver(cfg, s.lcrSet, log); err != nil {
@@ -59,7 +61,10 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	if cfg.LCR.APIURL == "" {
 		s.static = table
 	}
-	s.gws = newGateways(cfg, log)
+	if s.health, err = health.New(health.Options{Groups: healthGroups(cfg), Prober: prober{s},
+		Logger: log, Metrics: s.healthSet}); err != nil {
+		return nil, fmt.Errorf("gateway.groups: %w", err)
+	}
 	maxSize := int64(cfg.CDR.MaxSizeMB) << 20
 	if s.cdr, err = cdr.New(cdr.Options{Path: cfg.CDR.File, MaxSize: maxSize, MaxBackups: cfg.CDR.MaxBackups,
 		Queue: cfg.CDR.Queue, Metrics: s.cdrSet, Log: log}); err != nil {
@@ -108,6 +113,14 @@ func (s *Server) b2buaConfig(shardIdx int) b2bua.Config {
 			GlobalCauses: cfg.LCR.RerouteCauses, GroupCauses: s.groupCauses},
 		Metrics: s.engineSet,
 		Shard:   shardIdx,
+
+		DefaultNumberPolicy: cfg.B2BUA.DefaultNumberPolicy,
+		AssertIdentity:      cfg.B2BUA.AssertIdentity,
+		NumberPolicies:      make(map[string]b2bua.NumberPolicy),
+	}
+	for _, np := range cfg.NumberPolicies {
+		bc.NumberPolicies[np.Name] = b2bua.NumberPolicy{National: np.Format == "national",
+			CountryCode: np.CountryCode, NationalPrefix: np.NationalPrefix}
 	}
 	if n := cfg.B2BUA.MaxConcurrentCalls; n > 0 {
 		// The limit is per node; each shard takes its share.
@@ -163,6 +176,7 @@ type shardApp struct {
 	sh     *shard.Shard
 	eng    *b2bua.Engine
 	keyBuf []byte
+	sel    health.Selector // this shard's gateway selection state
 }
 
 // route is the engine's Router: a cached or static decision at once, else
@@ -207,7 +221,8 @@ func (s *Server) newShardApp(sh *shard.Shard) (shard.Handler, error) {
 		MintCallID: func(dst []byte) []byte { return sh.MintCallID(dst, suffix) },
 		Finished:   a.finished,
 		Router:     a.route,
-		Resolve:    s.gws.resolveRoute,
+		Resolve:    a.resolve,
+		Outcome:    a.outcome,
 		Draining:   sh.Draining,
 		Log:        s.log,
 	})
@@ -216,6 +231,7 @@ func (s *Server) newShardApp(sh *shard.Shard) (shard.Handler, error) {
 	}
 	a.eng = eng
 	s.engines = append(s.engines, eng)
+	s.apps = append(s.apps, a)
 	return shard.Handler{
 		Message: func(sh *shard.Shard, m *parser.Message, from shard.Peer) {
 			eng.Receive(m, txnPeer(from), sh.Now())
@@ -310,6 +326,7 @@ func (s *Server) Start() error {
 	if err := s.rt.Start(); err != nil {
 		return err
 	}
+	s.health.Start()
 	if !s.cfg.Admin.Listen.IsZero() {
 		if err := s.startAdmin(); err != nil {
 			s.rt.Shutdown(context.Background(), nil)
@@ -346,6 +363,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	defer cancel()
 	err := s.rt.Shutdown(dctx, func() bool { return s.LiveCalls() > 0 })
 	s.lcr.Close()
+	s.health.Close()
 	if cerr := s.cdr.Close(ctx); cerr != nil {
 		err = errors.Join(err, cerr)
 	}
@@ -374,6 +392,7 @@ func (s *Server) startAdmin() error {
 		}
 		io.WriteString(w, "ready\n")
 	})
+	mux.Handle("/v1/gateway/", s.health.Handler())
 	var h http.Handler = mux
 	if tok := s.cfg.Admin.Token; tok != "" {
 		h = bearer(tok, mux)
@@ -413,5 +432,6 @@ func (s *Server) WriteMetrics(w io.Writer) {
 	s.engineSet.WritePrometheus(w)
 	s.cdrSet.WritePrometheus(w)
 	s.lcrSet.WritePrometheus(w)
+	s.healthSet.WritePrometheus(w)
 	metrics.WriteProcessMetrics(w)
 }
