@@ -79,14 +79,18 @@ type Call struct {
 	target Target
 	a, b   leg
 
-	seq      route.Sequence // the carriers to try (the seed's call.route)
-	seqTimer uint64         // its deadline for the carrier in flight
-	route    *route.Route   // the route of the carrier in flight (in seq.Routes())
-	reported bool           // the outcome of the carrier in flight went to Env.Outcome
-	progress bool           // the carrier in flight sent 101-199
-	source   string         // where the decision came from
-	maxFwd   int            // Max-Forwards for B-leg INVITEs
-	key      uint64         // spreads hash selection of gateways per call
+	seq        route.Sequence // the carriers to try (the seed's call.route)
+	seqTimer   uint64         // its deadline for the carrier in flight
+	route      *route.Route   // the route of the carrier in flight (in seq.Routes())
+	reported   bool           // the outcome of the carrier in flight went to Env.Outcome
+	progress   bool           // the carrier in flight sent 101-199
+	pacing     bool           // waiting for a CPS slot before dialling
+	paceTimer  uint64         // the wait for that slot, or for a CPS-reject retry
+	seqWait    time.Duration  // the carrier's deadline, from its dial; -1 for none
+	cpsRetries int            // CPS rejects retried on the carrier in flight
+	source     string         // where the decision came from
+	maxFwd     int            // Max-Forwards for B-leg INVITEs
+	key        uint64         // spreads hash selection of gateways per call
 
 	aInvite  []byte     // the caller's INVITE, to build responses from
 	aTxn     txn.Handle // its server transaction
@@ -226,6 +230,9 @@ func (e *Engine) end(c *Call, hangup string) {
 	}
 	if c.seqTimer != 0 {
 		e.env.Clock.Stop(c.seqTimer)
+	}
+	if c.paceTimer != 0 {
+		e.env.Clock.Stop(c.paceTimer)
 	}
 	if e.env.Finished != nil {
 		e.env.Finished(c)

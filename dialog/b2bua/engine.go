@@ -33,6 +33,14 @@ type Env struct {
 	// (a route.Reason constant) means the carrier cannot be dialled; the
 	// sequence then burns it at once. key spreads hash selection per call.
 	Resolve func(r *route.Route, key uint64) (Target, string)
+	// Pace reserves a calls-per-second slot for dialling t (optional): the
+	// route's carrier account. ref names the call to Engine.Paced.
+	Pace func(r *route.Route, t *Target, ref uint64) PaceResult
+	// CPSReject tells whether a final response is the carrier refusing
+	// a call over its CPS limit (the group's cps_reject matchers) and, if
+	// the call should retry the same carrier, after how long. The engine
+	// retries at most MaxCPSRetries times, then fails over.
+	CPSReject func(t *Target, code int, reason []byte) (time.Duration, bool)
 	// Outcome reports what a B-leg attempt said about its gateway, once
 	// per dialled target: a final status, or an Outcome constant, with the
 	// response's Retry-After (optional).
@@ -51,7 +59,19 @@ const (
 	timerMaxDuration
 	timerSequence // the failover sequence's deadline for the carrier in flight
 	timerProbe    // a gateway probe's deadline
+	timerPace     // a CPS slot has come (or a CPS reject's retry delay passed)
 )
+
+// MaxCPSRetries bounds the retries of one carrier after CPS rejects.
+const MaxCPSRetries = 2
+
+// PaceResult is a CPS reservation for a dial: go now, wait, over the
+// limit, or Pending (the answer comes through Engine.Paced).
+type PaceResult struct {
+	Wait    time.Duration
+	Over    bool
+	Pending bool
+}
 
 // RouteRequest describes a new call to the Router.
 type RouteRequest struct {
@@ -233,6 +253,17 @@ func (e *Engine) Timer(kind uint8, arg uint64, now time.Duration) {
 		if c := e.callByArg(arg); c != nil && c.state == stateEarly && !c.canceled {
 			c.seqTimer = 0
 			e.carryOut(c, c.seq.Timeout(now))
+		}
+	case timerPace:
+		if c := e.callByArg(arg); c != nil && c.state == stateEarly && !c.canceled {
+			c.paceTimer = 0
+			if c.pacing {
+				e.paced(c)
+			} else { // a CPS reject's retry: a fresh B-leg to the same carrier
+				if st, ok := e.pace(c); !ok {
+					e.carryOut(c, st)
+				}
+			}
 		}
 	case timerProbe:
 		e.probeTimeout(txn.Handle(arg))

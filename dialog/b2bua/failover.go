@@ -50,12 +50,18 @@ func (e *Engine) carryOut(c *Call, st route.Step) {
 				continue
 			}
 			c.target, c.route, c.reported, c.progress = tgt, r, false, false
-			if !e.dial(c) {
-				e.report(c, OutcomeTransport, 0)
-				st = c.seq.Undialable(e.now, "send_failed")
+			c.cpsRetries = 0
+			// The carrier's deadline counts from its dial, not from the
+			// decision to dial it: a paced INVITE gets its full time.
+			c.seqWait = st.Deadline - e.now
+			if st.Deadline == route.NoDeadline {
+				c.seqWait = -1
+			}
+			next, ok := e.pace(c)
+			if !ok {
+				st = next
 				continue
 			}
-			e.armSequence(c, st)
 			return
 		case route.StepFail:
 			e.stopSequence(c)
@@ -74,6 +80,73 @@ func (e *Engine) carryOut(c *Call, st route.Step) {
 			return
 		}
 	}
+}
+
+// pace reserves a slot of the carrier's calls-per-second budget (issue 7:
+// the seed's "defer to the next free slot") and dials now, later on the
+// shard's wheel, or when an asynchronous reservation is posted back
+// (Paced). Over the limit the carrier is burned without dialling, reason
+// cps_limited, and its quality is not blamed: ok is false and the caller
+// continues with the returned step.
+func (e *Engine) pace(c *Call) (route.Step, bool) {
+	if e.env.Pace == nil {
+		return e.dialNow(c)
+	}
+	p := e.env.Pace(c.route, &c.target, e.arg(c))
+	switch {
+	case p.Pending:
+		c.pacing = true
+		return route.Step{}, true
+	case p.Over:
+		e.m.cpsLimited.Inc()
+		return c.seq.Undialable(e.now, route.ReasonCPSLimited), false
+	case p.Wait > 0:
+		c.pacing = true
+		c.paceTimer = e.env.Clock.StartAt(e.now+p.Wait, timerPace, e.arg(c))
+		return route.Step{}, true
+	}
+	return e.dialNow(c)
+}
+
+// Paced delivers an asynchronous CPS reservation for the call ref names.
+func (e *Engine) Paced(ref uint64, p PaceResult, now time.Duration) {
+	e.now = now
+	c := e.callByArg(ref)
+	if c == nil || !c.pacing || c.canceled {
+		return
+	}
+	switch {
+	case p.Over:
+		c.pacing = false
+		e.m.cpsLimited.Inc()
+		e.carryOut(c, c.seq.Undialable(e.now, route.ReasonCPSLimited))
+	case p.Wait > 0:
+		c.paceTimer = e.env.Clock.StartAt(e.now+p.Wait, timerPace, e.arg(c))
+	default:
+		e.paced(c)
+	}
+}
+
+// paced dials a call whose slot has come.
+func (e *Engine) paced(c *Call) {
+	c.pacing, c.paceTimer = false, 0
+	if st, ok := e.dialNow(c); !ok {
+		e.carryOut(c, st)
+	}
+}
+
+// dialNow sends the B-leg INVITE and arms the carrier's deadline; when it
+// cannot be sent the carrier is burned and ok is false.
+func (e *Engine) dialNow(c *Call) (route.Step, bool) {
+	if !e.dial(c) {
+		e.report(c, OutcomeTransport, 0)
+		return c.seq.Undialable(e.now, "send_failed"), false
+	}
+	e.stopSequence(c)
+	if c.seqWait >= 0 {
+		c.seqTimer = e.env.Clock.StartAt(e.now+c.seqWait, timerSequence, e.arg(c))
+	}
+	return route.Step{}, true
 }
 
 // report gives Env.Outcome the result of the carrier in flight, once.

@@ -274,3 +274,62 @@ func TestProbe(t *testing.T) {
 		t.Fatalf("probe results %+v", got)
 	}
 }
+
+func TestPacingDelaysTheDial(t *testing.T) {
+	r := twoCarriers(t, routeA, routeB)
+	r.e.env.Pace = func(rt *route.Route, _ *Target, _ uint64) PaceResult {
+		if rt.CarrierID == "carrier-a" {
+			return PaceResult{Wait: 300 * time.Millisecond}
+		}
+		return PaceResult{}
+	}
+	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
+	r.expect(caller, "SIP/2.0 100 Trying")
+	r.expect(carrier) // held for its slot, on the wheel
+	r.advance(300 * time.Millisecond)
+	r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")
+}
+
+func TestPacingOverLimitBurnsCarrier(t *testing.T) {
+	r := twoCarriers(t, routeA, routeB)
+	r.e.env.Pace = func(rt *route.Route, _ *Target, _ uint64) PaceResult {
+		return PaceResult{Over: rt.CarrierID == "carrier-a"}
+	}
+	var outcomes []int
+	r.e.env.Outcome = func(t *Target, code int, _ time.Duration) { outcomes = append(outcomes, code) }
+	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
+	r.take(caller)
+	r.expect(carrier)
+	inv2 := r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")[0]
+	r.recv(carrierB, carrierResponse(inv2, 486, "Busy Here", ""))
+	r.take(carrierB)
+	r.take(caller)
+	s := r.summary()
+	if len(s.Attempts) != 2 || s.Attempts[0] != (route.Attempt{CarrierID: "carrier-a", Status: 503, Reason: route.ReasonCPSLimited}) {
+		t.Fatalf("attempts %+v", s.Attempts)
+	}
+	if len(outcomes) != 1 || outcomes[0] != 486 { // carrier-a's quality is not blamed
+		t.Fatalf("outcomes %v", outcomes)
+	}
+}
+
+func TestCPSRejectRetriedThenFailover(t *testing.T) {
+	r := twoCarriers(t, routeA, routeB)
+	r.e.env.CPSReject = func(_ *Target, code int, reason []byte) (time.Duration, bool) {
+		return time.Second, code == 503 && string(reason) == "CPS Limit"
+	}
+	inv := r.startCall()
+	for i := 0; i < MaxCPSRetries; i++ {
+		r.recv(carrier, carrierResponse(inv, 503, "CPS Limit", ""))
+		r.take(carrier) // the ACK
+		r.advance(time.Second)
+		next := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+		if hdr(next, parser.HeaderCallID) == hdr(inv, parser.HeaderCallID) {
+			t.Fatal("a CPS retry reused the B-leg dialog")
+		}
+		inv = next
+	}
+	r.recv(carrier, carrierResponse(inv, 503, "CPS Limit", ""))
+	r.take(carrier)
+	r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0") // retries exhausted: fail over
+}

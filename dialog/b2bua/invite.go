@@ -403,6 +403,16 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 		// The transaction layer ACKs the failure (RFC 3261 17.1.1.3); the
 		// sequence decides between the next carrier and the caller.
 		c.bTxn = 0
+		if e.env.CPSReject != nil && c.cpsRetries < MaxCPSRetries {
+			if delay, ok := e.env.CPSReject(&c.target, code, m.ReasonPhrase()); ok {
+				// The carrier refused the call over its CPS limit (seed 003):
+				// not its fault; retry it after the delay on a fresh B-leg.
+				c.cpsRetries++
+				e.m.cpsRejects.Inc()
+				c.paceTimer = e.env.Clock.StartAt(e.now+delay, timerPace, e.arg(c))
+				return
+			}
+		}
 		var retry time.Duration
 		if ra, ok, err := m.RetryAfter(); ok && err == nil {
 			retry = time.Duration(ra.Seconds) * time.Second
@@ -603,6 +613,11 @@ func (e *Engine) abandon(c *Call) {
 		c.seqTimer = 0
 	}
 	e.report(c, OutcomeAbandoned, 0)
+	if c.paceTimer != 0 {
+		e.env.Clock.Stop(c.paceTimer)
+		c.paceTimer = 0
+	}
+	c.pacing = false
 	if st := c.seq.Abandon(e.now); st.Burned && e.env.Policy.OnRouteFailure != nil {
 		e.env.Policy.OnRouteFailure(c, &c.seq.Routes()[st.BurnedRoute], st.Attempt)
 	}

@@ -18,6 +18,8 @@ type engineMetrics struct {
 	retransmitted2xx *vm.Counter
 	orphans          *vm.Counter
 	attempts         *vm.Counter
+	cpsLimited       *vm.Counter
+	cpsRejects       *vm.Counter
 	active           *vm.Gauge
 }
 
@@ -48,6 +50,8 @@ func newMetrics(set *vm.Set, shard int) engineMetrics {
 		retransmitted2xx: set.NewCounter(name("sipedge_2xx_retransmissions_total")),
 		orphans:          set.NewCounter(name("sipedge_orphan_calls_total")),
 		attempts:         set.NewCounter(name("sipedge_lcr_failed_attempts_total")),
+		cpsLimited:       set.NewCounter(name("sipedge_cps_limited_total")),
+		cpsRejects:       set.NewCounter(name("sipedge_cps_rejects_total")),
 		active:           set.NewGauge(name("sipedge_calls_active"), nil),
 	}
 }

@@ -36,10 +36,11 @@ type Server struct {
 	lcr     *lcr.Resolver
 	static  *lcr.StaticTable // nil in API mode
 	health  *health.Registry
+	cps     *cps
 	apps    []*shardApp
 	origin  time.Time
 
-	runtimeSet, engineSet, cdrSet, lcrSet, healthSet *metrics.Set
+	runtimeSet, engineSet, cdrSet, lcrSet, healthSet, cpsSet *metrics.Set
 
 	admin     *http.Server
 	adminAddr net.Addr
@@ -52,7 +53,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 		log = slog.Default()
 	}
 	s := &Server{cfg: cfg, log: log, runtimeSet: metrics.NewSet(), engineSet: metrics.NewSet(),
-		cdrSet: metrics.NewSet(), lcrSet: metrics.NewSet(), healthSet: metrics.NewSet()}
+		cdrSet: metrics.NewSet(), lcrSet: metrics.NewSet(), healthSet: metrics.NewSet(), cpsSet: metrics.NewSet()}
 	var err error
 	var table *lcr.StaticTable
 	if s.lcr, table, err = newResolver(cfg, s.lcrSet, log); err != nil {
@@ -64,6 +65,9 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	if s.health, err = health.New(health.Options{Groups: healthGroups(cfg), Prober: prober{s},
 		Logger: log, Metrics: s.healthSet}); err != nil {
 		return nil, fmt.Errorf("gateway.groups: %w", err)
+	}
+	if s.cps, err = newCPS(cfg, s); err != nil {
+		return nil, err
 	}
 	maxSize := int64(cfg.CDR.MaxSizeMB) << 20
 	if s.cdr, err = cdr.New(cdr.Options{Path: cfg.CDR.File, MaxSize: maxSize, MaxBackups: cfg.CDR.MaxBackups,
@@ -223,6 +227,8 @@ func (s *Server) newShardApp(sh *shard.Shard) (shard.Handler, error) {
 		Router:     a.route,
 		Resolve:    a.resolve,
 		Outcome:    a.outcome,
+		Pace:       a.pace,
+		CPSReject:  a.cpsReject,
 		Draining:   sh.Draining,
 		Log:        s.log,
 	})
@@ -364,6 +370,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	err := s.rt.Shutdown(dctx, func() bool { return s.LiveCalls() > 0 })
 	s.lcr.Close()
 	s.health.Close()
+	s.cps.limiter.Close()
 	if cerr := s.cdr.Close(ctx); cerr != nil {
 		err = errors.Join(err, cerr)
 	}
@@ -433,5 +440,6 @@ func (s *Server) WriteMetrics(w io.Writer) {
 	s.cdrSet.WritePrometheus(w)
 	s.lcrSet.WritePrometheus(w)
 	s.healthSet.WritePrometheus(w)
+	s.cpsSet.WritePrometheus(w)
 	metrics.WriteProcessMetrics(w)
 }

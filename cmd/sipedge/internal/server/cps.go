@@ -1,0 +1,85 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
+	"github.com/sipedge/sipedge/dialog/b2bua"
+	"github.com/sipedge/sipedge/ratelimit"
+	"github.com/sipedge/sipedge/route"
+)
+
+// cps holds the egress limits (one key per carrier account, in Redis when
+// configured) and the groups' CPS reject matchers.
+type cps struct {
+	limiter *ratelimit.Limiter
+	keys    map[string]ratelimit.Key // gateway group -> its account's key
+	rejects map[string][]config.CPSReject
+}
+
+func newCPS(cfg *config.Config, s *Server) (*cps, error) {
+	c := &cps{keys: make(map[string]ratelimit.Key), rejects: make(map[string][]config.CPSReject)}
+	var err error
+	c.limiter, err = ratelimit.New(ratelimit.Options{Config: ratelimit.Config{Redis: cfg.RateLimit.Redis,
+		DeadlineMS: int(cfg.RateLimit.Deadline / time.Millisecond), FailureMode: ratelimit.FailureMode(cfg.RateLimit.FailureMode),
+		Nodes: cfg.RateLimit.Nodes}, Metrics: s.cpsSet, Logger: s.log})
+	if err != nil {
+		return nil, fmt.Errorf("ratelimit: %w", err)
+	}
+	for _, g := range cfg.Gateway.Groups {
+		if len(g.CPSReject) > 0 {
+			c.rejects[g.Name] = g.CPSReject
+		}
+		if g.CPS.Rate <= 0 {
+			continue
+		}
+		name := g.CPS.Key
+		if name == "" {
+			name = g.Name
+		}
+		k, ok := c.limiter.Lookup(name)
+		if !ok {
+			if k, err = c.limiter.Register(name, ratelimit.Limit{Rate: g.CPS.Rate, Burst: g.CPS.Burst, MaxWait: g.CPS.MaxWait}); err != nil {
+				return nil, fmt.Errorf("gateway.groups[%s].cps: %w", g.Name, err)
+			}
+		}
+		c.keys[g.Name] = k
+	}
+	return c, nil
+}
+
+// pace is the engines' Env.Pace: a slot of the carrier account's budget.
+func (a *shardApp) pace(r *route.Route, t *b2bua.Target, ref uint64) b2bua.PaceResult {
+	k, ok := a.s.cps.keys[t.Group]
+	if !ok {
+		return b2bua.PaceResult{}
+	}
+	sh, eng := a.sh, a.eng
+	d, now := a.s.cps.limiter.ReserveAsync(k, func(d ratelimit.Decision) {
+		sh.Post(func() { eng.Paced(ref, b2bua.PaceResult{Wait: d.Wait, Over: d.Over}, sh.Now()) })
+	})
+	if !now {
+		return b2bua.PaceResult{Pending: true}
+	}
+	return b2bua.PaceResult{Wait: d.Wait, Over: d.Over}
+}
+
+// cpsReject is the engines' Env.CPSReject: the group's matchers (a code,
+// and text the reason phrase must contain); a match backs the account's
+// limiter off (AIMD) and retries after a jittered delay (the seed's 0.6 to
+// 1.6 s).
+func (a *shardApp) cpsReject(t *b2bua.Target, code int, reason []byte) (time.Duration, bool) {
+	for _, m := range a.s.cps.rejects[t.Group] {
+		if m.Code != code || m.Reason != "" && !bytes.Contains(bytes.ToLower(reason), bytes.ToLower([]byte(m.Reason))) {
+			continue
+		}
+		if k, ok := a.s.cps.keys[t.Group]; ok {
+			a.s.cps.limiter.Backoff(k)
+		}
+		return 600*time.Millisecond + rand.N(time.Second), true
+	}
+	return 0, false
+}
