@@ -238,6 +238,9 @@ func (e *Engine) end(c *Call, hangup string) {
 		e.env.Finished(c)
 	}
 	e.m.ended.Inc()
+	if c.trunk != nil {
+		e.trunkCalls[e.trunkIndex(c.trunk)]--
+	}
 	e.unindexLeg(c, &c.a)
 	e.unindexLeg(c, &c.b)
 	e.putBuf(c.aInvite)

@@ -60,6 +60,9 @@ type Trunk struct {
 	Name    string
 	Group   string // trunk_group: what routing keys on
 	Sources []Source
+	// MaxCalls bounds the trunk's concurrent calls on this engine (its
+	// share of the node's limit); 0: unlimited.
+	MaxCalls int
 }
 
 // Source is an address range, optionally limited to one port.

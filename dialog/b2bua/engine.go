@@ -33,6 +33,10 @@ type Env struct {
 	// (a route.Reason constant) means the carrier cannot be dialled; the
 	// sequence then burns it at once. key spreads hash selection per call.
 	Resolve func(r *route.Route, key uint64) (Target, string)
+	// Admit applies a trunk's ingress calls-per-second limit to a new call,
+	// before any routing work (optional): false refuses it with 503 and
+	// Retry-After.
+	Admit func(t *Trunk) (retryAfter time.Duration, ok bool)
 	// Pace reserves a calls-per-second slot for dialling t (optional): the
 	// route's carrier account. ref names the call to Engine.Paced.
 	Pace func(r *route.Route, t *Target, ref uint64) PaceResult
@@ -152,6 +156,7 @@ type Engine struct {
 	byCallID                              map[uint64]int32       // xxhash(Call-ID) of either leg -> call
 	byTxn                                 map[txn.Handle]txnRole // transactions the engine is waiting on
 	probes                                map[txn.Handle]*probe  // gateway probes in flight
+	trunkCalls                            []int                  // live calls per trunk (Config.Trunks order)
 
 	msg     parser.Message // scratch for messages the engine builds
 	areq    parser.Message // scratch for requests the engine re-reads to answer them
@@ -196,6 +201,7 @@ func New(cfg Config, env Env) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, env: env, policy: compilePolicy(cfg.HeaderAllow), free: -1,
 		byCallID: make(map[uint64]int32), byTxn: make(map[txn.Handle]txnRole), probes: make(map[txn.Handle]*probe)}
+	e.trunkCalls = make([]int, len(cfg.Trunks))
 	var err error
 	if e.txns, err = txn.New(cfg.Txn, txnClock{env.Clock}); err != nil {
 		return nil, err

@@ -333,3 +333,27 @@ func TestCPSRejectRetriedThenFailover(t *testing.T) {
 	r.take(carrier)
 	r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0") // retries exhausted: fail over
 }
+
+func TestTrunkLimits(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.Trunks[0].MaxCalls = 1 })
+	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
+	r.take(caller)
+	r.take(carrier)
+	r.recv(caller, callerInvite("2", "a-call-2", "15551234"))
+	got := r.expect(caller, "SIP/2.0 100 Trying", "SIP/2.0 503 Service Unavailable")
+	if hdr(got[1], parser.HeaderRetryAfter) == "" {
+		t.Fatal("no Retry-After on the ingress 503")
+	}
+	r.expect(carrier)
+
+	routed := 0
+	r = newRig(t, nil)
+	r.e.env.Admit = func(*Trunk) (time.Duration, bool) { return 2 * time.Second, false }
+	inner := r.e.env.Router
+	r.e.env.Router = func(q *RouteRequest) Decision { routed++; return inner(q) }
+	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
+	got = r.expect(caller, "SIP/2.0 100 Trying", "SIP/2.0 503 Service Unavailable")
+	if hdr(got[1], parser.HeaderRetryAfter) != "2" || routed != 0 {
+		t.Fatalf("Retry-After %q, routed %d: the trunk's CPS must refuse before any routing work", hdr(got[1], parser.HeaderRetryAfter), routed)
+	}
+}

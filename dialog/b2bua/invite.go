@@ -69,6 +69,31 @@ func (e *Engine) respond(h txn.Handle, req *parser.Message, code int, reason str
 	}
 }
 
+// respondRetry refuses a call over an ingress limit: 503 with Retry-After
+// (RFC 3261 21.5.4), before any routing work.
+func (e *Engine) respondRetry(h txn.Handle, req *parser.Message, retry time.Duration) {
+	secs := int(retry / time.Second)
+	if secs < 1 {
+		secs = 1
+	}
+	b := parser.AppendResponse(e.out[:0], req, 503, "Service Unavailable", nil)
+	b = parser.AppendHeaderUint(b, "Retry-After", uint64(secs))
+	e.out = parser.AppendBody(b, "", nil)
+	if e.txns.Respond(h, e.out, e.now) == nil {
+		e.after()
+	}
+}
+
+// trunkIndex returns the position of a trunk in the configuration.
+func (e *Engine) trunkIndex(t *Trunk) int {
+	for i := range e.cfg.Trunks {
+		if &e.cfg.Trunks[i] == t {
+			return i
+		}
+	}
+	return 0
+}
+
 // newCall takes an initial INVITE from a trunk (RFC 3261 13.3) and starts
 // its B-leg.
 func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
@@ -85,6 +110,18 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 		e.m.rejected.Inc()
 		e.respond(a.Txn, m, 503, "Service Unavailable", nil)
 		return
+	}
+	if trunk.MaxCalls > 0 && e.trunkCalls[e.trunkIndex(trunk)] >= trunk.MaxCalls {
+		e.m.trunkLimited.Inc()
+		e.respondRetry(a.Txn, m, time.Second)
+		return
+	}
+	if e.env.Admit != nil {
+		if retry, ok := e.env.Admit(trunk); !ok {
+			e.m.trunkLimited.Inc()
+			e.respondRetry(a.Txn, m, retry)
+			return
+		}
 	}
 	mf, present, _ := m.MaxForwards()
 	if !present {
@@ -109,6 +146,7 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	_, c := e.allocCall()
 	c.state = stateRouting
 	c.trunk = trunk
+	e.trunkCalls[e.trunkIndex(trunk)]++
 	c.maxFwd = mf - 1
 	c.key = xxhash.Sum64(m.CallID())
 	c.tInvite = e.now

@@ -20,6 +20,7 @@ type engineMetrics struct {
 	attempts         *vm.Counter
 	cpsLimited       *vm.Counter
 	cpsRejects       *vm.Counter
+	trunkLimited     *vm.Counter
 	active           *vm.Gauge
 }
 
@@ -52,6 +53,7 @@ func newMetrics(set *vm.Set, shard int) engineMetrics {
 		attempts:         set.NewCounter(name("sipedge_lcr_failed_attempts_total")),
 		cpsLimited:       set.NewCounter(name("sipedge_cps_limited_total")),
 		cpsRejects:       set.NewCounter(name("sipedge_cps_rejects_total")),
+		trunkLimited:     set.NewCounter(name("sipedge_trunk_limited_total")),
 		active:           set.NewGauge(name("sipedge_calls_active"), nil),
 	}
 }

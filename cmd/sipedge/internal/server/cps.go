@@ -16,13 +16,29 @@ import (
 // configured) and the groups' CPS reject matchers.
 type cps struct {
 	limiter *ratelimit.Limiter
+	ingress *ratelimit.Local         // trunks' ingress CPS: in process, no Redis on the way in
+	trunks  map[string]ratelimit.Key // trunk name -> its key in ingress
 	keys    map[string]ratelimit.Key // gateway group -> its account's key
 	rejects map[string][]config.CPSReject
 }
 
 func newCPS(cfg *config.Config, s *Server) (*cps, error) {
-	c := &cps{keys: make(map[string]ratelimit.Key), rejects: make(map[string][]config.CPSReject)}
+	c := &cps{keys: make(map[string]ratelimit.Key), rejects: make(map[string][]config.CPSReject),
+		trunks: make(map[string]ratelimit.Key)}
 	var err error
+	if c.ingress, err = ratelimit.NewLocal(ratelimit.Options{}); err != nil {
+		return nil, err
+	}
+	for _, t := range cfg.Trunks {
+		if t.Limits.CPS <= 0 {
+			continue
+		}
+		k, err := c.ingress.Register("trunk:"+t.Name, ratelimit.Limit{Rate: t.Limits.CPS, Burst: t.Limits.Burst, Margin: 1})
+		if err != nil {
+			return nil, fmt.Errorf("trunks[%s].limits: %w", t.Name, err)
+		}
+		c.trunks[t.Name] = k
+	}
 	c.limiter, err = ratelimit.New(ratelimit.Options{Config: ratelimit.Config{Redis: cfg.RateLimit.Redis,
 		DeadlineMS: int(cfg.RateLimit.Deadline / time.Millisecond), FailureMode: ratelimit.FailureMode(cfg.RateLimit.FailureMode),
 		Nodes: cfg.RateLimit.Nodes}, Metrics: s.cpsSet, Logger: s.log})
@@ -49,6 +65,18 @@ func newCPS(cfg *config.Config, s *Server) (*cps, error) {
 		c.keys[g.Name] = k
 	}
 	return c, nil
+}
+
+// admit is the engines' Env.Admit: the trunk's ingress CPS.
+func (a *shardApp) admit(t *b2bua.Trunk) (time.Duration, bool) {
+	k, ok := a.s.cps.trunks[t.Name]
+	if !ok {
+		return 0, true
+	}
+	if d := a.s.cps.ingress.Reserve(k, a.sh.Now()); d.Over {
+		return time.Second, false
+	}
+	return 0, true
 }
 
 // pace is the engines' Env.Pace: a slot of the carrier account's budget.

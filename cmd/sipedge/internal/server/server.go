@@ -143,6 +143,9 @@ func (s *Server) b2buaConfig(shardIdx int) b2bua.Config {
 	}
 	for _, t := range cfg.Trunks {
 		bt := b2bua.Trunk{Name: t.Name, Group: t.TrunkGroup}
+		if n := t.Limits.MaxConcurrentCalls; n > 0 {
+			bt.MaxCalls = (n + s.shardCount() - 1) / s.shardCount() // this shard's share
+		}
 		for _, src := range t.Sources {
 			bt.Sources = append(bt.Sources, b2bua.Source{Prefix: src.Prefix, Port: src.Port})
 		}
@@ -228,6 +231,7 @@ func (s *Server) newShardApp(sh *shard.Shard) (shard.Handler, error) {
 		Resolve:    a.resolve,
 		Outcome:    a.outcome,
 		Pace:       a.pace,
+		Admit:      a.admit,
 		CPSReject:  a.cpsReject,
 		Draining:   sh.Draining,
 		Log:        s.log,

@@ -1,0 +1,504 @@
+package server
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/route/lcr"
+)
+
+// LCR end-to-end tests, one per rule of the seed's "Sequential failover",
+// "Ring timeout and progress", "Caching and fallback" and "Presented CLI
+// and CLIR" (issue 6): a scripted caller and two scripted carriers
+// (carrier-a, carrier-b: two UDP sockets, two gateway groups) around a real
+// Server over loopback, the routing API a real HTTP server, the shared
+// cache tier a real redis-server. See lcr_e2e_helpers_test.go.
+
+// TestLCR503ThenAnswer: a carrier's 503 fails over to the next carrier on a
+// fresh B-leg dialog, nothing reaching the caller in between; the A-leg
+// Call-ID is stable and the CDR records the burned carrier.
+func TestLCR503ThenAnswer(t *testing.T) {
+	r := newLCR(t, lcrOpts{lcr: staticLCR(yRouteA, yRouteB)})
+	c := r.call(dialed, "")
+	inv1 := c.invite(r.a, dialed)
+	c.reject(r.a, inv1, 503, "Service Unavailable")
+	inv2 := c.invite(r.b, dialed) // checks the fresh dialog
+	r.caller.expectNothing(100 * time.Millisecond)
+	respond(r.b, inv2, 180, "Ringing", "")
+	r.caller.expect("SIP/2.0 180 Ringing", waitMsg)
+	c.answer(r.b, inv2)
+	c.bye(r.b)
+	r.a.expectNothing(0)
+
+	rec := r.cdrOf(c.u.callID)
+	checkCDR(t, rec, 200, "caller")
+	checkFields(t, rec, map[string]any{"carrier_id": "carrier-b", "rate": 0.005, "currency": "USD",
+		"route_source": "static", "b_call_id": hdr(inv2, parser.HeaderCallID)})
+	checkAttempts(t, rec, wantAttempt{"carrier-a", 503, true, ""})
+}
+
+// TestLCR486ForwardedWithoutFailover: a non-reroute cause (486) is
+// forwarded to the caller as is; the next carrier is not tried.
+func TestLCR486ForwardedWithoutFailover(t *testing.T) {
+	r := newLCR(t, lcrOpts{lcr: staticLCR(yRouteA, yRouteB)})
+	c := r.call(dialed, "")
+	inv1 := c.invite(r.a, dialed)
+	c.reject(r.a, inv1, 486, "Busy Here")
+	c.final(486)
+	r.b.expectNothing(quiet)
+	r.caller.expectNothing(0)
+
+	rec := r.cdrOf(c.u.callID)
+	checkCDR(t, rec, 486, "")
+	checkAttempts(t, rec, wantAttempt{"carrier-a", 486, true, ""})
+}
+
+// TestLCR6xxStops: a 6xx stops the sequence (RFC 3261 16.7), even on a
+// route whose reroute_causes name it.
+func TestLCR6xxStops(t *testing.T) {
+	a := `{ carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004, reroute_causes: [503, 603] }`
+	r := newLCR(t, lcrOpts{lcr: staticLCR(a, yRouteB)})
+	c := r.call(dialed, "")
+	inv1 := c.invite(r.a, dialed)
+	c.reject(r.a, inv1, 603, "Decline")
+	c.final(603)
+	r.b.expectNothing(quiet)
+
+	rec := r.cdrOf(c.u.callID)
+	checkCDR(t, rec, 603, "")
+	checkAttempts(t, rec, wantAttempt{"carrier-a", 603, true, ""})
+}
+
+// TestLCRNoProgressInTimeoutFailsOver: a carrier that shows no progress
+// (a 100 Trying is none) within its timeout_secs is CANCELled and the next
+// carrier dialled; the attempt is a 408.
+func TestLCRNoProgressInTimeoutFailsOver(t *testing.T) {
+	a := `{ carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004, timeout_secs: 1 }`
+	r := newLCR(t, lcrOpts{lcr: staticLCR(a, yRouteB)})
+	c := r.call(dialed, "")
+	inv1 := c.invite(r.a, dialed)
+	respond(r.a, inv1, 100, "Trying", "") // hop by hop: not progress
+	at := c.cancelled(r.a, inv1, 3*time.Second)
+	if d := at.Sub(c.sentAt); d < 900*time.Millisecond || d > 1600*time.Millisecond {
+		t.Errorf("carrier-a CANCELled %v after the INVITE, want about timeout_secs (1 s)", d)
+	}
+	inv2 := c.invite(r.b, dialed)
+	c.answer(r.b, inv2)
+	c.bye(r.b)
+
+	rec := r.cdrOf(c.u.callID)
+	checkCDR(t, rec, 200, "caller")
+	checkFields(t, rec, map[string]any{"carrier_id": "carrier-b"})
+	got := checkAttempts(t, rec, wantAttempt{"carrier-a", 408, true, "ring_timeout"})
+	if ms := elapsedMs(got[0]); ms < 900 || ms > 1600 {
+		t.Errorf("carrier-a elapsed_ms %d, want about 1000", ms)
+	}
+}
+
+// TestLCRProgressThenRingOut408: a carrier that rang keeps the call past its
+// timeout_secs until the sequence's ring bound (from its dial); then it is
+// CANCELled and the caller gets 408 without the rest being tried.
+func TestLCRProgressThenRingOut408(t *testing.T) {
+	a := `{ carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004, timeout_secs: 1 }`
+	r := newLCR(t, lcrOpts{lcr: staticLCR(a, yRouteB), b2bua: "ring_timeout_secs: 2"})
+	c := r.call(dialed, "")
+	inv1 := c.invite(r.a, dialed)
+	respond(r.a, inv1, 180, "Ringing", "")
+	r.caller.expect("SIP/2.0 180 Ringing", waitMsg)
+	at := c.cancelled(r.a, inv1, 4*time.Second)
+	if d := at.Sub(c.sentAt); d < 1800*time.Millisecond || d > 2600*time.Millisecond {
+		t.Errorf("carrier-a CANCELled %v after the INVITE, want about the ring bound (2 s), not timeout_secs (1 s)", d)
+	}
+	c.final(408)
+	r.b.expectNothing(quiet)
+	r.caller.expectNothing(0)
+
+	rec := r.cdrOf(c.u.callID)
+	checkCDR(t, rec, 408, "")
+	got := checkAttempts(t, rec, wantAttempt{"carrier-a", 408, true, "ring_timeout"})
+	if ms := elapsedMs(got[0]); ms < 1800 || ms > 2600 {
+		t.Errorf("carrier-a elapsed_ms %d, want about 2000", ms)
+	}
+}
+
+// TestLCRRerouteAfterProgress: a route with reroute_after_progress fails
+// over at timeout_secs although the carrier sent a 183.
+func TestLCRRerouteAfterProgress(t *testing.T) {
+	a := `{ carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004, timeout_secs: 1, reroute_after_progress: true }`
+	r := newLCR(t, lcrOpts{lcr: staticLCR(a, yRouteB), b2bua: "ring_timeout_secs: 10"})
+	c := r.call(dialed, "")
+	inv1 := c.invite(r.a, dialed)
+	respond(r.a, inv1, 183, "Session Progress", carrierSDP)
+	r.caller.expect("SIP/2.0 183 Session Progress", waitMsg)
+	at := c.cancelled(r.a, inv1, 3*time.Second)
+	if d := at.Sub(c.sentAt); d < 900*time.Millisecond || d > 1600*time.Millisecond {
+		t.Errorf("carrier-a CANCELled %v after the INVITE, want about timeout_secs (1 s)", d)
+	}
+	inv2 := c.invite(r.b, dialed)
+	c.answer(r.b, inv2) // the cancelled carrier's 487 never reaches the caller
+	c.bye(r.b)
+	r.caller.expectNothing(0)
+
+	rec := r.cdrOf(c.u.callID)
+	checkCDR(t, rec, 200, "caller")
+	checkFields(t, rec, map[string]any{"carrier_id": "carrier-b"})
+	checkAttempts(t, rec, wantAttempt{"carrier-a", 408, true, "ring_timeout"})
+}
+
+// TestLCRBestFailure408Over503: the caller gets the best of the carriers'
+// failures (RFC 3261 16.7), not the last: a 408 outranks a 503, whichever
+// came first.
+func TestLCRBestFailure408Over503(t *testing.T) {
+	t.Run("ring-out-then-503", func(t *testing.T) {
+		a := `{ carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004, timeout_secs: 1 }`
+		r := newLCR(t, lcrOpts{lcr: staticLCR(a, yRouteB)})
+		c := r.call(dialed, "")
+		inv1 := c.invite(r.a, dialed)
+		respond(r.a, inv1, 100, "Trying", "")
+		c.cancelled(r.a, inv1, 3*time.Second)
+		inv2 := c.invite(r.b, dialed)
+		c.reject(r.b, inv2, 503, "Service Unavailable")
+		c.final(408)
+		rec := r.cdrOf(c.u.callID)
+		checkCDR(t, rec, 408, "")
+		checkAttempts(t, rec, wantAttempt{"carrier-a", 408, true, "ring_timeout"}, wantAttempt{"carrier-b", 503, true, ""})
+	})
+	t.Run("503-then-408", func(t *testing.T) {
+		r := newLCR(t, lcrOpts{lcr: staticLCR(yRouteA, yRouteB)})
+		c := r.call(dialed, "")
+		inv1 := c.invite(r.a, dialed)
+		c.reject(r.a, inv1, 503, "Service Unavailable")
+		inv2 := c.invite(r.b, dialed)
+		c.reject(r.b, inv2, 408, "Request Timeout")
+		c.final(408)
+		rec := r.cdrOf(c.u.callID)
+		checkCDR(t, rec, 408, "")
+		checkAttempts(t, rec, wantAttempt{"carrier-a", 503, true, ""}, wantAttempt{"carrier-b", 408, true, ""})
+	})
+}
+
+// TestLCRCarrier503ReachesCallerAs500: when the best failure is a carrier's
+// 503, the caller gets 500 (RFC 3261 16.7 step 6), not the carrier's 503.
+func TestLCRCarrier503ReachesCallerAs500(t *testing.T) {
+	r := newLCR(t, lcrOpts{lcr: staticLCR(yRouteA, yRouteB)})
+	c := r.call(dialed, "")
+	inv1 := c.invite(r.a, dialed)
+	c.reject(r.a, inv1, 503, "Service Unavailable")
+	inv2 := c.invite(r.b, dialed)
+	c.reject(r.b, inv2, 503, "Service Unavailable")
+	c.final(500)
+	r.caller.expectNothing(quiet)
+
+	rec := r.cdrOf(c.u.callID)
+	checkCDR(t, rec, 500, "")
+	checkAttempts(t, rec, wantAttempt{"carrier-a", 503, true, ""}, wantAttempt{"carrier-b", 503, true, ""})
+}
+
+// TestLCRUndialableSkippedWithoutWaiting: a carrier sipedge cannot dial (an
+// unknown gateway group without next_hop; a group with no member to dial; a
+// next hop that does not resolve) is skipped at once, recorded dialed:false
+// status 503, and logged at info.
+func TestLCRUndialableSkippedWithoutWaiting(t *testing.T) {
+	check := func(t *testing.T, r *lcrRig, reason, source string) {
+		t.Helper()
+		c := r.call(dialed, "")
+		inv2 := c.invite(r.b, dialed)
+		if d := time.Since(c.sentAt); d > 100*time.Millisecond {
+			t.Errorf("carrier-b dialled %v after the caller's INVITE, want at once (< 100 ms)", d)
+		}
+		r.a.expectNothing(0)
+		c.answer(r.b, inv2)
+		c.bye(r.b)
+		if !strings.Contains(r.logs.String(), "carrier burned without dialling") {
+			t.Error(`no "carrier burned without dialling" log line`)
+		}
+		rec := r.cdrOf(c.u.callID)
+		checkCDR(t, rec, 200, "caller")
+		checkFields(t, rec, map[string]any{"carrier_id": "carrier-b", "route_source": source})
+		got := checkAttempts(t, rec, wantAttempt{"ghost", 503, false, reason})
+		if ms := elapsedMs(got[0]); ms != 0 {
+			t.Errorf("undialled carrier elapsed_ms %d, want 0", ms)
+		}
+	}
+	t.Run("unknown-group-from-api", func(t *testing.T) {
+		api := newLCRAPI(t, 200, `{"routes":[`+
+			`{"carrier_id":"ghost","gateway_group":"no-such-group","rate":0.001,"timeout_secs":5},`+
+			`{"carrier_id":"carrier-b","gateway_group":"carrier-b","rate":0.005}]}`)
+		r := newLCR(t, lcrOpts{lcr: fmt.Sprintf("lcr: { api_url: %q, timeout_ms: 1000 }", api.url())})
+		check(t, r, "unknown_group", "lcr")
+		if !strings.Contains(r.logs.String(), "level=WARN") || !strings.Contains(r.logs.String(), "no-such-group") {
+			t.Error("an unknown gateway_group is not warned about")
+		}
+	})
+	t.Run("group-down", func(t *testing.T) {
+		// carrier-a's only member answers 503 with Retry-After: it is in
+		// cooldown, so its group has no member to dial for the next call.
+		r := newLCR(t, lcrOpts{lcr: staticLCR(yRouteA, yRouteB)})
+		c := r.call(dialed, "")
+		inv1 := c.invite(r.a, dialed)
+		r.a.send(string(parser.AppendBody(append(parser.AppendResponse(nil, inv1, 503, "Service Unavailable", []byte("btag9")),
+			"Retry-After: 60\r\n"...), "", nil)))
+		r.a.expect("ACK "+string(inv1.RequestURI())+" SIP/2.0", waitMsg)
+		inv2 := c.invite(r.b, dialed)
+		c.reject(r.b, inv2, 486, "Busy Here")
+		c.final(486)
+
+		c = r.call(dialed, "")
+		inv2 = c.invite(r.b, dialed)
+		if d := time.Since(c.sentAt); d > 100*time.Millisecond {
+			t.Errorf("carrier-b dialled %v after the caller's INVITE, want at once (< 100 ms)", d)
+		}
+		r.a.expectNothing(0)
+		c.answer(r.b, inv2)
+		c.bye(r.b)
+		if !strings.Contains(r.logs.String(), "carrier burned without dialling") {
+			t.Error(`no "carrier burned without dialling" log line`)
+		}
+		rec := r.cdrOf(c.u.callID)
+		checkCDR(t, rec, 200, "caller")
+		checkFields(t, rec, map[string]any{"carrier_id": "carrier-b", "route_source": "static"})
+		got := checkAttempts(t, rec, wantAttempt{"carrier-a", 503, false, "group_down"})
+		if ms := elapsedMs(got[0]); ms != 0 {
+			t.Errorf("undialled carrier elapsed_ms %d, want 0", ms)
+		}
+	})
+	t.Run("unresolvable-next-hop", func(t *testing.T) {
+		ghost := `{ carrier_id: ghost, next_hop: "sip:gw.example.invalid:5060", rate: 0.001, timeout_secs: 5 }`
+		r := newLCR(t, lcrOpts{lcr: staticLCR(ghost, yRouteB)})
+		check(t, r, "unresolvable", "static")
+	})
+}
+
+// TestLCRCacheHitAvoidsAPI: a decision with a cache TTL is reused for the
+// same trunk_group:dialed_number without asking the API again: in process,
+// and through Redis by another node.
+func TestLCRCacheHitAvoidsAPI(t *testing.T) {
+	routes := `{"carrier_id":"carrier-a","gateway_group":"carrier-a","rate":0.004,"currency":"USD"}`
+	// busyCall places a call that carrier-a answers 486.
+	busyCall := func(t *testing.T, r *lcrRig) {
+		t.Helper()
+		c := r.call(dialed, "")
+		inv := c.invite(r.a, dialed)
+		c.reject(r.a, inv, 486, "Busy Here")
+		c.final(486)
+		r.b.expectNothing(0)
+	}
+	t.Run("in-process", func(t *testing.T) {
+		api := newLCRAPI(t, 200, `{"routes":[`+routes+`]}`) // TTL: lcr.cache_ttl_secs
+		r := newLCR(t, lcrOpts{lcr: fmt.Sprintf("lcr: { api_url: %q, cache_ttl_secs: 60 }", api.url())})
+		busyCall(t, r)
+		busyCall(t, r)
+		if n := api.hits.Load(); n != 1 {
+			t.Errorf("%d API requests for two calls to one number, want 1 (the second from the cache)", n)
+		}
+		if n := r.metricWith("sipedge_lcr_cache_hits_total", `tier="local"`); n != 1 {
+			t.Errorf(`sipedge_lcr_cache_hits_total{tier="local"} %v, want 1`, n)
+		}
+		if reqs := api.requests(); len(reqs) > 0 {
+			q := reqs[0]
+			if q.Version != lcr.APIVersion || q.DialedNumber != dialed || q.Source.TrunkGroup != "cust-trunks" ||
+				q.Source.Transport != "udp" || q.Source.IP != "127.0.0.1" {
+				t.Errorf("API request %+v", q)
+			}
+		}
+		for _, rec := range r.cdrs() {
+			checkFields(t, rec, map[string]any{"route_source": "lcr", "carrier_id": "carrier-a", "rate": 0.004})
+		}
+	})
+	t.Run("ttl-0-not-cached", func(t *testing.T) {
+		api := newLCRAPI(t, 200, `{"routes":[`+routes+`],"cache_ttl_secs":0}`)
+		r := newLCR(t, lcrOpts{lcr: fmt.Sprintf("lcr: { api_url: %q, cache_ttl_secs: 60 }", api.url())})
+		busyCall(t, r)
+		busyCall(t, r)
+		if n := api.hits.Load(); n != 2 {
+			t.Errorf("%d API requests for two calls with cache_ttl_secs 0, want 2", n)
+		}
+	})
+	t.Run("redis-shared-by-two-nodes", func(t *testing.T) {
+		redis := startRedis(t)
+		api := newLCRAPI(t, 200, `{"routes":[`+routes+`],"cache_ttl_secs":60}`)
+		o := lcrOpts{
+			lcr:   fmt.Sprintf("lcr: { api_url: %q, cache: lcr }", api.url()),
+			extra: fmt.Sprintf("cache:\n  - { name: lcr, url: \"redis://%s\", local_ttl_secs: 60 }", redis),
+		}
+		node1 := newLCR(t, o)
+		busyCall(t, node1)
+		if n := api.hits.Load(); n != 1 {
+			t.Fatalf("node 1: %d API requests, want 1", n)
+		}
+		// The decision is stored in Redis after the call got it: wait for it.
+		key := lcr.RedisKeyPrefix + "cust-trunks:" + dialed
+		deadline := time.Now().Add(2 * time.Second)
+		for {
+			reply, err := redisCmd(redis, "EXISTS", key)
+			if err == nil && reply == ":1" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node 1 did not store the decision in Redis under %q (EXISTS: %q %v)", key, reply, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		node2 := newLCR(t, o)
+		busyCall(t, node2)
+		if n := api.hits.Load(); n != 1 {
+			t.Errorf("%d API requests after a call on a second node sharing Redis, want 1 (the decision from Redis)", n)
+		}
+		if n := node2.metricWith("sipedge_lcr_cache_hits_total", `tier="redis"`); n != 1 {
+			t.Errorf(`node 2: sipedge_lcr_cache_hits_total{tier="redis"} %v, want 1`, n)
+		}
+		for _, rec := range node2.cdrs() {
+			checkFields(t, rec, map[string]any{"route_source": "lcr", "carrier_id": "carrier-a"})
+		}
+	})
+}
+
+// TestLCRAPIDownUsesFallback: when the API is unreachable, answers 5xx or
+// times out, the call goes to lcr.fallback_gateway_group; without one the
+// caller gets 503.
+func TestLCRAPIDownUsesFallback(t *testing.T) {
+	fallback := func(t *testing.T, apiURL, timeoutMs string, minDelay time.Duration) {
+		t.Helper()
+		r := newLCR(t, lcrOpts{lcr: fmt.Sprintf("lcr: { api_url: %q, timeout_ms: %s, fallback_gateway_group: carrier-b }", apiURL, timeoutMs)})
+		c := r.call(dialed, "")
+		inv := c.invite(r.b, dialed)
+		if d := time.Since(c.sentAt); d < minDelay {
+			t.Errorf("fallback dialled after %v, before the API timeout %v", d, minDelay)
+		}
+		r.a.expectNothing(0)
+		c.answer(r.b, inv)
+		c.bye(r.b)
+		if n := r.metricWith("sipedge_lcr_fallbacks_total", ""); n != 1 {
+			t.Errorf("sipedge_lcr_fallbacks_total %v, want 1", n)
+		}
+		rec := r.cdrOf(c.u.callID)
+		checkCDR(t, rec, 200, "caller")
+		checkFields(t, rec, map[string]any{"route_source": "fallback", "carrier_id": lcr.FallbackCarrierID})
+	}
+	t.Run("unreachable", func(t *testing.T) { fallback(t, closedURL(t), "1000", 0) })
+	t.Run("5xx", func(t *testing.T) {
+		api := newLCRAPI(t, 500, `{"error":"down"}`)
+		fallback(t, api.url(), "1000", 0)
+		if n := api.hits.Load(); n != 1 {
+			t.Errorf("%d API requests, want 1", n)
+		}
+	})
+	t.Run("timeout", func(t *testing.T) {
+		api := newLCRAPI(t, 200, "")
+		api.mu.Lock()
+		api.wait = true // never answers
+		api.mu.Unlock()
+		fallback(t, api.url(), "300", 250*time.Millisecond)
+	})
+	t.Run("invalid-json", func(t *testing.T) {
+		api := newLCRAPI(t, 200, `{"routes":[{"gateway_group":"carrier-a"}]}`) // no carrier_id
+		fallback(t, api.url(), "1000", 0)
+	})
+	t.Run("no-fallback-503", func(t *testing.T) {
+		r := newLCR(t, lcrOpts{lcr: fmt.Sprintf("lcr: { api_url: %q, timeout_ms: 1000 }", closedURL(t))})
+		c := r.call(dialed, "")
+		c.final(503)
+		r.a.expectNothing(quiet)
+		r.b.expectNothing(0)
+		rec := r.cdrOf(c.u.callID)
+		checkCDR(t, rec, 503, "")
+		checkAttempts(t, rec)
+	})
+}
+
+// TestLCRCLIRHeaders: caller_id_presentation: restricted does the seed's
+// four things together on that carrier's INVITE (anonymous From with its
+// tag, Privacy: id, a P-Asserted-Identity with the presented caller_id, no
+// P-Preferred-Identity); a failover to a route that does not say so is not
+// anonymised.
+func TestLCRCLIRHeaders(t *testing.T) {
+	const ppi = "P-Preferred-Identity: <sip:+13105550777@10.9.9.9>\r\n"
+	clir := func(t *testing.T, m *parser.Message, pai string) {
+		t.Helper()
+		var from parser.Address
+		if err := m.From(&from); err != nil {
+			t.Fatalf("From: %v\n%s", err, m.Bytes())
+		}
+		if string(from.Display) != "Anonymous" || string(from.URI) != "sip:anonymous@anonymous.invalid" || len(from.Tag) == 0 {
+			t.Errorf("From %q, want \"Anonymous\" <sip:anonymous@anonymous.invalid> with a tag:\n%s", hdr(m, parser.HeaderFrom), m.Bytes())
+		}
+		hasID := false
+		for _, v := range strings.Split(hdr(m, parser.HeaderPrivacy), ";") {
+			hasID = hasID || strings.TrimSpace(v) == "id"
+		}
+		if !hasID {
+			t.Errorf("Privacy %q, want it to contain id:\n%s", hdr(m, parser.HeaderPrivacy), m.Bytes())
+		}
+		if got := hdr(m, parser.HeaderPAssertedIdentity); !strings.Contains(got, "sip:"+pai+"@") {
+			t.Errorf("P-Asserted-Identity %q, want the real identity %s:\n%s", got, pai, m.Bytes())
+		}
+		if m.Get(parser.HeaderPPreferredIdentity) != nil {
+			t.Errorf("P-Preferred-Identity forwarded past the privacy boundary:\n%s", m.Bytes())
+		}
+		if strings.Contains(string(m.Bytes()), callerNumber) && pai != callerNumber {
+			t.Errorf("the caller's own number %s leaks on a restricted route:\n%s", callerNumber, m.Bytes())
+		}
+	}
+	t.Run("caller_id-restricted-then-failover", func(t *testing.T) {
+		a := `{ carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004, caller_id: "+13105550100", caller_id_presentation: restricted }`
+		r := newLCR(t, lcrOpts{lcr: staticLCR(a, yRouteB)})
+		c := r.call(dialed, ppi+"Privacy: header\r\n")
+		inv1 := c.invite(r.a, dialed)
+		clir(t, inv1, "+13105550100")
+		c.reject(r.a, inv1, 503, "Service Unavailable")
+		// carrier-b's route says nothing: the call is not anonymised there.
+		inv2 := c.invite(r.b, dialed)
+		var from parser.Address
+		inv2.From(&from)
+		if !strings.HasPrefix(string(from.URI), "sip:"+callerNumber+"@") {
+			t.Errorf("carrier-b From %q, want the caller's number (presentation is per route):\n%s", from.URI, inv2.Bytes())
+		}
+		if strings.Contains(hdr(inv2, parser.HeaderPrivacy), "id") {
+			t.Errorf("carrier-b Privacy %q: carrier-a's CLIR carried across", hdr(inv2, parser.HeaderPrivacy))
+		}
+		c.reject(r.b, inv2, 486, "Busy Here")
+		c.final(486)
+	})
+	t.Run("restricted-without-caller_id", func(t *testing.T) {
+		a := `{ carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004, caller_id_presentation: restricted }`
+		r := newLCR(t, lcrOpts{lcr: staticLCR(a)})
+		c := r.call(dialed, ppi)
+		inv := c.invite(r.a, dialed)
+		clir(t, inv, callerNumber) // the PAI carries the caller's own identity
+		c.reject(r.a, inv, 486, "Busy Here")
+		c.final(486)
+	})
+}
+
+// TestLCRTechPrefixNotInTo: a route's tech_prefix goes on the Request-URI
+// user only, after the number policy; never on To.
+func TestLCRTechPrefixNotInTo(t *testing.T) {
+	const number = "12025550123"
+	run := func(t *testing.T, route, extra, ruriUser, toUser string) {
+		t.Helper()
+		r := newLCR(t, lcrOpts{lcr: staticLCR(route), extra: extra})
+		c := r.call(number, "")
+		inv := c.invite(r.a, "")
+		if got, want := string(inv.RequestURI()), fmt.Sprintf("sip:%s@127.0.0.1:%d", ruriUser, r.a.addr().Port()); got != want {
+			t.Errorf("Request-URI %q, want %q (tech_prefix on the user after the number policy)", got, want)
+		}
+		want := fmt.Sprintf("<sip:%s@127.0.0.1:%d>", toUser, r.a.addr().Port())
+		if to := hdr(inv, parser.HeaderTo); to != want || strings.Contains(to, "1010288") {
+			t.Errorf("To %q, want %q (no tech prefix):\n%s", to, want, inv.Bytes())
+		}
+		c.reject(r.a, inv, 486, "Busy Here")
+		c.final(486)
+	}
+	t.Run("no-policy", func(t *testing.T) {
+		run(t, `{ carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004, tech_prefix: "1010288" }`, "",
+			"1010288"+number, number)
+	})
+	t.Run("e164-policy", func(t *testing.T) {
+		run(t, `{ carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004, tech_prefix: "1010288", number_policy: us }`,
+			"number_policies:\n  - { name: us, format: e164, country_code: \"1\" }",
+			"1010288+"+number, "+"+number)
+	})
+}
