@@ -30,6 +30,8 @@ type Config struct {
 	HandoffQueue int
 	// TCP bounds stream connections.
 	TCP TCPConfig
+	// Flood protects against sources that are not trunks or carriers.
+	Flood FloodConfig
 }
 
 // TCPConfig bounds stream connections (what trusted SIP servers enforce).
@@ -62,6 +64,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.HandoffQueue <= 0 {
 		c.HandoffQueue = 8192
+	}
+	if c.Flood.Ban <= 0 {
+		c.Flood.Ban = 60 * time.Second
 	}
 	t := &c.TCP
 	if t.MaxConns <= 0 {

@@ -30,6 +30,8 @@ type shardMetrics struct {
 	tcpTimeouts   *metrics.Counter
 	tcpConns      *metrics.Counter
 	timers        *metrics.Gauge
+	floodDropped  *metrics.Counter
+	floodBans     *metrics.Counter
 }
 
 func newShardMetrics(set *metrics.Set, shard int) shardMetrics {
@@ -67,6 +69,8 @@ func newShardMetrics(set *metrics.Set, shard int) shardMetrics {
 	m.tcpTimeouts = set.NewCounter(name("sipedge_tcp_timeouts_total", ""))
 	m.tcpConns = set.NewCounter(name("sipedge_tcp_connections", ""))
 	m.timers = set.NewGauge(name("sipedge_shard_timers", ""), nil)
+	m.floodDropped = set.NewCounter(name("sipedge_flood_dropped_total", ""))
+	m.floodBans = set.NewCounter(name("sipedge_flood_bans_total", ""))
 	return m
 }
 

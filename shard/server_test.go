@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -271,5 +272,42 @@ func TestMintCallIDHashesToShard(t *testing.T) {
 			}
 			seen[string(id)] = true
 		}
+	}
+}
+
+func TestFloodBanExemptsTrunks(t *testing.T) {
+	exempt := netip.MustParseAddr("127.0.0.2")
+	s, r, port := startServer(t, 1, Config{Flood: FloodConfig{PerSecond: 5, Ban: time.Minute,
+		Exempt: func(a netip.Addr) bool { return a == exempt }}})
+	send := func(local string, n int) int {
+		t.Helper()
+		c, err := net.DialUDP("udp", &net.UDPAddr{IP: net.ParseIP(local)}, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		lp := c.LocalAddr().(*net.UDPAddr).Port
+		replies := 0
+		for i := 0; i < n; i++ {
+			c.Write([]byte(options(fmt.Sprintf("flood-%s-%d", local, i), fmt.Sprint(i), "UDP", lp)))
+			c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+			if _, err := c.Read(make([]byte, 4096)); err == nil {
+				replies++
+			}
+		}
+		return replies
+	}
+	if got := send("127.0.0.3", 10); got != 5 {
+		t.Fatalf("a flooding source got %d replies, want 5 before its ban", got)
+	}
+	if got := send("127.0.0.3", 2); got != 0 {
+		t.Fatalf("a banned source got %d replies", got)
+	}
+	if got := send("127.0.0.2", 10); got != 10 {
+		t.Fatalf("an exempt source (a trunk) got %d replies of 10", got)
+	}
+	_ = r
+	if s.Shards()[0].m.floodBans.Get() != 1 {
+		t.Fatalf("bans %d", s.Shards()[0].m.floodBans.Get())
 	}
 }

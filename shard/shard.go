@@ -86,6 +86,7 @@ type Shard struct {
 	seq       uint64
 	dials     map[netip.AddrPort]*tcpConn // outbound TCP connections by address
 	lastSweep time.Duration
+	flood     floodGuard
 
 	postMu sync.Mutex // guards posted: taken once per Post and per drain, not per message
 	posted []func()
@@ -111,6 +112,7 @@ func newShard(s *Server, idx int) *Shard {
 		sh.inbox[i] = newRing(s.cfg.HandoffQueue)
 	}
 	sh.wheel = timer.New(timer.Config{Tick: s.cfg.Tick}, sh.fire)
+	sh.flood = floodGuard{cfg: &s.cfg.Flood, entries: make(map[netip.Addr]*floodEntry)}
 	sh.m = newShardMetrics(s.metrics, idx)
 	sh.handler = s.newHander(sh)
 	return sh
@@ -309,6 +311,9 @@ func (sh *Shard) readUDP(c gnet.Conn) {
 		return
 	}
 	from := Peer{Addr: addrPortOf(c.RemoteAddr()), Transport: UDP, Listener: sh.srv.listenerOf(c.LocalAddr())}
+	if sh.floodDrop(from.Addr.Addr(), sh.Now()) {
+		return
+	}
 	if len(buf) <= 4 && isKeepAlive(buf) {
 		return // RFC 5626 over UDP is STUN, not CRLF; stray CRLFs are ignored
 	}

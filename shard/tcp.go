@@ -94,6 +94,9 @@ func (sh *Shard) readTCP(tc *tcpConn) gnet.Action {
 	c := tc.c
 	now := sh.Now()
 	tc.lastRead, tc.gotData = now, true
+	if !tc.outbound && sh.floodDrop(tc.peer.Addr.Addr(), now) {
+		return gnet.Close
+	}
 	lim := &sh.srv.cfg.Limits
 	for {
 		buf, _ := c.Peek(-1)
@@ -206,6 +209,7 @@ func (sh *Shard) sweepTCP(now time.Duration) {
 		return
 	}
 	sh.lastSweep = now
+	sh.sweepFlood(now)
 	cfg := &sh.srv.cfg.TCP
 	for id, tc := range sh.conns {
 		if tc.c == nil {

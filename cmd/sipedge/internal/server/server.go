@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -83,6 +84,9 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	for _, l := range cfg.Listen {
 		sc.Listen = append(sc.Listen, l.String())
 	}
+	// Flood protection for sources that are neither trunks nor carriers:
+	// 200 messages a second per source and loop, then a minute's ban.
+	sc.Flood = shard.FloodConfig{PerSecond: 200, Ban: time.Minute, Exempt: exemptFrom(cfg)}
 	var mu sync.Mutex
 	var newErr error
 	s.rt, err = shard.New(sc, func(sh *shard.Shard) shard.Handler {
@@ -152,6 +156,34 @@ func (s *Server) b2buaConfig(shardIdx int) b2bua.Config {
 		bc.Trunks = append(bc.Trunks, bt)
 	}
 	return bc
+}
+
+// exemptFrom returns the addresses never banned for flooding: the trunks'
+// sources and the carriers' gateways (their addresses as configured).
+func exemptFrom(cfg *config.Config) func(netip.Addr) bool {
+	gateways := make(map[netip.Addr]bool)
+	for _, g := range cfg.Gateway.Groups {
+		for _, d := range g.Destinations {
+			if ap, ok := d.Address.AddrPort(); ok {
+				gateways[ap.Addr().Unmap()] = true
+			}
+		}
+	}
+	var sources []config.Source
+	for _, t := range cfg.Trunks {
+		sources = append(sources, t.Sources...)
+	}
+	return func(a netip.Addr) bool {
+		if gateways[a] {
+			return true
+		}
+		for _, s := range sources {
+			if s.Prefix.Contains(a) {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // ringBound maps b2bua.ring_timeout_secs (0 = none) onto the sequence's.
