@@ -44,3 +44,18 @@ func TestHeldCalls(t *testing.T) {
 			r.e.Calls(), calls, r.e.Transactions(), r.clk.pending())
 	}
 }
+
+// TestCallFlowFailover checks the failover rig: every call burns the first
+// carrier with a 503 and is answered by the second.
+func TestCallFlowFailover(t *testing.T) {
+	const calls = 50
+	r := newRig(t, rigOptions{strict: true, maxDuration: 3 * time.Hour, period: 25, failover: true})
+	for range calls {
+		r.call()
+		r.tick()
+	}
+	r.check(calls)
+	if r.e.Calls() != 0 || r.e.Transactions() != 0 {
+		t.Fatalf("%d calls, %d transactions left", r.e.Calls(), r.e.Transactions())
+	}
+}

@@ -27,6 +27,25 @@ func BenchmarkCallFlow(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
 }
 
+// BenchmarkCallFlowFailover is BenchmarkCallFlow with a failover in every
+// call: the first carrier answers 503 (ACKed by the transaction layer) and
+// a fresh B-leg goes to the second, which answers. The goal is at least
+// 60,000 calls/s on one core.
+func BenchmarkCallFlowFailover(b *testing.B) {
+	r := newRig(b, rigOptions{maxDuration: 3 * time.Hour, failover: true})
+	for range 4 * r.period {
+		r.call()
+		r.tick()
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		r.call()
+		r.tick()
+	}
+	r.check(int(r.n))
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+}
+
 // BenchmarkConcurrentCalls holds a million confirmed calls (answered and
 // ACKed, not hung up) in one engine and reports the heap each one holds,
 // HeapAlloc after GC with the calls minus before, per call; the goal is

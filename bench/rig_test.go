@@ -317,6 +317,9 @@ type rigOptions struct {
 	// period is the number of calls between two advances of the clock by
 	// idle (see tick).
 	period uint64
+	// failover routes every call to two carriers, the first of which
+	// answers 503: one failover per call.
+	failover bool
 }
 
 // idle is how far tick moves the clock: beyond 64*T1 = 32 s, the longest
@@ -328,8 +331,9 @@ type rig struct {
 	tb      testing.TB
 	e       *b2bua.Engine
 	clk     clock
-	period  uint64
-	trusted bool
+	period   uint64
+	trusted  bool
+	failover bool
 	caller  peer
 	carrier peer
 	in      parser.Message // the shard's: what a peer sends, parsed
@@ -351,7 +355,7 @@ type rig struct {
 }
 
 func newRig(tb testing.TB, o rigOptions) *rig {
-	r := &rig{tb: tb, period: o.period, trusted: o.trusted}
+	r := &rig{tb: tb, period: o.period, trusted: o.trusted, failover: o.failover}
 	if r.period == 0 {
 		r.period = 1024
 	}
@@ -365,6 +369,9 @@ func newRig(tb testing.TB, o rigOptions) *rig {
 	}
 	r.aTag, r.bTag, r.want = make([]byte, 0, 64), make([]byte, 0, 64), make([]byte, 0, 64)
 	r.routes = []route.Route{{CarrierID: "carrier-a", GatewayGroup: "carrier-a", Rate: 0.004, Currency: "USD"}}
+	if o.failover {
+		r.routes = append([]route.Route{{CarrierID: "carrier-z", GatewayGroup: "carrier-a", Rate: 0.003, Currency: "USD"}}, r.routes...)
+	}
 	r.target = b2bua.Target{CarrierID: "carrier-a", Group: "carrier-a", URI: "sip:198.51.100.20:5070",
 		Peer: txn.Peer{Addr: carrierAddr, Transport: txn.TransportUDP}, Rate: 0.004, Currency: "USD"}
 	cfg := b2bua.Config{
@@ -469,6 +476,13 @@ func (r *rig) answer() {
 	r.deliver(a)
 	a.response(100)
 	inv := b.request(&r.inv, parser.MethodInvite)
+	if r.failover { // the cheapest carrier is out of circuits
+		r.bTag = strconv.AppendUint(append(r.bTag[:0], "busy-"...), n, 10)
+		b.out = parser.AppendBody(parser.AppendResponse(b.out[:0], inv, 503, "Service Unavailable", r.bTag), "", nil)
+		r.deliver(b)
+		b.request(&b.m, parser.MethodAck) // the transaction layer's (RFC 3261 17.1.1.3)
+		inv = b.request(&r.inv, parser.MethodInvite)
+	}
 
 	r.bTag = strconv.AppendUint(append(r.bTag[:0], "carrier-"...), n, 10)
 	b.out = parser.AppendBody(parser.AppendResponse(b.out[:0], inv, 100, "Trying", nil), "", nil)
