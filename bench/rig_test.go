@@ -328,16 +328,16 @@ type rigOptions struct {
 const idle = 40 * time.Second
 
 type rig struct {
-	tb      testing.TB
-	e       *b2bua.Engine
-	clk     clock
+	tb       testing.TB
+	e        *b2bua.Engine
+	clk      clock
 	period   uint64
 	trusted  bool
 	failover bool
-	caller  peer
-	carrier peer
-	in      parser.Message // the shard's: what a peer sends, parsed
-	inv     parser.Message // the carrier's: the B-leg INVITE it answers
+	caller   peer
+	carrier  peer
+	in       parser.Message // the shard's: what a peer sends, parsed
+	inv      parser.Message // the carrier's: the B-leg INVITE it answers
 
 	n      uint64 // the current call
 	aTag   []byte // the caller's: sipedge's To tag of the A-leg dialog
