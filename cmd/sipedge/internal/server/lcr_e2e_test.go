@@ -32,6 +32,13 @@ func TestLCR503ThenAnswer(t *testing.T) {
 	c.answer(r.b, inv2)
 	c.bye(r.b)
 	r.a.expectNothing(0)
+	// Attempts per carrier and outcome, for trending carrier quality.
+	if got := r.metricWith("sipedge_lcr_attempts_total", `carrier="carrier-a",code="503",dialed="true"`); got != 1 {
+		t.Errorf("carrier-a 503 attempts metric %v, want 1", got)
+	}
+	if got := r.metricWith("sipedge_lcr_attempts_total", `carrier="carrier-b",code="200",dialed="true"`); got != 1 {
+		t.Errorf("carrier-b answers metric %v, want 1", got)
+	}
 
 	rec := r.cdrOf(c.u.callID)
 	checkCDR(t, rec, 200, "caller")
