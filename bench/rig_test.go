@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"log/slog"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -388,6 +389,7 @@ func newRig(tb testing.TB, o rigOptions) *rig {
 		Finished:   r.finished,
 		Router:     r.route,
 		Resolve:    r.resolve,
+		Log:        slog.New(slog.DiscardHandler), // a failover per call logs at info
 	}
 	e, err := b2bua.New(cfg, env)
 	if err != nil {

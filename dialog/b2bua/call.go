@@ -65,7 +65,7 @@ type relay struct {
 	method  parser.Method
 }
 
-const maxRelays = 4
+const maxRelays = 2 // in-dialog requests in flight per call; more get 500 (RFC 3261 14.2)
 
 // Call is one call: the caller's dialog (A) and the carrier's (B). Its
 // byte slices keep their capacity across reuse, so a warm engine allocates
