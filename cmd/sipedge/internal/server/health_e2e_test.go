@@ -1,0 +1,493 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
+	"github.com/sipedge/sipedge/parser"
+)
+
+// Gateway-group end-to-end tests (issue 5): runtime groups through the admin
+// API while calls run, and OPTIONS probing marking a group down so that a
+// call skips it without dialling. A real Server on loopback sockets, a
+// scripted caller and scripted UDP carriers, built on the LCR rig of
+// lcr_e2e_helpers_test.go (lcrCall and the CDR checks).
+
+const healthToken = "s3cret-admin-token"
+
+// newHealthRig starts two UDP carrier peers (r.a named aName, r.b named
+// bName), a Server whose gateway: and lcr: sections gateway and lcrSection
+// build from the peers, with admin.token set when token is not "", and a
+// caller; t.Cleanup shuts them all down.
+func newHealthRig(t *testing.T, aName, bName, token string, gateway func(a, b *sipPeer) string, lcrSection string) *lcrRig {
+	t.Helper()
+	logs := &lockedBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("sipedge log:\n%s", logs.String())
+		}
+	})
+	e := &e2e{t: t, port: e2eFreePort(t), cdrPath: filepath.Join(t.TempDir(), "cdr.jsonl")}
+	e.sip = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(e.port))
+	r := &lcrRig{e2e: e, logs: logs}
+	r.a = newUDPPeer(t, aName, "127.0.0.1", e.sip)
+	r.b = newUDPPeer(t, bName, "127.0.0.1", e.sip)
+	r.a.forbid(callerSecrets...)
+	r.b.forbid(callerSecrets...)
+	e.carrier = r.a
+
+	admin := `admin: { listen: "127.0.0.1:0" }`
+	if token != "" {
+		admin = fmt.Sprintf(`admin: { listen: "127.0.0.1:0", token: %q }`, token)
+	}
+	yaml := fmt.Sprintf(`
+listen: ["udp://127.0.0.1:%[1]d", "tcp://127.0.0.1:%[1]d"]
+shards: 2
+%[2]s
+log: { level: debug }
+b2bua: { drain_timeout_secs: 1 }
+trunks:
+  - { name: local, trunk_group: cust-trunks, sources: ["127.0.0.1/32"] }
+%[3]s
+%[4]s
+cdr: { file: %[5]q }
+`, e.port, admin, gateway(r.a, r.b), lcrSection, e.cdrPath)
+	cfg, err := config.Parse([]byte(yaml), nil)
+	if err != nil {
+		t.Fatalf("config: %v\n%s", err, yaml)
+	}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if e.srv, err = New(cfg, log); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	e.admin = e.srv.AdminAddr()
+	t.Cleanup(func() {
+		if err := e.shutdown(); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	e.caller = newUDPPeer(t, "caller", "127.0.0.1", e.sip)
+	e.caller.forbid(carrierSecrets...)
+	return r
+}
+
+// adminDo sends one request to the admin API, with "Authorization: Bearer
+// token" when token is not "", and returns the status and body.
+func (r *lcrRig) adminDo(method, path, token, body string) (int, string) {
+	r.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, "http://"+r.admin+path, rd)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := (&http.Client{Timeout: waitMsg}).Do(req)
+	if err != nil {
+		r.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// metricLines returns the /metrics lines of a metric whose labels contain
+// labels.
+func (r *lcrRig) metricLines(token, name, labels string) []string {
+	r.t.Helper()
+	code, body := r.adminDo("GET", "/metrics", token, "")
+	if code != 200 {
+		r.t.Fatalf("/metrics: %d %s", code, body)
+	}
+	var out []string
+	for _, line := range strings.Split(body, "\n") {
+		if strings.HasPrefix(line, name+"{") && strings.Contains(line, labels) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// groupStatus is the admin API's view of one group.
+type groupStatus struct {
+	Name         string `json:"name"`
+	Fixed        bool   `json:"fixed"`
+	Destinations []struct {
+		URI     string `json:"uri"`
+		Address string `json:"address"`
+	} `json:"destinations"`
+	Members []struct {
+		URI                 string `json:"uri"`
+		Address             string `json:"address"`
+		State               string `json:"state"`
+		ConsecutiveFailures int    `json:"consecutive_probe_failures"`
+		LastProbeCode       int    `json:"last_probe_code"`
+	} `json:"members"`
+}
+
+func decodeGroup(t *testing.T, body string) groupStatus {
+	t.Helper()
+	var g groupStatus
+	if err := json.Unmarshal([]byte(body), &g); err != nil {
+		t.Fatalf("group JSON: %v\n%s", err, body)
+	}
+	return g
+}
+
+// checkAPIError checks an admin API error body is {"error": "..."}
+// containing every one of want.
+func checkAPIError(t *testing.T, what, body string, want ...string) {
+	t.Helper()
+	var e struct {
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(body), &e); err != nil || e.Error == "" {
+		t.Errorf("%s: body %q is not {\"error\": ...}", what, body)
+		return
+	}
+	for _, w := range want {
+		if !strings.Contains(e.Error, w) {
+			t.Errorf("%s: error %q does not say %q", what, e.Error, w)
+		}
+	}
+}
+
+// TestHealthRuntimeGroupsThroughAdminAPI: a route naming a group that does
+// not exist is skipped without dialling; a group added through the admin API
+// is used by the very next call, without a restart; removing it steers the
+// next call away while the call already up through it completes normally;
+// the YAML's groups cannot be removed.
+//
+// The routes come from the routing API: the config validator refuses a
+// static route whose gateway_group is not in the YAML unless it has a
+// next_hop, which would be dialled instead of the route being burned.
+func TestHealthRuntimeGroupsThroughAdminAPI(t *testing.T) {
+	api := newLCRAPI(t, 200, `{"routes":[`+
+		`{"carrier_id":"carrier-x","gateway_group":"runtime-x","rate":0.001,"currency":"USD"},`+
+		`{"carrier_id":"carrier-a","gateway_group":"carrier-a","rate":0.004,"currency":"USD"}]}`)
+	r := newHealthRig(t, "carrier-a", "carrier-x", healthToken, func(a, _ *sipPeer) string {
+		return fmt.Sprintf(`gateway:
+  groups:
+    - name: carrier-a
+      destinations:
+        - { uri: "sip:127.0.0.1:%[1]d", address: "127.0.0.1:%[1]d" }`, a.addr().Port())
+	}, fmt.Sprintf("lcr: { api_url: %q, timeout_ms: 1000 }", api.url()))
+	x := r.b
+
+	// (1) runtime-x does not exist yet: carrier-x is burned without an
+	// INVITE and carrier-a takes the call.
+	c1 := r.call(dialed, "")
+	inv := c1.invite(r.a, dialed)
+	c1.answer(r.a, inv)
+	c1.bye(r.a)
+	x.expectNothing(0)
+
+	// (2) Adding runtime-x needs the token.
+	xPort := x.addr().Port()
+	group := fmt.Sprintf(`{"name": "runtime-x", "algorithm": "weighted", "transport": "udp",
+		"probe": {"enabled": false, "interval_secs": 5, "timeout_ms": 500},
+		"destinations": [{"uri": "sip:127.0.0.1:%[1]d", "address": "127.0.0.1:%[1]d", "weight": 1, "priority": 0}]}`, xPort)
+	if code, body := r.adminDo("POST", "/v1/gateway/groups", "", group); code != http.StatusUnauthorized {
+		t.Fatalf("POST without the token: %d %s, want 401", code, body)
+	}
+	if code, body := r.adminDo("POST", "/v1/gateway/groups", "wrong-token", group); code != http.StatusUnauthorized {
+		t.Fatalf("POST with a wrong token: %d %s, want 401", code, body)
+	}
+	if code, _ := r.adminDo("GET", "/v1/gateway/groups/runtime-x", healthToken, ""); code != http.StatusNotFound {
+		t.Fatalf("a POST refused for its token added runtime-x anyway (GET: %d)", code)
+	}
+	code, body := r.adminDo("POST", "/v1/gateway/groups", healthToken, group)
+	if code != http.StatusCreated {
+		t.Fatalf("POST runtime-x: %d %s, want 201", code, body)
+	}
+	g := decodeGroup(t, body)
+	if g.Name != "runtime-x" || g.Fixed || len(g.Members) != 1 || g.Members[0].State != "up" ||
+		g.Members[0].Address != fmt.Sprintf("127.0.0.1:%d", xPort) {
+		t.Errorf("POST runtime-x returned %s, want the runtime group with its one member up", body)
+	}
+	// The same group again replaces it: 200.
+	if code, body := r.adminDo("POST", "/v1/gateway/groups", healthToken, group); code != http.StatusOK {
+		t.Errorf("POST runtime-x again: %d %s, want 200 (replaced)", code, body)
+	}
+
+	// The very next call goes to X.
+	c2 := r.call(dialed, "")
+	inv = c2.invite(x, dialed)
+	c2.answer(x, inv)
+	c2.bye(x)
+	r.a.expectNothing(0)
+
+	// (3) A call through X is up when runtime-x is removed.
+	c3 := r.call(dialed, "")
+	inv3 := c3.invite(x, dialed)
+	c3.answer(x, inv3)
+	if code, body := r.adminDo("DELETE", "/v1/gateway/groups/runtime-x", healthToken, ""); code != http.StatusNoContent {
+		t.Fatalf("DELETE runtime-x: %d %s, want 204", code, body)
+	}
+	if code, body := r.adminDo("GET", "/v1/gateway/groups/runtime-x", healthToken, ""); code != http.StatusNotFound {
+		t.Errorf("GET runtime-x after its DELETE: %d %s, want 404", code, body)
+	}
+	// The next call goes to A, X gets nothing of it.
+	c4 := r.call(dialed, "")
+	inv = c4.invite(r.a, dialed)
+	c4.answer(r.a, inv)
+	c4.bye(r.a)
+	x.expectNothing(0)
+	// The call that was up ends normally through X.
+	c3.bye(x)
+	x.expectNothing(quiet)
+	r.caller.expectNothing(0)
+
+	// (4) The YAML's group is fixed.
+	code, body = r.adminDo("DELETE", "/v1/gateway/groups/carrier-a", healthToken, "")
+	if code != http.StatusConflict {
+		t.Errorf("DELETE carrier-a (a YAML group): %d %s, want 409", code, body)
+	}
+	checkAPIError(t, "DELETE carrier-a", body, "carrier-a", "YAML", "fixed")
+	code, body = r.adminDo("GET", "/v1/gateway/groups", healthToken, "")
+	if code != http.StatusOK {
+		t.Fatalf("GET /v1/gateway/groups: %d %s", code, body)
+	}
+	var list []groupStatus
+	if err := json.Unmarshal([]byte(body), &list); err != nil {
+		t.Fatalf("group list JSON: %v\n%s", err, body)
+	}
+	if len(list) != 1 || list[0].Name != "carrier-a" || !list[0].Fixed || len(list[0].Destinations) != 1 ||
+		list[0].Destinations[0].Address != r.a.addr().String() {
+		t.Errorf("GET /v1/gateway/groups = %s, want carrier-a alone (fixed, its one destination)", body)
+	}
+	code, body = r.adminDo("GET", "/v1/gateway/groups/nope", healthToken, "")
+	if code != http.StatusNotFound {
+		t.Errorf("GET /v1/gateway/groups/nope: %d %s, want 404", code, body)
+	}
+	checkAPIError(t, "GET nope", body, "nope")
+	if code, body := r.adminDo("DELETE", "/v1/gateway/groups/nope", healthToken, ""); code != http.StatusNotFound {
+		t.Errorf("DELETE /v1/gateway/groups/nope: %d %s, want 404", code, body)
+	}
+	if code, _ := r.adminDo("GET", "/v1/gateway/groups", "", ""); code != http.StatusUnauthorized {
+		t.Errorf("GET /v1/gateway/groups without the token: %d, want 401", code)
+	}
+	// The removed group's member metrics are gone; carrier-x was burned
+	// undialled twice (calls 1 and 4).
+	if lines := r.metricLines(healthToken, "sipedge_gateway_member_up", `group="runtime-x"`); len(lines) != 0 {
+		t.Errorf("runtime-x's member metrics outlive the group: %q", lines)
+	}
+	if lines := r.metricLines(healthToken, "sipedge_lcr_attempts_total", `carrier="carrier-x",code="503",dialed="false"`); len(lines) != 1 ||
+		!strings.HasSuffix(lines[0], " 2") {
+		t.Errorf("carrier-x undialled attempts %q, want 2", lines)
+	}
+
+	recs := r.cdrs()
+	byID := map[string]map[string]any{}
+	for _, rec := range recs {
+		id, _ := rec["a_call_id"].(string)
+		byID[id] = rec
+	}
+	if len(recs) != 4 {
+		t.Errorf("%d CDRs, want 4: %v", len(recs), recs)
+	}
+	for i, want := range []struct {
+		c       *lcrCall
+		carrier string
+		burned  bool
+	}{{c1, "carrier-a", true}, {c2, "carrier-x", false}, {c3, "carrier-x", false}, {c4, "carrier-a", true}} {
+		rec := byID[want.c.u.callID]
+		if rec == nil {
+			t.Errorf("call %d: no CDR", i+1)
+			continue
+		}
+		checkCDR(t, rec, 200, "caller")
+		checkFields(t, rec, map[string]any{"carrier_id": want.carrier})
+		if want.burned {
+			checkAttempts(t, rec, wantAttempt{"carrier-x", 503, false, "unknown_group"})
+		} else {
+			checkAttempts(t, rec)
+		}
+	}
+}
+
+// probedPeer answers the OPTIONS probes a sipPeer receives: the first
+// answer distinct probes (and their retransmissions) 200, then none. Any
+// other request is recorded.
+type probedPeer struct {
+	p      *sipPeer
+	answer int
+	stop   chan struct{}
+	done   chan struct{}
+
+	mu     sync.Mutex
+	probes []string // the probes' Via branches, in order
+	others []string // first lines of anything but OPTIONS
+}
+
+func newProbedPeer(t *testing.T, p *sipPeer, server netip.AddrPort, answer int) *probedPeer {
+	pp := &probedPeer{p: p, answer: answer, stop: make(chan struct{}), done: make(chan struct{})}
+	go pp.run(server)
+	t.Cleanup(func() {
+		close(pp.stop)
+		<-pp.done
+	})
+	return pp
+}
+
+func (pp *probedPeer) run(server netip.AddrPort) {
+	defer close(pp.done)
+	for {
+		var s string
+		select {
+		case s = <-pp.p.in:
+		case <-pp.stop:
+			return
+		}
+		m := new(parser.Message)
+		if err := m.Parse([]byte(s)); err != nil || m.Method() != parser.MethodOptions {
+			pp.mu.Lock()
+			pp.others = append(pp.others, firstLine(s))
+			pp.mu.Unlock()
+			continue
+		}
+		branch := hdr(m, parser.HeaderVia)
+		pp.mu.Lock()
+		idx := -1
+		for i, b := range pp.probes {
+			if b == branch {
+				idx = i
+			}
+		}
+		if idx < 0 {
+			idx = len(pp.probes)
+			pp.probes = append(pp.probes, branch)
+		}
+		reply := idx < pp.answer
+		pp.mu.Unlock()
+		if reply {
+			b := parser.AppendResponse(nil, m, 200, "OK", []byte("ptag7"))
+			pp.p.udp.WriteToUDPAddrPort(parser.AppendBody(b, "", nil), server)
+		}
+	}
+}
+
+// counts returns the distinct probes seen, those left unanswered, and the
+// other messages.
+func (pp *probedPeer) counts() (probes, unanswered int, others []string) {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	return len(pp.probes), max(len(pp.probes)-pp.answer, 0), append([]string(nil), pp.others...)
+}
+
+// TestHealthProbeMarksDownAndSkips: a member that stops answering OPTIONS is
+// marked down after failure_threshold probes; its group is then skipped by
+// a call at once, without an INVITE (dialed false, group_down), and the
+// next route takes the call; sipedge_gateway_member_up says 0.
+func TestHealthProbeMarksDownAndSkips(t *testing.T) {
+	// interval_secs is a whole number of seconds in the YAML (0 is the 15 s
+	// default), so 1 s is the smallest interval the config accepts
+	// (health.MinProbeInterval, 10 ms, is only reachable through the API).
+	r := newHealthRig(t, "carrier-a", "carrier-p", "", func(a, p *sipPeer) string {
+		return fmt.Sprintf(`gateway:
+  groups:
+    - name: carrier-p
+      probe: { enabled: true, interval_secs: 1, timeout_ms: 300, jitter_ms: 0, failure_threshold: 2, success_threshold: 2 }
+      destinations:
+        - { uri: "sip:127.0.0.1:%[1]d", address: "127.0.0.1:%[1]d" }
+    - name: carrier-a
+      destinations:
+        - { uri: "sip:127.0.0.1:%[2]d", address: "127.0.0.1:%[2]d" }`, p.addr().Port(), a.addr().Port())
+	}, staticLCR(
+		`{ carrier_id: carrier-p, gateway_group: carrier-p, rate: 0.001, currency: USD }`,
+		`{ carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004, currency: USD }`))
+	const answered = 2
+	pp := newProbedPeer(t, r.b, r.sip, answered)
+	pLabel := `group="carrier-p"`
+
+	// The first probes are answered: the member is up.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if n, _, _ := pp.counts(); n >= answered {
+			break
+		}
+		if time.Now().After(deadline) {
+			n, _, _ := pp.counts()
+			t.Fatalf("%d OPTIONS probes within 5 s, want %d (interval_secs 1)", n, answered)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	code, body := r.adminDo("GET", "/v1/gateway/groups/carrier-p", "", "")
+	if g := decodeGroup(t, body); code != 200 || len(g.Members) != 1 || g.Members[0].State != "up" {
+		t.Fatalf("carrier-p after %d answered probes: %d %s, want its member up", answered, code, body)
+	}
+	if lines := r.metricLines("", "sipedge_gateway_member_up", pLabel); len(lines) != 1 || !strings.HasSuffix(lines[0], " 1") {
+		t.Fatalf("sipedge_gateway_member_up for carrier-p %q, want one sample, 1", lines)
+	}
+
+	// Then it goes silent: down after failure_threshold (2) unanswered
+	// probes, not before.
+	deadline = time.Now().Add(5 * time.Second)
+	var g groupStatus
+	for {
+		_, silentBefore, _ := pp.counts()
+		code, body = r.adminDo("GET", "/v1/gateway/groups/carrier-p", "", "")
+		g = decodeGroup(t, body)
+		if code != 200 || len(g.Members) != 1 {
+			t.Fatalf("GET carrier-p: %d %s", code, body)
+		}
+		if g.Members[0].State == "down" {
+			if silentBefore < 2 {
+				t.Errorf("carrier-p marked down after %d unanswered probes, want failure_threshold (2)", silentBefore)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			_, silent, _ := pp.counts()
+			t.Fatalf("carrier-p not down 5 s after going silent (%d unanswered probes): %s", silent, body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if g.Members[0].ConsecutiveFailures < 2 {
+		t.Errorf("carrier-p down with consecutive_probe_failures %d, want >= 2: %s", g.Members[0].ConsecutiveFailures, body)
+	}
+
+	// A call skips carrier-p at once and goes to carrier-a.
+	c := r.call(dialed, "")
+	inv := c.invite(r.a, dialed)
+	if d := time.Since(c.sentAt); d > time.Second {
+		t.Errorf("carrier-a got the INVITE %v after the caller's, want at once (carrier-p skipped without a round trip)", d)
+	}
+	c.answer(r.a, inv)
+	c.bye(r.a)
+
+	if lines := r.metricLines("", "sipedge_gateway_member_up", pLabel); len(lines) != 1 || !strings.HasSuffix(lines[0], " 0") {
+		t.Errorf("sipedge_gateway_member_up for carrier-p %q, want one sample, 0", lines)
+	}
+	if lines := r.metricLines("", "sipedge_gateway_member_up", `group="carrier-a"`); len(lines) != 1 || !strings.HasSuffix(lines[0], " 1") {
+		t.Errorf("sipedge_gateway_member_up for carrier-a %q, want one sample, 1", lines)
+	}
+	if _, _, others := pp.counts(); len(others) != 0 {
+		t.Errorf("carrier-p (down) received %q, want only OPTIONS", others)
+	}
+
+	rec := r.cdrOf(c.u.callID)
+	checkCDR(t, rec, 200, "caller")
+	checkFields(t, rec, map[string]any{"carrier_id": "carrier-a"})
+	checkAttempts(t, rec, wantAttempt{"carrier-p", 503, false, "group_down"})
+}
