@@ -41,9 +41,13 @@ func TestDependencies(t *testing.T) {
 		top, _, _ := strings.Cut(rel, "/")
 		if top == "parser" {
 			seen++
+		}
+		// parser is a leaf; redistest, a test helper, may be imported by any
+		// package's tests.
+		if top == "parser" || rel == "ratelimit/redistest" {
 			for _, d := range deps {
 				if strings.Contains(strings.Split(d, "/")[0], ".") {
-					t.Errorf("%s imports %s: parser may import only the standard library", pkg, d)
+					t.Errorf("%s imports %s: it may import only the standard library", pkg, d)
 				}
 			}
 		}

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sipedge/sipedge/ratelimit/redistest"
 )
 
 // BenchmarkGCRALocal: in-process decisions from all CPUs, over 64 keys
@@ -90,7 +92,7 @@ func BenchmarkGCRALocal(b *testing.B) {
 //	baseline=ping  the same 64 callers sending PING through the same client
 func BenchmarkGCRARedis(b *testing.B) {
 	const callers = 64
-	srv := startRedis(b)
+	srv := redistest.Start(b)
 	bench := func(b *testing.B, n *node, nkeys int, lim Limit, decide func(k Key) Source) {
 		keys := make([]Key, nkeys)
 		for i := range keys {
@@ -133,21 +135,21 @@ func BenchmarkGCRARedis(b *testing.B) {
 	}
 	o := Options{Config: Config{DeadlineMS: 1000}}
 	// One node per sub-benchmark, kept across its b.N rounds.
-	script := newNode(b, srv.url(), o)
+	script := newNode(b, srv.URL(), o)
 	b.Run("script", func(b *testing.B) {
 		bench(b, script, 64, Limit{Rate: 1e5, MaxWait: time.Second}, reserve(script))
 	})
 	ob := o
 	ob.Batch = 16
-	batch := newNode(b, srv.url(), ob)
+	batch := newNode(b, srv.URL(), ob)
 	b.Run("batch=16", func(b *testing.B) {
 		bench(b, batch, 4, Limit{Rate: 1e5, MaxWait: time.Hour}, reserve(batch))
 	})
-	flood := newNode(b, srv.url(), o)
+	flood := newNode(b, srv.URL(), o)
 	b.Run("flood", func(b *testing.B) {
 		bench(b, flood, 4, Limit{Rate: 100, MaxWait: 100 * time.Millisecond}, reserve(flood))
 	})
-	ping := newNode(b, srv.url(), o)
+	ping := newNode(b, srv.URL(), o)
 	b.Run("baseline=ping", func(b *testing.B) {
 		c := ping.Redis().client.Load().Client
 		bench(b, ping, 1, Limit{Rate: 1}, func(Key) Source {

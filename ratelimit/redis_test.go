@@ -15,10 +15,28 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/sipedge/sipedge/ratelimit/redistest"
 )
 
-// logBuf collects a limiter's log lines.
-type logBuf struct{ lockedBuffer }
+// logBuf collects a limiter's log lines; the limiter logs from its own
+// goroutines.
+type logBuf struct {
+	mu    sync.Mutex
+	lines strings.Builder
+}
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lines.Write(p)
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lines.String()
+}
 
 func (l *logBuf) count(s string) int { return strings.Count(l.String(), s) }
 
@@ -97,8 +115,8 @@ func checkWindows(t *testing.T, slots []time.Duration, rate int, minGap time.Dur
 // Redis' clock, Over past MaxWait without taking a slot, under a hash-tagged
 // key.
 func TestRedisSpacing(t *testing.T) {
-	srv := startRedis(t)
-	n := newNode(t, srv.url(), Options{})
+	srv := redistest.Start(t)
+	n := newNode(t, srv.URL(), Options{})
 	k := n.register(t, "carrier-a", Limit{Rate: 10, MaxWait: time.Second})
 	start := time.Now()
 	var slots []time.Duration
@@ -132,10 +150,10 @@ func TestRedisSpacing(t *testing.T) {
 	if d, _ := n.Reserve(context.Background(), k); d.Over || d.Source != SourceRedis {
 		t.Fatalf("40 ms later: %+v, want the slot at 1035 ms", d)
 	}
-	if got := srv.mustDo("EXISTS {sipedge:cps}:carrier-a"); got != ":1" {
+	if got := srv.MustDo("EXISTS {sipedge:cps}:carrier-a"); got != ":1" {
 		t.Fatalf("hash-tagged key: EXISTS = %s", got)
 	}
-	if pttl, _ := strconv.Atoi(strings.TrimPrefix(srv.mustDo("PTTL {sipedge:cps}:carrier-a"), ":")); pttl < 1000 || pttl > 2150 {
+	if pttl, _ := strconv.Atoi(strings.TrimPrefix(srv.MustDo("PTTL {sipedge:cps}:carrier-a"), ":")); pttl < 1000 || pttl > 2150 {
 		t.Fatalf("PTTL %d, want tat + 1 s", pttl)
 	}
 	if n.metric(t, "sipedge_ratelimit_redis_up") != 1 {
@@ -147,8 +165,8 @@ func TestRedisSpacing(t *testing.T) {
 // never put more than the rate in any 1 s window, and fill every slot.
 func TestRedisTwoNodes(t *testing.T) {
 	f := func(t *testing.T, o Options, rate int, burst int, maxWait time.Duration, callers int) {
-		srv := startRedis(t)
-		nodes := []*node{newNode(t, srv.url(), o), newNode(t, srv.url(), o)}
+		srv := redistest.Start(t)
+		nodes := []*node{newNode(t, srv.URL(), o), newNode(t, srv.URL(), o)}
 		lim := Limit{Rate: float64(rate), Burst: burst, MaxWait: maxWait}
 		iv := time.Duration(float64(time.Second) / float64(rate) * DefaultMargin)
 		start := time.Now()
@@ -214,8 +232,8 @@ func TestRedisTwoNodes(t *testing.T) {
 // TestRedisBatch: at a high rate a node takes blocks of slots, and hands
 // them out without a round trip.
 func TestRedisBatch(t *testing.T) {
-	srv := startRedis(t)
-	n := newNode(t, srv.url(), Options{Batch: 8})
+	srv := redistest.Start(t)
+	n := newNode(t, srv.URL(), Options{Batch: 8})
 	hi := n.register(t, "hi", Limit{Rate: 100, MaxWait: time.Second})
 	lo := n.register(t, "lo", Limit{Rate: 10, MaxWait: time.Second})
 	start := time.Now()
@@ -256,8 +274,8 @@ func TestRedisBatch(t *testing.T) {
 
 // TestRedisNoscript: the script is loaded again after SCRIPT FLUSH.
 func TestRedisNoscript(t *testing.T) {
-	srv := startRedis(t)
-	n := newNode(t, srv.url(), Options{})
+	srv := redistest.Start(t)
+	n := newNode(t, srv.URL(), Options{})
 	k := n.register(t, "a", Limit{Rate: 1000, MaxWait: time.Second})
 	sum := sha1.Sum([]byte(script))
 	sha := hex.EncodeToString(sum[:])
@@ -265,10 +283,10 @@ func TestRedisNoscript(t *testing.T) {
 		if d, err := n.Reserve(context.Background(), k); err != nil || d.Source != SourceRedis {
 			t.Fatalf("call %d: %+v %v", i, d, err)
 		}
-		if got := srv.mustDo("SCRIPT EXISTS " + sha); got != "*1" {
+		if got := srv.MustDo("SCRIPT EXISTS " + sha); got != "*1" {
 			t.Fatalf("SCRIPT EXISTS: %s", got)
 		}
-		srv.mustDo("SCRIPT FLUSH")
+		srv.MustDo("SCRIPT FLUSH")
 	}
 	if errs := n.metric(t, "sipedge_ratelimit_redis_errors_total"); errs != 0 {
 		t.Fatalf("%v errors", errs)
@@ -278,8 +296,8 @@ func TestRedisNoscript(t *testing.T) {
 // TestRedisAsync: ReserveAsync returns at once and calls done once, from a
 // worker.
 func TestRedisAsync(t *testing.T) {
-	srv := startRedis(t)
-	n := newNode(t, srv.url(), Options{})
+	srv := redistest.Start(t)
+	n := newNode(t, srv.URL(), Options{})
 	k := n.register(t, "a", Limit{Rate: 10, MaxWait: time.Second})
 	got := make(chan Decision, 4)
 	for range 2 {
@@ -313,9 +331,9 @@ func TestRedisFailureModes(t *testing.T) {
 	// check gets each decision with the earliest and latest time its slot
 	// can be at: the call's start and return, plus the wait.
 	f := func(t *testing.T, mode FailureMode, check func(i int, d Decision, lo, hi time.Duration)) {
-		srv := startRedis(t)
+		srv := redistest.Start(t)
 		o := Options{Config: Config{FailureMode: mode, Nodes: 2, DeadlineMS: 20}, BreakerCoolDown: 300 * ms}
-		n := newNode(t, srv.url(), o)
+		n := newNode(t, srv.URL(), o)
 		k := n.register(t, "a", Limit{Rate: 10, MaxWait: 10 * time.Second})
 		waitRedisMode(t, n, k)
 		// A slow first call (-race) may already have failed: count from here.
@@ -323,7 +341,7 @@ func TestRedisFailureModes(t *testing.T) {
 		errs := n.metric(t, "sipedge_ratelimit_redis_errors_total")
 		bound := callBound()
 
-		srv.pause()
+		srv.Freeze()
 		start := time.Now()
 		// The first call is asynchronous: done comes within the deadline.
 		got := make(chan Decision, 1)
@@ -368,7 +386,7 @@ func TestRedisFailureModes(t *testing.T) {
 			t.Fatalf("%v redis errors, want the breaker's 3", c)
 		}
 
-		srv.resume()
+		srv.Thaw()
 		waitRedisMode(t, n, k)
 		if c := n.logs.count("redis available"); c != 1 {
 			t.Fatalf("%d up transitions logged, want 1:\n%s", c, n.logs)
@@ -446,11 +464,11 @@ func waitRedisMode(t *testing.T, n *node, k Key) {
 
 // TestRedisRestart: Redis killed and started again on the same port.
 func TestRedisRestart(t *testing.T) {
-	srv := startRedis(t)
-	n := newNode(t, srv.url(), Options{Config: Config{DeadlineMS: 20}, BreakerCoolDown: 100 * ms})
+	srv := redistest.Start(t)
+	n := newNode(t, srv.URL(), Options{Config: Config{DeadlineMS: 20}, BreakerCoolDown: 100 * ms})
 	k := n.register(t, "a", Limit{Rate: 100, MaxWait: time.Second})
 	waitRedisMode(t, n, k)
-	srv.kill()
+	srv.Stop()
 	for i := range 10 {
 		t0 := time.Now()
 		d, _ := n.Reserve(context.Background(), k)
@@ -458,7 +476,7 @@ func TestRedisRestart(t *testing.T) {
 			t.Fatalf("call %d: %+v after %v", i, d, el)
 		}
 	}
-	srv.start()
+	srv.Restart()
 	waitRedisMode(t, n, k)
 	if d, c := n.logs.count("redis unavailable"), n.logs.count("redis available"); d != 1 || c != 1 {
 		t.Fatalf("%d down and %d up transitions logged, want 1 and 1:\n%s", d, c, n.logs)
@@ -468,8 +486,8 @@ func TestRedisRestart(t *testing.T) {
 // TestRedisStartsDown: a node started while Redis is down starts in the
 // failure mode (no error) and switches to Redis when it comes up.
 func TestRedisStartsDown(t *testing.T) {
-	skipWithoutRedis(t)
-	port := freePort(t)
+	redistest.SkipIfMissing(t)
+	port := redistest.FreePort(t)
 	n := newNode(t, "redis://127.0.0.1:"+strconv.Itoa(port), Options{Config: Config{DeadlineMS: 20}, BreakerCoolDown: 100 * ms})
 	k := n.register(t, "a", Limit{Rate: 100, MaxWait: time.Second})
 	if d, _ := n.Reserve(context.Background(), k); d.Source != SourceFallback {
@@ -478,7 +496,7 @@ func TestRedisStartsDown(t *testing.T) {
 	if n.Redis().Up() || n.logs.count("redis unavailable") != 1 {
 		t.Fatalf("not down, or not logged once:\n%s", n.logs)
 	}
-	startRedisOn(t, port)
+	redistest.StartOn(t, port)
 	waitRedisMode(t, n, k)
 	if n.logs.count("redis available") != 1 {
 		t.Fatalf("up not logged once:\n%s", n.logs)

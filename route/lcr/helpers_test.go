@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -170,90 +169,6 @@ func freePort(t *testing.T) int {
 func closedURL(t *testing.T) string {
 	return fmt.Sprintf("http://127.0.0.1:%d/route", freePort(t))
 }
-
-// redisServer is a redis-server started by the test.
-type redisServer struct {
-	addr string
-	cmd  *exec.Cmd
-	done chan struct{}
-}
-
-// startRedis starts redis-server on a free port, without persistence, and
-// waits until it answers PING. It is killed when the test ends. The test is
-// skipped, loudly, when redis-server is not installed.
-func startRedis(t *testing.T) *redisServer {
-	t.Helper()
-	path, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("SKIPPED: redis-server is not installed, so the Redis tier is NOT tested (apt-get install redis-server)")
-	}
-	return startRedisOn(t, path, freePort(t))
-}
-
-func startRedisOn(t *testing.T, path string, port int) *redisServer {
-	t.Helper()
-	s := &redisServer{addr: fmt.Sprintf("127.0.0.1:%d", port), done: make(chan struct{})}
-	s.cmd = exec.Command(path, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no")
-	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("redis-server: %v", err)
-	}
-	go func() { s.cmd.Wait(); close(s.done) }()
-	t.Cleanup(s.stop)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if s.ping() {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redis-server on %s did not answer PING within 5 s", s.addr)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func (s *redisServer) ping() bool {
-	c, err := net.DialTimeout("tcp", s.addr, 100*time.Millisecond)
-	if err != nil {
-		return false
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := io.WriteString(c, "PING\r\n"); err != nil {
-		return false
-	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	return err == nil && line == "+PONG\r\n"
-}
-
-// command sends one inline command and returns the reply's first line.
-func (s *redisServer) command(t *testing.T, cmd string) string {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", s.addr, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(time.Second))
-	io.WriteString(c, cmd+"\r\n")
-	line, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.TrimSpace(line)
-}
-
-func (s *redisServer) stop() {
-	select {
-	case <-s.done:
-		return
-	default:
-	}
-	s.cmd.Process.Kill()
-	<-s.done
-}
-
-func (s *redisServer) url() string { return "redis://" + s.addr }
 
 func mustJSON(t *testing.T, v any) string {
 	t.Helper()

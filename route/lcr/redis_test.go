@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"io"
 	"net"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sipedge/sipedge/ratelimit/redistest"
 )
 
 // testRedisDeadline replaces the 50 ms default in tests that need Redis
@@ -17,10 +18,10 @@ import (
 // and a missed deadline (correctly) marks the tier down.
 const testRedisDeadline = time.Second
 
-// get returns the value of a Redis key, ok false when it does not exist.
-func (s *redisServer) get(t *testing.T, key string) (string, bool) {
+// redisGet returns the value of a Redis key, ok false when it does not exist.
+func redisGet(t *testing.T, s *redistest.Server, key string) (string, bool) {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", s.addr, time.Second)
+	c, err := net.DialTimeout("tcp", s.Addr(), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,11 +48,11 @@ func (s *redisServer) get(t *testing.T, key string) (string, bool) {
 }
 
 // waitStored waits until key is in Redis (the flight stores it after done).
-func (s *redisServer) waitStored(t *testing.T, key string) string {
+func waitStored(t *testing.T, s *redistest.Server, key string) string {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Second)
 	for {
-		if v, ok := s.get(t, key); ok {
+		if v, ok := redisGet(t, s, key); ok {
 			return v
 		}
 		if time.Now().After(deadline) {
@@ -64,18 +65,18 @@ func (s *redisServer) waitStored(t *testing.T, key string) string {
 // TestRedisSharedAcrossResolvers: a decision cached by one node is used by
 // another without asking the API.
 func TestRedisSharedAcrossResolvers(t *testing.T) {
-	rs := startRedis(t)
+	rs := redistest.Start(t)
 	api := newAPIServer(t, staticReply(200, `{"routes":[{"carrier_id":"carrier-a","gateway_group":"carrier-a","rate":0.01,"headers":{"X-A":"1"}}],"cache_ttl_secs":60}`))
-	a := newTestResolver(t, Options{APIURL: api.URL, RedisURL: rs.url(), RedisDeadline: testRedisDeadline})
-	b := newTestResolver(t, Options{APIURL: api.URL, RedisURL: rs.url(), RedisDeadline: testRedisDeadline})
+	a := newTestResolver(t, Options{APIURL: api.URL, RedisURL: rs.URL(), RedisDeadline: testRedisDeadline})
+	b := newTestResolver(t, Options{APIURL: api.URL, RedisURL: rs.URL(), RedisDeadline: testRedisDeadline})
 
 	da := a.lookup(t, testRequest("+12025550123"))
-	stored := rs.waitStored(t, "{sipedge:lcr}:cust-trunks:+12025550123")
+	stored := waitStored(t, rs, "{sipedge:lcr}:cust-trunks:+12025550123")
 	var resp Response
 	if err := json.Unmarshal([]byte(stored), &resp); err != nil || resp.Validate() != nil {
 		t.Fatalf("stored value %q is not a response: %v", stored, err)
 	}
-	pttl := rs.command(t, "PTTL {sipedge:lcr}:cust-trunks:+12025550123")
+	pttl := rs.MustDo("PTTL {sipedge:lcr}:cust-trunks:+12025550123")
 	if ms, err := strconv.Atoi(strings.TrimPrefix(pttl, ":")); err != nil || ms < 58000 || ms > 60000 {
 		t.Fatalf("PTTL %s, want about 60000", pttl)
 	}
@@ -104,12 +105,12 @@ func TestRedisSharedAcrossResolvers(t *testing.T) {
 
 // TestRedisTTLZeroNotStored: "do not cache" holds for Redis too.
 func TestRedisTTLZeroNotStored(t *testing.T) {
-	rs := startRedis(t)
+	rs := redistest.Start(t)
 	api := newAPIServer(t, staticReply(200, `{"routes":[],"cache_ttl_secs":0}`))
-	a := newTestResolver(t, Options{APIURL: api.URL, RedisURL: rs.url(), RedisDeadline: testRedisDeadline, CacheTTL: time.Hour})
+	a := newTestResolver(t, Options{APIURL: api.URL, RedisURL: rs.URL(), RedisDeadline: testRedisDeadline, CacheTTL: time.Hour})
 	a.lookup(t, testRequest("+1"))
 	a.Close() // waits for the flight, including its (absent) store
-	if _, ok := rs.get(t, "{sipedge:lcr}:cust-trunks:+1"); ok {
+	if _, ok := redisGet(t, rs, "{sipedge:lcr}:cust-trunks:+1"); ok {
 		t.Fatal("a cache_ttl_secs 0 answer was stored in Redis")
 	}
 }
@@ -119,13 +120,13 @@ func TestRedisTTLZeroNotStored(t *testing.T) {
 // coming back is noticed.
 func TestRedisDown(t *testing.T) {
 	t.Parallel()
-	rs := startRedis(t)
+	rs := redistest.Start(t)
 	api := newAPIServer(t, nil)
-	r := newTestResolver(t, Options{APIURL: api.URL, RedisURL: rs.url(), RedisDeadline: testRedisDeadline})
+	r := newTestResolver(t, Options{APIURL: api.URL, RedisURL: rs.URL(), RedisDeadline: testRedisDeadline})
 	r.lookup(t, testRequest("+1"))
-	rs.waitStored(t, "{sipedge:lcr}:cust-trunks:+1")
+	waitStored(t, rs, "{sipedge:lcr}:cust-trunks:+1")
 
-	rs.stop()
+	rs.Stop()
 	for _, n := range []string{"+2", "+3", "+4"} {
 		start := time.Now()
 		if d := r.lookup(t, testRequest(n)); d.Source != SourceLCR {
@@ -154,9 +155,7 @@ func TestRedisDown(t *testing.T) {
 
 	// Redis comes back on the same port; after the retry interval the next
 	// lookup probes it.
-	path, _ := exec.LookPath("redis-server")
-	port, _ := strconv.Atoi(rs.addr[strings.LastIndexByte(rs.addr, ':')+1:])
-	rs2 := startRedisOn(t, path, port)
+	rs.Restart()
 	time.Sleep(redisRetry + 100*time.Millisecond)
 	deadline := time.Now().Add(3 * time.Second)
 	for i := 0; r.metric(t, metricRedisUp) != 1; i++ {
@@ -169,14 +168,14 @@ func TestRedisDown(t *testing.T) {
 	if n := strings.Count(r.log.String(), "Redis cache available again"); n != 1 {
 		t.Fatalf("%d available-again log lines, want 1", n)
 	}
-	rs2.waitStored(t, "{sipedge:lcr}:cust-trunks:+50")
+	waitStored(t, rs, "{sipedge:lcr}:cust-trunks:+50")
 }
 
 // TestRedisUnreachableAtStart: New does not fail; the tier starts down.
 func TestRedisUnreachableAtStart(t *testing.T) {
 	t.Parallel()
 	api := newAPIServer(t, nil)
-	port := freePort(t)
+	port := redistest.FreePort(t)
 	start := time.Now()
 	r := newTestResolver(t, Options{APIURL: api.URL, RedisURL: "redis://127.0.0.1:" + strconv.Itoa(port)})
 	if el := time.Since(start); el > 1500*time.Millisecond {
@@ -194,11 +193,7 @@ func TestRedisUnreachableAtStart(t *testing.T) {
 		t.Fatalf("%d unavailable log lines, want 1", n)
 	}
 	// It is dialled again in the background.
-	path, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("SKIPPED: redis-server is not installed, so reconnection is NOT tested")
-	}
-	startRedisOn(t, path, port)
+	redistest.StartOn(t, port)
 	deadline := time.Now().Add(3 * time.Second)
 	for r.metric(t, metricRedisUp) != 1 {
 		if time.Now().After(deadline) {
@@ -211,13 +206,13 @@ func TestRedisUnreachableAtStart(t *testing.T) {
 // TestBreakerOpenRedisStillServes: with the API dead and the breaker open,
 // decisions other nodes cached in Redis are still used; the rest fail fast.
 func TestBreakerOpenRedisStillServes(t *testing.T) {
-	rs := startRedis(t)
+	rs := redistest.Start(t)
 	api := newAPIServer(t, nil)
-	a := newTestResolver(t, Options{APIURL: api.URL, RedisURL: rs.url(), RedisDeadline: testRedisDeadline})
+	a := newTestResolver(t, Options{APIURL: api.URL, RedisURL: rs.URL(), RedisDeadline: testRedisDeadline})
 	a.lookup(t, testRequest("+1"))
-	rs.waitStored(t, "{sipedge:lcr}:cust-trunks:+1")
+	waitStored(t, rs, "{sipedge:lcr}:cust-trunks:+1")
 
-	b := newTestResolver(t, Options{APIURL: closedURL(t), RedisURL: rs.url(), RedisDeadline: testRedisDeadline, BreakerThreshold: 1,
+	b := newTestResolver(t, Options{APIURL: closedURL(t), RedisURL: rs.URL(), RedisDeadline: testRedisDeadline, BreakerThreshold: 1,
 		FallbackGatewayGroup: "fb"})
 	if d := b.lookup(t, testRequest("+2")); d.Source != SourceFallback {
 		t.Fatalf("dead API: %+v", d)

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -10,13 +9,11 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -30,125 +27,6 @@ import (
 // message at a time, these peers answer on their own goroutine and
 // timestamp every message as it is read: the carrier meters the INVITEs it
 // receives the way a carrier's CPS limit does.
-
-// ---- redis-server ----
-
-// cpsRedis is a redis-server owned by one test; it can be frozen (SIGSTOP:
-// the socket accepts but nothing answers), thawed, killed and started again
-// on the same port.
-type cpsRedis struct {
-	t    *testing.T
-	port int
-	dir  string
-
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
-}
-
-// startCPSRedis starts redis-server on a free port below the ephemeral
-// range (so that no client connection holds the port when it restarts);
-// it is killed when the test ends. The test is skipped, loudly, when
-// redis-server is not installed.
-func startCPSRedis(t *testing.T) *cpsRedis {
-	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("SKIPPED: redis-server is not installed, so the fleet CPS limiter is NOT tested (apt-get install redis-server)")
-	}
-	var port int
-	for range 100 {
-		p := 20000 + rand.IntN(12000)
-		if ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p)); err == nil {
-			ln.Close()
-			port = p
-			break
-		}
-	}
-	if port == 0 {
-		t.Fatal("no free port for redis-server")
-	}
-	r := &cpsRedis{t: t, port: port, dir: t.TempDir()}
-	r.start()
-	t.Cleanup(r.kill)
-	return r
-}
-
-func (r *cpsRedis) addr() string { return "127.0.0.1:" + strconv.Itoa(r.port) }
-func (r *cpsRedis) url() string  { return "redis://" + r.addr() }
-
-// start runs redis-server and waits until it answers PING.
-func (r *cpsRedis) start() {
-	r.t.Helper()
-	cmd := exec.Command("redis-server", "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", r.dir)
-	out := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		r.t.Fatalf("redis-server: %v", err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	r.mu.Lock()
-	r.cmd, r.done = cmd, done
-	r.mu.Unlock()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if reply, err := r.do("PING"); err == nil && reply == "+PONG" {
-			return
-		}
-		if time.Now().After(deadline) {
-			r.kill()
-			r.t.Fatalf("redis-server on %s did not answer PING within 5 s:\n%s", r.addr(), out.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// kill stops redis-server for good (SIGKILL works on a stopped process) and
-// waits for it to exit.
-func (r *cpsRedis) kill() {
-	r.mu.Lock()
-	cmd, done := r.cmd, r.done
-	r.cmd = nil
-	r.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	cmd.Process.Kill()
-	<-done
-}
-
-func (r *cpsRedis) pause()  { r.signal(syscall.SIGSTOP) }
-func (r *cpsRedis) resume() { r.signal(syscall.SIGCONT) }
-
-func (r *cpsRedis) signal(sig syscall.Signal) {
-	r.t.Helper()
-	r.mu.Lock()
-	cmd := r.cmd
-	r.mu.Unlock()
-	if cmd == nil {
-		r.t.Fatalf("redis-server is not running")
-	}
-	if err := cmd.Process.Signal(sig); err != nil {
-		r.t.Fatalf("signal redis-server: %v", err)
-	}
-}
-
-// do sends one inline command on a fresh connection and returns the first
-// line of the reply.
-func (r *cpsRedis) do(cmd string) (string, error) {
-	c, err := net.DialTimeout("tcp", r.addr(), time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := io.WriteString(c, cmd+"\r\n"); err != nil {
-		return "", err
-	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	return strings.TrimRight(line, "\r\n"), err
-}
 
 // ---- a node ----
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/ratelimit/redistest"
 )
 
 // CPS end-to-end tests (issue 7, seed 003), one per bullet of the issue's
@@ -58,7 +59,7 @@ cdr: { file: %[6]q }
 // through two sipedge nodes sharing one Redis: neither carrier ever gets
 // more than its CPS in any sliding second, and every call is answered.
 func TestCPSSeedCampaignTwoNodesSharedRedis(t *testing.T) {
-	redis := startCPSRedis(t)
+	redis := redistest.Start(t)
 	a := newCPSCarrier(t, "carrier-a", nil)
 	b := newCPSCarrier(t, "carrier-b", nil)
 	yaml := func(port int, cdr string) string {
@@ -72,7 +73,7 @@ func TestCPSSeedCampaignTwoNodesSharedRedis(t *testing.T) {
     - prefix: "2"
       routes:
         - { carrier_id: carrier-b, gateway_group: carrier-b, rate: 0.005 }`
-		return cpsYAML(port, cdr, "", groups, lcr, fmt.Sprintf("ratelimit: { redis: %q, nodes: 2 }", redis.url()))
+		return cpsYAML(port, cdr, "", groups, lcr, fmt.Sprintf("ratelimit: { redis: %q, nodes: 2 }", redis.URL()))
 	}
 	n1 := startCPSNode(t, "node1", yaml)
 	n2 := startCPSNode(t, "node2", yaml)
@@ -338,13 +339,13 @@ func TestCPSRejectsConvergeToRealLimit(t *testing.T) {
 // logged once per transition; Redis back (SIGCONT, then a new redis-server
 // on the same port): Redis mode resumes.
 func TestCPSRedisStoppedFallsBackToLocal(t *testing.T) {
-	redis := startCPSRedis(t)
+	redis := redistest.Start(t)
 	a := newCPSCarrier(t, "carrier-a", nil)
 	n := startCPSNode(t, "node", func(port int, cdr string) string {
 		return cpsYAML(port, cdr, "",
 			cpsGroup("carrier-a", a, "cps: { rate: 20, burst: 1, max_wait_ms: 2000 }"),
 			staticLCR(yRouteA),
-			fmt.Sprintf("ratelimit: { redis: %q, deadline_ms: 20, failure_mode: local, nodes: 1 }", redis.url()))
+			fmt.Sprintf("ratelimit: { redis: %q, deadline_ms: 20, failure_mode: local, nodes: 1 }", redis.URL()))
 	})
 	k := newCPSCaller(t, "caller", "127.0.0.1", n.sip)
 	if v, ok := n.waitMetric("sipedge_ratelimit_redis_up", "", 2*time.Second, func(v float64) bool { return v == 1 }); !ok {
@@ -383,7 +384,7 @@ func TestCPSRedisStoppedFallsBackToLocal(t *testing.T) {
 		t.Errorf("sipedge_ratelimit_redis_calls_total %v after 10 calls in Redis mode", calls0)
 	}
 
-	redis.pause()
+	redis.Freeze()
 	run("frozen", 1500*time.Millisecond, 1500*time.Millisecond, nil)
 	if v := up(); v != 0 {
 		t.Errorf("Redis frozen: sipedge_ratelimit_redis_up %v, want 0", v)
@@ -395,7 +396,7 @@ func TestCPSRedisStoppedFallsBackToLocal(t *testing.T) {
 		t.Errorf("Redis frozen: sipedge_ratelimit_redis_errors_total %v, want > 0", v)
 	}
 
-	redis.resume()
+	redis.Thaw()
 	thawAt := time.Now()
 	if !run("thawed", 300*time.Millisecond, 5*time.Second, func() bool { return up() == 1 }) {
 		t.Errorf("Redis thawed: sipedge_ratelimit_redis_up still 0 after 5 s")
@@ -404,13 +405,13 @@ func TestCPSRedisStoppedFallsBackToLocal(t *testing.T) {
 	}
 	run("thawed", 500*time.Millisecond, 500*time.Millisecond, nil)
 
-	redis.kill()
+	redis.Stop()
 	run("killed", 1500*time.Millisecond, 1500*time.Millisecond, nil)
 	if v := up(); v != 0 {
 		t.Errorf("Redis killed: sipedge_ratelimit_redis_up %v, want 0", v)
 	}
 
-	redis.start()
+	redis.Restart()
 	restartAt := time.Now()
 	if !run("restarted", 300*time.Millisecond, 5*time.Second, func() bool { return up() == 1 }) {
 		t.Errorf("Redis restarted: sipedge_ratelimit_redis_up still 0 after 5 s")
@@ -419,7 +420,7 @@ func TestCPSRedisStoppedFallsBackToLocal(t *testing.T) {
 	}
 	run("restarted", 500*time.Millisecond, 500*time.Millisecond, nil)
 	// The new redis-server holds the account's key: decisions are Redis' again.
-	if reply, err := redis.do("EXISTS {sipedge:cps}:carrier-a"); err != nil || reply != ":1" {
+	if reply, err := redis.Do("EXISTS {sipedge:cps}:carrier-a"); err != nil || reply != ":1" {
 		t.Errorf("after the restart, EXISTS {sipedge:cps}:carrier-a = %q, %v: Redis not used", reply, err)
 	}
 

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -414,60 +412,4 @@ func closedURL(t *testing.T) string {
 	addr := l.Addr().String()
 	l.Close()
 	return "http://" + addr + "/route"
-}
-
-// ---- Redis ----
-
-// startRedis starts redis-server on a free loopback port without
-// persistence and waits for PING; it is killed when the test ends. The test
-// is skipped, loudly, when redis-server is not installed.
-func startRedis(t *testing.T) string {
-	t.Helper()
-	path, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("SKIPPED: redis-server is not installed, so the Redis tier is NOT tested (apt-get install redis-server)")
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", e2eFreePort(t))
-	_, port, _ := net.SplitHostPort(addr)
-	cmd := exec.Command(path, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("redis-server: %v", err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-done
-	})
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if reply, err := redisCmd(addr, "PING"); err == nil && reply == "+PONG" {
-			return addr
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redis-server on %s did not answer PING within 5 s", addr)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// redisCmd sends one command (RESP array of bulk strings) and returns the
-// first line of the reply.
-func redisCmd(addr string, args ...string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(time.Second))
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&sb, "$%d\r\n%s\r\n", len(a), a)
-	}
-	if _, err := io.WriteString(c, sb.String()); err != nil {
-		return "", err
-	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	return strings.TrimRight(line, "\r\n"), err
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/ratelimit/redistest"
 	"github.com/sipedge/sipedge/route/lcr"
 )
 
@@ -325,11 +326,11 @@ func TestLCRCacheHitAvoidsAPI(t *testing.T) {
 		}
 	})
 	t.Run("redis-shared-by-two-nodes", func(t *testing.T) {
-		redis := startRedis(t)
+		redis := redistest.Start(t)
 		api := newLCRAPI(t, 200, `{"routes":[`+routes+`],"cache_ttl_secs":60}`)
 		o := lcrOpts{
 			lcr:   fmt.Sprintf("lcr: { api_url: %q, cache: lcr }", api.url()),
-			extra: fmt.Sprintf("cache:\n  - { name: lcr, url: \"redis://%s\", local_ttl_secs: 60 }", redis),
+			extra: fmt.Sprintf("cache:\n  - { name: lcr, url: %q, local_ttl_secs: 60 }", redis.URL()),
 		}
 		node1 := newLCR(t, o)
 		busyCall(t, node1)
@@ -340,7 +341,7 @@ func TestLCRCacheHitAvoidsAPI(t *testing.T) {
 		key := lcr.RedisKeyPrefix + "cust-trunks:" + dialed
 		deadline := time.Now().Add(2 * time.Second)
 		for {
-			reply, err := redisCmd(redis, "EXISTS", key)
+			reply, err := redis.Do("EXISTS " + key)
 			if err == nil && reply == ":1" {
 				break
 			}
