@@ -92,10 +92,11 @@ type Call struct {
 	maxFwd     int            // Max-Forwards for B-leg INVITEs
 	key        uint64         // spreads hash selection of gateways per call
 
-	aInvite  []byte     // the caller's INVITE, to build responses from
-	aTxn     txn.Handle // its server transaction
-	bTxn     txn.Handle // the B-leg INVITE client transaction
-	canceled bool       // the caller cancelled, or the call no longer wants the B-leg
+	aInvite  []byte          // the caller's INVITE, to build responses from (a pooled buffer)
+	ainv     *parser.Message // it, parsed once (a pooled message); nil once the caller ACKs
+	aTxn     txn.Handle      // its server transaction
+	bTxn     txn.Handle      // the B-leg INVITE client transaction
+	canceled bool            // the caller cancelled, or the call no longer wants the B-leg
 	answered bool
 
 	ok2xx   []byte        // the 2xx sent to the caller, retransmitted until ACK
@@ -243,7 +244,7 @@ func (e *Engine) end(c *Call, hangup string) {
 	}
 	e.unindexLeg(c, &c.a)
 	e.unindexLeg(c, &c.b)
-	e.putBuf(c.aInvite)
+	e.releaseInvite(c)
 	e.putBuf(c.ok2xx)
 	i := c.idx
 	gen := c.gen

@@ -158,14 +158,15 @@ type Engine struct {
 	probes                                map[txn.Handle]*probe  // gateway probes in flight
 	trunkCalls                            []int                  // live calls per trunk (Config.Trunks order)
 
-	msg     parser.Message // scratch for messages the engine builds
-	areq    parser.Message // scratch for requests the engine re-reads to answer them
-	scratch leg            // a dialog the engine ends without keeping (a forked 2xx)
-	id      identity       // the identity of the B-leg being dialled
-	out     []byte         // scratch for outgoing messages
-	bufs    [][]byte       // message buffers calls borrow (getBuf)
-	rr      RouteRequest   // the Router's request, reused
-	dec     Decision       // the decision being carried out, reused
+	msg     parser.Message    // scratch for messages the engine builds
+	areq    parser.Message    // scratch for requests the engine re-reads to answer them
+	scratch leg               // a dialog the engine ends without keeping (a forked 2xx)
+	id      identity          // the identity of the B-leg being dialled
+	out     []byte            // scratch for outgoing messages
+	bufs    [][]byte          // message buffers calls borrow (getBuf)
+	msgs    []*parser.Message // parsed INVITEs calls borrow
+	rr      RouteRequest      // the Router's request, reused
+	dec     Decision          // the decision being carried out, reused
 	m       engineMetrics
 }
 

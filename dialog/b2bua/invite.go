@@ -151,7 +151,8 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	c.key = xxhash.Sum64(m.CallID())
 	c.tInvite = e.now
 	c.aTxn = a.Txn
-	c.aInvite = append(e.getBuf(), m.Bytes()...)
+	c.ainv = e.getMsg()
+	c.aInvite = m.CopyTo(c.ainv, e.getBuf())
 	c.caller = append(c.caller, fromURI.User...)
 	c.callee = append(c.callee, ruri.User...)
 	c.fromURI = append(c.fromURI, from.URI...)
@@ -358,18 +359,10 @@ func hostOnly(hp string) string {
 	return hp
 }
 
-// aInvite re-reads the caller's INVITE into the engine's scratch message.
-func (e *Engine) aInvite(c *Call) *parser.Message {
-	if err := e.msg.Parse(c.aInvite); err != nil {
-		return nil
-	}
-	return &e.msg
-}
-
 // failCall answers the caller with code and ends the call.
 func (e *Engine) failCall(c *Call, code int, reason string) {
 	c.finalCode, c.finalReason = code, append(c.finalReason[:0], reason...)
-	if req := e.aInvite(c); req != nil && !c.canceled {
+	if req := c.ainv; req != nil && !c.canceled {
 		e.respond(c.aTxn, req, code, reason, c.a.localTag)
 	}
 	e.end(c, "")
@@ -509,13 +502,27 @@ func (e *Engine) relayToCaller(c *Call, resp *parser.Message) {
 	}
 }
 
-// aInviteCopy parses the caller's INVITE into a message of its own: the
-// scratch message may hold the response being relayed.
-func (e *Engine) aInviteCopy(c *Call) *parser.Message {
-	if err := e.areq.Parse(c.aInvite); err != nil {
-		return nil
+// aInviteCopy returns the caller's INVITE, parsed when the call began (nil
+// once the caller has ACKed the 2xx and it is no longer needed).
+func (e *Engine) aInviteCopy(c *Call) *parser.Message { return c.ainv }
+
+// releaseInvite returns the call's copy of the caller's INVITE to the pools.
+func (e *Engine) releaseInvite(c *Call) {
+	e.putBuf(c.aInvite)
+	if c.ainv != nil {
+		e.msgs = append(e.msgs, c.ainv)
 	}
-	return &e.areq
+	c.aInvite, c.ainv = nil, nil
+}
+
+// getMsg takes a parsed-message holder from the engine's pool.
+func (e *Engine) getMsg() *parser.Message {
+	if n := len(e.msgs); n > 0 {
+		m := e.msgs[n-1]
+		e.msgs = e.msgs[:n-1]
+		return m
+	}
+	return new(parser.Message)
 }
 
 // start2xx begins retransmitting the caller's 2xx until its ACK
@@ -577,8 +584,7 @@ func (e *Engine) onAck(m *parser.Message, _ *txn.Action) {
 	e.putBuf(c.ok2xx)
 	c.ok2xx = nil
 	if s == sideA {
-		e.putBuf(c.aInvite)
-		c.aInvite = nil
+		e.releaseInvite(c)
 	}
 	if s == sideA {
 		e.sendAck(c, m)
