@@ -9,8 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -39,7 +39,6 @@ type Server struct {
 	health  *health.Registry
 	cps     *cps
 	apps    []*shardApp
-	origin  time.Time
 
 	runtimeSet, engineSet, cdrSet, lcrSet, healthSet, cpsSet *metrics.Set
 
@@ -60,20 +59,24 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	if s.lcr, table, err = newResolver(cfg, s.lcrSet, log); err != nil {
 		return nil, err
 	}
+	fail := func(err error) (*Server, error) {
+		s.closeParts(context.Background())
+		return nil, err
+	}
 	if cfg.LCR.APIURL == "" {
 		s.static = table
 	}
 	if s.health, err = health.New(health.Options{Groups: healthGroups(cfg), Prober: prober{s},
 		Logger: log, Metrics: s.healthSet}); err != nil {
-		return nil, fmt.Errorf("gateway.groups: %w", err)
+		return fail(fmt.Errorf("gateway.groups: %w", err))
 	}
 	if s.cps, err = newCPS(cfg, s); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	maxSize := int64(cfg.CDR.MaxSizeMB) << 20
 	if s.cdr, err = cdr.New(cdr.Options{Path: cfg.CDR.File, MaxSize: maxSize, MaxBackups: cfg.CDR.MaxBackups,
 		Queue: cfg.CDR.Queue, Metrics: s.cdrSet, Log: log}); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	sc := shard.Config{Shards: cfg.Shards, Supported: nil,
 		Limits: parser.Limits{MaxMessageSize: cfg.SIP.MaxMessageSize, MaxHeaders: cfg.SIP.MaxHeaders,
@@ -87,25 +90,35 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	// Flood protection for sources that are neither trunks nor carriers:
 	// 200 messages a second per source and loop, then a minute's ban.
 	sc.Flood = shard.FloodConfig{PerSecond: 200, Ban: time.Minute, Exempt: exemptFrom(cfg)}
-	var mu sync.Mutex
-	var newErr error
+	var appErr error // shard.New builds the shards one after another, here
 	s.rt, err = shard.New(sc, func(sh *shard.Shard) shard.Handler {
 		h, err := s.newShardApp(sh)
-		if err != nil {
-			mu.Lock()
-			newErr = errors.Join(newErr, err)
-			mu.Unlock()
-		}
+		appErr = errors.Join(appErr, err)
 		return h
 	}, log, s.runtimeSet)
-	if err == nil {
-		err = newErr
-	}
-	if err != nil {
-		s.cdr.Close(context.Background())
+	if err = errors.Join(err, appErr); err != nil {
+		s.closeParts(context.Background())
 		return nil, err
 	}
 	return s, nil
+}
+
+// closeParts stops what New started besides the runtime.
+func (s *Server) closeParts(ctx context.Context) error {
+	var err error
+	if s.lcr != nil {
+		s.lcr.Close()
+	}
+	if s.health != nil {
+		s.health.Close()
+	}
+	if s.cps != nil {
+		s.cps.limiter.Close()
+	}
+	if s.cdr != nil {
+		err = s.cdr.Close(ctx)
+	}
+	return err
 }
 
 // b2buaConfig maps the file's settings onto one shard's engine.
@@ -206,7 +219,7 @@ func (s *Server) shardCount() int {
 	if s.cfg.Shards > 0 {
 		return s.cfg.Shards
 	}
-	return numCPU()
+	return runtime.NumCPU()
 }
 
 // shardApp connects one shard to its engine.
@@ -405,12 +418,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	dctx, cancel := context.WithTimeout(ctx, s.cfg.B2BUA.DrainTimeout)
 	defer cancel()
 	err := s.rt.Shutdown(dctx, func() bool { return s.LiveCalls() > 0 })
-	s.lcr.Close()
-	s.health.Close()
-	s.cps.limiter.Close()
-	if cerr := s.cdr.Close(ctx); cerr != nil {
-		err = errors.Join(err, cerr)
-	}
+	err = errors.Join(err, s.closeParts(ctx))
 	if s.admin != nil {
 		s.admin.Close()
 		<-s.adminDone

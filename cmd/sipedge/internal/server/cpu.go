@@ -1,5 +1,0 @@
-package server
-
-import "runtime"
-
-func numCPU() int { return runtime.NumCPU() }
