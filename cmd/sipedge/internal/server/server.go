@@ -276,7 +276,7 @@ func (s *Server) newShardApp(sh *shard.Shard) (shard.Handler, error) {
 		Resolve:    a.resolve,
 		Outcome:    a.outcome,
 		Pace:       a.pace,
-		Policy:     carrierPolicy{s.engineSet}.hooks(),
+		Policy:     newCarrierPolicy(s.engineSet).hooks(),
 		Admit:      a.admit,
 		CPSReject:  a.cpsReject,
 		Draining:   sh.Draining,
