@@ -119,6 +119,23 @@ lcr:
         - { carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004 }
 cdr: { file: %[6]q }
 `, e.port, o.drainSecs, o.trunkSource, transport, e.carrier.addr().Port(), e.cdrPath)
+	e.run(yaml, logs)
+
+	if o.callerTCP {
+		e.caller = dialTCPPeer(t, "caller", e.sip)
+	} else {
+		e.caller = newUDPPeer(t, "caller", "127.0.0.1", e.sip)
+	}
+	e.caller.forbid(carrierSecrets...)
+	return e
+}
+
+// e2eFreePort returns a port free for both UDP and TCP on 127.0.0.1.
+// run builds a server from yaml, logging into logs, starts it, and
+// shuts it down when the test ends.
+func (e *e2e) run(yaml string, logs *lockedBuffer) {
+	t := e.t
+	t.Helper()
 	cfg, err := config.Parse([]byte(yaml), nil)
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, yaml)
@@ -136,17 +153,8 @@ cdr: { file: %[6]q }
 			t.Errorf("shutdown: %v", err)
 		}
 	})
-
-	if o.callerTCP {
-		e.caller = dialTCPPeer(t, "caller", e.sip)
-	} else {
-		e.caller = newUDPPeer(t, "caller", "127.0.0.1", e.sip)
-	}
-	e.caller.forbid(carrierSecrets...)
-	return e
 }
 
-// e2eFreePort returns a port free for both UDP and TCP on 127.0.0.1.
 func e2eFreePort(t *testing.T) int {
 	t.Helper()
 	for i := 0; i < 50; i++ {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/netip"
 	"path/filepath"
@@ -13,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
 	"github.com/sipedge/sipedge/parser"
 )
 
@@ -62,23 +60,7 @@ trunks:
 %[4]s
 cdr: { file: %[5]q }
 `, e.port, admin, gateway(r.a, r.b), lcrSection, e.cdrPath)
-	cfg, err := config.Parse([]byte(yaml), nil)
-	if err != nil {
-		t.Fatalf("config: %v\n%s", err, yaml)
-	}
-	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	if e.srv, err = New(cfg, log); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	e.admin = e.srv.AdminAddr()
-	t.Cleanup(func() {
-		if err := e.shutdown(); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
+	e.run(yaml, logs)
 	e.caller = newUDPPeer(t, "caller", "127.0.0.1", e.sip)
 	e.caller.forbid(carrierSecrets...)
 	return r

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/route/lcr"
 )
@@ -101,23 +99,7 @@ gateway:
 %[6]s
 cdr: { file: %[7]q }
 `, e.port, b2, r.a.addr().Port(), r.b.addr().Port(), o.lcr, o.extra, e.cdrPath)
-	cfg, err := config.Parse([]byte(yaml), nil)
-	if err != nil {
-		t.Fatalf("config: %v\n%s", err, yaml)
-	}
-	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	if e.srv, err = New(cfg, log); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	e.admin = e.srv.AdminAddr()
-	t.Cleanup(func() {
-		if err := e.shutdown(); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
+	e.run(yaml, logs)
 	e.caller = newUDPPeer(t, "caller", "127.0.0.1", e.sip)
 	e.caller.forbid(carrierSecrets...)
 	return r
