@@ -214,6 +214,47 @@ func (e *Engine) roleOf(h txn.Handle) (*Call, txnRole) {
 	return c, r
 }
 
+// settle closes what a call still has in flight when it ends, so no
+// transaction outlives it waiting for a TU that is gone: in-dialog requests
+// being relayed get 487 (RFC 3261 15.1.2: a request pending when the
+// dialog ends), a B-leg INVITE still without a final response is cancelled
+// (RFC 3261 9.1), and a caller's INVITE still without one gets it; the
+// transactions then end on their own timers.
+func (e *Engine) settle(c *Call) {
+	c.state = stateEnding
+	for k := range c.relays {
+		r := &c.relays[k]
+		if r.in == 0 {
+			continue
+		}
+		in, out := r.in, r.out
+		delete(e.byTxn, r.in)
+		delete(e.byTxn, r.out)
+		r.in, r.out = 0, 0
+		if r.method == parser.MethodInvite && out != 0 && e.txns.Cancel(out, e.now) == nil {
+			e.after() // a re-INVITE after a provisional waits on no timer of its own
+		}
+		if e.areq.Parse(r.req) == nil {
+			e.respond(in, &e.areq, 487, "Request Terminated", nil)
+		}
+	}
+	if c.bTxn != 0 && !c.answered {
+		if e.txns.Cancel(c.bTxn, e.now) == nil {
+			e.after()
+		}
+	}
+	// The caller's INVITE must get a final response before the call goes
+	// (RFC 3261 13.3.1): a carrier that ended its early dialog leaves the
+	// caller with nothing else.
+	if _, st, ok := e.txns.State(c.aTxn); ok && st == txn.StateProceeding && c.ainv != nil {
+		code, reason := c.finalCode, string(c.finalReason)
+		if code < 300 {
+			code, reason = 480, "Temporarily Unavailable"
+		}
+		e.respond(c.aTxn, c.ainv, code, reason, c.a.localTag)
+	}
+}
+
 // end finishes a call: CDR, timers, indexes, and back to the free list.
 func (e *Engine) end(c *Call, hangup string) {
 	if c.state == stateFree {
@@ -223,6 +264,7 @@ func (e *Engine) end(c *Call, hangup string) {
 	if c.hangup == "" {
 		c.hangup = hangup
 	}
+	e.settle(c)
 	if c.rtx != 0 {
 		e.env.Clock.Stop(c.rtx)
 	}

@@ -572,8 +572,12 @@ func (e *Engine) t2() (d time.Duration) {
 // B side for a 2xx it got from a relayed re-INVITE goes to the caller.
 func (e *Engine) onAck(m *parser.Message, _ *txn.Action) {
 	c, s := e.lookupCall(m.CallID())
-	if c == nil {
-		return
+	if c == nil || !c.answered {
+		return // no 2xx of ours to acknowledge: a stray ACK (RFC 3261 17.2.3)
+	}
+	var to parser.Address
+	if m.To(&to) != nil || string(to.Tag) != string(c.leg(s).localTag) {
+		return // not in this dialog
 	}
 	if c.rtx != 0 {
 		e.env.Clock.Stop(c.rtx)

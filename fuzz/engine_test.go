@@ -1,0 +1,279 @@
+package fuzz
+
+import (
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/sipedge/sipedge/dialog/b2bua"
+	"github.com/sipedge/sipedge/dialog/txn"
+	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/route"
+)
+
+// FuzzEngine drives one B2BUA engine with sequences of caller and carrier
+// messages chosen by the input: requests and responses in any order, at any
+// time, valid or not. It checks that nothing panics and that nothing leaks:
+// once the clock has passed every timer (transactions, ring timeouts, the
+// maximum call duration), no call and no transaction is left.
+func FuzzEngine(f *testing.F) {
+	f.Add([]byte{0, 10, 11, 12, 2, 4})                 // answered call, ACK, BYE
+	f.Add([]byte{0, 10, 3, 13, 14})                    // CANCEL mid-ring
+	f.Add([]byte{0, 15, 16, 12, 2, 20, 5, 4})          // failover, answer, re-INVITE, BYE
+	f.Add([]byte{0, 0, 1, 11, 12, 12, 2, 2, 17, 4, 4}) // retransmissions everywhere
+	f.Add([]byte{6, 7, 8, 9, 18, 19, 20, 21})          // out-of-dialog and stray messages
+	f.Fuzz(func(t *testing.T, script []byte) {
+		if len(script) > 200 {
+			return
+		}
+		r := newEngineRig(t)
+		for _, op := range script {
+			r.step(op)
+		}
+		r.advance(3 * time.Hour) // past every timer, the maximum duration included
+		if n := r.e.Calls(); n != 0 {
+			t.Fatalf("%d calls left after every timer fired (script %v)", n, script)
+		}
+		if n := r.e.Transactions(); n != 0 {
+			t.Fatalf("%d transactions left after every timer fired (script %v)", n, script)
+		}
+	})
+}
+
+var (
+	fzCaller   = netip.MustParseAddrPort("192.0.2.10:5061")
+	fzCarrierA = netip.MustParseAddrPort("198.51.100.20:5070")
+	fzCarrierB = netip.MustParseAddrPort("198.51.100.21:5070")
+)
+
+type fzTimer struct {
+	id, arg uint64
+	at      time.Duration
+	kind    uint8
+	dead    bool
+}
+
+// engineRig is an engine on an in-memory network with a fake clock; the
+// peers keep the last message sipedge sent them to answer it.
+type engineRig struct {
+	t       *testing.T
+	e       *b2bua.Engine
+	now     time.Duration
+	timers  []*fzTimer
+	nextID  uint64
+	minted  int
+	cseq    int
+	lastA   *parser.Message // the last request sipedge sent the caller
+	lastB   *parser.Message // the last request sipedge sent a carrier
+	lastBAt netip.AddrPort
+	aTag    string // the To tag of sipedge's last response to the caller
+}
+
+func newEngineRig(t *testing.T) *engineRig {
+	r := &engineRig{t: t, now: time.Second, cseq: 1}
+	cfg := b2bua.Config{
+		Trunks:      []b2bua.Trunk{{Name: "t", Group: "g", Sources: []b2bua.Source{{Prefix: netip.MustParsePrefix("192.0.2.0/24")}}}},
+		LocalUDP:    "203.0.113.1:5060",
+		MaxDuration: time.Hour,
+		HeaderAllow: []string{"Allow"},
+	}
+	env := b2bua.Env{
+		Send:  r.send,
+		Clock: r,
+		MintCallID: func(dst []byte) []byte {
+			r.minted++
+			return fmt.Appendf(dst, "b%d@sipedge", r.minted)
+		},
+		Router: func(*b2bua.RouteRequest) b2bua.Decision {
+			return b2bua.Decision{Source: "static", Routes: []route.Route{
+				{CarrierID: "a", GatewayGroup: "a", TimeoutSecs: 5}, {CarrierID: "b", GatewayGroup: "b"}}}
+		},
+		Resolve: func(rt *route.Route, _ uint64) (b2bua.Target, string) {
+			addr := fzCarrierA
+			if rt.GatewayGroup == "b" {
+				addr = fzCarrierB
+			}
+			return b2bua.Target{CarrierID: rt.CarrierID, Group: rt.GatewayGroup, URI: "sip:" + addr.String(),
+				Peer: txn.Peer{Addr: addr, Transport: txn.TransportUDP}}, ""
+		},
+		Log: slog.New(slog.DiscardHandler),
+	}
+	e, err := b2bua.New(cfg, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.e = e
+	return r
+}
+
+func (r *engineRig) StartAt(at time.Duration, kind uint8, arg uint64) uint64 {
+	r.nextID++
+	r.timers = append(r.timers, &fzTimer{id: r.nextID, at: at, kind: kind, arg: arg})
+	return r.nextID
+}
+
+func (r *engineRig) Stop(h uint64) bool {
+	for _, t := range r.timers {
+		if t.id == h && !t.dead {
+			t.dead = true
+			return true
+		}
+	}
+	return false
+}
+
+func (r *engineRig) advance(d time.Duration) {
+	end := r.now + d
+	for {
+		sort.SliceStable(r.timers, func(i, j int) bool { return r.timers[i].at < r.timers[j].at })
+		var next *fzTimer
+		live := r.timers[:0]
+		for _, t := range r.timers {
+			if !t.dead {
+				live = append(live, t)
+				if next == nil && t.at <= end {
+					next = t
+				}
+			}
+		}
+		r.timers = live
+		if next == nil {
+			break
+		}
+		next.dead = true
+		if next.at > r.now {
+			r.now = next.at
+		}
+		r.e.Timer(next.kind, next.arg, r.now)
+	}
+	r.now = end
+}
+
+// send records what sipedge sends: requests are kept for the peer to
+// answer; responses to the caller give the A-leg tag.
+func (r *engineRig) send(to txn.Peer, b []byte) {
+	m := new(parser.Message)
+	if err := m.Parse(append([]byte(nil), b...)); err != nil {
+		r.t.Fatalf("sipedge sent a message that does not parse: %v\n%s", err, b)
+	}
+	if err := m.Validate(nil); err != nil {
+		r.t.Fatalf("sipedge sent a message that does not validate: %v\n%s", err, b)
+	}
+	switch {
+	case to.Addr == fzCaller && m.IsRequest():
+		r.lastA = m
+	case to.Addr == fzCaller:
+		var a parser.Address
+		if m.To(&a) == nil && len(a.Tag) > 0 {
+			r.aTag = string(a.Tag)
+		}
+	case m.IsRequest() && m.Method() != parser.MethodAck:
+		r.lastB, r.lastBAt = m, to.Addr
+	}
+}
+
+func (r *engineRig) recv(from netip.AddrPort, msg string) {
+	var m parser.Message
+	if m.Parse([]byte(msg)) != nil || m.Validate(nil) != nil {
+		return // what the shard would not deliver
+	}
+	r.e.Receive(&m, txn.Peer{Addr: from, Transport: txn.TransportUDP}, r.now)
+}
+
+const fzSDP = "v=0\r\no=- 1 1 IN IP4 192.0.2.10\r\ns=-\r\nc=IN IP4 192.0.2.10\r\nt=0 0\r\nm=audio 4000 RTP/AVP 0\r\n"
+
+// callerReq builds a request of the caller's one dialog.
+func (r *engineRig) callerReq(method string, cseq int, toTag, branch string, body bool) string {
+	s := method + " sip:15551234@203.0.113.1 SIP/2.0\r\n" +
+		"Via: SIP/2.0/UDP 192.0.2.10:5061;branch=z9hG4bK" + branch + "\r\nMax-Forwards: 70\r\n" +
+		"From: <sip:alice@192.0.2.10>;tag=atag\r\nTo: <sip:15551234@203.0.113.1>"
+	if toTag != "" {
+		s += ";tag=" + toTag
+	}
+	s += "\r\nCall-ID: a-call\r\n" + fmt.Sprintf("CSeq: %d %s\r\n", cseq, method) + "Contact: <sip:alice@192.0.2.10:5061>\r\n"
+	if body {
+		return s + "Content-Type: application/sdp\r\n" + fmt.Sprintf("Content-Length: %d\r\n\r\n", len(fzSDP)) + fzSDP
+	}
+	return s + "Content-Length: 0\r\n\r\n"
+}
+
+// answer builds a peer's response to the last request sipedge sent it.
+func answer(req *parser.Message, code int, tag string) string {
+	if req == nil {
+		return ""
+	}
+	b := parser.AppendResponse(nil, req, code, "Reason", []byte(tag))
+	if code > 100 && code < 300 {
+		b = append(b, "Contact: <sip:gw@198.51.100.20:5070>\r\n"...)
+	}
+	return string(parser.AppendBody(b, "", nil))
+}
+
+// step plays one action of the script.
+func (r *engineRig) step(op byte) {
+	switch op % 24 {
+	case 0:
+		r.recv(fzCaller, r.callerReq("INVITE", 1, "", "inv1", true))
+	case 1: // a second call attempt with the same Call-ID and another branch
+		r.recv(fzCaller, r.callerReq("INVITE", 1, "", "inv2", true))
+	case 2:
+		r.recv(fzCaller, r.callerReq("ACK", 1, r.aTag, "ack1", false))
+	case 3:
+		r.recv(fzCaller, r.callerReq("CANCEL", 1, "", "inv1", false))
+	case 4:
+		r.cseq++
+		r.recv(fzCaller, r.callerReq("BYE", r.cseq, r.aTag, fmt.Sprint("bye", r.cseq), false))
+	case 5:
+		r.cseq++
+		r.recv(fzCaller, r.callerReq("INVITE", r.cseq, r.aTag, fmt.Sprint("re", r.cseq), true))
+	case 6:
+		r.recv(fzCaller, r.callerReq("OPTIONS", 1, "", "opt", false))
+	case 7:
+		r.cseq++
+		r.recv(fzCaller, r.callerReq("INFO", r.cseq, "nosuchtag", "info", false))
+	case 8:
+		r.recv(fzCarrierA, "SIP/2.0 200 OK\r\nVia: SIP/2.0/UDP 203.0.113.1:5060;branch=z9hG4bKstray\r\n"+
+			"From: <sip:a@x>;tag=1\r\nTo: <sip:b@y>;tag=2\r\nCall-ID: stray\r\nCSeq: 1 INVITE\r\nContent-Length: 0\r\n\r\n")
+	case 9:
+		r.recv(fzCaller, r.callerReq("ACK", 7, "nosuchtag", "ack7", false))
+	case 10:
+		r.recv(r.lastBAt, answer(r.lastB, 100, ""))
+	case 11:
+		r.recv(r.lastBAt, answer(r.lastB, 180, "btag"))
+	case 12:
+		r.recv(r.lastBAt, answer(r.lastB, 200, "btag"))
+	case 13:
+		r.recv(r.lastBAt, answer(r.lastB, 487, "btag"))
+	case 14:
+		r.recv(r.lastBAt, answer(r.lastB, 200, "btag")) // a 200 to a CANCEL, or a late one
+	case 15:
+		r.recv(r.lastBAt, answer(r.lastB, 503, "btag"))
+	case 16:
+		r.recv(r.lastBAt, answer(r.lastB, 183, "btag2"))
+	case 17:
+		r.recv(r.lastBAt, answer(r.lastB, 486, "btag"))
+	case 18:
+		r.recv(r.lastBAt, answer(r.lastB, 603, "btag"))
+	case 19: // the carrier hangs up in its dialog, if it has one
+		if r.lastB != nil {
+			var from parser.Address
+			if r.lastB.From(&from) == nil {
+				r.recv(r.lastBAt, "BYE sip:sipedge@203.0.113.1:5060 SIP/2.0\r\nVia: SIP/2.0/UDP "+r.lastBAt.String()+
+					";branch=z9hG4bKcbye\r\nMax-Forwards: 70\r\nFrom: <sip:b@198.51.100.20>;tag=btag\r\nTo: <"+
+					string(from.URI)+">;tag="+string(from.Tag)+"\r\nCall-ID: "+string(r.lastB.CallID())+
+					"\r\nCSeq: 9 BYE\r\nContent-Length: 0\r\n\r\n")
+			}
+		}
+	case 20:
+		r.recv(fzCaller, answer(r.lastA, 200, "")) // the caller answers sipedge's request
+	case 21:
+		r.advance(700 * time.Millisecond)
+	case 22:
+		r.advance(6 * time.Second)
+	case 23:
+		r.advance(40 * time.Second)
+	}
+}
