@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -309,5 +310,55 @@ func TestFloodBanExemptsTrunks(t *testing.T) {
 	_ = r
 	if s.Shards()[0].m.floodBans.Get() != 1 {
 		t.Fatalf("bans %d", s.Shards()[0].m.floodBans.Get())
+	}
+}
+
+// TestIPv6Listeners: an IPv6 UDP and TCP listener answer over [::1], and a
+// UDP reply leaves from the listening port.
+func TestIPv6Listeners(t *testing.T) {
+	l, err := net.ListenPacket("udp6", "[::1]:0")
+	if err != nil {
+		// Said on stderr too, so that a run without -v does not hide it.
+		fmt.Fprintf(os.Stderr, "SKIP TestIPv6Listeners: no IPv6 loopback: %v\n", err)
+		t.Skipf("no IPv6 loopback here: %v", err)
+	}
+	port := l.LocalAddr().(*net.UDPAddr).Port
+	l.Close()
+	r := &responder{byShard: make(map[int]int)}
+	s, err := New(Config{Shards: 2, Listen: []string{fmt.Sprintf("udp://[::1]:%d", port), fmt.Sprintf("tcp://[::1]:%d", port)}},
+		r.handler, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(t.Context(), nil)
+	c, err := net.DialUDP("udp6", nil, &net.UDPAddr{IP: net.IPv6loopback, Port: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	local := c.LocalAddr().(*net.UDPAddr).Port
+	req := strings.Replace(options("v6@test", "v6", "UDP", local), "127.0.0.1:"+fmt.Sprint(local), fmt.Sprintf("[::1]:%d", local), 1)
+	c.Write([]byte(req))
+	buf := make([]byte, 4096)
+	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	n, from, err := c.ReadFromUDP(buf)
+	if err != nil || !strings.HasPrefix(string(buf[:n]), "SIP/2.0 200 OK") {
+		t.Fatalf("reply %q, %v", buf[:n], err)
+	}
+	if from.Port != port {
+		t.Fatalf("the reply came from port %d, not the listening port %d", from.Port, port)
+	}
+	tc, err := net.Dial("tcp6", fmt.Sprintf("[::1]:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	tc.Write([]byte(options("v6t@test", "v6t", "TCP", 5060)))
+	tc.SetReadDeadline(time.Now().Add(3 * time.Second))
+	if n, err := tc.Read(buf); err != nil || !strings.HasPrefix(string(buf[:n]), "SIP/2.0 200 OK") {
+		t.Fatalf("TCP reply %q, %v", buf[:n], err)
 	}
 }
