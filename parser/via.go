@@ -72,10 +72,12 @@ func ParseVia(b []byte, v *Via) error {
 	if i == hs {
 		return ErrBadVia
 	}
-	var port int
-	host := b[hs:i]
-	if _, err := parseHostPort(host, &v.Host, &port); err != nil {
-		return ErrBadVia
+	v.Host = b[hs:i]
+	if v.Host[0] == '[' { // an IPv6 reference: check what is inside the brackets
+		var port int
+		if _, err := parseHostPort(v.Host, &v.Host, &port); err != nil {
+			return ErrBadVia
+		}
 	}
 	i = skipLWS(b, i)
 	if i < len(b) && b[i] == ':' {
