@@ -290,11 +290,6 @@ func trimmed(v []byte) bool {
 	return len(v) == 0 || !isLWSByte(v[0]) && !isLWSByte(v[len(v)-1])
 }
 
-// listKinds are split into one value per element (see parser.Message).
-var listKinds = parser.NewHeaderSet(parser.HeaderVia, parser.HeaderContact, parser.HeaderRoute,
-	parser.HeaderRecordRoute, parser.HeaderPAssertedIdentity, parser.HeaderPPreferredIdentity,
-	parser.HeaderReason, parser.HeaderWarning, parser.HeaderPath, parser.HeaderDiversion)
-
 // addressKinds are read with Message.Address.
 var addressKinds = [...]parser.HeaderKind{parser.HeaderFrom, parser.HeaderTo, parser.HeaderContact,
 	parser.HeaderRoute, parser.HeaderRecordRoute, parser.HeaderPAssertedIdentity,

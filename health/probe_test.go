@@ -162,7 +162,6 @@ func (p *udpProber) read() {
 // and the member's state right after the registry applied it.
 type recordingProber struct {
 	inner Prober
-	r     atomic.Pointer[Registry]
 	mu    sync.Mutex
 	log   []probeRecord
 }

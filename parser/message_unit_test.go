@@ -10,14 +10,6 @@ import (
 
 // Shared helpers for the *_unit_test.go files.
 
-// unitHeaders is a minimal, valid header section for an INVITE (RFC 3261 8.1.1).
-const unitHeaders = "Via: SIP/2.0/UDP pc33.atlanta.example.com;branch=z9hG4bK776asdhds\r\n" +
-	"Max-Forwards: 70\r\n" +
-	"To: Bob <sip:bob@biloxi.example.com>\r\n" +
-	"From: Alice <sip:alice@atlanta.example.com>;tag=1928301774\r\n" +
-	"Call-ID: a84b4c76e66710@pc33.atlanta.example.com\r\n" +
-	"CSeq: 314159 INVITE\r\n"
-
 // unitMsg joins a start line and header lines with CRLF, ends the header
 // section with the empty line and appends body.
 func unitMsg(start string, headers []string, body string) []byte {

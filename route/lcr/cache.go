@@ -88,15 +88,3 @@ func (c *localCache) sweep(now int64) {
 		p.mu.Unlock()
 	}
 }
-
-// len returns the number of entries, expired or not.
-func (c *localCache) len() int {
-	n := 0
-	for i := range c.parts {
-		p := &c.parts[i]
-		p.mu.RLock()
-		n += len(p.m)
-		p.mu.RUnlock()
-	}
-	return n
-}

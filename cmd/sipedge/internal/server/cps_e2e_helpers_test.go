@@ -546,17 +546,6 @@ func (c *cpsCall) code() int {
 	return c.final.StatusCode()
 }
 
-// bye ends an answered call and waits for the BYE's final response.
-func (c *cpsCall) bye(timeout time.Duration) bool {
-	c.k.send(c.inDialog("BYE", 11))
-	select {
-	case <-c.byeDone:
-		return true
-	case <-time.After(timeout):
-		return false
-	}
-}
-
 // waitAll waits for every call's final response, for at most timeout in
 // all; it returns the calls still without one.
 func waitAll(calls []*cpsCall, timeout time.Duration) []*cpsCall {
