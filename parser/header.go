@@ -1,6 +1,9 @@
 package parser
 
-import "strings"
+import (
+	"encoding/binary"
+	"strings"
+)
 
 // HeaderKind identifies a header the parser knows by name, long or compact.
 // Unknown headers have kind HeaderOther and are kept as opaque values.
@@ -150,18 +153,17 @@ func (s HeaderSet) Has(k HeaderKind) bool { return s&(1<<k) != 0 }
 
 var (
 	compactKinds [256]HeaderKind // compact form letter (lower case) -> kind
-	// kindsByHash is an open-addressing table of known names by nameHash.
-	kindsByHash [256]HeaderKind
+	// kindsBySlot is an open-addressing table of the long names by nameSlot.
+	kindsBySlot [256]HeaderKind
 )
 
-// nameHash hashes a header name case-insensitively. Header names are
-// tokens, among which c|0x20 folds only letters (RFC 3261 25.1).
-func nameHash(name []byte) uint32 {
-	var h uint32
-	for _, c := range name {
-		h = h*31 + uint32(c|0x20)
-	}
-	return h
+// nameSlot hashes a header name of at least one byte case-insensitively
+// from its length and its first and last bytes: a few operations instead of
+// a multiply per byte, and collision-free over the long names (the init
+// check keeps it so; unknown names probe until an empty slot). Header names
+// are tokens, among which c|0x20 folds only letters (RFC 3261 25.1).
+func nameSlot(name []byte) uint8 {
+	return uint8(name[0]|0x20) + 7*uint8(name[len(name)-1]|0x20) + 34*uint8(len(name))
 }
 
 func init() {
@@ -173,57 +175,81 @@ func init() {
 		if info.compact != 0 {
 			compactKinds[info.compact] = k
 		}
-		i := nameHash([]byte(info.name))
-		for kindsByHash[i%uint32(len(kindsByHash))] != HeaderOther {
-			i++
+		i := nameSlot([]byte(info.name))
+		if kindsBySlot[i] != HeaderOther {
+			panic("BUG: nameSlot collides on " + info.name)
 		}
-		kindsByHash[i%uint32(len(kindsByHash))] = k
+		kindsBySlot[i] = k
 	}
 }
 
 // LookupHeader returns the kind of a header name, matched case-insensitively
 // against long and compact forms (RFC 3261 7.3.1, 7.3.3).
 func LookupHeader(name []byte) HeaderKind {
-	// Only tokens are names; among tokens c|0x20 folds letters alone.
-	for _, c := range name {
-		if byteClass[c]&classToken == 0 {
-			return HeaderOther
-		}
+	if !isToken(name) {
+		return HeaderOther
 	}
-	return lookupHashed(name, nameHash(name))
+	return lookupName(name)
 }
 
-// lookupHashed is LookupHeader with the name's nameHash already computed.
-func lookupHashed(name []byte, h uint32) HeaderKind {
+// lookupName is LookupHeader without the token check: a name it finds is a
+// token but for CR, which equalTokenFold folds onto '-'.
+func lookupName(name []byte) HeaderKind {
 	switch len(name) {
 	case 0:
 		return HeaderOther
 	case 1:
 		return compactKinds[toLower[name[0]]]
 	}
-	for ; ; h++ {
-		k := kindsByHash[h%uint32(len(kindsByHash))]
+	for i := nameSlot(name); ; i++ {
+		k := kindsBySlot[i]
 		if k == HeaderOther || equalTokenFold(name, lowerNames[k]) {
 			return k
 		}
 	}
 }
 
+// isToken reports whether b is a non-empty token (RFC 3261 25.1).
+func isToken(b []byte) bool {
+	for _, c := range b {
+		if byteClass[c]&classToken == 0 {
+			return false
+		}
+	}
+	return len(b) > 0
+}
+
 // lowerNames holds the canonical names in lower case.
-var lowerNames = func() (l [numHeaderKinds]string) {
+var lowerNames = func() (l [numHeaderKinds][]byte) {
 	for k := range l {
-		l[k] = strings.ToLower(headerInfos[k].name)
+		l[k] = []byte(strings.ToLower(headerInfos[k].name))
 	}
 	return l
 }()
 
 // equalTokenFold reports whether the token b equals the lower-case token
-// lower, ignoring case. Among token characters c|0x20 folds only letters.
-func equalTokenFold(b []byte, lower string) bool {
-	if len(b) != len(lower) {
+// lower, ignoring case. Among token characters c|0x20 folds only letters, so
+// words are folded and compared whole; the last word overlaps the one before.
+func equalTokenFold(b, lower []byte) bool {
+	n := len(b)
+	if n != len(lower) {
 		return false
 	}
-	for i := 0; i < len(b); i++ {
+	le := binary.LittleEndian
+	switch {
+	case n >= 8:
+		const fold = 0x2020202020202020
+		for i := 0; i < n-8; i += 8 {
+			if le.Uint64(b[i:])|fold != le.Uint64(lower[i:]) {
+				return false
+			}
+		}
+		return le.Uint64(b[n-8:])|fold == le.Uint64(lower[n-8:])
+	case n >= 4:
+		const fold = 0x20202020
+		return le.Uint32(b)|fold == le.Uint32(lower) && le.Uint32(b[n-4:])|fold == le.Uint32(lower[n-4:])
+	}
+	for i := range n {
 		if b[i]|0x20 != lower[i] {
 			return false
 		}

@@ -43,7 +43,7 @@ type field struct {
 // view into the buffer given to Parse, valid until that buffer is modified or
 // the Message is parsed again. Copy what must outlive either. A Message is
 // reused by calling Parse again, which keeps its capacity; it is not safe for
-// concurrent use.
+// concurrent use, not even by readers: the accessors remember what they parse.
 //
 // Header values are views of the wire bytes with surrounding white space
 // trimmed. Lists whose elements are used one by one (Via, Contact, Route,
@@ -67,7 +67,21 @@ type Message struct {
 	reasonS       span
 	bodyS         span
 	contentLength int32 // -1 when absent
+
+	// Values the accessors parsed, valid while parsed has their bit.
+	parsed   uint8
+	topVia   Via
+	from, to Address
+	cseq     CSeq
 }
+
+// Bits of Message.parsed.
+const (
+	parsedVia uint8 = 1 << iota
+	parsedFrom
+	parsedTo
+	parsedCSeq
+)
 
 func (m *Message) reset(buf []byte) {
 	m.buf = buf
@@ -79,6 +93,7 @@ func (m *Message) reset(buf []byte) {
 	m.status = 0
 	m.methodS, m.uriS, m.reasonS, m.bodyS = span{}, span{}, span{}, span{}
 	m.contentLength = -1
+	m.parsed = 0
 }
 
 // Parse parses buf as one message received in a datagram (RFC 3261 18.3):
@@ -300,21 +315,22 @@ func (m *Message) parseHeaders(buf []byte, pos int, lim *Limits) (int, error) {
 			}
 			return next, nil
 		}
-		// Name, optional white space, colon (RFC 3261 7.3.1). The name's
-		// hash is computed as it is scanned, for the lookup.
-		i, h := pos, uint32(0)
-		for i < lineEnd && byteClass[buf[i]]&classToken != 0 {
-			h = h*31 + uint32(buf[i]|0x20)
-			i++
-		}
-		if i == pos {
+		// Name, optional white space, colon (RFC 3261 7.3.1). A token has no
+		// colon, so the first one ends the name. A known name matched whole
+		// is a token (equalTokenFold folds no other byte onto its letters and
+		// '-', but CR, which the count below rejects); any other is checked.
+		i := bytes.IndexByte(buf[pos:lineEnd], ':')
+		if i <= 0 {
 			return 0, ErrBadHeaderName // also a fold with no header to continue
 		}
-		name := span{uint32(pos), uint32(i)}
-		for i < lineEnd && (buf[i] == ' ' || buf[i] == '\t') {
-			i++
+		i += pos
+		nameEnd := i
+		for nameEnd > pos && (buf[nameEnd-1] == ' ' || buf[nameEnd-1] == '\t') {
+			nameEnd--
 		}
-		if i == lineEnd || buf[i] != ':' {
+		name := span{uint32(pos), uint32(nameEnd)}
+		kind := lookupName(buf[pos:nameEnd])
+		if kind == HeaderOther && !isToken(buf[pos:nameEnd]) {
 			return 0, ErrBadHeaderName
 		}
 		valueStart := i + 1
@@ -328,7 +344,6 @@ func (m *Message) parseHeaders(buf []byte, pos int, lim *Limits) (int, error) {
 		if lineEnd-pos > lim.MaxHeaderLine {
 			return 0, ErrHeaderTooLong
 		}
-		kind := lookupHashed(buf[name.start:name.end], h)
 		if err := m.addField(buf, kind, name, valueStart, lineEnd, lim); err != nil {
 			return 0, err
 		}
@@ -567,5 +582,6 @@ func (m *Message) CopyTo(dst *Message, buf []byte) []byte {
 	fields := append(dst.fields[:0], m.fields...)
 	*dst = *m
 	dst.buf, dst.fields = buf, fields
+	dst.parsed = 0 // the parsed values are views of m's buffer
 	return buf
 }

@@ -1056,3 +1056,63 @@ func TestUnitReasonPhraseChars(t *testing.T) {
 	f("O\x1bK", false)
 	f("O\x7fK", false)
 }
+
+// The top Via, From, To and CSeq are parsed once per Parse and remembered:
+// what an accessor returns must always be the current message's, never a
+// previous parse's nor, after CopyTo, the source buffer's.
+func TestUnitParsedValuesFollowTheMessage(t *testing.T) {
+	msg := func(n string) []byte {
+		return unitMsg("SIP/2.0 200 OK", []string{
+			"Via: SIP/2.0/UDP h" + n + ";branch=z9hG4bK" + n, "From: <sip:a@b>;tag=f" + n,
+			"To: <sip:c@d>;tag=t" + n, "Call-ID: x", "CSeq: 1" + n + " INVITE",
+		}, "")
+	}
+	check := func(m *Message, buf []byte, n string) {
+		t.Helper()
+		var via Via
+		var from, to Address
+		for range 2 { // parsed, then remembered
+			if err := m.TopVia(&via); err != nil || string(via.Branch) != "z9hG4bK"+n || !inBuf(buf, via.Branch) {
+				t.Fatalf("TopVia: %q in buffer %v, %v; want z9hG4bK%s", via.Branch, inBuf(buf, via.Branch), err, n)
+			}
+			if err := m.From(&from); err != nil || string(from.Tag) != "f"+n || !inBuf(buf, from.Tag) {
+				t.Fatalf("From tag %q, %v; want f%s", from.Tag, err, n)
+			}
+			if err := m.To(&to); err != nil || string(to.Tag) != "t"+n || !inBuf(buf, to.Tag) {
+				t.Fatalf("To tag %q, %v; want t%s", to.Tag, err, n)
+			}
+			if c, err := m.CSeq(); err != nil || strconv.Itoa(int(c.Num)) != "1"+n || !inBuf(buf, c.MethodRaw) {
+				t.Fatalf("CSeq %d, %v; want 1%s", c.Num, err, n)
+			}
+		}
+	}
+	var m, d Message
+	for _, n := range []string{"1", "2"} {
+		buf := msg(n)
+		if err := m.Parse(buf); err != nil {
+			t.Fatal(err)
+		}
+		check(&m, buf, n)
+	}
+	// A message without the headers forgets the previous ones.
+	if err := m.Parse([]byte("OPTIONS sip:a@b SIP/2.0\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	var via Via
+	var a Address
+	if m.TopVia(&via) == nil || m.From(&a) == nil || m.To(&a) == nil {
+		t.Fatal("accessors return a previous message's values")
+	}
+	if _, err := m.CSeq(); err == nil {
+		t.Fatal("CSeq returns a previous message's value")
+	}
+	// CopyTo: the copy's values are views of the copy.
+	src := msg("3")
+	if err := m.Parse(src); err != nil {
+		t.Fatal(err)
+	}
+	check(&m, src, "3")
+	buf := m.CopyTo(&d, nil)
+	copy(src, msg("4"))
+	check(&d, buf, "3")
+}

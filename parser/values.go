@@ -259,18 +259,29 @@ func MediaType(b []byte) []byte {
 }
 
 // Typed accessors on Message. Each parses its header on demand into a value
-// holding views into the message; nothing is cached, so call once and keep
-// the value. Large values are filled through a pointer so that a caller can
-// reuse them without copying.
+// holding views into the message. The top Via, From, To and CSeq, which
+// Validate, the transaction layer and the dialog layer all read, are parsed
+// once per Parse and then copied from the message; other values are parsed
+// at each call, so call once and keep the value. Large values are filled
+// through a pointer so that a caller can reuse them without copying.
 
 // Via parses the n-th (from 0) Via value into v.
 func (m *Message) Via(n int, v *Via) error {
+	if n == 0 && m.parsed&parsedVia != 0 {
+		*v = m.topVia
+		return nil
+	}
 	b := m.Nth(HeaderVia, n)
 	if b == nil {
 		*v = Via{}
 		return ErrMissingVia
 	}
-	return ParseVia(b, v)
+	err := ParseVia(b, v)
+	if n == 0 && err == nil {
+		m.topVia = *v
+		m.parsed |= parsedVia
+	}
+	return err
 }
 
 // TopVia parses the first Via value into v.
@@ -279,12 +290,31 @@ func (m *Message) TopVia(v *Via) error { return m.Via(0, v) }
 // Address parses the n-th value of an address header (From, To, Contact,
 // Route, Record-Route, P-Asserted-Identity, P-Preferred-Identity, ...) into a.
 func (m *Message) Address(kind HeaderKind, n int, a *Address) error {
+	var cached *Address
+	var bit uint8
+	if n == 0 {
+		switch kind {
+		case HeaderFrom:
+			cached, bit = &m.from, parsedFrom
+		case HeaderTo:
+			cached, bit = &m.to, parsedTo
+		}
+		if m.parsed&bit != 0 {
+			*a = *cached
+			return nil
+		}
+	}
 	b := m.Nth(kind, n)
 	if b == nil {
 		*a = Address{}
 		return ErrNoHeader
 	}
-	return ParseAddress(b, a)
+	err := ParseAddress(b, a)
+	if cached != nil && err == nil {
+		*cached = *a
+		m.parsed |= bit
+	}
+	return err
 }
 
 // From parses the From header into a.
@@ -301,11 +331,19 @@ func (m *Message) CallID() []byte { return m.Get(HeaderCallID) }
 
 // CSeq parses the CSeq header.
 func (m *Message) CSeq() (CSeq, error) {
+	if m.parsed&parsedCSeq != 0 {
+		return m.cseq, nil
+	}
 	b := m.Get(HeaderCSeq)
 	if b == nil {
 		return CSeq{}, ErrMissingCSeq
 	}
-	return ParseCSeq(b)
+	c, err := ParseCSeq(b)
+	if err == nil {
+		m.cseq = c
+		m.parsed |= parsedCSeq
+	}
+	return c, err
 }
 
 // MaxForwards parses Max-Forwards (0-255). present is false when the header
