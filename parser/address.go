@@ -161,9 +161,7 @@ func (it *paramIter) next() (name, value []byte, ok bool, err error) {
 	}
 	b, i := it.b, skipLWS(it.b, it.i)
 	n := i
-	for i < len(b) && byteClass[b[i]]&classToken != 0 {
-		i++
-	}
+	i = scanClass(b, i, classToken)
 	if i == n {
 		return nil, nil, false, ErrBadParams // empty parameter (RFC 4475 3.1.2.1)
 	}
@@ -180,9 +178,7 @@ func (it *paramIter) next() (name, value []byte, ok bool, err error) {
 			i = end
 		} else {
 			// token, or host: an IPv6 reference brings ':' '[' ']'.
-			for i < len(b) && (byteClass[b[i]]&classToken != 0 || b[i] == ':' || b[i] == '[' || b[i] == ']') {
-				i++
-			}
+			i = scanClass(b, i, classGenValue)
 		}
 		if i == v {
 			return nil, nil, false, ErrBadParams

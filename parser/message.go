@@ -303,11 +303,16 @@ func (m *Message) parseStatusLine(line []byte, pos int) error {
 // LF preceded by a CR, the section has as many CRs as lines.
 func (m *Message) parseHeaders(buf []byte, pos int, lim *Limits) (int, error) {
 	start, lines := pos, 0
+	maxHeaders := min(lim.MaxHeaders, maxFields)
 	for {
-		lineEnd, next, err := nextLine(buf, pos)
-		if err != nil {
-			return 0, err
+		eol := bytes.IndexByte(buf[pos:], '\n')
+		if eol <= 0 || buf[pos+eol-1] != '\r' {
+			if eol < 0 {
+				return 0, ErrUnterminatedHeaders
+			}
+			return 0, ErrBadHeader
 		}
+		lineEnd, next := pos+eol-1, pos+eol+1
 		lines++
 		if lineEnd == pos { // the empty line
 			if bytes.Count(buf[start:next], cr) != lines {
@@ -318,24 +323,23 @@ func (m *Message) parseHeaders(buf []byte, pos int, lim *Limits) (int, error) {
 		// Name, optional white space, colon (RFC 3261 7.3.1). A token has no
 		// colon, so the first one ends the name. A known name matched whole
 		// is a token (equalTokenFold folds no other byte onto its letters and
-		// '-', but CR, which the count below rejects); any other is checked.
-		i := bytes.IndexByte(buf[pos:lineEnd], ':')
-		if i <= 0 {
+		// '-', but CR, which the count above rejects); any other is checked.
+		colon := bytes.IndexByte(buf[pos:lineEnd], ':')
+		if colon <= 0 {
 			return 0, ErrBadHeaderName // also a fold with no header to continue
 		}
-		i += pos
-		nameEnd := i
+		colon += pos
+		nameEnd := colon
 		for nameEnd > pos && (buf[nameEnd-1] == ' ' || buf[nameEnd-1] == '\t') {
 			nameEnd--
 		}
-		name := span{uint32(pos), uint32(nameEnd)}
 		kind := lookupName(buf[pos:nameEnd])
 		if kind == HeaderOther && !isToken(buf[pos:nameEnd]) {
 			return 0, ErrBadHeaderName
 		}
-		valueStart := i + 1
 		// Continuation lines: CRLF followed by SP or HTAB.
 		for next < len(buf) && (buf[next] == ' ' || buf[next] == '\t') {
+			var err error
 			if lineEnd, next, err = nextLine(buf, next); err != nil {
 				return 0, err
 			}
@@ -344,12 +348,39 @@ func (m *Message) parseHeaders(buf []byte, pos int, lim *Limits) (int, error) {
 		if lineEnd-pos > lim.MaxHeaderLine {
 			return 0, ErrHeaderTooLong
 		}
-		if err := m.addField(buf, kind, name, valueStart, lineEnd, lim); err != nil {
-			return 0, err
+		name := span{uint32(pos), uint32(nameEnd)}
+		vs, ve := trimLWS(buf, colon+1, lineEnd)
+		if listKinds.Has(kind) && vs < ve {
+			if err := m.addList(buf, kind, name, vs, ve, maxHeaders, lim); err != nil {
+				return 0, err
+			}
+		} else {
+			if len(m.fields) >= maxHeaders {
+				return 0, ErrTooManyHeaders
+			}
+			if kind == HeaderVia && int(m.count[HeaderVia]) >= lim.MaxVias {
+				return 0, ErrTooManyVias // empty values too
+			}
+			if kind == HeaderContentLength {
+				if err := m.setContentLength(buf[vs:ve], lim); err != nil {
+					return 0, err
+				}
+			}
+			m.appendField(kind, name, span{uint32(vs), uint32(ve)})
 		}
 		pos = next
 	}
 }
+
+// listKinds are the headers split into one field per element (see Message).
+var listKinds = func() (s HeaderSet) {
+	for k, info := range headerInfos {
+		if info.list {
+			s |= 1 << k
+		}
+	}
+	return s
+}()
 
 // nextLine finds the line starting at pos and returns the index of its CR
 // and of the next line.
@@ -365,12 +396,8 @@ func nextLine(buf []byte, pos int) (lineEnd, next int, err error) {
 	return eol - 1, eol + 1, nil
 }
 
-// addField records a header value, splitting list headers into elements.
-func (m *Message) addField(buf []byte, kind HeaderKind, name span, start, end int, lim *Limits) error {
-	start, end = trimLWS(buf, start, end)
-	if !headerInfos[kind].list || start == end {
-		return m.appendField(buf, kind, name, span{uint32(start), uint32(end)}, lim)
-	}
+// addList records the elements of a list header's value buf[start:end].
+func (m *Message) addList(buf []byte, kind HeaderKind, name span, start, end, maxHeaders int, lim *Limits) error {
 	for start <= end {
 		elemEnd, err := listElementEnd(buf, start, end)
 		if err != nil {
@@ -380,42 +407,41 @@ func (m *Message) addField(buf []byte, kind HeaderKind, name span, start, end in
 		if s == e {
 			return ErrEmptyListElement
 		}
-		if err := m.appendField(buf, kind, name, span{uint32(s), uint32(e)}, lim); err != nil {
-			return err
+		if len(m.fields) >= maxHeaders {
+			return ErrTooManyHeaders
 		}
+		if kind == HeaderVia && int(m.count[HeaderVia]) >= lim.MaxVias {
+			return ErrTooManyVias
+		}
+		m.appendField(kind, name, span{uint32(s), uint32(e)})
 		start = elemEnd + 1
 	}
 	return nil
 }
 
-func (m *Message) appendField(buf []byte, kind HeaderKind, name, value span, lim *Limits) error {
-	if len(m.fields) >= lim.MaxHeaders || len(m.fields) >= maxFields {
-		return ErrTooManyHeaders
+// setContentLength records the value of Content-Length.
+func (m *Message) setContentLength(v []byte, lim *Limits) error {
+	if m.contentLength >= 0 {
+		return ErrDupContentLength // request smuggling (RFC 4475 3.3.9)
 	}
-	switch kind {
-	case HeaderVia:
-		if int(m.count[HeaderVia]) >= lim.MaxVias {
-			return ErrTooManyVias
+	n, ok := parseUint(v, uint64(lim.MaxMessageSize))
+	if !ok {
+		if len(v) > 0 && allDigits(v) {
+			return ErrBodyTooLarge
 		}
-	case HeaderContentLength:
-		if m.contentLength >= 0 {
-			return ErrDupContentLength // request smuggling (RFC 4475 3.3.9)
-		}
-		n, ok := parseUint(buf[value.start:value.end], uint64(lim.MaxMessageSize))
-		if !ok {
-			if len(buf[value.start:value.end]) > 0 && allDigits(buf[value.start:value.end]) {
-				return ErrBodyTooLarge
-			}
-			return ErrBadContentLength
-		}
-		m.contentLength = int32(n)
+		return ErrBadContentLength
 	}
+	m.contentLength = int32(n)
+	return nil
+}
+
+// appendField records a header value; the caller checked the limits.
+func (m *Message) appendField(kind HeaderKind, name, value span) {
 	m.fields = append(m.fields, field{kind: kind, name: name, value: value})
 	if m.first[kind] == 0 {
 		m.first[kind] = uint16(len(m.fields))
 	}
 	m.count[kind]++
-	return nil
 }
 
 // listElementEnd returns the index of the comma ending the list element that

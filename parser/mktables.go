@@ -25,6 +25,7 @@ var classes = []struct{ name, doc, chars string }{
 	{"classHeaderChar", "RFC 3261 25.1 hnv-unreserved / unreserved, for URI headers", alnum + "[]/?:+$-_.!~*'()"},
 	{"classScheme", "RFC 3986 scheme characters after the first", alnum + "+-."},
 	{"classCallID", "RFC 3261 25.1 word, the characters of a Call-ID", alnum + "-.!%*_+`'~()<>:\\\"/[]?{}"},
+	{"classGenValue", "RFC 3261 25.1 gen-value unquoted: token, or host (an IPv6 reference brings ':' '[' ']')", alnum + "-.!%*_+`'~:[]"},
 }
 
 func main() {

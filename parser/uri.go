@@ -148,9 +148,7 @@ func parseHostPort(b []byte, host *[]byte, port *int) (int, error) {
 		}
 		i = end + 1
 	} else {
-		for i < len(b) && byteClass[b[i]]&classHost != 0 {
-			i++
-		}
+		i = scanClass(b, i, classHost)
 		if i == 0 {
 			return 0, ErrBadURI
 		}
@@ -205,16 +203,11 @@ func validURIParams(b []byte) bool {
 
 // validChars reports whether b holds only bytes of class and well-formed %HH escapes.
 func validChars(b []byte, class uint16) bool {
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if byteClass[c]&class != 0 {
-			continue
+	for i := scanClass(b, 0, class); i < len(b); i = scanClass(b, i, class) {
+		if b[i] != '%' || i+2 >= len(b) || !isHex(b[i+1]) || !isHex(b[i+2]) {
+			return false
 		}
-		if c == '%' && i+2 < len(b) && isHex(b[i+1]) && isHex(b[i+2]) {
-			i += 2
-			continue
-		}
-		return false
+		i += 3
 	}
 	return true
 }

@@ -40,9 +40,7 @@ func ParseVia(b []byte, v *Via) error {
 			i = skipLWS(b, i+1)
 		}
 		s := i
-		for i < len(b) && byteClass[b[i]]&classToken != 0 {
-			i++
-		}
+		i = scanClass(b, i, classToken)
 		if i == s {
 			return ErrBadVia
 		}
@@ -65,9 +63,7 @@ func ParseVia(b []byte, v *Via) error {
 		}
 		i += end + 1
 	} else {
-		for i < len(b) && byteClass[b[i]]&classHost != 0 {
-			i++
-		}
+		i = scanClass(b, i, classHost)
 	}
 	if i == hs {
 		return ErrBadVia
