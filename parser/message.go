@@ -58,6 +58,8 @@ type Message struct {
 	fields []field
 	first  [numHeaderKinds]uint16 // 1 + index in fields of the first value of each kind; 0 if none
 	count  [numHeaderKinds]uint16 // values of each kind
+	// repeated holds the kinds with more than one value.
+	repeated HeaderSet
 
 	response      bool
 	method        Method
@@ -88,6 +90,7 @@ func (m *Message) reset(buf []byte) {
 	m.fields = m.fields[:0]
 	m.first = [numHeaderKinds]uint16{}
 	m.count = [numHeaderKinds]uint16{}
+	m.repeated = 0
 	m.response = false
 	m.method = MethodOther
 	m.status = 0
@@ -440,6 +443,8 @@ func (m *Message) appendField(kind HeaderKind, name, value span) {
 	m.fields = append(m.fields, field{kind: kind, name: name, value: value})
 	if m.first[kind] == 0 {
 		m.first[kind] = uint16(len(m.fields))
+	} else {
+		m.repeated |= 1 << kind
 	}
 	m.count[kind]++
 }

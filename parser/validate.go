@@ -45,10 +45,8 @@ func (m *Message) Validate(supported []string) error {
 	if m.Get(HeaderCSeq) == nil {
 		return ErrMissingCSeq
 	}
-	for k := HeaderKind(1); k < numHeaderKinds; k++ {
-		if m.count[k] > 1 && singleValue.Has(k) {
-			return ErrDupHeader
-		}
+	if m.repeated&singleValue != 0 {
+		return ErrDupHeader
 	}
 	cseq, err := m.CSeq()
 	if err != nil {
@@ -122,20 +120,14 @@ var addressHeaders = [...]HeaderKind{HeaderFrom, HeaderTo, HeaderContact, Header
 
 // validCallID checks callid = word [ "@" word ] (RFC 3261 25.1).
 func validCallID(b []byte) bool {
-	if len(b) == 0 {
+	i := scanClass(b, 0, classCallID)
+	if i == len(b) {
+		return i > 0
+	}
+	if b[i] != '@' || i == 0 || i == len(b)-1 {
 		return false
 	}
-	at := false
-	for i, c := range b {
-		if c == '@' && !at && i > 0 && i < len(b)-1 {
-			at = true
-			continue
-		}
-		if byteClass[c]&classCallID == 0 {
-			return false
-		}
-	}
-	return true
+	return scanClass(b, i+1, classCallID) == len(b)
 }
 
 // checkSupported checks option-tag *(COMMA option-tag) (RFC 3261 20.32,
