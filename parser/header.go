@@ -153,14 +153,14 @@ func (s HeaderSet) Has(k HeaderKind) bool { return s&(1<<k) != 0 }
 
 var (
 	compactKinds [256]HeaderKind // compact form letter (lower case) -> kind
-	// kindsBySlot is an open-addressing table of the long names by nameSlot.
+	// kindsBySlot holds the long names by nameSlot, without collisions.
 	kindsBySlot [256]HeaderKind
 )
 
 // nameSlot hashes a header name of at least one byte case-insensitively
 // from its length and its first and last bytes: a few operations instead of
 // a multiply per byte, and collision-free over the long names (the init
-// check keeps it so; unknown names probe until an empty slot). Header names
+// check keeps it so). Header names
 // are tokens, among which c|0x20 folds only letters (RFC 3261 25.1).
 func nameSlot(name []byte) uint8 {
 	return uint8(name[0]|0x20) + 7*uint8(name[len(name)-1]|0x20) + 34*uint8(len(name))
@@ -193,20 +193,19 @@ func LookupHeader(name []byte) HeaderKind {
 }
 
 // lookupName is LookupHeader without the token check: a name it finds is a
-// token but for CR, which equalTokenFold folds onto '-'.
+// token but for CR, which equalTokenFold folds onto '-'. The long names
+// do not collide in kindsBySlot, so each is at its own slot: one probe.
 func lookupName(name []byte) HeaderKind {
-	switch len(name) {
-	case 0:
-		return HeaderOther
-	case 1:
+	if len(name) < 2 {
+		if len(name) == 0 {
+			return HeaderOther
+		}
 		return compactKinds[toLower[name[0]]]
 	}
-	for i := nameSlot(name); ; i++ {
-		k := kindsBySlot[i]
-		if k == HeaderOther || equalTokenFold(name, lowerNames[k]) {
-			return k
-		}
+	if k := kindsBySlot[nameSlot(name)]; equalTokenFold(name, lowerNames[k]) {
+		return k
 	}
+	return HeaderOther
 }
 
 // isToken reports whether b is a non-empty token (RFC 3261 25.1).
