@@ -1,6 +1,9 @@
 package parser
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/binary"
+)
 
 // Via is one Via value (RFC 3261 20.42, RFC 3581).
 type Via struct {
@@ -29,28 +32,18 @@ func (v *Via) IsRFC3261Branch() bool {
 // '/' of sent-protocol and the ':' of sent-by (RFC 3261 25.1, RFC 4475 3.1.1.1).
 func ParseVia(b []byte, v *Via) error {
 	*v = Via{}
-	i := skipLWS(b, 0)
-	// protocol-name "/" protocol-version "/" transport
-	var parts [3][]byte
-	for k := range parts {
-		if k > 0 {
-			if i == len(b) || b[i] != '/' {
-				return ErrBadVia
-			}
-			i = skipLWS(b, i+1)
-		}
-		s := i
-		i = scanClass(b, i, classToken)
-		if i == s {
+	var i int
+	if len(b) > 8 && binary.LittleEndian.Uint64(b)|sipFold == sipVersionSlash {
+		// The usual form, "SIP/2.0/" with no LWS: the transport follows.
+		i = scanClass(b, 8, classToken)
+		if i == 8 {
 			return ErrBadVia
 		}
-		parts[k] = b[s:i]
+		v.Transport = b[8:i]
 		i = skipLWS(b, i)
+	} else if err := parseSentProtocol(b, v, &i); err != nil {
+		return err
 	}
-	if !equalFold(parts[0], "SIP") || string(parts[1]) != "2.0" {
-		return ErrBadVia
-	}
-	v.Transport = parts[2]
 	if i == 0 || byteClass[b[i-1]]&classWS == 0 {
 		return ErrBadVia // LWS must separate sent-protocol and sent-by
 	}
@@ -118,3 +111,39 @@ func ParseVia(b []byte, v *Via) error {
 	}
 	return nil
 }
+
+// parseSentProtocol parses protocol-name "/" protocol-version "/" transport
+// with LWS allowed around each '/' (RFC 3261 25.1) into v.Transport, and
+// sets *pos past it and the LWS after it.
+func parseSentProtocol(b []byte, v *Via, pos *int) error {
+	i := skipLWS(b, 0)
+	var parts [3][]byte
+	for k := range parts {
+		if k > 0 {
+			if i == len(b) || b[i] != '/' {
+				return ErrBadVia
+			}
+			i = skipLWS(b, i+1)
+		}
+		s := i
+		i = scanClass(b, i, classToken)
+		if i == s {
+			return ErrBadVia
+		}
+		parts[k] = b[s:i]
+		i = skipLWS(b, i)
+	}
+	if !equalFold(parts[0], "SIP") || string(parts[1]) != "2.0" {
+		return ErrBadVia
+	}
+	v.Transport = parts[2]
+	*pos = i
+	return nil
+}
+
+// sipVersionSlash is "sip/2.0/" read little-endian; sipFold lowers the
+// letters of "SIP" (case-insensitive, RFC 3261 7.1) and changes no other byte.
+const (
+	sipVersionSlash = 0x2f302e322f706973
+	sipFold         = 0x0000000000202020
+)
