@@ -1,6 +1,8 @@
 package b2bua
 
 import (
+	"context"
+	"log/slog"
 	"time"
 
 	"github.com/sipedge/sipedge/route"
@@ -163,10 +165,13 @@ func (e *Engine) report(c *Call, code int, retryAfter time.Duration) {
 func (e *Engine) burned(c *Call, st route.Step) {
 	r := &c.seq.Routes()[st.BurnedRoute]
 	a := st.Attempt
-	if a.Dialed {
+	switch {
+	case !e.env.Log.Enabled(context.Background(), slog.LevelInfo):
+		// Nothing to build: a discarded line would still cost its arguments.
+	case a.Dialed:
 		e.env.Log.Info("LCR: carrier failed", "call_id", string(c.a.callID), "carrier", a.CarrierID,
 			"status", a.Status, "elapsed_ms", a.ElapsedMs)
-	} else {
+	default:
 		e.env.Log.Info("LCR: carrier burned without dialling", "call_id", string(c.a.callID), "carrier", a.CarrierID,
 			"reason", a.Reason)
 	}

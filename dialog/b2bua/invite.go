@@ -449,7 +449,7 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 			retry = time.Duration(ra.Seconds) * time.Second
 		}
 		e.report(c, code, retry)
-		e.carryOut(c, c.seq.Final(e.now, code, string(m.ReasonPhrase())))
+		e.carryOut(c, c.seq.Final(e.now, code, phrase(code, m.ReasonPhrase())))
 	}
 }
 
@@ -676,4 +676,39 @@ func (e *Engine) abandon(c *Call) {
 		}
 	}
 	e.end(c, hangupCaller)
+}
+
+// phrase returns a carrier's reason phrase as a string, without a copy when
+// it is the usual one for its code (RFC 3261 21): the failures a failover
+// sees are mostly those, and the sequence keeps the phrase for the CDR.
+func phrase(code int, b []byte) string {
+	var usual string
+	switch code {
+	case 403:
+		usual = "Forbidden"
+	case 404:
+		usual = "Not Found"
+	case 408:
+		usual = "Request Timeout"
+	case 480:
+		usual = "Temporarily Unavailable"
+	case 486:
+		usual = "Busy Here"
+	case 487:
+		usual = "Request Terminated"
+	case 500:
+		usual = "Server Internal Error"
+	case 502:
+		usual = "Bad Gateway"
+	case 503:
+		usual = "Service Unavailable"
+	case 504:
+		usual = "Server Time-out"
+	case 603:
+		usual = "Decline"
+	}
+	if string(b) == usual {
+		return usual
+	}
+	return string(b)
 }
