@@ -1,6 +1,9 @@
 package parser
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/binary"
+)
 
 // Scheme is a URI scheme.
 type Scheme uint8
@@ -39,6 +42,18 @@ func (u *URI) Param(name string) ([]byte, bool) { return paramLookup(u.Params, n
 // ParseURI parses an absolute URI into u.
 func ParseURI(b []byte, u *URI) error {
 	*u = URI{}
+	// sip and sips first, in one compare each (schemes are case-insensitive,
+	// RFC 3986 3.1; c|0x20 makes a letter only of the same letter).
+	if len(b) >= 5 {
+		switch w := binary.LittleEndian.Uint32(b); {
+		case w|0x00202020 == sipColon:
+			u.Scheme, u.SchemeRaw, u.Opaque = SchemeSIP, b[:3], b[4:]
+			return parseSIPURI(u, u.Opaque)
+		case w|0x20202020 == sipsLetters && b[4] == ':':
+			u.Scheme, u.SchemeRaw, u.Opaque = SchemeSIPS, b[:4], b[5:]
+			return parseSIPURI(u, u.Opaque)
+		}
+	}
 	colon := bytes.IndexByte(b, ':')
 	if colon <= 0 || !hasScheme(b) {
 		return ErrBadURI
@@ -73,17 +88,21 @@ func parseSIPURI(u *URI, b []byte) error {
 	if at := bytes.IndexByte(b, '@'); at >= 0 {
 		info := b[:at]
 		b = b[at+1:]
-		user := info
-		if c := bytes.IndexByte(info, ':'); c >= 0 {
-			user, u.Password = info[:c], info[c+1:]
+		// user [":" password]: no ':' in a user, so the first one ends it.
+		i, ok := scanEscaped(info, 0, classUser)
+		if !ok || i == 0 {
+			return ErrBadURI
+		}
+		u.User = info[:i]
+		if i < len(info) {
+			if info[i] != ':' {
+				return ErrBadURI
+			}
+			u.Password = info[i+1:]
 			if !validChars(u.Password, classPassword) {
 				return ErrBadURI
 			}
 		}
-		if len(user) == 0 || !validChars(user, classUser) {
-			return ErrBadURI
-		}
-		u.User = user
 	}
 	i, err := parseHostPort(b, &u.Host, &u.Port)
 	if err != nil {
@@ -170,47 +189,55 @@ func parseHostPort(b []byte, host *[]byte, port *int) (int, error) {
 	return i, nil
 }
 
-// validURIParams checks name[=value] *(";" name[=value]) of paramchars and escapes.
+// validURIParams checks name[=value] *(";" name[=value]) of paramchars and
+// escapes (RFC 3261 25.1 uri-parameters, given without the first ';').
 func validURIParams(b []byte) bool {
-	for len(b) > 0 {
-		end := bytes.IndexByte(b, ';')
-		if end < 0 {
-			end = len(b)
+	for i := 0; ; {
+		j, ok := scanEscaped(b, i, classParam)
+		if !ok || j == i {
+			return false // also an empty parameter, as after a trailing ';'
 		}
-		p := b[:end]
-		if len(p) == 0 {
-			return false
-		}
-		name, value := p, []byte(nil)
-		if eq := bytes.IndexByte(p, '='); eq >= 0 {
-			name, value = p[:eq], p[eq+1:]
-			if len(value) == 0 || !validChars(value, classParam) {
+		if j < len(b) && b[j] == '=' {
+			k, ok := scanEscaped(b, j+1, classParam)
+			if !ok || k == j+1 {
 				return false
 			}
+			j = k
 		}
-		if len(name) == 0 || !validChars(name, classParam) {
+		if j == len(b) {
+			return true
+		}
+		if b[j] != ';' {
 			return false
 		}
-		if end == len(b) {
-			break
-		}
-		if b = b[end+1:]; len(b) == 0 {
-			return false // a trailing ';' is an empty parameter
-		}
+		i = j + 1
 	}
-	return true
 }
 
 // validChars reports whether b holds only bytes of class and well-formed %HH escapes.
 func validChars(b []byte, class uint16) bool {
-	for i := scanClass(b, 0, class); i < len(b); i = scanClass(b, i, class) {
-		if b[i] != '%' || i+2 >= len(b) || !isHex(b[i+1]) || !isHex(b[i+2]) {
-			return false
+	i, ok := scanEscaped(b, 0, class)
+	return ok && i == len(b)
+}
+
+// scanEscaped returns the index of the first byte at or after i that is
+// neither of class nor in a %HH escape, and false if that byte starts a
+// malformed escape.
+func scanEscaped(b []byte, i int, class uint16) (int, bool) {
+	for i = scanClass(b, i, class); i < len(b) && b[i] == '%'; i = scanClass(b, i, class) {
+		if i+2 >= len(b) || !isHex(b[i+1]) || !isHex(b[i+2]) {
+			return i, false
 		}
 		i += 3
 	}
-	return true
+	return i, true
 }
+
+// sipColon and sipsLetters are "sip:" and "sips" read little-endian.
+const (
+	sipColon    = 0x3a706973
+	sipsLetters = 0x73706973
+)
 
 func isHex(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
