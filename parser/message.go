@@ -1,6 +1,9 @@
 package parser
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/binary"
+)
 
 // Limits bound what Parse accepts. Exceeding one is an error with its own
 // status code, never a truncation.
@@ -208,9 +211,14 @@ func (m *Message) parseStartLine(line []byte, pos int, lim *Limits) error {
 	return checkVersion(line[i+1:])
 }
 
+// sipSlash is "sip/" read little-endian.
+const sipSlash = 0x2f706973
+
 // isStatusLine reports whether a start line is a response's: it begins with
 // SIP-Version, whose "SIP" is case-insensitive (RFC 3261 7.1).
-func isStatusLine(b []byte) bool { return len(b) >= 4 && equalFold(b[:4], "SIP/") }
+func isStatusLine(b []byte) bool {
+	return len(b) >= 4 && binary.LittleEndian.Uint32(b)|0x00202020 == sipSlash
+}
 
 // hasScheme reports whether b starts with a URI scheme and a colon (RFC 3986 3.1).
 func hasScheme(b []byte) bool {
@@ -231,7 +239,7 @@ func hasScheme(b []byte) bool {
 // checkVersion accepts exactly SIP/2.0 (case-insensitive "SIP", RFC 3261 7.1).
 // Another well-formed version is 505 (RFC 3261 21.5.7); anything else is 400.
 func checkVersion(v []byte) error {
-	if len(v) == 7 && equalFold(v, "SIP/2.0") {
+	if len(v) == 7 && binary.LittleEndian.Uint32(v)|0x00202020 == sipSlash && string(v[4:]) == "2.0" {
 		return nil
 	}
 	if len(v) < 7 || !equalFold(v[:4], "SIP/") {
