@@ -181,10 +181,7 @@ func (m *Message) parseStartLine(line []byte, pos int, lim *Limits) error {
 		return m.parseStatusLine(line, pos)
 	}
 	// Method SP Request-URI SP SIP-Version; single SPs only (RFC 4475 3.1.2.9).
-	i := pos
-	for i < len(line) && byteClass[line[i]]&classToken != 0 {
-		i++
-	}
+	i := scanClass(line, pos, classToken)
 	if i == pos || i == len(line) || line[i] != ' ' {
 		return ErrBadRequestLine
 	}
@@ -192,13 +189,8 @@ func (m *Message) parseStartLine(line []byte, pos int, lim *Limits) error {
 	m.method = LookupMethod(line[pos:i])
 	i++
 	u := i
-	for i < len(line) && line[i] != ' ' {
-		if line[i] <= ' ' || line[i] == 0x7f {
-			return ErrBadRequestLine
-		}
-		i++
-	}
-	if i == u || i == len(line) {
+	i = scanClass(line, i, classVisible)
+	if i == u || i == len(line) || line[i] != ' ' {
 		return ErrBadRequestLine
 	}
 	if i-u > lim.MaxURILength {

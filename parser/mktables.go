@@ -25,7 +25,19 @@ var classes = []struct{ name, doc, chars string }{
 	{"classHeaderChar", "RFC 3261 25.1 hnv-unreserved / unreserved, for URI headers", alnum + "[]/?:+$-_.!~*'()"},
 	{"classScheme", "RFC 3986 scheme characters after the first", alnum + "+-."},
 	{"classCallID", "RFC 3261 25.1 word, the characters of a Call-ID", alnum + "-.!%*_+`'~()<>:\\\"/[]?{}"},
+	{"classVisible", "neither a control character nor SP: the bytes of a Request-URI on the wire", visible()},
 	{"classGenValue", "RFC 3261 25.1 gen-value unquoted: token, or host (an IPv6 reference brings ':' '[' ']')", alnum + "-.!%*_+`'~:[]"},
+}
+
+// visible returns the bytes above SP but DEL.
+func visible() string {
+	var b []byte
+	for c := 0x21; c < 0x100; c++ {
+		if c != 0x7f {
+			b = append(b, byte(c))
+		}
+	}
+	return string(b)
 }
 
 func main() {
