@@ -288,6 +288,16 @@ type RateLimit struct {
 	Deadline    time.Duration `yaml:"deadline_ms"`  // default 20 ms
 	FailureMode string        `yaml:"failure_mode"` // local (default), open or closed
 	Nodes       int           `yaml:"nodes"`        // default 1
+	Flood       Flood         `yaml:"flood"`
+}
+
+// Flood is the in-process flood protection for sources that are neither
+// trunks nor carriers (those are never banned: UDP sources are spoofable).
+// Over MessagesPerSec messages in a second on one event loop, a source is
+// banned for Ban: its messages are dropped silently, before parsing.
+type Flood struct {
+	MessagesPerSec int           `yaml:"messages_per_sec"` // default 200; 0 = off
+	Ban            time.Duration `yaml:"ban_secs"`         // default 60 s
 }
 
 // CDR configures the call detail record file.

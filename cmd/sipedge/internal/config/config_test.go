@@ -267,6 +267,9 @@ func TestRejects(t *testing.T) {
 		{"cache ttl negative", "cache:\n  - { name: c, url: \"redis://a:6379\", local_ttl_secs: -60 }", `cache[0].local_ttl_secs: -60: must not be negative`},
 		{"failure_mode", "ratelimit:\n  failure_mode: fail", `line 2: ratelimit.failure_mode: "fail": want one of "local", "open", "closed"`},
 		{"ratelimit redis", "ratelimit: { redis: \"127.0.0.1:6379\" }", `ratelimit.redis: "127.0.0.1:6379": want a redis:// URL`},
+		{"flood negative", "ratelimit:\n  flood: { messages_per_sec: -5 }", `line 2: ratelimit.flood.messages_per_sec: -5: must not be negative`},
+		{"flood without ban", "ratelimit:\n  flood: { ban_secs: 0 }", `line 2: ratelimit.flood.ban_secs: 0s: want a positive ban while flood protection is on`},
+		{"flood ban negative", "ratelimit:\n  flood: { ban_secs: -1 }", `line 2: ratelimit.flood.ban_secs: -1: must not be negative`},
 		{"cdr queue negative", "cdr: { queue: -1 }", `cdr.queue: -1: must not be negative`},
 		{"cdr not a mapping", "cdr: cdr.jsonl", `line 1: cdr: want a mapping, got "cdr.jsonl"`},
 		// file level
@@ -438,7 +441,8 @@ func TestDefaults(t *testing.T) {
 		{"destination weight", g.Destinations[0].Weight, 1},
 		{"lcr.timeout_ms", c.LCR.Timeout, 2 * time.Second},
 		{"lcr.reroute_causes", c.LCR.RerouteCauses, []int{408, 500, 502, 503, 504}},
-		{"ratelimit", c.RateLimit, RateLimit{Deadline: 20 * time.Millisecond, FailureMode: "local", Nodes: 1}},
+		{"ratelimit", c.RateLimit, RateLimit{Deadline: 20 * time.Millisecond, FailureMode: "local", Nodes: 1,
+			Flood: Flood{MessagesPerSec: 200, Ban: time.Minute}}},
 		{"cdr", c.CDR, CDR{File: "cdr.jsonl", MaxSizeMB: 100, MaxBackups: 10, Queue: 65536}},
 	}
 	for _, tt := range tests {
@@ -588,7 +592,7 @@ lcr:
           reroute_causes: [480, 503]
 cache:
   - { name: lcr, url: "redis://127.0.0.1:6379/2", local_ttl_secs: 30 }
-ratelimit: { redis: "redis://127.0.0.1:6380", deadline_ms: 15, failure_mode: closed, nodes: 3 }
+ratelimit: { redis: "redis://127.0.0.1:6380", deadline_ms: 15, failure_mode: closed, nodes: 3, flood: { messages_per_sec: 0 } }
 cdr: { file: "/var/lib/sipedge/cdr.jsonl", max_size_mb: 10, max_backups: 0, queue: 1024 }
 `
 

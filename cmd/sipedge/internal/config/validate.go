@@ -27,6 +27,7 @@ func (c *Config) preset() {
 	c.B2BUA.RingTimeout = 30 * time.Second
 	c.B2BUA.HeaderPolicy.Allow = slices.Clone(DefaultAllow)
 	c.CDR.MaxBackups = 10
+	c.RateLimit.Flood = Flood{MessagesPerSec: 200, Ban: time.Minute}
 }
 
 func (g *Group) preset() {
@@ -311,6 +312,9 @@ func (c *Config) validate(v *validator) {
 	}
 	v.oneOf("ratelimit.failure_mode", r.FailureMode, FailureLocal, FailureOpen, FailureClosed)
 	v.positive("ratelimit.nodes", r.Nodes)
+	if r.Flood.MessagesPerSec > 0 && r.Flood.Ban <= 0 {
+		v.errorf("ratelimit.flood.ban_secs", "%v: want a positive ban while flood protection is on", r.Flood.Ban)
+	}
 }
 
 func (c *Config) validateRoute(v *validator, p string, r Route) {

@@ -667,3 +667,60 @@ func TestIngressFloodBannedTrunkUnaffected(t *testing.T) {
 		bans, n.metric("sipedge_flood_dropped_total", ""), answered(time.Time{}))
 	byeAll(t, []*cpsCall{during, after})
 }
+
+// TestIngressFloodConfigured: ratelimit.flood sets the threshold and the
+// ban. At 10 messages/s and a 1 s ban, an unknown source sending 30 OPTIONS
+// in 150 ms gets at most its first 10 answered (then it is banned), and is
+// answered again once the ban is over.
+func TestIngressFloodConfigured(t *testing.T) {
+	a := newCPSCarrier(t, "carrier-a", nil)
+	n := startCPSNode(t, "node", func(port int, cdr string) string {
+		return cpsYAML(port, cdr, "", cpsGroup("carrier-a", a), staticLCR(yRouteA),
+			"ratelimit: { flood: { messages_per_sec: 10, ban_secs: 1 } }")
+	})
+	fl, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 9)})
+	if err != nil {
+		t.Skipf("cannot bind 127.0.0.9: %v", err)
+	}
+	defer fl.Close()
+	local := fl.LocalAddr().(*net.UDPAddr).AddrPort().String()
+	options := func(i int) {
+		msg := withBody("OPTIONS sip:"+n.sip.String()+" SIP/2.0\r\n"+
+			fmt.Sprintf("Via: SIP/2.0/UDP %s;branch=z9hG4bKconf%d;rport\r\n", local, i)+
+			"Max-Forwards: 70\r\n"+
+			fmt.Sprintf("From: <sip:flood@%s>;tag=f%d\r\n", local, i)+
+			"To: <sip:"+n.sip.String()+">\r\n"+
+			fmt.Sprintf("Call-ID: conf-%d@127.0.0.9\r\n", i)+
+			fmt.Sprintf("CSeq: %d OPTIONS\r\n", i+1), "")
+		if _, err := fl.WriteToUDPAddrPort([]byte(msg), n.sip); err != nil {
+			t.Fatalf("send: %v", err)
+		}
+	}
+	// answers counts the responses that arrive within d.
+	answers := func(d time.Duration) int {
+		buf := make([]byte, 65536)
+		c := 0
+		fl.SetReadDeadline(time.Now().Add(d))
+		for {
+			if _, _, err := fl.ReadFromUDPAddrPort(buf); err != nil {
+				return c
+			}
+			c++
+		}
+	}
+	for i := range 30 {
+		options(i)
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := answers(300 * time.Millisecond); got == 0 || got > 10 {
+		t.Errorf("30 OPTIONS in 150 ms at messages_per_sec 10: %d answered, want 1 to 10", got)
+	}
+	if bans := n.metric("sipedge_flood_bans_total", ""); bans != 1 {
+		t.Errorf("sipedge_flood_bans_total %v, want 1", bans)
+	}
+	time.Sleep(time.Second) // ban_secs 1, from the ban ~150 ms in
+	options(100)
+	if got := answers(500 * time.Millisecond); got != 1 {
+		t.Errorf("after the 1 s ban: %d answers, want 1", got)
+	}
+}

@@ -87,9 +87,9 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	for _, l := range cfg.Listen {
 		sc.Listen = append(sc.Listen, l.String())
 	}
-	// Flood protection for sources that are neither trunks nor carriers:
-	// 200 messages a second per source and loop, then a minute's ban.
-	sc.Flood = shard.FloodConfig{PerSecond: 200, Ban: time.Minute, Exempt: exemptFrom(cfg)}
+	// Flood protection for sources that are neither trunks nor carriers.
+	sc.Flood = shard.FloodConfig{PerSecond: cfg.RateLimit.Flood.MessagesPerSec,
+		Ban: cfg.RateLimit.Flood.Ban, Exempt: exemptFrom(cfg)}
 	var appErr error // shard.New builds the shards one after another, here
 	s.rt, err = shard.New(sc, func(sh *shard.Shard) shard.Handler {
 		h, err := s.newShardApp(sh)
