@@ -84,9 +84,8 @@ type ProbeConfig struct {
 }
 
 // PassiveConfig says which outcomes of real calls count against a member,
-// and how a member comes back. It is not in the YAML (the YAML groups get
-// the zero value: every outcome counts, with the defaults below). In JSON
-// down_secs is a number of seconds.
+// and how a member comes back (the YAML's gateway.groups[].passive). In
+// JSON down_secs is a number of seconds.
 type PassiveConfig struct {
 	// Disabled turns passive signals off: calls never mark a member down.
 	Disabled bool

@@ -168,6 +168,11 @@ const (
 
 	TransportUDP = "udp"
 	TransportTCP = "tcp"
+
+	// Call outcomes that count against a member (health.Passive*).
+	OutcomeNoResponse     = "no_response"
+	OutcomeStatus503      = "status_503"
+	OutcomeTransportError = "transport_error"
 )
 
 // Group is a gateway group: one carrier's pool of destinations.
@@ -179,6 +184,7 @@ type Group struct {
 	// inherit).
 	RerouteCauses []int         `yaml:"reroute_causes"`
 	Probe         Probe         `yaml:"probe"`
+	Passive       Passive       `yaml:"passive"`
 	CPS           CPS           `yaml:"cps"`
 	CPSReject     []CPSReject   `yaml:"cps_reject"`
 	Destinations  []Destination `yaml:"destinations"`
@@ -195,6 +201,20 @@ type Probe struct {
 	// except 503).
 	HealthyCodes []int         `yaml:"healthy_codes"`
 	Jitter       time.Duration `yaml:"jitter_ms"` // default 500 ms; 0 = none
+}
+
+// Passive says how real calls mark a group's members down and back up:
+// FailureThreshold consecutive counted outcomes mark a member down; a
+// group that is not probed gives it HalfOpenCalls trial calls after
+// DownTime (a probed group's members come back through probing).
+type Passive struct {
+	Disabled bool `yaml:"disabled"` // calls never mark a member down
+	// Outcomes that count: no_response, status_503, transport_error
+	// (empty = all three).
+	Outcomes         []string      `yaml:"outcomes"`
+	FailureThreshold int           `yaml:"failure_threshold"` // default 3
+	HalfOpenCalls    int           `yaml:"half_open_calls"`   // default 3
+	DownTime         time.Duration `yaml:"down_secs"`         // default 30 s
 }
 
 // CPS is an egress calls-per-second limit.

@@ -267,6 +267,8 @@ func TestRejects(t *testing.T) {
 		{"cache ttl negative", "cache:\n  - { name: c, url: \"redis://a:6379\", local_ttl_secs: -60 }", `cache[0].local_ttl_secs: -60: must not be negative`},
 		{"failure_mode", "ratelimit:\n  failure_mode: fail", `line 2: ratelimit.failure_mode: "fail": want one of "local", "open", "closed"`},
 		{"ratelimit redis", "ratelimit: { redis: \"127.0.0.1:6379\" }", `ratelimit.redis: "127.0.0.1:6379": want a redis:// URL`},
+		{"passive outcome", "gateway:\n  groups:\n    - name: g\n      passive: { outcomes: [status_503, status_500] }\n      destinations: [{ uri: \"sip:127.0.0.1:5070\", address: \"127.0.0.1:5070\" }]",
+			`line 4: gateway.groups[0].passive.outcomes[1]: "status_500": want one of "no_response", "status_503", "transport_error"`},
 		{"flood negative", "ratelimit:\n  flood: { messages_per_sec: -5 }", `line 2: ratelimit.flood.messages_per_sec: -5: must not be negative`},
 		{"flood without ban", "ratelimit:\n  flood: { ban_secs: 0 }", `line 2: ratelimit.flood.ban_secs: 0s: want a positive ban while flood protection is on`},
 		{"flood ban negative", "ratelimit:\n  flood: { ban_secs: -1 }", `line 2: ratelimit.flood.ban_secs: -1: must not be negative`},
@@ -437,6 +439,7 @@ func TestDefaults(t *testing.T) {
 		{"group transport", g.Transport, "udp"},
 		{"group reroute_causes inherit", g.RerouteCauses, []int(nil)},
 		{"probe", g.Probe, Probe{Enabled: false, Interval: 15 * time.Second, Timeout: 2 * time.Second, FailureThreshold: 3, SuccessThreshold: 2, Jitter: 500 * time.Millisecond}},
+		{"passive", g.Passive, Passive{FailureThreshold: 3, HalfOpenCalls: 3, DownTime: 30 * time.Second}},
 		{"cps", g.CPS, CPS{Rate: 0, Burst: 1, MaxWait: time.Second}},
 		{"destination weight", g.Destinations[0].Weight, 1},
 		{"lcr.timeout_ms", c.LCR.Timeout, 2 * time.Second},
@@ -551,6 +554,7 @@ gateway:
       transport: tcp
       reroute_causes: [404, 408, 500, 503]
       probe: { enabled: true, interval_secs: 5, timeout_ms: 700, failure_threshold: 4, success_threshold: 1, healthy_codes: [200, 404], jitter_ms: 0 }
+      passive: { outcomes: [no_response, status_503], failure_threshold: 2, half_open_calls: 1, down_secs: 10 }
       cps: { rate: 10.5, burst: 3, max_wait_ms: 250, key: acct-1 }
       cps_reject: [ { code: 429 }, { code: 503, reason: "CPS" } ]
       destinations:

@@ -91,6 +91,9 @@ func (c *Config) fill() {
 		orDefault(&g.Probe.Timeout, 2*time.Second)
 		orDefault(&g.Probe.FailureThreshold, 3)
 		orDefault(&g.Probe.SuccessThreshold, 2)
+		orDefault(&g.Passive.FailureThreshold, 3)
+		orDefault(&g.Passive.HalfOpenCalls, 3)
+		orDefault(&g.Passive.DownTime, 30*time.Second)
 		orDefault(&g.CPS.Burst, 1)
 		for j := range g.Destinations {
 			orDefault(&g.Destinations[j].Weight, 1)
@@ -244,6 +247,9 @@ func (c *Config) validate(v *validator) {
 			if code < 100 || code > 699 {
 				v.errorf(fmt.Sprintf("%s.probe.healthy_codes[%d]", p, j), "%d: want a SIP status code, 100 to 699", code)
 			}
+		}
+		for j, o := range g.Passive.Outcomes {
+			v.oneOf(fmt.Sprintf("%s.passive.outcomes[%d]", p, j), o, OutcomeNoResponse, OutcomeStatus503, OutcomeTransportError)
 		}
 		for j, r := range g.CPSReject {
 			if r.Code < 400 || r.Code > 699 {

@@ -473,3 +473,57 @@ func TestHealthProbeMarksDownAndSkips(t *testing.T) {
 	checkFields(t, rec, map[string]any{"carrier_id": "carrier-a"})
 	checkAttempts(t, rec, wantAttempt{"carrier-p", 503, false, "group_down"})
 }
+
+// TestHealthPassiveConfigured: gateway.groups[].passive sets how calls mark
+// a member down. With failure_threshold 1, one 503 from carrier-p marks its
+// member down (the default needs 3), and the next call skips carrier-p
+// without an INVITE; carrier-a, with passive disabled, stays up through
+// its own 503s.
+func TestHealthPassiveConfigured(t *testing.T) {
+	r := newHealthRig(t, "carrier-a", "carrier-p", "", func(a, p *sipPeer) string {
+		return fmt.Sprintf(`gateway:
+  groups:
+    - name: carrier-p
+      passive: { outcomes: [status_503], failure_threshold: 1, down_secs: 60 }
+      destinations:
+        - { uri: "sip:127.0.0.1:%[1]d", address: "127.0.0.1:%[1]d" }
+    - name: carrier-a
+      passive: { disabled: true }
+      destinations:
+        - { uri: "sip:127.0.0.1:%[2]d", address: "127.0.0.1:%[2]d" }`, p.addr().Port(), a.addr().Port())
+	}, staticLCR(
+		`{ carrier_id: carrier-p, gateway_group: carrier-p, rate: 0.001, currency: USD }`,
+		`{ carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004, currency: USD }`))
+	state := func(group string) string {
+		t.Helper()
+		code, body := r.adminDo("GET", "/v1/gateway/groups/"+group, "", "")
+		g := decodeGroup(t, body)
+		if code != 200 || len(g.Members) != 1 {
+			t.Fatalf("GET %s: %d %s", group, code, body)
+		}
+		return g.Members[0].State
+	}
+
+	// Both carriers answer 503 (carrier-a three times, above the default
+	// threshold): the caller gets the 500 a carrier's 503 becomes.
+	for i := range 3 {
+		c := r.call(dialed, "")
+		if i == 0 {
+			c.reject(r.b, c.invite(r.b, dialed), 503, "Service Unavailable")
+		}
+		c.reject(r.a, c.invite(r.a, dialed), 503, "Service Unavailable")
+		c.final(500)
+	}
+	if s := state("carrier-p"); s != "down" {
+		t.Errorf("carrier-p after one 503 with failure_threshold 1: %q, want down", s)
+	}
+	if s := state("carrier-a"); s != "up" {
+		t.Errorf("carrier-a after three 503s with passive disabled: %q, want up", s)
+	}
+	// The last two calls went straight to carrier-a: carrier-p is skipped.
+	r.b.expectNothing(0)
+	c := r.call(dialed, "")
+	c.answer(r.a, c.invite(r.a, dialed))
+	c.bye(r.a)
+	r.b.expectNothing(100 * time.Millisecond)
+}

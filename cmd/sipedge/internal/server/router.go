@@ -87,7 +87,10 @@ func healthGroups(cfg *config.Config) []health.GroupConfig {
 			RerouteCauses: g.RerouteCauses,
 			Probe: health.ProbeConfig{Enabled: g.Probe.Enabled, Interval: g.Probe.Interval, Timeout: g.Probe.Timeout,
 				FailureThreshold: g.Probe.FailureThreshold, SuccessThreshold: g.Probe.SuccessThreshold,
-				HealthyCodes: g.Probe.HealthyCodes, Jitter: g.Probe.Jitter}}
+				HealthyCodes: g.Probe.HealthyCodes, Jitter: g.Probe.Jitter},
+			Passive: health.PassiveConfig{Disabled: g.Passive.Disabled, Outcomes: g.Passive.Outcomes,
+				FailureThreshold: g.Passive.FailureThreshold, HalfOpenCalls: g.Passive.HalfOpenCalls,
+				DownTime: g.Passive.DownTime}}
 		for _, d := range g.Destinations {
 			hg.Destinations = append(hg.Destinations, health.DestConfig{URI: d.URI, Address: d.Address.String(),
 				Weight: d.Weight, Priority: d.Priority})
