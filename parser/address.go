@@ -64,12 +64,14 @@ func ParseAddress(b []byte, a *Address) error {
 	}
 	var rest []byte
 	if lt >= 0 {
-		gt := bytes.IndexByte(b[lt:], '>')
-		if gt < 0 {
+		// Up to '>', with no white space inside <...> (RFC 4475 3.1.2.14)
+		// nor any control character, which no URI has (RFC 3986 2).
+		gt := scanClass(b, lt+1, classInAngle)
+		if gt == len(b) || b[gt] != '>' {
 			return ErrBadAddress
 		}
-		a.URI = b[lt+1 : lt+gt]
-		rest = b[lt+gt+1:]
+		a.URI = b[lt+1 : gt]
+		rest = b[gt+1:]
 	} else {
 		end := bytes.IndexByte(b, ';')
 		if end < 0 {
@@ -78,12 +80,12 @@ func ParseAddress(b []byte, a *Address) error {
 		us, ue := trimLWS(b, 0, end)
 		a.URI = b[us:ue]
 		rest = b[end:]
-		if bytes.IndexByte(a.URI, '?') >= 0 || bytes.IndexByte(a.URI, ',') >= 0 {
-			return ErrBadAddress
+		if bytes.IndexByte(a.URI, '?') >= 0 || bytes.IndexByte(a.URI, ',') >= 0 ||
+			scanClass(a.URI, 0, classVisible) != len(a.URI) {
+			return ErrBadAddress // no white space inside either (RFC 3261 25.1 addr-spec)
 		}
 	}
-	// No white space inside <...> (RFC 4475 3.1.2.14).
-	if len(a.URI) == 0 || !hasScheme(a.URI) || bytes.IndexByte(a.URI, ' ') >= 0 || bytes.IndexByte(a.URI, '\t') >= 0 {
+	if len(a.URI) == 0 || !hasScheme(a.URI) {
 		return ErrBadAddress
 	}
 	rs, re := trimLWS(rest, 0, len(rest))

@@ -26,14 +26,18 @@ var classes = []struct{ name, doc, chars string }{
 	{"classScheme", "RFC 3986 scheme characters after the first", alnum + "+-."},
 	{"classCallID", "RFC 3261 25.1 word, the characters of a Call-ID", alnum + "-.!%*_+`'~()<>:\\\"/[]?{}"},
 	{"classVisible", "neither a control character nor SP: the bytes of a Request-URI on the wire", visible()},
+	{"classInAngle", "what a URI in <...> may hold up to its '>': visible bytes but '>'", visibleBut('>')},
 	{"classGenValue", "RFC 3261 25.1 gen-value unquoted: token, or host (an IPv6 reference brings ':' '[' ']')", alnum + "-.!%*_+`'~:[]"},
 }
 
 // visible returns the bytes above SP but DEL.
-func visible() string {
+func visible() string { return visibleBut(0x7f) }
+
+// visibleBut returns the bytes above SP but DEL and but.
+func visibleBut(but byte) string {
 	var b []byte
 	for c := 0x21; c < 0x100; c++ {
-		if c != 0x7f {
+		if c != 0x7f && c != int(but) {
 			b = append(b, byte(c))
 		}
 	}

@@ -110,15 +110,13 @@ func parseSIPURI(u *URI, b []byte) error {
 	}
 	b = b[i:]
 	if len(b) > 0 && b[0] == ';' {
-		end := bytes.IndexByte(b, '?')
-		if end < 0 {
-			end = len(b)
-		}
-		u.Params = b[1:end]
-		if len(u.Params) == 0 || !validURIParams(u.Params) {
+		// '?' is no paramchar: the parameters end at the headers.
+		end, ok := scanURIParams(b[1:])
+		if !ok {
 			return ErrBadURI
 		}
-		b = b[end:]
+		u.Params = b[1 : 1+end]
+		b = b[1+end:]
 	}
 	if len(b) > 0 && b[0] == '?' {
 		u.Headers = b[1:]
@@ -192,23 +190,30 @@ func parseHostPort(b []byte, host *[]byte, port *int) (int, error) {
 // validURIParams checks name[=value] *(";" name[=value]) of paramchars and
 // escapes (RFC 3261 25.1 uri-parameters, given without the first ';').
 func validURIParams(b []byte) bool {
+	end, ok := scanURIParams(b)
+	return ok && end == len(b)
+}
+
+// scanURIParams checks the uri-parameters at the start of b (without the
+// first ';') and returns where they end: at len(b) or at a '?'.
+func scanURIParams(b []byte) (int, bool) {
 	for i := 0; ; {
 		j, ok := scanEscaped(b, i, classParam)
 		if !ok || j == i {
-			return false // also an empty parameter, as after a trailing ';'
+			return 0, false // also an empty parameter, as after a trailing ';'
 		}
 		if j < len(b) && b[j] == '=' {
 			k, ok := scanEscaped(b, j+1, classParam)
 			if !ok || k == j+1 {
-				return false
+				return 0, false
 			}
 			j = k
 		}
-		if j == len(b) {
-			return true
+		if j == len(b) || b[j] == '?' {
+			return j, true
 		}
 		if b[j] != ';' {
-			return false
+			return 0, false
 		}
 		i = j + 1
 	}
