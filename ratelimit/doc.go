@@ -10,8 +10,10 @@
 //
 // Local is the in-process limiter: the embedded default when no Redis is
 // configured, and the fallback. Redis is the fleet limiter: every node asks
-// one shared Redis, one Lua script per decision. New picks one from Config,
-// the operators' `ratelimit:` section, and returns a Limiter.
+// one shared Redis, by a Lua script that decides, each atomically, the
+// decisions queued while the previous calls were in flight (group commit,
+// below). New picks one from Config, the operators' `ratelimit:` section,
+// and returns a Limiter.
 //
 // Keys are registered up front (Register, at configuration load or when an
 // API route brings a new account) and decided by Key, a small integer: the
@@ -28,8 +30,8 @@
 //     mode, a batched slot, a key known to be full, the breaker open, the
 //     worker queue full); otherwise done is called exactly once, later, on
 //     one of the limiter's worker goroutines (Options.Workers, default 64,
-//     whose concurrent calls rueidis pipelines on one connection). done must
-//     post the decision back to the shard and return.
+//     whose concurrent decisions go to Redis in group calls). done must post
+//     the decision back to the shard and return.
 //   - Reserve(ctx) (Limiter, Redis) blocks for up to the deadline (20 ms by
 //     default). Never call it on a shard.
 //   - Register and Lookup take a lock and may allocate.
@@ -70,8 +72,25 @@
 // connecting.
 //
 // Keys are `{sipedge:cps}:<name>`: the hash tag puts them all in one
-// Redis Cluster slot, and the script touches one key, so it runs on
-// Cluster unchanged.
+// Redis Cluster slot, so the script, which touches the keys of a group,
+// runs on Cluster unchanged.
+//
+// # Group commit
+//
+// A decision that needs Redis is queued, and two dispatcher goroutines,
+// each with its own connection, send what is queued, up to 64 decisions,
+// as one script call: the next call carries the decisions that arrived
+// while the previous one was in flight. An idle limiter sends a lone
+// decision at once (there is no timer); a busy one makes Redis run a script
+// per round trip instead of one per decision, which is what bounds the
+// decisions per second. In the script each decision is decided exactly as
+// alone, in queue order (a key may come twice), at the call's now: the
+// guarantee below holds unchanged. Each decision has its deadline from
+// when it was queued, and a call the earliest of its decisions'; should
+// the client overrun it (rueidis can, reconnecting to a silent Redis), the
+// caller gives up at 1.5 times the deadline. The breaker counts failed
+// calls, not decisions; sipedge_ratelimit_redis_group_size shows the
+// decisions per call.
 //
 // # Batch reservation (Options.Batch, off by default)
 //
@@ -111,8 +130,10 @@
 //
 //	sipedge_ratelimit_effective_rate{key="..."}   effective fleet rate, calls/s
 //	sipedge_ratelimit_redis_up                    1 in Redis mode, 0 in the failure mode
-//	sipedge_ratelimit_redis_calls_total           script calls
-//	sipedge_ratelimit_redis_errors_total          failed script calls (deadline included)
+//	sipedge_ratelimit_redis_calls_total           decisions sent to Redis (a script call carries several)
+//	sipedge_ratelimit_redis_round_trips_total     script calls
+//	sipedge_ratelimit_redis_group_size            histogram of decisions per script call
+//	sipedge_ratelimit_redis_errors_total          decisions of failed script calls (deadline included)
 //	sipedge_ratelimit_redis_down_total            transitions to the failure mode
 //	sipedge_ratelimit_failure_mode_total{mode=""} decisions made by the failure mode
 //	sipedge_ratelimit_async_queue_full_total      ReserveAsync calls that found the queue full

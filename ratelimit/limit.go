@@ -34,11 +34,35 @@ type Limit struct {
 // params is a validated Limit, in the units the decision path uses.
 // Immutable once published.
 type params struct {
-	rate     float64   // configured fleet rate, calls per second
-	interval int64     // ns between slots at the fleet rate, margin applied
-	burst    int64     // >= 1
-	maxWait  int64     // ns
-	args     [3]string // the Redis script's T, τ and max wait, in µs
+	rate     float64 // configured fleet rate, calls per second
+	interval int64   // ns between slots at the fleet rate, margin applied
+	burst    int64   // >= 1
+	maxWait  int64   // ns
+
+	// The Redis script's arguments at the configured rate: for one slot
+	// (shared by the keys of a Local with the same, see Local.Register),
+	// and for a block of up to maxBatch slots (the count to be set).
+	args      *scriptArgs
+	batchArgs scriptArgs
+}
+
+// scriptArgs is a decision's arguments for the Redis script: T, τ and max
+// wait in µs, the slots wanted, and the key's expiry in ms.
+type scriptArgs [5]string
+
+// newScriptArgs returns the script's arguments for up to n slots. The
+// expiry is 1 s more than the furthest a grant can move tat past the
+// script's now (max wait + τ + n·T), so that the key outlives its tat by
+// at least 1 s.
+func newScriptArgs(ivus, burst, maxWaitUS int64, n int) scriptArgs {
+	tau := (burst - 1) * ivus
+	return scriptArgs{
+		strconv.FormatInt(ivus, 10),
+		strconv.FormatInt(tau, 10),
+		strconv.FormatInt(maxWaitUS, 10),
+		strconv.Itoa(n),
+		strconv.FormatInt((maxWaitUS+tau+int64(n)*ivus+999)/1000+1000, 10),
+	}
 }
 
 func (lim Limit) params() (*params, error) {
@@ -69,11 +93,9 @@ func (lim Limit) params() (*params, error) {
 		maxWait:  int64(lim.MaxWait),
 	}
 	ivus := (p.interval + 999) / 1000
-	p.args = [3]string{
-		strconv.FormatInt(ivus, 10),
-		strconv.FormatInt((p.burst-1)*ivus, 10),
-		strconv.FormatInt(p.maxWait/1000, 10),
-	}
+	args := newScriptArgs(ivus, p.burst, p.maxWait/1000, 1)
+	p.args = &args
+	p.batchArgs = newScriptArgs(ivus, p.burst, p.maxWait/1000, maxBatch)
 	return p, nil
 }
 

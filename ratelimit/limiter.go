@@ -61,7 +61,7 @@ type Options struct {
 	// call is let through; default 1 s.
 	BreakerCoolDown time.Duration
 	// Workers is the number of goroutines that run ReserveAsync's Redis
-	// calls; default 64. Concurrent calls are pipelined on one connection.
+	// decisions; default 64. Concurrent decisions go in group calls.
 	Workers int
 	// Queue is the capacity of ReserveAsync's queue; when it is full the
 	// failure mode decides at once. Default 1024.

@@ -39,10 +39,11 @@ type entry struct {
 // from any goroutine, shards included; Reserve allocates nothing. Register
 // takes a lock and allocates: call it when configuration is loaded.
 type Local struct {
-	keys    atomic.Pointer[[]*entry] // copy-on-write, indexed by Key
-	mu      sync.Mutex               // serialises Register
-	names   map[string]Key           // guarded by mu
-	divisor int64                    // nodes sharing the key (fallback), else 1
+	keys    atomic.Pointer[[]*entry]   // copy-on-write, indexed by Key
+	mu      sync.Mutex                 // serialises Register
+	names   map[string]Key             // guarded by mu
+	args    map[scriptArgs]*scriptArgs // guarded by mu: the keys' shared script arguments
+	divisor int64                      // nodes sharing the key (fallback), else 1
 	aimd    AIMD
 	now     func() time.Duration // for the rate gauges only
 	set     *metrics.Set
@@ -58,7 +59,7 @@ func NewLocal(o Options) (*Local, error) {
 }
 
 func newLocal(o *Options, divisor int) *Local {
-	l := &Local{names: make(map[string]Key), divisor: int64(divisor), aimd: o.AIMD, now: o.Now, set: o.Metrics}
+	l := &Local{names: make(map[string]Key), args: make(map[scriptArgs]*scriptArgs), divisor: int64(divisor), aimd: o.AIMD, now: o.Now, set: o.Metrics}
 	l.keys.Store(new([]*entry))
 	return l
 }
@@ -76,6 +77,13 @@ func (l *Local) Register(name string, lim Limit) (Key, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	// Keys with the same limit share their script arguments: a group call
+	// sends them once (see groupCall).
+	if a, ok := l.args[*p.args]; ok {
+		p.args = a
+	} else {
+		l.args[*p.args] = p.args
+	}
 	if k, ok := l.names[name]; ok {
 		e := (*l.keys.Load())[k]
 		e.p.Store(p)

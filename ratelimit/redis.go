@@ -14,9 +14,10 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// script is seed 003's worker gate in microseconds, with burst and with
-// batches of slots. One call is one decision, atomic in Redis, on Redis'
-// clock.
+// script is seed 003's worker gate in microseconds, with burst, with
+// batches of slots, and for a group of decisions at once (see group.go):
+// one call carries the decisions queued while the previous calls were in
+// flight. Each decision is atomic in Redis, on Redis' clock.
 //
 // GCRA with burst. T is the interval between slots, τ = (burst-1)·T the
 // tolerance and tat the stored theoretical arrival time. A request at now
@@ -30,46 +31,87 @@ import (
 // while s_i <= tat_i (tat_i after the lift). m slots in any window of
 // length W then satisfy (m-1)·T-τ <= W, i.e. m <= burst + W/T: at burst 1
 // and margin >= 1, never more than Rate calls in any 1 s window. This
-// holds whatever the order in which the nodes' calls arrive.
+// holds whatever the order in which the nodes' calls arrive, and whatever
+// now each grant sees: it uses only that tat never moves back.
+//
+// Groups: the decisions of a call are granted one after the other, in the
+// order of KEYS, at one now (TIME is read once). Each starts from its
+// key's tat as the previous decisions of the group left it (the stored one
+// for the first), so a key twice in a group is granted twice, the second
+// after the first. The keys are read with one MGET and each key changed
+// is written once, at the end, with its last tat: nothing sees the tats in
+// between, since the script is atomic. A group is thus exactly its
+// decisions sent one by one with no time between them, each deciding as
+// it did alone, and the argument above applies unchanged; a decision's
+// wait counts from the reply, which arrives after the whole group ran
+// (microseconds more one-way latency, absorbed by the margin like the
+// rest). A decision that is Over writes nothing (the lift is not stored).
 //
 // Over: when the first slot is more than max wait away, nothing is taken
 // (k = 0); a batch is cut to the slots within max wait.
 //
 // tat is written with %d: Lua would print a number with %.14g, which
-// loses precision on microseconds since 1970 (16 digits). The key
-// expires 1 s after tat, when it is stale anyway.
+// loses precision on microseconds since 1970 (16 digits). The key expires
+// px ms after the write, px being the node's bound of max wait + τ + n·T,
+// plus 1 s: at least 1 s after tat, when it is stale anyway. (Passing px
+// ready-made spares Redis formatting a number per write.)
 //
-// The reply packs d and k in one integer, d·32 + k (k <= maxBatch < 32,
-// exact in a Lua double): a table reply costs Redis as much again as a
-// GET.
+// The decisions of a group often have the same arguments (keys with the
+// same limit, a key twice): ARGV has each distinct tuple once, and a tuple
+// number per decision.
 //
-// KEYS[1] {sipedge:cps}:<key>
-// ARGV    T µs, τ µs, max wait µs, slots wanted
-// returns d·32 + k: the i-th slot (0 <= i < k) is max(0, d+i·T) µs from now
+// Each result packs d and k in one integer, d·32 + k (k <= maxBatch < 32,
+// exact in a Lua double): the reply is one flat array of integers.
+//
+// KEYS    {sipedge:cps}:<key> per decision; a key may repeat, and the
+// shared hash tag puts them all in one Redis Cluster slot
+// ARGV    per decision (as many as KEYS), its tuple's number, from 1; then
+// the tuples, 5 strings each: T µs, τ µs, max wait µs, slots wanted n,
+// px ms
+// returns d·32 + k per decision: the i-th slot (0 <= i < k) is
+// max(0, d+i·T) µs from now
 const script = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local iv = tonumber(ARGV[1])
-local tau = tonumber(ARGV[2])
-local maxw = tonumber(ARGV[3])
-local n = tonumber(ARGV[4])
-local tat = tonumber(redis.call('GET', KEYS[1]) or now)
-if tat < now then tat = now end
-local d = tat - tau - now
-if d > maxw then return d * 32 end
-local k = n
-if d + (n - 1) * iv > maxw then k = math.floor((maxw - d) / iv) + 1 end
-tat = tat + k * iv
-redis.call('SET', KEYS[1], string.format('%d', tat), 'PX', math.floor((tat - now) / 1000) + 1000)
-return d * 32 + k
+local m = #KEYS
+local got = redis.call('MGET', unpack(KEYS))
+local args = {}
+for b = m, #ARGV - 5, 5 do
+  args[#args + 1] = {tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4]), ARGV[b + 5]}
+end
+local tats, px, changed, r = {}, {}, {}, {}
+for i = 1, m do
+  local a = args[tonumber(ARGV[i])]
+  local iv, tau, maxw, n = a[1], a[2], a[3], a[4]
+  local key = KEYS[i]
+  local tat = tats[key] or tonumber(got[i] or now)
+  if tat < now then tat = now end
+  local d = tat - tau - now
+  if d > maxw then
+    r[i] = d * 32
+  else
+    local k = n
+    if d + (n - 1) * iv > maxw then k = math.floor((maxw - d) / iv) + 1 end
+    if not px[key] then changed[#changed + 1] = key end
+    tats[key] = tat + k * iv
+    px[key] = a[5]
+    r[i] = d * 32 + k
+  end
+end
+for j = 1, #changed do
+  local key = changed[j]
+  redis.call('SET', key, string.format('%d', tats[key]), 'PX', px[key])
+end
+return r
 `
 
 var errNotConnected = errors.New("ratelimit: redis not connected yet")
 
-// Redis is the fleet limiter: one Lua script per decision in a shared
-// Redis, through rueidis (EVALSHA, loaded again on NOSCRIPT; concurrent
-// calls auto-pipelined on one connection). Every call has a deadline and
-// goes through a circuit breaker; on failure the failure mode decides.
+// Redis is the fleet limiter: a Lua script in a shared Redis decides, each
+// atomically, the decisions queued while the previous calls were in flight
+// (group commit, see group.go), through rueidis (EVALSHA, loaded again on
+// NOSCRIPT). Every call has a deadline and goes through a circuit breaker;
+// on failure the failure mode decides.
 //
 // Reserve blocks for up to the deadline: never call it on a shard.
 // ReserveAsync never blocks. Both may be called from any goroutine.
@@ -86,11 +128,41 @@ type Redis struct {
 	br           breaker
 	jobs         chan job
 	quit         chan struct{}
-	wg           sync.WaitGroup
+	wg           sync.WaitGroup // workers, connect
+	g            grouper        // the queue of the group calls
 	m            redisMetrics
 }
 
-type rclient struct{ rueidis.Client }
+// rclient is the connected clients, one per dispatcher, each with a single
+// connection: a dispatcher's calls go one at a time on its own connection,
+// which rueidis then writes and reads on the dispatcher's goroutine, with no
+// hand-off to pipelining goroutines. Client is the first.
+type rclient struct {
+	rueidis.Client
+	pipes []rueidis.Client
+}
+
+// newClients connects n clients of one connection each.
+func newClients(opt rueidis.ClientOption, n int) (*rclient, error) {
+	opt.PipelineMultiplex = -1 // 2^0 connections
+	c := &rclient{}
+	for range n {
+		p, err := rueidis.NewClient(opt)
+		if err != nil {
+			c.close()
+			return nil, err
+		}
+		c.pipes = append(c.pipes, p)
+	}
+	c.Client = c.pipes[0]
+	return c, nil
+}
+
+func (c *rclient) close() {
+	for _, p := range c.pipes {
+		p.Close()
+	}
+}
 
 type job struct {
 	e    *entry
@@ -98,7 +170,8 @@ type job struct {
 }
 
 type redisMetrics struct {
-	calls, errors, downs, fallbacks, queueFull, batchSlots, batchWasted *metrics.Counter
+	calls, roundTrips, errors, downs, fallbacks, queueFull, batchSlots, batchWasted *metrics.Counter
+	groupSize                                                                       *metrics.Histogram
 }
 
 // NewRedis connects to o.Redis and starts the ReserveAsync workers. An
@@ -135,6 +208,8 @@ func NewRedis(o Options) (*Redis, error) {
 	set := o.Metrics
 	r.m = redisMetrics{
 		calls:       set.GetOrCreateCounter("sipedge_ratelimit_redis_calls_total"),
+		roundTrips:  set.GetOrCreateCounter("sipedge_ratelimit_redis_round_trips_total"),
+		groupSize:   set.GetOrCreateHistogram("sipedge_ratelimit_redis_group_size"),
 		errors:      set.GetOrCreateCounter("sipedge_ratelimit_redis_errors_total"),
 		downs:       set.GetOrCreateCounter("sipedge_ratelimit_redis_down_total"),
 		fallbacks:   set.GetOrCreateCounter(`sipedge_ratelimit_failure_mode_total{mode="` + string(o.FailureMode) + `"}`),
@@ -148,8 +223,8 @@ func NewRedis(o Options) (*Redis, error) {
 		}
 		return 1
 	})
-	if c, err := rueidis.NewClient(opt); err == nil {
-		r.client.Store(&rclient{c})
+	if c, err := newClients(opt, defaultPipelines); err == nil {
+		r.client.Store(c)
 	} else {
 		r.br.retryAt.Store(int64(r.now()) + r.br.coolDown)
 		r.br.down.Store(true)
@@ -158,6 +233,7 @@ func NewRedis(o Options) (*Redis, error) {
 		r.wg.Add(1)
 		go r.connect(opt)
 	}
+	r.startGroups(defaultPipelines)
 	r.wg.Add(o.Workers)
 	for range o.Workers {
 		go r.work()
@@ -177,8 +253,8 @@ func (r *Redis) connect(opt rueidis.ClientOption) {
 			return
 		case <-t.C:
 		}
-		if c, err := rueidis.NewClient(opt); err == nil {
-			r.client.Store(&rclient{c})
+		if c, err := newClients(opt, defaultPipelines); err == nil {
+			r.client.Store(c)
 			return
 		}
 	}
@@ -202,7 +278,8 @@ func (r *Redis) work() {
 // with or after Close.
 func (r *Redis) Close() {
 	close(r.quit)
-	r.wg.Wait()
+	r.wg.Wait() // the workers' decisions in flight end within the deadline
+	r.stopGroups()
 	for {
 		select {
 		case j := <-r.jobs:
@@ -213,7 +290,7 @@ func (r *Redis) Close() {
 		break
 	}
 	if c := r.client.Load(); c != nil {
-		c.Close()
+		c.close()
 	}
 }
 
@@ -268,56 +345,52 @@ func (r *Redis) decide(ctx context.Context, e *entry) (Decision, error) {
 	if d, ok := r.held(e, now); ok {
 		return d, nil
 	}
-	if !r.br.allow(now) {
+	if r.br.open(now) { // the dispatcher takes the probe, if it is due
 		return r.fallback(e, now), nil
 	}
 	return r.call(ctx, e, now)
 }
 
-// call runs the script; the breaker let it through.
+// call runs the script for e, in the next group call.
 func (r *Redis) call(ctx context.Context, e *entry, now int64) (Decision, error) {
-	c := r.client.Load()
-	if c == nil {
-		r.failed(now, errNotConnected)
-		return r.fallback(e, now), nil
-	}
 	p := e.p.Load()
 	iv := r.local.interval(e, p, now)
 	ivus := (iv + 999) / 1000
 	n, batching := 1, r.batching(e, now)
 	if batching {
-		n = e.blk.want(now, iv, r.batch)
-	}
-	var args []string
-	if iv == p.interval { // not lowered by AIMD: the arguments are ready
-		args = []string{p.args[0], p.args[1], p.args[2], strconv.Itoa(n)}
-	} else {
-		args = []string{
-			strconv.FormatInt(ivus, 10),
-			strconv.FormatInt((p.burst-1)*ivus, 10),
-			p.args[2],
-			strconv.Itoa(n),
+		if n = e.blk.want(now, iv, r.batch); n > 1 {
+			defer e.blk.answered(n)
 		}
 	}
-	cctx, cancel := context.WithTimeout(ctx, r.deadline)
-	v, err := r.script.Exec(cctx, c.Client, e.rkey, args).AsInt64()
-	cancel()
-	r.m.calls.Inc()
+	var v int64
+	var err error
+	switch {
+	case iv != p.interval: // lowered by AIMD
+		v, err = r.exec(ctx, e, nil, newScriptArgs(ivus, p.burst, p.maxWait/1000, n))
+	case batching:
+		args := p.batchArgs
+		args[3] = strconv.Itoa(n)
+		v, err = r.exec(ctx, e, nil, args)
+	default: // the arguments are ready, and shared with other keys
+		v, err = r.exec(ctx, e, p.args, scriptArgs{})
+	}
+	if errors.Is(err, errAbandoned) {
+		return Decision{}, ctx.Err()
+	}
 	d, k := v>>5, v&31 // d·32 + k
 	if err == nil && k > int64(n) {
 		err = fmt.Errorf("ratelimit: unexpected script reply %d", v)
+		r.m.errors.Inc()
+		r.failed(int64(r.now()), err)
 	}
 	if err != nil {
-		if ctx.Err() != nil { // the caller gave up: says nothing about Redis
-			r.br.probing.Store(false)
-			return Decision{}, ctx.Err()
-		}
-		r.m.errors.Inc()
+		// The dispatcher counts a failed call in the breaker and its
+		// decisions in the errors; a decision that expired in the queue
+		// or got no answer by its deadline, refused by the breaker or
+		// made after Close, was not sent.
 		now = int64(r.now()) // the call took time: the wait counts from here
-		r.failed(now, err)
 		return r.fallback(e, now), nil
 	}
-	r.succeeded()
 	if k == 0 {
 		// Redis' first free slot was d µs after the script ran, which
 		// was after now; tat never moves back, so every reservation
@@ -449,6 +522,11 @@ type block struct {
 	n     int
 	last  int64 // the latest slot reserved
 	size  int   // slots the next round trip asks for
+	// ahead is the slots being asked for, beyond each asker's own: with
+	// the held ones, no more than the block can hold. (Concurrent
+	// decisions on a key, in one group call or not, each ask for a block:
+	// without the cap they would reserve slots only to drop them.)
+	ahead int
 }
 
 // take hands out the next held slot, dropping those more than grace in
@@ -472,6 +550,9 @@ func (b *block) take(now, grace int64) (wait int64, ok bool, expired int) {
 // doubles, up to limit, while demand keeps up with it (the held slots ran
 // out within an interval of the last one), and falls back to one slot
 // otherwise, so a node with little traffic does not take slots it wastes.
+// It is cut to what the block has room for, counting the slots already
+// being asked for. When it is more than 1, call answered(n) once the
+// reply's slots are put (or the call failed).
 func (b *block) want(now, interval int64, limit int) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -480,7 +561,17 @@ func (b *block) want(now, interval int64, limit int) int {
 	} else {
 		b.size = min(2*b.size, limit)
 	}
-	return b.size
+	room := len(b.slots) - (b.n - b.head) - b.ahead
+	n := max(min(b.size, room+1), 1)
+	b.ahead += n - 1
+	return n
+}
+
+// answered ends the asking for n slots that want started.
+func (b *block) answered(n int) {
+	b.mu.Lock()
+	b.ahead -= n - 1
+	b.mu.Unlock()
 }
 
 // put stores reserved slots, last being the latest slot of the round
