@@ -308,7 +308,12 @@ type RateLimit struct {
 	Deadline    time.Duration `yaml:"deadline_ms"`  // default 20 ms
 	FailureMode string        `yaml:"failure_mode"` // local (default), open or closed
 	Nodes       int           `yaml:"nodes"`        // default 1
-	Flood       Flood         `yaml:"flood"`
+	// Batch, 2 to 16, lets a node reserve blocks of up to Batch slots per
+	// Redis round trip for keys at BatchMinRate or more (the accuracy
+	// trade-off is in ratelimit's package doc); 0 = one slot per decision.
+	Batch        int     `yaml:"batch"`
+	BatchMinRate float64 `yaml:"batch_min_rate"` // default 50 calls/s
+	Flood        Flood   `yaml:"flood"`
 }
 
 // Flood is the in-process flood protection for sources that are neither

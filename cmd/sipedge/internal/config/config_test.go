@@ -269,6 +269,8 @@ func TestRejects(t *testing.T) {
 		{"ratelimit redis", "ratelimit: { redis: \"127.0.0.1:6379\" }", `ratelimit.redis: "127.0.0.1:6379": want a redis:// URL`},
 		{"passive outcome", "gateway:\n  groups:\n    - name: g\n      passive: { outcomes: [status_503, status_500] }\n      destinations: [{ uri: \"sip:127.0.0.1:5070\", address: \"127.0.0.1:5070\" }]",
 			`line 4: gateway.groups[0].passive.outcomes[1]: "status_500": want one of "no_response", "status_503", "transport_error"`},
+		{"batch one", "ratelimit: { batch: 1 }", `ratelimit.batch: 1: want 0 (off) or 2 to 16`},
+		{"batch too large", "ratelimit:\n  batch: 32", `line 2: ratelimit.batch: 32: want 0 (off) or 2 to 16`},
 		{"flood negative", "ratelimit:\n  flood: { messages_per_sec: -5 }", `line 2: ratelimit.flood.messages_per_sec: -5: must not be negative`},
 		{"flood without ban", "ratelimit:\n  flood: { ban_secs: 0 }", `line 2: ratelimit.flood.ban_secs: 0s: want a positive ban while flood protection is on`},
 		{"flood ban negative", "ratelimit:\n  flood: { ban_secs: -1 }", `line 2: ratelimit.flood.ban_secs: -1: must not be negative`},
@@ -445,7 +447,7 @@ func TestDefaults(t *testing.T) {
 		{"lcr.timeout_ms", c.LCR.Timeout, 2 * time.Second},
 		{"lcr.reroute_causes", c.LCR.RerouteCauses, []int{408, 500, 502, 503, 504}},
 		{"ratelimit", c.RateLimit, RateLimit{Deadline: 20 * time.Millisecond, FailureMode: "local", Nodes: 1,
-			Flood: Flood{MessagesPerSec: 200, Ban: time.Minute}}},
+			BatchMinRate: 50, Flood: Flood{MessagesPerSec: 200, Ban: time.Minute}}},
 		{"cdr", c.CDR, CDR{File: "cdr.jsonl", MaxSizeMB: 100, MaxBackups: 10, Queue: 65536}},
 	}
 	for _, tt := range tests {
@@ -596,7 +598,7 @@ lcr:
           reroute_causes: [480, 503]
 cache:
   - { name: lcr, url: "redis://127.0.0.1:6379/2", local_ttl_secs: 30 }
-ratelimit: { redis: "redis://127.0.0.1:6380", deadline_ms: 15, failure_mode: closed, nodes: 3, flood: { messages_per_sec: 0 } }
+ratelimit: { redis: "redis://127.0.0.1:6380", deadline_ms: 15, failure_mode: closed, nodes: 3, batch: 8, batch_min_rate: 100, flood: { messages_per_sec: 0 } }
 cdr: { file: "/var/lib/sipedge/cdr.jsonl", max_size_mb: 10, max_backups: 0, queue: 1024 }
 `
 

@@ -108,6 +108,7 @@ func (c *Config) fill() {
 	orDefault(&r.Deadline, 20*time.Millisecond)
 	orDefault(&r.FailureMode, FailureLocal)
 	orDefault(&r.Nodes, 1)
+	orDefault(&r.BatchMinRate, 50)
 	orDefault(&c.CDR.File, "cdr.jsonl")
 	orDefault(&c.CDR.MaxSizeMB, 100)
 	orDefault(&c.CDR.Queue, 65536)
@@ -318,6 +319,12 @@ func (c *Config) validate(v *validator) {
 	}
 	v.oneOf("ratelimit.failure_mode", r.FailureMode, FailureLocal, FailureOpen, FailureClosed)
 	v.positive("ratelimit.nodes", r.Nodes)
+	if r.Batch == 1 || r.Batch > 16 {
+		v.errorf("ratelimit.batch", "%d: want 0 (off) or 2 to 16", r.Batch)
+	}
+	if r.BatchMinRate < 0 {
+		v.errorf("ratelimit.batch_min_rate", "%v: must not be negative", r.BatchMinRate)
+	}
 	if r.Flood.MessagesPerSec > 0 && r.Flood.Ban <= 0 {
 		v.errorf("ratelimit.flood.ban_secs", "%v: want a positive ban while flood protection is on", r.Flood.Ban)
 	}

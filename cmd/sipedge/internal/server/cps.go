@@ -41,7 +41,8 @@ func newCPS(cfg *config.Config, s *Server) (*cps, error) {
 	}
 	c.limiter, err = ratelimit.New(ratelimit.Options{Config: ratelimit.Config{Redis: cfg.RateLimit.Redis,
 		DeadlineMS: int(cfg.RateLimit.Deadline / time.Millisecond), FailureMode: ratelimit.FailureMode(cfg.RateLimit.FailureMode),
-		Nodes: cfg.RateLimit.Nodes}, Metrics: s.cpsSet, Logger: s.log})
+		Nodes: cfg.RateLimit.Nodes}, Batch: cfg.RateLimit.Batch, BatchMinRate: cfg.RateLimit.BatchMinRate,
+		Metrics: s.cpsSet, Logger: s.log})
 	if err != nil {
 		return nil, fmt.Errorf("ratelimit: %w", err)
 	}
