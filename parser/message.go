@@ -343,7 +343,7 @@ func (m *Message) parseHeaders(buf []byte, pos int, lim *Limits) (int, error) {
 		// Continuation lines: CRLF followed by SP or HTAB.
 		for next < len(buf) && (buf[next] == ' ' || buf[next] == '\t') {
 			var err error
-			if lineEnd, next, err = nextLine(buf, next); err != nil {
+			if lineEnd, next, err = lineAt(buf, next); err != nil {
 				return 0, err
 			}
 			lines++
@@ -384,20 +384,6 @@ var listKinds = func() (s HeaderSet) {
 	}
 	return s
 }()
-
-// nextLine finds the line starting at pos and returns the index of its CR
-// and of the next line.
-func nextLine(buf []byte, pos int) (lineEnd, next int, err error) {
-	i := bytes.IndexByte(buf[pos:], '\n')
-	if i < 0 {
-		return 0, 0, ErrUnterminatedHeaders
-	}
-	eol := pos + i
-	if i == 0 || buf[eol-1] != '\r' {
-		return 0, 0, ErrBadHeader
-	}
-	return eol - 1, eol + 1, nil
-}
 
 // addList records the elements of a list header's value buf[start:end].
 func (m *Message) addList(buf []byte, kind HeaderKind, name span, start, end, maxHeaders int, lim *Limits) error {
