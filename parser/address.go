@@ -66,7 +66,7 @@ func ParseAddress(b []byte, a *Address) error {
 	if lt >= 0 {
 		// Up to '>', with no white space inside <...> (RFC 4475 3.1.2.14)
 		// nor any control character, which no URI has (RFC 3986 2).
-		gt := scanClass(b, lt+1, classInAngle)
+		gt := scanVisible(b, lt+1, '>')
 		if gt == len(b) || b[gt] != '>' {
 			return ErrBadAddress
 		}
@@ -81,7 +81,7 @@ func ParseAddress(b []byte, a *Address) error {
 		a.URI = b[us:ue]
 		rest = b[end:]
 		if bytes.IndexByte(a.URI, '?') >= 0 || bytes.IndexByte(a.URI, ',') >= 0 ||
-			scanClass(a.URI, 0, classVisible) != len(a.URI) {
+			scanVisible(a.URI, 0, 0) != len(a.URI) {
 			return ErrBadAddress // no white space inside either (RFC 3261 25.1 addr-spec)
 		}
 	}

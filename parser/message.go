@@ -189,7 +189,7 @@ func (m *Message) parseStartLine(line []byte, pos int, lim *Limits) error {
 	m.method = LookupMethod(line[pos:i])
 	i++
 	u := i
-	i = scanClass(line, i, classVisible)
+	i = scanVisible(line, i, 0)
 	if i == u || i == len(line) || line[i] != ' ' {
 		return ErrBadRequestLine
 	}

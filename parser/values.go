@@ -1,6 +1,10 @@
 package parser
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/binary"
+	"math/bits"
+)
 
 // parseUint parses 1*DIGIT no greater than max. Leading zeros are allowed
 // (RFC 4475 3.1.1.1); overflow is an error, never a wrap.
@@ -452,7 +456,7 @@ func (m *Message) HasOptionTag(kind HeaderKind, tag string) bool {
 // checks of the four loads.
 func scanClass(b []byte, i int, class uint16) int {
 	if i < 0 {
-		panic("parser: scanClass from a negative index")
+		return i // no caller passes one; a panic would cost every call a frame
 	}
 	for ; i < len(b)-3; i += 4 {
 		if byteClass[b[i]]&class == 0 {
@@ -472,4 +476,40 @@ func scanClass(b []byte, i int, class uint16) int {
 		i++
 	}
 	return i
+}
+
+// scanVisible is scanClass for classVisible (stop 0) or classInAngle
+// (stop '>'), eight bytes a round: it returns the index of the first byte at
+// or after i that is a control character, SP, DEL or stop, or len(b).
+func scanVisible(b []byte, i int, stop byte) int {
+	if i < 0 {
+		return i // as in scanClass
+	}
+	stops := ones * uint64(stop)
+	for ; i < len(b)-7; i += 8 {
+		if m := notVisible(binary.LittleEndian.Uint64(b[i:i+8]), stops); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	if rem := len(b) - i; rem > 0 && len(b) >= 8 {
+		// The last eight bytes, shifted so that the rem unchecked ones come
+		// first and zeros, which are flagged, fill the rest.
+		x := binary.LittleEndian.Uint64(b[len(b)-8:]) >> (8 * (8 - rem))
+		return i + bits.TrailingZeros64(notVisible(x, stops))>>3
+	}
+	for i < len(b) && notVisible(uint64(b[i]), stops)&0x80 == 0 {
+		i++
+	}
+	return i
+}
+
+const ones = 0x0101010101010101
+
+// notVisible sets the high bit of the lowest byte of x that is below 0x21
+// (a control character or SP), DEL, or equal to the byte stops repeats (0
+// adds nothing), and possibly of higher bytes. Borrows run only upwards
+// from a flagged byte, so the lowest flag is exact.
+func notVisible(x, stops uint64) uint64 {
+	del, stop := x^(0x7f*ones), x^stops
+	return ((x-0x21*ones)&^x | (del-ones)&^del | (stop-ones)&^stop) & (0x80 * ones)
 }

@@ -389,3 +389,61 @@ func TestUnitHasOptionTag(t *testing.T) {
 	f(HeaderProxyRequire, "timer", false)
 	f(HeaderUnsupported, "timer", false)
 }
+
+// scanVisible agrees with scanClass byte for byte: every length to 20, every
+// start, a bad byte of each kind at every position, and bytes either side of
+// the class boundaries around it (the borrows of its word arithmetic).
+func TestUnitScanVisible(t *testing.T) {
+	bad := []byte{0, 1, '\t', '\n', '\r', 0x1f, ' ', '>', 0x7f}
+	good := []byte{'!', '"', '=', '?', 'a', '~', 0x80, 0xfe, 0xff}
+	for n := 0; n <= 20; n++ {
+		for pos := -1; pos < n; pos++ {
+			for _, c := range bad {
+				for _, g := range good {
+					b := make([]byte, n)
+					for k := range b {
+						b[k] = g
+					}
+					if pos >= 0 {
+						b[pos] = c
+						if pos+1 < n {
+							b[pos+1] = good[(pos+int(c))%len(good)]
+						}
+					}
+					for i := 0; i <= n; i++ {
+						for _, tc := range []struct {
+							stop  byte
+							class uint16
+						}{{0, classVisible}, {'>', classInAngle}} {
+							if got, want := scanVisible(b, i, tc.stop), scanClass(b, i, tc.class); got != want {
+								t.Fatalf("scanVisible(%q, %d, %q) = %d, want %d", b, i, tc.stop, got, want)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	// Every byte value at every position of a word and its tail.
+	for c := range 256 {
+		for pos := range 13 {
+			b := []byte("sip:a@b.c;x=yz")[:13]
+			b[pos] = byte(c)
+			for i := 0; i <= len(b); i++ {
+				if got, want := scanVisible(b, i, '>'), scanClass(b, i, classInAngle); got != want {
+					t.Fatalf("scanVisible(%q, %d, '>') = %d, want %d", b, i, got, want)
+				}
+				if got, want := scanVisible(b, i, 0), scanClass(b, i, classVisible); got != want {
+					t.Fatalf("scanVisible(%q, %d, 0) = %d, want %d", b, i, got, want)
+				}
+			}
+		}
+	}
+	// Bad bytes before i do not count, even in the word read with i's bytes.
+	b := []byte("\x00\x00\x00 >\x7f\x01\x00\x21\x21\x21")
+	for i := range b {
+		if got, want := scanVisible(b, i, '>'), scanClass(b, i, classInAngle); got != want {
+			t.Errorf("scanVisible(%q, %d) = %d, want %d", b, i, got, want)
+		}
+	}
+}
