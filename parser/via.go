@@ -98,15 +98,25 @@ func ParseVia(b []byte, v *Via) error {
 		if !ok {
 			break
 		}
-		switch {
-		case equalFold(name, "branch"):
-			v.Branch = value
-		case equalFold(name, "received"):
-			v.Received = value
-		case equalFold(name, "maddr"):
-			v.Maddr = value
-		case equalFold(name, "rport"):
-			v.RPort, v.HasRPort = value, true
+		// The names are letters, so c|0x20 folds them (see equalTokenFold);
+		// the length picks the one name to compare, a word at a time.
+		le := binary.LittleEndian
+		switch len(name) {
+		case 6: // branch
+			if le.Uint32(name)|0x20202020 == 0x6e617262 && le.Uint16(name[4:])|0x2020 == 0x6863 {
+				v.Branch = value
+			}
+		case 8: // received
+			if le.Uint64(name)|0x2020202020202020 == 0x6465766965636572 {
+				v.Received = value
+			}
+		case 5: // maddr, rport
+			switch w := le.Uint32(name) | 0x20202020; {
+			case w == 0x6464616d && name[4]|0x20 == 'r':
+				v.Maddr = value
+			case w == 0x726f7072 && name[4]|0x20 == 't':
+				v.RPort, v.HasRPort = value, true
+			}
 		}
 	}
 	return nil

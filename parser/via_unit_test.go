@@ -50,6 +50,12 @@ func TestUnitParseVia(t *testing.T) {
 	f("SIP/2.0/UDP h;branch=z9hG4bK1;rport", "UDP", "h", 0, "z9hG4bK1", "", "", true, "")
 	// Parameter names are case-insensitive; unknown parameters are kept.
 	f("SIP/2.0/UDP host;BRANCH=z9hG4bK1;Received=1.2.3.4;RPORT=5;MAddr=m.example.com", "UDP", "host", 0, "z9hG4bK1", "1.2.3.4", "m.example.com", true, "5")
+	// Names of the same length, or one letter off, are other parameters
+	// (ParseVia compares the known names a word at a time).
+	f("SIP/2.0/UDP host;brancH=b;bRanch=c;branck=x;pranch=x;branch1=x;brnch=x", "UDP", "host", 0, "c", "", "", false, "")
+	f("SIP/2.0/UDP host;receiveD=r;receivee=x;deceived=x;receivedd=x;recv=x", "UDP", "host", 0, "", "r", "", false, "")
+	f("SIP/2.0/UDP host;maddR=m;maddx=x;nADDR=x;Rport=p;rporx=x;sport=x;rport_=x", "UDP", "host", 0, "", "", "m", true, "p")
+	f("SIP/2.0/UDP host;madd=x;rpor=x;rport-=x;bran=x;branc=x", "UDP", "host", 0, "", "", "", false, "")
 	f(`SIP/2.0/UDP host;branch=z9hG4bK1;x="quoted;value";hide;ttl=1`, "UDP", "host", 0, "z9hG4bK1", "", "", false, "")
 	f("SIP/2.0/UDP 255.255.255.255;branch=z9hG4bK1", "UDP", "255.255.255.255", 0, "z9hG4bK1", "", "", false, "") // RFC 4475 3.3.10
 	f("SIP/2.0/UDP host:0065535", "UDP", "host", 65535, "", "", "", false, "")                                   // leading zeros
