@@ -98,8 +98,9 @@ type Call struct {
 	bTxn     txn.Handle      // the B-leg INVITE client transaction
 	canceled bool            // the caller cancelled, or the call no longer wants the B-leg
 	answered bool
+	rtxTo    side // where ok2xx goes: the side that sent the INVITE it answers
 
-	ok2xx   []byte        // the 2xx sent to the caller, retransmitted until ACK
+	ok2xx   []byte        // the last 2xx sipedge relayed to an INVITE, retransmitted until its ACK
 	rtx     uint64        // its retransmission timer, 0 when none
 	rtxWait time.Duration // the current interval
 	rtxEnd  time.Duration // when to give up (64*T1)

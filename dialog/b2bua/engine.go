@@ -339,23 +339,42 @@ func (e *Engine) after() {
 	}
 }
 
-// strayResponse handles a response no client transaction matches. A
-// retransmitted 2xx of a B-leg INVITE outlives its transaction (RFC 6026):
-// re-send the ACK, or ACK and BYE a call that no longer wants it.
+// strayResponse handles a response no client transaction matches: a
+// retransmitted 2xx that outlived its transaction (RFC 6026) is ACKed
+// again in a live dialog; nothing else is answered, since anyone can send
+// one.
 func (e *Engine) strayResponse(m *parser.Message, _ error) {
-	if m.StatusCode() < 200 || m.StatusCode() >= 300 {
+	e.orphan2xx(m, false, txn.Peer{})
+}
+
+// orphan2xx handles a 2xx to an INVITE no call watches: its transaction
+// ended, or the call or re-INVITE it answered is done with it. ours says it
+// matched one of sipedge's client transactions, from peer. In a live
+// dialog it is a retransmission, ACKed again once sipedge has ACKed it
+// (RFC 3261 13.2.2.4). Otherwise one of sipedge's INVITEs established a
+// dialog nobody keeps, as when a carrier's 200 crosses the call's CANCEL
+// or end: it is ACKed and BYEd.
+func (e *Engine) orphan2xx(m *parser.Message, ours bool, peer txn.Peer) {
+	if code := m.StatusCode(); code < 200 || code >= 300 {
 		return
 	}
 	cseq, err := m.CSeq()
 	if err != nil || cseq.Method != parser.MethodInvite {
 		return
 	}
-	c, side := e.lookupCall(m.CallID())
-	if c == nil || side != sideB {
-		return
+	c, s := e.lookupCall(m.CallID())
+	if c != nil {
+		l := c.leg(s)
+		var to parser.Address
+		if m.To(&to) == nil && string(to.Tag) == string(l.remoteTag) {
+			if l.acked && cseq.Num == l.inviteCSeq {
+				e.ack(l, nil)
+			}
+			return
+		}
 	}
-	if c.b.acked && cseq.Num == c.b.inviteCSeq {
-		e.sendAck(c, nil)
+	if ours {
+		e.endUnwanted(c, m, peer)
 	}
 }
 

@@ -155,6 +155,7 @@ func (e *Engine) onResponse(m *parser.Message, a *txn.Action) {
 	h := a.Txn
 	c, role := e.roleOf(h)
 	if c == nil {
+		e.orphan2xx(m, true, a.Peer)
 		return
 	}
 	switch role.kind {
@@ -181,11 +182,12 @@ func (e *Engine) onRelayResponse(c *Call, role txnRole, m *parser.Message) {
 	if r.method == parser.MethodInvite && code >= 200 && code < 300 {
 		// A re-INVITE's 2xx refreshes the answering leg's target (RFC 3261
 		// 12.2.1.2) and is retransmitted until the ACK.
+		to := c.leg(opposite(r.from))
 		var contact parser.Address
 		if m.Contact(0, &contact) == nil {
-			to := c.leg(opposite(r.from))
 			to.target = append(to.target[:0], contact.URI...)
 		}
+		to.acked = false // until the other side's ACK is forwarded
 	}
 	e.out = e.appendRelayedResponse(e.out[:0], &e.areq, m, nil, from)
 	if r.method == parser.MethodInvite && code >= 200 && code < 300 {
@@ -193,9 +195,7 @@ func (e *Engine) onRelayResponse(c *Call, role txnRole, m *parser.Message) {
 			c.ok2xx = e.getBuf()
 		}
 		c.ok2xx = append(c.ok2xx[:0], e.out...)
-		if r.from == sideA {
-			e.start2xx(c)
-		}
+		e.start2xx(c, r.from)
 	}
 	if e.txns.Respond(r.in, e.out, e.now) == nil {
 		e.after()
@@ -247,6 +247,9 @@ func (e *Engine) onTxnFailure(h txn.Handle) {
 
 // sendBye sends a BYE on leg l in a client transaction of the engine's own.
 func (e *Engine) sendBye(c *Call, l *leg) {
+	if c != nil && l == &c.b && c.answered && !l.acked {
+		e.ack(l, nil) // the carrier's 2xx first, or it retransmits it for 32 s
+	}
 	l.cseq++
 	b := e.appendRequestHead(e.out[:0], "BYE", l, l.cseq, 70)
 	e.out = parser.AppendBody(b, "", nil)
@@ -254,7 +257,9 @@ func (e *Engine) sendBye(c *Call, l *leg) {
 		return
 	}
 	if h, err := e.txns.SendRequest(&e.msg, l.peer, e.now); err == nil {
-		e.watch(h, c, roleBye, 0, -1)
+		if c != nil {
+			e.watch(h, c, roleBye, 0, -1)
+		}
 		e.after()
 	}
 }

@@ -375,10 +375,7 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 	code := m.StatusCode()
 	if h != c.bTxn || c.canceled {
 		if code >= 200 && code < 300 {
-			e.m.lateAnswers.Inc()
-			e.scratch.reset()
-			e.legFromResponse(&e.scratch, m, peer)
-			e.ackAndBye(c, &e.scratch)
+			e.endUnwanted(c, m, peer)
 		}
 		if h == c.bTxn && code >= 200 {
 			e.end(c, hangupCaller) // the caller cancelled; the carrier has answered
@@ -404,15 +401,12 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 				// A retransmission of the 2xx (RFC 6026 Timer M): the ACK
 				// was lost, or the caller has not ACKed yet.
 				if c.b.acked {
-					e.sendAck(c, nil) // rebuilt: an ACK for a 2xx is its own transaction
+					e.ack(&c.b, nil) // rebuilt: an ACK for a 2xx is its own transaction
 				}
 				return
 			}
 			// A second dialog from a forking carrier: ACK and BYE it.
-			e.m.lateAnswers.Inc()
-			e.scratch = c.b
-			e.confirmLeg(&e.scratch, m)
-			e.ackAndBye(c, &e.scratch)
+			e.endUnwanted(c, m, peer)
 			return
 		}
 		e.confirmLeg(&c.b, m)
@@ -451,6 +445,20 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 		e.report(c, code, retry)
 		e.carryOut(c, c.seq.Final(e.now, code, phrase(code, m.ReasonPhrase())))
 	}
+}
+
+// endUnwanted ACKs and BYEs the dialog a 2xx establishes that no call keeps
+// (RFC 3261 13.2.2.4): a late answer from a carrier the call left, a second
+// dialog from a forking carrier, an answer that crossed the call's end. c
+// is the call the answer belongs to, nil when it has ended. The dialog is
+// built from the response alone in the engine's scratch leg, which never
+// shares a call's buffers: a call's leg copied into it would be rewritten.
+func (e *Engine) endUnwanted(c *Call, m *parser.Message, peer txn.Peer) {
+	e.m.lateAnswers.Inc()
+	e.scratch.reset()
+	e.legFromResponse(&e.scratch, m, peer)
+	e.ack(&e.scratch, nil)
+	e.sendBye(c, &e.scratch)
 }
 
 // legFromResponse fills l with the dialog a 2xx to one of sipedge's
@@ -495,7 +503,7 @@ func (e *Engine) relayToCaller(c *Call, resp *parser.Message) {
 			c.ok2xx = e.getBuf()
 		}
 		c.ok2xx = append(c.ok2xx[:0], e.out...)
-		e.start2xx(c)
+		e.start2xx(c, sideA)
 	}
 	if err := e.txns.Respond(c.aTxn, e.out, e.now); err == nil {
 		e.after()
@@ -525,12 +533,14 @@ func (e *Engine) getMsg() *parser.Message {
 	return new(parser.Message)
 }
 
-// start2xx begins retransmitting the caller's 2xx until its ACK
-// (RFC 3261 13.3.1.4): from T1, doubling up to T2, for 64*T1.
-func (e *Engine) start2xx(c *Call) {
+// start2xx begins retransmitting the 2xx in c.ok2xx to side to, which sent
+// the INVITE, until its ACK (RFC 3261 13.3.1.4): from T1, doubling up to
+// T2, for 64*T1.
+func (e *Engine) start2xx(c *Call, to side) {
 	if c.rtx != 0 {
 		e.env.Clock.Stop(c.rtx)
 	}
+	c.rtxTo = to
 	c.rtxWait = e.t1()
 	c.rtxEnd = e.now + 64*e.t1()
 	c.rtx = e.env.Clock.StartAt(e.now+c.rtxWait, timer2xx, e.arg(c))
@@ -548,7 +558,7 @@ func (e *Engine) retransmit2xx(c *Call) {
 		return
 	}
 	e.m.retransmitted2xx.Inc()
-	e.env.Send(c.a.peer, c.ok2xx)
+	e.env.Send(c.leg(c.rtxTo).peer, c.ok2xx)
 	c.rtxWait = min(2*c.rtxWait, e.t2())
 	c.rtx = e.env.Clock.StartAt(e.now+c.rtxWait, timer2xx, e.arg(c))
 }
@@ -579,51 +589,33 @@ func (e *Engine) onAck(m *parser.Message, _ *txn.Action) {
 	if m.To(&to) != nil || string(to.Tag) != string(c.leg(s).localTag) {
 		return // not in this dialog
 	}
-	if c.rtx != 0 {
-		e.env.Clock.Stop(c.rtx)
-		c.rtx = 0
+	if s == c.rtxTo {
+		// The 2xx sipedge retransmits went to s, which sent the INVITE: it
+		// arrived. The INVITE and its 2xx are no longer needed, and a held
+		// call keeps no copy of them.
+		if c.rtx != 0 {
+			e.env.Clock.Stop(c.rtx)
+			c.rtx = 0
+		}
+		e.putBuf(c.ok2xx)
+		c.ok2xx = nil
 	}
-	// The dialog is confirmed on both sides: the INVITE and its 2xx are no
-	// longer needed, and a held call keeps no copy of them.
-	e.putBuf(c.ok2xx)
-	c.ok2xx = nil
 	if s == sideA {
 		e.releaseInvite(c)
 	}
-	if s == sideA {
-		e.sendAck(c, m)
-		return
-	}
-	e.forwardAck(c, m)
+	// The other side's 2xx, which sipedge relayed, is ACKed on its leg.
+	e.ack(c.leg(opposite(s)), m)
 }
 
-// ackAndBye acknowledges a 2xx the call does not want on leg l and ends
-// that dialog at once.
-func (e *Engine) ackAndBye(c *Call, l *leg) {
+// ack sends the ACK for the 2xx to leg l's last INVITE, with the body of
+// from, the other side's ACK (a late SDP answer), when there is one. An ACK
+// for a 2xx is a transaction of its own (RFC 3261 13.2.2.4, 17.1.1.3): a
+// retransmitted 2xx is ACKed again with a rebuilt one.
+func (e *Engine) ack(l *leg, from *parser.Message) {
 	b := e.appendRequestHead(e.out[:0], "ACK", l, l.inviteCSeq, 70)
-	e.out = parser.AppendBody(b, "", nil)
-	e.env.Send(l.peer, e.out)
-	e.sendBye(c, l)
-}
-
-// sendAck sends the ACK for the B-leg's 2xx to its last INVITE, with the
-// caller's ACK's body (a late SDP answer) when there is one.
-func (e *Engine) sendAck(c *Call, from *parser.Message) {
-	B := &c.b
-	b := e.appendRequestHead(e.out[:0], "ACK", B, B.inviteCSeq, 70)
-	b = appendBodyOf(b, from)
-	e.out = b
-	B.acked = true
-	e.env.Send(B.peer, b)
-}
-
-// forwardAck sends an ACK on the A-leg for a 2xx relayed to the caller from
-// a re-INVITE the B side sent.
-func (e *Engine) forwardAck(c *Call, from *parser.Message) {
-	A := &c.a
-	b := e.appendRequestHead(e.out[:0], "ACK", A, A.inviteCSeq, 70)
 	e.out = appendBodyOf(b, from)
-	e.env.Send(A.peer, e.out)
+	l.acked = true
+	e.env.Send(l.peer, e.out)
 }
 
 // onCancel answers a CANCEL (RFC 3261 9.2): 200 to the CANCEL, 487 to the

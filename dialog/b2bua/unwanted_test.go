@@ -1,0 +1,175 @@
+package b2bua
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sipedge/sipedge/dialog/txn"
+	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/route"
+)
+
+// carrierResponseTagged is carrierResponse with the To tag tag: another
+// dialog of a forking carrier.
+func carrierResponseTagged(req *parser.Message, code int, reason, body, tag string) string {
+	b := parser.AppendResponse(nil, req, code, reason, []byte(tag))
+	b = append(b, "Contact: <sip:gw@carrier.example.net:5070>\r\n"...)
+	if body != "" {
+		b = append(b, "Content-Type: application/sdp\r\n"...)
+	}
+	return string(parser.AppendBody(b, "", []byte(body)))
+}
+
+// wantTag fails unless the To tag of every message is tag (requests from
+// sipedge on the B-leg carry the carrier's tag in To).
+func wantTag(t *testing.T, ms []*parser.Message, tag string) {
+	t.Helper()
+	for _, m := range ms {
+		if got := tagOf(t, m, parser.HeaderTo); got != tag {
+			t.Errorf("%s: To tag %q, want %q", firstLine(string(m.Bytes())), got, tag)
+		}
+	}
+}
+
+// A forking carrier's second 2xx is ACKed and BYEd on a dialog of its own
+// (RFC 3261 13.2.2.4); the call's dialog is untouched: its ACK and BYE
+// still carry the first 2xx's tag and the call's Call-ID. The engine's
+// scratch dialog once shared the call's buffers, so this rewrote the call.
+func TestForkedAnswerLeavesTheCallsDialog(t *testing.T) {
+	r := newRig(t, nil)
+	binv := r.startCall()
+	r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
+	aTag := tagOf(t, r.expect(caller, "SIP/2.0 180 Ringing")[0], parser.HeaderTo)
+	r.recv(carrier, carrierResponse(binv, 200, "OK", sdp))
+	r.expect(caller, "SIP/2.0 200 OK")
+
+	r.recv(carrier, carrierResponseTagged(binv, 200, "OK", sdp, "fork1"))
+	fork := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
+	wantTag(t, fork, "fork1")
+
+	// A health probe reuses the scratch dialog.
+	r.e.Probe(txn.Peer{Addr: carrier, Transport: txn.TransportUDP}, "sip:198.51.100.20:5070", time.Second, r.now, func(int, time.Duration, time.Duration, error) {})
+	r.expect(carrier, "OPTIONS sip:198.51.100.20:5070 SIP/2.0")
+
+	r.recv(caller, ackFromCaller(aTag))
+	ack := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")
+	wantTag(t, ack, "btag9")
+	r.recv(caller, inDialogFromCaller("BYE", "bye", 11, aTag, ""))
+	r.expect(caller, "SIP/2.0 200 OK")
+	bye := r.expect(carrier, "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
+	wantTag(t, bye, "btag9")
+	if got, want := hdr(bye[0], parser.HeaderCallID), hdr(binv, parser.HeaderCallID); got != want {
+		t.Errorf("the call's BYE has Call-ID %q, want the B-leg's %q", got, want)
+	}
+}
+
+// A 2xx that arrives once the call has ended is one of sipedge's INVITEs
+// establishing a dialog nobody keeps: it is ACKed and BYEd, however the
+// call ended.
+func TestAnswerAfterTheCallEndedIsAckedAndByed(t *testing.T) {
+	cases := []struct {
+		name string
+		end  func(r *rig, binv *parser.Message, aTag string)
+	}{
+		{"ring timeout", func(r *rig, _ *parser.Message, _ string) {
+			r.advance(45 * time.Second)
+			r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
+			r.expect(caller, "SIP/2.0 408 Request Timeout")
+		}},
+		{"caller BYE in the early dialog", func(r *rig, _ *parser.Message, aTag string) {
+			r.recv(caller, inDialogFromCaller("BYE", "bye", 11, aTag, ""))
+			r.expect(caller, "SIP/2.0 200 OK", "SIP/2.0 480 Temporarily Unavailable")
+			r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := routeA
+			a.TimeoutSecs = 6
+			r := newRig(t, func(c *Config) { c.Sequence.RingTimeout = 45 * time.Second })
+			r.routes = []route.Route{a}
+			binv := r.startCall()
+			r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
+			aTag := tagOf(t, r.expect(caller, "SIP/2.0 180 Ringing")[0], parser.HeaderTo)
+			tc.end(r, binv, aTag)
+			if len(r.calls) != 1 {
+				t.Fatalf("%d calls ended, want 1", len(r.calls))
+			}
+			late := r.e.m.lateAnswers.Get()
+			r.recv(carrier, carrierResponse(binv, 200, "OK", sdp))
+			ms := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
+			wantTag(t, ms, "btag9")
+			r.expect(caller) // the caller hears nothing more
+			if got := r.e.m.lateAnswers.Get() - late; got != 1 {
+				t.Errorf("late answers counted %d, want 1", got)
+			}
+		})
+	}
+}
+
+// A 2xx to the carrier's re-INVITE is retransmitted to the carrier until
+// its ACK (RFC 3261 13.3.1.4), which stops it and goes on to the caller.
+func TestCarrierReinvite2xxRetransmittedUntilACK(t *testing.T) {
+	r := newRig(t, nil)
+	binv, _ := r.answerCall()
+	r.recv(carrier, inDialogFromCarrier(t, binv, "INVITE", 1))
+	r.expect(carrier, "SIP/2.0 100 Trying")
+	reinv := r.expect(caller, "INVITE sip:alice@caller.example.org:5061 SIP/2.0")[0]
+	r.recv(caller, callerResponse(reinv, 200, "OK"))
+	r.expect(carrier, "SIP/2.0 200 OK")
+	r.advance(2 * time.Second) // T1, 2*T1: two retransmissions by 1.5 s
+	if got := r.take(carrier); len(got) != 2 || !strings.HasPrefix(got[0], "SIP/2.0 200 OK\r\n") {
+		t.Fatalf("after 2 s the carrier got %d messages, want 2 retransmitted 200s", len(got))
+	}
+	ack := strings.Replace(inDialogFromCarrier(t, binv, "ACK", 1), "z9hG4bKCARRIERACK", "z9hG4bKCARRIERack2", 1)
+	r.recv(carrier, ack)
+	r.expect(caller, "ACK sip:alice@caller.example.org:5061 SIP/2.0")
+	r.advance(10 * time.Second)
+	r.expect(carrier) // no more retransmissions
+}
+
+// A carrier that did not hear sipedge's ACK for a re-INVITE's 2xx sends the
+// 2xx again: it is ACKed again (RFC 3261 13.2.2.4), though the re-INVITE's
+// transaction is no longer the call's.
+func TestReinvite2xxRetransmissionACKedAgain(t *testing.T) {
+	r := newRig(t, nil)
+	_, aTag := r.answerCall()
+	r.recv(caller, inDialogFromCaller("INVITE", "reinv", 11, aTag, sdp))
+	r.expect(caller, "SIP/2.0 100 Trying")
+	reinv := r.expect(carrier, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	ok := carrierResponse(reinv, 200, "OK", sdp)
+	r.recv(carrier, ok)
+	r.expect(caller, "SIP/2.0 200 OK")
+	r.recv(carrier, ok) // before the caller's ACK: nothing to repeat yet
+	r.expect(carrier)
+	r.recv(caller, strings.Replace(ackFromCaller(aTag), "CSeq: 10 ACK", "CSeq: 11 ACK", 1))
+	first := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	r.recv(carrier, ok)
+	again := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	if got, want := hdr(again, parser.HeaderCSeq), hdr(first, parser.HeaderCSeq); got != want {
+		t.Errorf("the repeated ACK has CSeq %q, want %q", got, want)
+	}
+	if hdr(again, parser.HeaderCSeq) != hdr(reinv, parser.HeaderCSeq)[:len(hdr(reinv, parser.HeaderCSeq))-len("INVITE")]+"ACK" {
+		t.Errorf("the ACK's CSeq %q does not match the re-INVITE's %q", hdr(again, parser.HeaderCSeq), hdr(reinv, parser.HeaderCSeq))
+	}
+	if r.e.Calls() != 1 {
+		t.Errorf("%d calls, want the call still up", r.e.Calls())
+	}
+}
+
+// A caller that hangs up before ACKing the 2xx leaves the carrier's 2xx
+// unacknowledged: sipedge ACKs it before the BYE, or the carrier would
+// retransmit it for 32 s.
+func TestByeBeforeACKAcknowledgesTheCarriers2xx(t *testing.T) {
+	r := newRig(t, nil)
+	binv := r.startCall()
+	r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
+	aTag := tagOf(t, r.expect(caller, "SIP/2.0 180 Ringing")[0], parser.HeaderTo)
+	r.recv(carrier, carrierResponse(binv, 200, "OK", sdp))
+	r.expect(caller, "SIP/2.0 200 OK")
+	r.recv(caller, inDialogFromCaller("BYE", "bye", 11, aTag, ""))
+	r.expect(caller, "SIP/2.0 200 OK")
+	ms := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
+	wantTag(t, ms, "btag9")
+}
