@@ -49,11 +49,13 @@ func ParseCSeq(b []byte) (CSeq, error) {
 	var c CSeq
 	i := skipLWS(b, 0)
 	s := i
-	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-		i++
+	var n uint64 // parseUint's work, in the same pass
+	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+		if n = n*10 + uint64(b[i]-'0'); n > maxUint32 {
+			return c, ErrBadCSeq
+		}
 	}
-	n, ok := parseUint(b[s:i], maxUint32)
-	if !ok || i == len(b) || byteClass[b[i]]&classWS == 0 {
+	if i == s || i == len(b) || byteClass[b[i]]&classWS == 0 {
 		return c, ErrBadCSeq
 	}
 	i = skipLWS(b, i)
