@@ -247,13 +247,12 @@ func (sh *Shard) reject(m *parser.Message, err error, from Peer) {
 }
 
 // ResponseTarget returns where a response to a request from peer goes
-// (RFC 3261 18.2.2, RFC 3581 4): on a stream, back on its connection; over
-// UDP, to the source address, and to the source port when the request asked
-// for rport or its Via names no port, else to the Via's sent-by port.
+// (RFC 3261 18.2.2, RFC 3581 4): the source address, with the port
+// parser.Via.ResponsePort names. On a stream the request's connection
+// comes first; the address is for a new one if it is gone.
 func ResponseTarget(via *parser.Via, from Peer) Peer {
-	if from.Transport == UDP && !via.HasRPort && via.Port != 0 {
-		from.Addr = netip.AddrPortFrom(from.Addr.Addr(), uint16(via.Port))
-	}
+	port := via.ResponsePort(from.Addr.Port(), from.Transport != UDP)
+	from.Addr = netip.AddrPortFrom(from.Addr.Addr(), port)
 	return from
 }
 

@@ -33,12 +33,19 @@ func (r *txnResponder) handler(sh *Shard) Handler {
 		panic(err)
 	}
 	var out []byte
-	peers := map[txn.Peer]Peer{}
+	// The transaction layer's peer back to the runtime's: the connection
+	// on TCP; over UDP the one listener of these tests.
+	peer := func(p txn.Peer) Peer {
+		if p.Transport == txn.TransportTCP {
+			return Peer{Addr: p.Addr, Transport: TCP, Conn: ConnID(p.Conn)}
+		}
+		return Peer{Addr: p.Addr, Transport: UDP}
+	}
 	apply := func(m *parser.Message) {
 		for _, a := range tab.Actions() {
 			switch a.Kind {
 			case txn.ActSend:
-				sh.Send(peers[a.Peer], a.Data)
+				sh.Send(peer(a.Peer), a.Data)
 			case txn.ActRequest:
 				r.delivered.Add(1)
 				out = parser.AppendResponse(out[:0], m, 200, "OK", []byte("srv"))
@@ -48,7 +55,7 @@ func (r *txnResponder) handler(sh *Shard) Handler {
 					if tab.Respond(h, out, sh.Now()) == nil {
 						for _, a := range tab.Actions() {
 							if a.Kind == txn.ActSend {
-								sh.Send(peers[a.Peer], a.Data)
+								sh.Send(peer(a.Peer), a.Data)
 							}
 						}
 					}
@@ -62,7 +69,6 @@ func (r *txnResponder) handler(sh *Shard) Handler {
 			if from.Transport == TCP {
 				tp.Transport = txn.TransportTCP
 			}
-			peers[tp] = from
 			if tab.ReceiveRequest(m, tp, sh.Now()) == nil {
 				apply(m)
 			}

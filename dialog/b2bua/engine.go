@@ -390,9 +390,13 @@ func (e *Engine) rejectStateless(m *parser.Message, from txn.Peer, err error) {
 	if drop || m.Method() == parser.MethodAck {
 		return
 	}
+	var via parser.Via
+	if m.TopVia(&via) != nil {
+		return
+	}
 	b := parser.AppendResponse(e.out[:0], m, code, reason, nil)
 	e.out = parser.AppendBody(b, "", nil)
-	e.env.Send(from, e.out)
+	e.env.Send(txn.ReplyTo(&via, from), e.out)
 }
 
 // lookupCall finds the call a Call-ID belongs to and which leg it names.

@@ -169,7 +169,9 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 		A.target = append(A.target, contact.URI...)
 	}
 	A.routes = appendRouteSet(A.routes, m, false)
-	A.peer = a.Peer
+	var via parser.Via
+	_ = m.TopVia(&via) // read by Validate and the transaction layer
+	A.peer = txn.ReplyTo(&via, a.Peer)
 	A.transport = transportName(a.Peer.Transport)
 	e.indexLeg(c, A)
 	e.watch(a.Txn, c, roleAInvite, 0, -1)

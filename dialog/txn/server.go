@@ -1,6 +1,7 @@
 package txn
 
 import (
+	"net/netip"
 	"time"
 
 	"github.com/sipedge/sipedge/parser"
@@ -57,7 +58,7 @@ func (t *Table) ReceiveRequest(m *parser.Message, from Peer, now time.Duration) 
 	if method == parser.MethodInvite {
 		kind, state = KindInviteServer, StateProceeding // RFC 3261 17.2.1
 	}
-	i, err := t.alloc(kind, state, from)
+	i, err := t.alloc(kind, state, ReplyTo(&via, from))
 	if err != nil {
 		return err
 	}
@@ -79,6 +80,16 @@ func (t *Table) ReceiveRequest(m *parser.Message, from Peer, now time.Duration) 
 	}
 	t.actions = append(t.actions, a)
 	return nil
+}
+
+// ReplyTo returns where the responses to a request with top Via via,
+// received from peer from, go (RFC 3261 18.2.2, RFC 3581 4): the source
+// address, with the port via.ResponsePort names. On a stream the request's
+// connection comes first; the address is for a new one if it is gone.
+func ReplyTo(via *parser.Via, from Peer) Peer {
+	port := via.ResponsePort(from.Addr.Port(), from.Transport.Reliable())
+	from.Addr = netip.AddrPortFrom(from.Addr.Addr(), port)
+	return from
 }
 
 // receiveAck matches an ACK to the INVITE server transaction it belongs to

@@ -1,0 +1,40 @@
+package b2bua
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Responses to the caller go where RFC 3261 18.2.2 says: to the source
+// address at the Via's sent-by port, or at the source port when the Via
+// asks for rport (RFC 3581 4), and so do the 2xx's retransmissions. A
+// caller sending from an ephemeral port listens on the port its Via names.
+func TestRepliesGoWhereTheViaSays(t *testing.T) {
+	ephemeral := netip.MustParseAddrPort("192.0.2.10:40000") // the Via names :5061 (caller)
+	cases := []struct {
+		name, rport string
+		want, not   netip.AddrPort
+	}{
+		{"sent-by port", "", caller, ephemeral},
+		{"rport", ";rport", ephemeral, caller},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, nil)
+			inv := strings.Replace(callerInvite("1", "a-call-1", "15551234"),
+				"branch=z9hG4bKCALLER1", "branch=z9hG4bKCALLER1"+tc.rport, 1)
+			r.recv(ephemeral, inv)
+			r.expect(tc.want, "SIP/2.0 100 Trying")
+			binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+			r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
+			r.expect(tc.want, "SIP/2.0 180 Ringing")
+			r.recv(carrier, carrierResponse(binv, 200, "OK", sdp))
+			r.expect(tc.want, "SIP/2.0 200 OK")
+			r.advance(600 * time.Millisecond) // T1: the 2xx again (RFC 3261 13.3.1.4)
+			r.expect(tc.want, "SIP/2.0 200 OK")
+			r.expect(tc.not)
+		})
+	}
+}
