@@ -45,6 +45,9 @@ func (e *Engine) carryOut(c *Call, st route.Step) {
 			}
 			return
 		case route.StepDial:
+			// A CPS-reject retry or a slot still awaited belongs to the
+			// carrier the sequence left: it must not dial this one too.
+			e.stopPacing(c)
 			r := &c.seq.Routes()[st.Route]
 			tgt, reason := e.env.Resolve(r, c.key)
 			if reason != "" {
@@ -127,6 +130,15 @@ func (e *Engine) Paced(ref uint64, p PaceResult, now time.Duration) {
 	default:
 		e.paced(c)
 	}
+}
+
+// stopPacing drops the wait for a CPS slot or a CPS-reject retry.
+func (e *Engine) stopPacing(c *Call) {
+	if c.paceTimer != 0 {
+		e.env.Clock.Stop(c.paceTimer)
+		c.paceTimer = 0
+	}
+	c.pacing = false
 }
 
 // paced dials a call whose slot has come.

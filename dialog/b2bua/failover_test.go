@@ -357,3 +357,25 @@ func TestTrunkLimits(t *testing.T) {
 		t.Fatalf("Retry-After %q, routed %d: the trunk's CPS must refuse before any routing work", hdr(got[1], parser.HeaderRetryAfter), routed)
 	}
 }
+
+// A CPS-reject retry pending when the carrier's deadline ends the attempt
+// is dropped with it: the next carrier is dialled once, and the rejected
+// one not again.
+func TestCPSRetryDroppedWhenTheSequenceMovesOn(t *testing.T) {
+	a := routeA
+	a.TimeoutSecs = 1
+	r := twoCarriers(t, a, routeB)
+	r.e.env.CPSReject = func(_ *Target, code int, reason []byte) (time.Duration, bool) {
+		return 3 * time.Second, code == 503 && string(reason) == "CPS Limit"
+	}
+	inv := r.startCall()
+	r.recv(carrier, carrierResponse(inv, 503, "CPS Limit", ""))
+	r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.advance(time.Second) // carrier-a's deadline, before its retry
+	inv2 := r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")[0]
+	r.recv(carrierB, carrierResponse(inv2, 180, "Ringing", "")) // no retransmissions
+	r.expect(caller, "SIP/2.0 180 Ringing")
+	r.advance(5 * time.Second) // past the retry's time
+	r.expect(carrierB)
+	r.expect(carrier)
+}

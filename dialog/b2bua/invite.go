@@ -655,11 +655,7 @@ func (e *Engine) abandon(c *Call) {
 		c.seqTimer = 0
 	}
 	e.report(c, OutcomeAbandoned, 0)
-	if c.paceTimer != 0 {
-		e.env.Clock.Stop(c.paceTimer)
-		c.paceTimer = 0
-	}
-	c.pacing = false
+	e.stopPacing(c)
 	if st := c.seq.Abandon(e.now); st.Burned && e.env.Policy.OnRouteFailure != nil {
 		e.env.Policy.OnRouteFailure(c, &c.seq.Routes()[st.BurnedRoute], st.Attempt)
 	}

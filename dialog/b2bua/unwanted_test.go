@@ -79,7 +79,7 @@ func TestAnswerAfterTheCallEndedIsAckedAndByed(t *testing.T) {
 		}},
 		{"caller BYE in the early dialog", func(r *rig, _ *parser.Message, aTag string) {
 			r.recv(caller, inDialogFromCaller("BYE", "bye", 11, aTag, ""))
-			r.expect(caller, "SIP/2.0 200 OK", "SIP/2.0 480 Temporarily Unavailable")
+			r.expect(caller, "SIP/2.0 200 OK", "SIP/2.0 487 Request Terminated") // RFC 3261 15.1.2
 			r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
 		}},
 	}
