@@ -33,5 +33,18 @@
 // both legs. CANCEL is answered 200, the B-leg is cancelled once it has sent
 // a provisional (RFC 3261 9.1), and the caller gets 487. A 2xx from a B-leg
 // the call no longer wants is ACKed and BYEd, so one call never reaches the
-// caller twice. Every call ends in one CDR.
+// caller twice: a late or forked answer, or one that crossed the call's
+// end. Every call ends in one CDR.
+//
+// # Where messages go
+//
+// Responses to the caller, and the 2xx's retransmissions, go where RFC
+// 3261 18.2.2 says (txn.ReplyTo): the source address at the Via's sent-by
+// port, or at the source port with rport. Requests in a dialog carry the
+// route set and the remote target RFC 3261 12.2.1.1 asks for, but go on the
+// wire to the peer the leg was set up with: the caller's reply address, the
+// carrier's gateway. A carrier's Contact or Record-Route naming another
+// host (a private address behind NAT, a name to resolve) is never where
+// sipedge sends: the edge talks only to the peers it knows, and does no
+// DNS on a shard.
 package b2bua
