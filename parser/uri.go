@@ -85,7 +85,13 @@ func ParseURI(b []byte, u *URI) error {
 // (RFC 3261 25.1). Neither user nor password may hold an unescaped '@' and
 // nothing after the host may hold one, so the first '@' ends the userinfo.
 func parseSIPURI(u *URI, b []byte) error {
-	if at := bytes.IndexByte(b, '@'); at >= 0 {
+	// Host characters are user characters too: the scan for the host finds
+	// the usual user, up to an '@' that is then the first one.
+	h := scanClass(b, 0, classHost)
+	if h > 0 && h < len(b) && b[h] == '@' {
+		u.User, b = b[:h], b[h+1:]
+		h = scanClass(b, 0, classHost)
+	} else if at := bytes.IndexByte(b, '@'); at >= 0 {
 		info := b[:at]
 		b = b[at+1:]
 		// user [":" password]: no ':' in a user, so the first one ends it.
@@ -103,8 +109,9 @@ func parseSIPURI(u *URI, b []byte) error {
 				return ErrBadURI
 			}
 		}
+		h = scanClass(b, 0, classHost)
 	}
-	i, err := parseHostPort(b, &u.Host, &u.Port)
+	i, err := parseHostPort(b, h, &u.Host, &u.Port)
 	if err != nil {
 		return ErrBadURI
 	}
@@ -148,11 +155,12 @@ func parseTel(u *URI, b []byte) error {
 	return nil
 }
 
-// parseHostPort parses host [":" port] at the start of b and returns the
-// number of bytes used. Hosts are hostnames, IPv4 addresses or bracketed
-// IPv6 references (RFC 3261 25.1); a port is 0-65535.
-func parseHostPort(b []byte, host *[]byte, port *int) (int, error) {
-	i := 0
+// parseHostPort parses host [":" port] at the start of b, of which the
+// first h bytes are host characters (scanClass(b, 0, classHost)), and
+// returns the number of bytes used. Hosts are hostnames, IPv4 addresses or
+// bracketed IPv6 references (RFC 3261 25.1); a port is 0-65535.
+func parseHostPort(b []byte, h int, host *[]byte, port *int) (int, error) {
+	i := h
 	if len(b) > 0 && b[0] == '[' {
 		end := bytes.IndexByte(b, ']')
 		if end < 3 {
@@ -164,25 +172,24 @@ func parseHostPort(b []byte, host *[]byte, port *int) (int, error) {
 			}
 		}
 		i = end + 1
-	} else {
-		i = scanClass(b, i, classHost)
-		if i == 0 {
-			return 0, ErrBadURI
-		}
+	} else if i == 0 {
+		return 0, ErrBadURI
 	}
 	*host = b[:i]
 	*port = 0
 	if i < len(b) && b[i] == ':' {
+		// 1*DIGIT up to 65535, read in the pass that finds the digits.
 		i++
-		start := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
+		start, p := i, 0
+		for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+			if p = p*10 + int(b[i]-'0'); p > 65535 {
+				return 0, ErrBadURI
+			}
 		}
-		p, ok := parseUint(b[start:i], 65535)
-		if !ok {
+		if i == start {
 			return 0, ErrBadURI
 		}
-		*port = int(p)
+		*port = p
 	}
 	return i, nil
 }

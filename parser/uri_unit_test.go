@@ -67,6 +67,15 @@ func TestUnitParseURI(t *testing.T) {
 	f("sip:host:005060", SchemeSIP, "", "", "host", 5060, "", "")
 	f("sip:192.0.2.1:5060", SchemeSIP, "", "", "192.0.2.1", 5060, "", "")
 	f("sip:a.b-c.example.com.", SchemeSIP, "", "", "a.b-c.example.com.", 0, "", "")
+	f("sip:host:00000000000000000000065535", SchemeSIP, "", "", "host", 65535, "", "")
+	// A user of host characters is found by the host scan; one with others,
+	// or a password, by the first '@'.
+	f("sip:a_b.c-9@host_1.example:5060", SchemeSIP, "a_b.c-9", "", "host_1.example", 5060, "", "")
+	f("sip:alice.smith+x@host", SchemeSIP, "alice.smith+x", "", "host", 0, "", "")
+	f("sip:alice%40x@host", SchemeSIP, "alice%40x", "", "host", 0, "", "")
+	f("sip:a.b:c@[::1]:5060", SchemeSIP, "a.b", "c", "[::1]", 5060, "", "")
+	f("sip:a@b", SchemeSIP, "a", "", "b", 0, "", "")
+	f("sip:h.example;lr", SchemeSIP, "", "", "h.example", 0, "lr", "")
 	// Parameters: valueless, with paramchars, escapes, IPv6 maddr.
 	f("sip:host;lr", SchemeSIP, "", "", "host", 0, "lr", "")
 	f("sip:p1.example.com;lr;transport=udp;maddr=[2001:db8::1];ttl=1", SchemeSIP, "", "", "p1.example.com", 0, "lr;transport=udp;maddr=[2001:db8::1];ttl=1", "")
@@ -121,6 +130,11 @@ func TestUnitParseURIErrors(t *testing.T) {
 	f("sip:alice@")
 	f("sip:alice@ho st")
 	f("sip:alice@host@x")
+	f("sip:alice@@host")
+	f("sip:alice@host:5060@x")
+	f("sip:alice@:5060")
+	f("sip:alice@;lr")
+	f("sip:host:000000000000000000065536")
 	f("sip:alice@host>")
 	f("sip:host:")
 	f("sip:host:65536") // port out of range
