@@ -39,6 +39,7 @@ type TCPConfig struct {
 	MaxConns         int           // in total (default 10000)
 	MaxConnsPerIP    int           // from one source address (default 100)
 	MaxBuffered      int           // unframed bytes held per connection (default 2 x Limits.MaxMessageSize)
+	MaxQueued        int           // bytes queued for a peer that does not read, past the kernel's buffer, before the connection is closed (default 64 x Limits.MaxMessageSize)
 	FirstDataTimeout time.Duration // from accept to the first byte (default 5 s)
 	MessageTimeout   time.Duration // from a message's first byte to its last (default 10 s)
 	IdleTimeout      time.Duration // without any traffic (default 300 s)
@@ -77,6 +78,9 @@ func (c *Config) setDefaults() {
 	}
 	if t.MaxBuffered <= 0 {
 		t.MaxBuffered = 2 * c.Limits.MaxMessageSize
+	}
+	if t.MaxQueued <= 0 {
+		t.MaxQueued = 64 * c.Limits.MaxMessageSize
 	}
 	if t.FirstDataTimeout <= 0 {
 		t.FirstDataTimeout = 5 * time.Second

@@ -28,6 +28,7 @@ type shardMetrics struct {
 	framingErrors *metrics.Counter
 	tcpRejected   *metrics.Counter
 	tcpTimeouts   *metrics.Counter
+	tcpStalled    *metrics.Counter
 	tcpConns      *metrics.Counter
 	timers        *metrics.Gauge
 	floodDropped  *metrics.Counter
@@ -67,6 +68,7 @@ func newShardMetrics(set *metrics.Set, shard int) shardMetrics {
 	m.framingErrors = set.NewCounter(name("sipedge_tcp_framing_errors_total", ""))
 	m.tcpRejected = set.NewCounter(name("sipedge_tcp_connections_rejected_total", ""))
 	m.tcpTimeouts = set.NewCounter(name("sipedge_tcp_timeouts_total", ""))
+	m.tcpStalled = set.NewCounter(name("sipedge_tcp_stalled_total", ""))
 	m.tcpConns = set.NewCounter(name("sipedge_tcp_connections", ""))
 	m.timers = set.NewGauge(name("sipedge_shard_timers", ""), nil)
 	m.floodDropped = set.NewCounter(name("sipedge_flood_dropped_total", ""))

@@ -151,8 +151,8 @@ func (sh *Shard) run() {
 	sh.woken.Store(false) // before draining, so a later push wakes again
 	for _, r := range sh.inbox {
 		for p := r.pop(); p != nil; p = r.pop() {
-			if p.out {
-				sh.writeTCP(p.peer.Conn, p.buf)
+			if p.out { // a message for a connection of this loop
+				sh.sendTCP(p.peer, p.buf)
 			} else {
 				sh.m.handoffsIn.Inc()
 				sh.deliver(&p.msg, p.peer)
@@ -309,7 +309,7 @@ func (sh *Shard) readUDP(c gnet.Conn) {
 		sh.m.oversize.Inc() // RFC 3261 18.1.1 wants such messages on TCP
 		return
 	}
-	from := Peer{Addr: addrPortOf(c.RemoteAddr()), Transport: UDP, Listener: sh.srv.listenerOf(c.LocalAddr())}
+	from := Peer{Addr: addrPortOf(c.RemoteAddr()), Transport: UDP, Listener: sh.srv.listenerOf(c.LocalAddr(), UDP)}
 	if sh.floodDrop(from.Addr.Addr(), sh.Now()) {
 		return
 	}
@@ -333,10 +333,10 @@ func isKeepAlive(b []byte) bool {
 }
 
 // listenerOf finds the listener a local address belongs to.
-func (s *Server) listenerOf(local net.Addr) uint8 {
+func (s *Server) listenerOf(local net.Addr, tp Transport) uint8 {
 	ap := addrPortOf(local)
 	for i, l := range s.listen {
-		if l.addr.Port() == ap.Port() && (l.addr.Addr() == ap.Addr() || l.addr.Addr().IsUnspecified()) {
+		if l.transport == tp && l.addr.Port() == ap.Port() && (l.addr.Addr() == ap.Addr() || l.addr.Addr().IsUnspecified()) {
 			return uint8(i)
 		}
 	}

@@ -39,6 +39,12 @@ var (
 func (sh *Shard) openTCP(c gnet.Conn) ([]byte, gnet.Action) {
 	now := sh.Now()
 	if tc, ok := c.Context().(*tcpConn); ok && tc.outbound {
+		if sh.conns[tc.id] != tc {
+			// The sweep gave the dial up (it failed its first-data
+			// timeout): what it queued was counted lost, and a connection
+			// nobody tracks would never be swept nor reused.
+			return nil, gnet.Close
+		}
 		tc.c, tc.opened, tc.lastRead = c, now, now
 		for _, b := range tc.pending {
 			_, _ = c.Write(b)
@@ -50,10 +56,11 @@ func (sh *Shard) openTCP(c gnet.Conn) ([]byte, gnet.Action) {
 	ap := addrPortOf(c.RemoteAddr())
 	s := sh.srv
 	s.tcpMu.Lock()
-	over := s.tcpTotal >= s.cfg.TCP.MaxConns || s.tcpPerIP[ap.Addr()] >= s.cfg.TCP.MaxConnsPerIP
+	src := sourceKey(ap.Addr())
+	over := s.tcpTotal >= s.cfg.TCP.MaxConns || s.tcpPerIP[src] >= s.cfg.TCP.MaxConnsPerIP
 	if !over {
 		s.tcpTotal++
-		s.tcpPerIP[ap.Addr()]++
+		s.tcpPerIP[src]++
 	}
 	s.tcpMu.Unlock()
 	if over {
@@ -62,15 +69,28 @@ func (sh *Shard) openTCP(c gnet.Conn) ([]byte, gnet.Action) {
 	}
 	sh.seq++
 	tc := &tcpConn{sh: sh, c: c, id: newConnID(sh.idx, sh.seq), opened: now, lastRead: now, partial: -1}
-	tc.peer = Peer{Addr: ap, Transport: TCP, Listener: s.listenerOf(c.LocalAddr()), Conn: tc.id}
+	tc.peer = Peer{Addr: ap, Transport: TCP, Listener: s.listenerOf(c.LocalAddr(), TCP), Conn: tc.id}
 	c.SetContext(tc)
 	sh.conns[tc.id] = tc
 	sh.m.tcpConns.Inc()
 	return nil, gnet.None
 }
 
+// sourceKey is what the per-source connection cap counts by: the address,
+// or for IPv6 its /64, which one host commonly holds whole.
+func sourceKey(a netip.Addr) netip.Addr {
+	if a.Is4() {
+		return a
+	}
+	p, _ := a.Prefix(64)
+	return p.Addr()
+}
+
 // closedTCP forgets a connection.
 func (sh *Shard) closedTCP(tc *tcpConn, _ error) {
+	if sh.conns[tc.id] != tc {
+		return // a dial given up before it completed: never counted
+	}
 	delete(sh.conns, tc.id)
 	if tc.outbound {
 		if sh.dials[tc.peer.Addr] == tc {
@@ -80,8 +100,9 @@ func (sh *Shard) closedTCP(tc *tcpConn, _ error) {
 		s := sh.srv
 		s.tcpMu.Lock()
 		s.tcpTotal--
-		if s.tcpPerIP[tc.peer.Addr.Addr()]--; s.tcpPerIP[tc.peer.Addr.Addr()] <= 0 {
-			delete(s.tcpPerIP, tc.peer.Addr.Addr())
+		src := sourceKey(tc.peer.Addr.Addr())
+		if s.tcpPerIP[src]--; s.tcpPerIP[src] <= 0 {
+			delete(s.tcpPerIP, src)
 		}
 		s.tcpMu.Unlock()
 	}
@@ -94,9 +115,6 @@ func (sh *Shard) readTCP(tc *tcpConn) gnet.Action {
 	c := tc.c
 	now := sh.Now()
 	tc.lastRead, tc.gotData = now, true
-	if !tc.outbound && sh.floodDrop(tc.peer.Addr.Addr(), now) {
-		return gnet.Close
-	}
 	lim := &sh.srv.cfg.Limits
 	for {
 		buf, _ := c.Peek(-1)
@@ -119,8 +137,15 @@ func (sh *Shard) readTCP(tc *tcpConn) gnet.Action {
 				tc.partial = now
 			}
 			return gnet.None
+		}
+		// The flood bound counts messages, as over UDP: one read may hold
+		// many.
+		if !tc.outbound && sh.floodDrop(tc.peer.Addr.Addr(), now) {
+			return gnet.Close
+		}
+		switch kind {
 		case parser.FramePing:
-			_, _ = c.Write(crlf) // RFC 5626 4.4.1: CRLFCRLF ping, CRLF pong
+			sh.writeTCP(tc.id, crlf) // RFC 5626 4.4.1: CRLFCRLF ping, CRLF pong
 		case parser.FrameMessage:
 			if err := sh.msg.ParseLimits(buf[:n], lim); err != nil {
 				sh.reject(&sh.msg, err, tc.peer)
@@ -133,16 +158,26 @@ func (sh *Shard) readTCP(tc *tcpConn) gnet.Action {
 	}
 }
 
-// writeTCP writes b on a connection of this loop.
-func (sh *Shard) writeTCP(id ConnID, b []byte) {
+// writeTCP writes b on a connection of this loop and reports whether the
+// connection was there to take it. What the kernel does not take waits in
+// gnet's buffer; a peer that lets more than MaxQueued bytes wait there does
+// not read, and is closed (Kamailio's tcp_wq_max): one stalled reader must
+// not grow memory without bound.
+func (sh *Shard) writeTCP(id ConnID, b []byte) bool {
 	tc := sh.conns[id]
 	if tc == nil || tc.c == nil {
+		return false
+	}
+	if tc.c.OutboundBuffered()+len(b) > sh.srv.cfg.TCP.MaxQueued {
 		sh.m.sendErrors.Inc()
-		return
+		sh.m.tcpStalled.Inc()
+		_ = tc.c.Close()
+		return true
 	}
 	if _, err := tc.c.Write(b); err != nil {
 		sh.m.sendErrors.Inc()
 	}
+	return true
 }
 
 // sendTCP sends on the peer's connection, wherever it lives, or on an
@@ -162,10 +197,11 @@ func (sh *Shard) sendTCP(peer Peer, b []byte) {
 			dst.wake()
 			return
 		}
-		if sh.conns[peer.Conn] != nil {
-			sh.writeTCP(peer.Conn, b)
+		if sh.writeTCP(peer.Conn, b) {
 			return
 		}
+		// The connection is gone: a new one to the address (RFC 3261
+		// 18.2.2 for responses: the sent-by port, see ResponseTarget).
 	}
 	tc := sh.dials[peer.Addr]
 	switch {
@@ -175,7 +211,9 @@ func (sh *Shard) sendTCP(peer Peer, b []byte) {
 	case tc.c == nil:
 		tc.pending = append(tc.pending, append([]byte(nil), b...))
 	default:
-		sh.writeTCP(tc.id, b)
+		if !sh.writeTCP(tc.id, b) {
+			sh.m.sendErrors.Inc()
+		}
 	}
 }
 
@@ -215,6 +253,7 @@ func (sh *Shard) sweepTCP(now time.Duration) {
 		if tc.c == nil {
 			if tc.failed.Load() || now-tc.opened > cfg.FirstDataTimeout {
 				sh.m.sendErrors.Add(len(tc.pending))
+				tc.pending = nil
 				delete(sh.conns, id)
 				if sh.dials[tc.peer.Addr] == tc {
 					delete(sh.dials, tc.peer.Addr)

@@ -1,0 +1,255 @@
+package shard
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// optionsBatch is n OPTIONS requests in one write, each to be answered.
+func optionsBatch(n int) []byte {
+	var b strings.Builder
+	for i := range n {
+		b.WriteString(options(fmt.Sprintf("batch-%d@test", i), fmt.Sprint(i), "TCP", 5060))
+	}
+	return []byte(b.String())
+}
+
+// onShard runs f on the shard's loop and waits for it.
+func onShard(sh *Shard, f func()) {
+	done := make(chan struct{})
+	sh.Post(func() { f(); close(done) })
+	<-done
+}
+
+// A peer that sends requests and never reads the answers is closed once
+// MaxQueued bytes wait for it (past what the kernel holds), instead of
+// growing the shard's memory without bound.
+func TestTCPPeerThatDoesNotReadIsClosed(t *testing.T) {
+	const maxQueued = 256 << 10
+	s, _, port := startServer(t, 1, Config{TCP: TCPConfig{MaxQueued: maxQueued}})
+	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.(*net.TCPConn).SetReadBuffer(4096) // and never read
+	b := optionsBatch(90)
+	sh := s.Shards()[0]
+	closed := false
+	for sent := 0; sent < 64<<20 && !closed; sent += len(b) {
+		_ = c.SetWriteDeadline(time.Now().Add(3 * time.Second))
+		if _, err := c.Write(b); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("the server stopped reading after %d bytes but kept the connection", sent)
+			}
+			closed = true // reset by the server
+		}
+		var queued int
+		onShard(sh, func() {
+			for _, tc := range sh.conns {
+				if tc.c != nil {
+					queued += tc.c.OutboundBuffered()
+				}
+			}
+		})
+		if queued > maxQueued {
+			t.Fatalf("%d bytes queued for a peer that does not read, over MaxQueued %d", queued, maxQueued)
+		}
+	}
+	if !closed {
+		t.Fatal("the connection of a peer that never reads stayed open")
+	}
+	if sh.m.tcpStalled.Get() == 0 {
+		t.Error("sipedge_tcp_stalled_total did not count the close")
+	}
+}
+
+// The flood bound counts messages, not reads: a source packing 90 requests
+// into each segment is banned like one sending them one by one.
+func TestTCPFloodCountsMessages(t *testing.T) {
+	s, r, port := startServer(t, 1, Config{Flood: FloodConfig{PerSecond: 200, Ban: time.Minute}})
+	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	go func() { _, _ = c.Read(make([]byte, 1<<20)) }() // drain a little; the ban closes it
+	b := optionsBatch(90)
+	for range 20 {
+		_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+		if _, err := c.Write(b); err != nil {
+			break // banned: the server closed the connection
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	r.mu.Lock()
+	handled := r.byShard[0]
+	r.mu.Unlock()
+	if handled > 400 {
+		t.Errorf("%d requests handled in about 0.4 s from a source bound to 200/s", handled)
+	}
+	if s.Shards()[0].m.floodBans.Get() == 0 {
+		t.Error("the source was not banned")
+	}
+}
+
+// An outbound dial the sweep gave up (no connection within
+// FirstDataTimeout) stays given up when the kernel completes it later: the
+// connection is closed at once and what was queued for it, counted lost, is
+// not sent. It used to live outside the shard's tables, never swept nor
+// reused, and sent a message the caller had moved past.
+func TestTCPLateDialIsClosed(t *testing.T) {
+	s, _, _ := startServer(t, 1, Config{TCP: TCPConfig{FirstDataTimeout: time.Second}})
+	// A listener whose accept queue is full drops SYNs: the client
+	// retransmits them at about 1 s and 3 s.
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Listen(fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.FileListener(os.NewFile(uintptr(fd), "full"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().(*net.TCPAddr).AddrPort()
+	for range 2 { // fill the accept queue
+		c, err := net.DialTimeout("tcp", addr.String(), 300*time.Millisecond)
+		if err != nil {
+			break
+		}
+		defer c.Close()
+	}
+	sh := s.Shards()[0]
+	onShard(sh, func() {
+		sh.Send(Peer{Addr: netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port()), Transport: TCP}, []byte("STALE\r\n"))
+	})
+	time.Sleep(2200 * time.Millisecond) // the sweep drops the dial between 1 s and 2 s
+	var lost int
+	onShard(sh, func() { lost = int(sh.m.sendErrors.Get()) })
+	if lost != 1 {
+		t.Fatalf("send errors %d after the dial timed out, want 1", lost)
+	}
+	got := make(chan string, 8)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func(c net.Conn) {
+				defer c.Close()
+				buf := make([]byte, 100)
+				_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+				n, _ := c.Read(buf)
+				got <- string(buf[:n])
+			}(c)
+		}
+	}()
+	// The queued connections come first, then the late dial's, if the
+	// kernel completes it (its SYN retransmitted at about 3 s).
+	deadline := time.After(6 * time.Second)
+	for {
+		select {
+		case g := <-got:
+			if g == "STALE\r\n" {
+				t.Fatal("a dial given up sent what it had queued")
+			}
+		case <-deadline:
+			var conns, dials int
+			onShard(sh, func() { conns, dials = len(sh.conns), len(sh.dials) })
+			if conns != 0 || dials != 0 {
+				t.Errorf("the shard tracks %d connections and %d dials, want none", conns, dials)
+			}
+			if g := sh.m.tcpConns.Get(); g != 0 {
+				t.Errorf("the connection gauge reads %v, want 0", g)
+			}
+			return
+		}
+	}
+}
+
+// A message for a stream connection that is gone when its owner gets it
+// from another shard goes on a new connection to the peer's address (RFC
+// 3261 18.2.2: for a response, the sent-by port), as on the owner itself.
+func TestTCPHandedOverToAClosedConnectionDials(t *testing.T) {
+	s, _, _ := startServer(t, 2, Config{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan string, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, 100)
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		n, _ := c.Read(buf)
+		got <- string(buf[:n])
+	}()
+	addr := ln.Addr().(*net.TCPAddr).AddrPort()
+	gone := newConnID(0, 1<<20) // a connection of shard 0 that no longer exists
+	from := s.Shards()[1]
+	onShard(from, func() {
+		from.Send(Peer{Addr: netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port()), Transport: TCP, Conn: gone}, []byte("SIP/2.0 200 OK\r\n"))
+	})
+	select {
+	case g := <-got:
+		if g != "SIP/2.0 200 OK\r\n" {
+			t.Fatalf("the peer got %q", g)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the message for a closed connection was dropped, not sent on a new one")
+	}
+}
+
+// The per-source connection cap counts an IPv6 source by its /64: one host
+// commonly holds the whole prefix.
+func TestTCPSourceKey(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"192.0.2.7", "192.0.2.7"},
+		{"2001:db8:1:2:aaaa::1", "2001:db8:1:2::"},
+		{"2001:db8:1:2:bbbb::9", "2001:db8:1:2::"},
+		{"2001:db8:1:3::1", "2001:db8:1:3::"},
+	} {
+		if got := sourceKey(netip.MustParseAddr(c.in)); got != netip.MustParseAddr(c.want) {
+			t.Errorf("sourceKey(%s) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}
+
+// A datagram is answered from the UDP socket it came in on, also when a TCP
+// listener on the same address and port comes first in the list.
+func TestListenerOfMatchesTransport(t *testing.T) {
+	port := freePort(t)
+	s, err := New(Config{Listen: []string{fmt.Sprintf("tcp://127.0.0.1:%d", port), fmt.Sprintf("udp://127.0.0.1:%d", port)}},
+		(&responder{byShard: map[int]int{}}).handler, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port}
+	if got := s.listenerOf(local, UDP); got != 1 {
+		t.Errorf("UDP listener %d, want 1", got)
+	}
+	if got := s.listenerOf(local, TCP); got != 0 {
+		t.Errorf("TCP listener %d, want 0", got)
+	}
+}
