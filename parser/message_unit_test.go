@@ -1116,3 +1116,34 @@ func TestUnitParsedValuesFollowTheMessage(t *testing.T) {
 	copy(src, msg("4"))
 	check(&d, buf, "3")
 }
+
+// hasScheme: scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) then ':'
+// (RFC 3986 3.1); "sip:" in any case is found in one compare.
+func TestUnitHasScheme(t *testing.T) {
+	f := func(in string, want bool) {
+		t.Helper()
+		if got := hasScheme([]byte(in)); got != want {
+			t.Errorf("hasScheme(%q) = %v, want %v", in, got, want)
+		}
+	}
+	f("sip:", true)
+	f("SIP:a", true)
+	f("sIp:", true)
+	f("sips:", true)
+	f("tel:+1", true)
+	f("a+b-c.d:", true)
+	f("x:", true)
+	f("", false)
+	f(":", false)
+	f("sip", false)
+	f("sip;", false)
+	f("si:", true)
+	f("s p:", false)
+	f("3ip:", false)
+	f("\x13ip:", false)
+	f("s\x09p:", false)
+	f("sip\x1a", false)
+	f("sip\x3a", true)
+	f("sip\xfa", false)
+	f("1sip:", false)
+}
