@@ -251,10 +251,15 @@ func (s *Server) OnTick() (time.Duration, gnet.Action) {
 // transactions and let running ones finish.
 func (s *Server) Draining() bool { return s.draining.Load() }
 
+// Drain marks the runtime draining (see Draining) without stopping it:
+// Shutdown does it first; an owner that ends work of its own at a deadline
+// calls it earlier.
+func (s *Server) Drain() { s.draining.Store(true) }
+
 // Shutdown stops taking new work (Draining turns true), waits until busy
 // reports false or ctx ends, then stops the engine.
 func (s *Server) Shutdown(ctx context.Context, busy func() bool) error {
-	s.draining.Store(true)
+	s.Drain()
 	for busy != nil && busy() {
 		select {
 		case <-ctx.Done():

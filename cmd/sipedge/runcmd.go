@@ -71,28 +71,57 @@ func runCmd(args []string, stderr io.Writer) int {
 		logs.logger.Error("cannot start", "err", err)
 		return 1
 	}
+	reopen := func() {
+		logs.logger.Info("SIGHUP: reopening the CDR and log files")
+		if err := srv.Reopen(); err != nil {
+			logs.logger.Error("cannot reopen the CDR file", "err", err)
+		}
+		if err := logs.reopen(); err != nil {
+			logs.logger.Error("cannot reopen the log file", "err", err)
+		}
+	}
 	sig := make(chan os.Signal, 4)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	for s := range sig {
-		if s == syscall.SIGHUP {
-			logs.logger.Info("SIGHUP: reopening the CDR and log files")
-			if err := srv.Reopen(); err != nil {
-				logs.logger.Error("cannot reopen the CDR file", "err", err)
-			}
-			if err := logs.reopen(); err != nil {
-				logs.logger.Error("cannot reopen the log file", "err", err)
-			}
-			continue
-		}
-		logs.logger.Info("signal: stopping", "signal", s.String())
-		break
-	}
+	err = handleSignals(sig, logs.logger, reopen, func() error { return srv.Shutdown(context.Background()) })
 	signal.Stop(sig)
-	if err := srv.Shutdown(context.Background()); err != nil {
+	if err != nil {
 		logs.logger.Error("shutdown", "err", err)
 		return 1
 	}
 	return 0
+}
+
+// handleSignals reopens on SIGHUP until SIGTERM or SIGINT, then runs
+// shutdown. Signals keep their meaning while shutdown drains (up to its
+// timeout): a logrotate SIGHUP reopens, another SIGTERM is only noted. Not
+// received, either would take Go's default action, killing the process
+// and losing the CDRs still queued.
+func handleSignals(sig <-chan os.Signal, log *slog.Logger, reopen func(), shutdown func() error) error {
+	for s := range sig {
+		if s == syscall.SIGHUP {
+			reopen()
+			continue
+		}
+		log.Info("signal: stopping", "signal", s.String())
+		break
+	}
+	stopped := make(chan struct{})
+	defer close(stopped)
+	go func() {
+		for {
+			select {
+			case s := <-sig:
+				if s == syscall.SIGHUP {
+					reopen()
+					continue
+				}
+				log.Info("signal: already stopping", "signal", s.String())
+			case <-stopped:
+				return
+			}
+		}
+	}()
+	return shutdown()
 }
 
 // logFile is the log destination, reopenable on SIGHUP.

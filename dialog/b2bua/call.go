@@ -256,6 +256,29 @@ func (e *Engine) settle(c *Call) {
 	}
 }
 
+// EndAll ends every live call, as at the end of a drain: an answered call
+// gets a BYE on both legs (its carrier's 2xx ACKed first if it is not
+// yet), a call still ringing is cancelled toward the carrier and answered
+// 503 toward the caller. Every call gets its CDR, hung up by "system".
+// It returns the number of calls ended.
+func (e *Engine) EndAll(now time.Duration) int {
+	e.now = now
+	n := 0
+	for _, c := range e.calls {
+		switch {
+		case c.state == stateFree:
+			continue
+		case c.answered:
+			e.hangup(c, hangupSystem)
+		default:
+			c.hangup = hangupSystem
+			e.failCall(c, 503, "Service Unavailable")
+		}
+		n++
+	}
+	return n
+}
+
 // end finishes a call: CDR, timers, indexes, and back to the free list.
 func (e *Engine) end(c *Call, hangup string) {
 	if c.state == stateFree {

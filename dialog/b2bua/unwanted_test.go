@@ -173,3 +173,29 @@ func TestByeBeforeACKAcknowledgesTheCarriers2xx(t *testing.T) {
 	ms := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
 	wantTag(t, ms, "btag9")
 }
+
+// EndAll, at the end of a drain, ends an answered call with a BYE on each
+// leg and a ringing one with a CANCEL to the carrier and a 503 to the
+// caller; both get their CDR, hung up by the system.
+func TestEndAll(t *testing.T) {
+	r := newRig(t, nil)
+	r.answerCall()
+	r.recv(caller, callerInvite("2", "a-call-2", "15551234"))
+	r.expect(caller, "SIP/2.0 100 Trying")
+	binv2 := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(carrier, carrierResponseTagged(binv2, 180, "Ringing", "", "ring2"))
+	r.expect(caller, "SIP/2.0 180 Ringing")
+	if n := r.e.EndAll(r.now); n != 2 {
+		t.Fatalf("EndAll ended %d calls, want 2", n)
+	}
+	r.expect(caller, "BYE sip:alice@caller.example.org:5061 SIP/2.0", "SIP/2.0 503 Service Unavailable")
+	r.expect(carrier, "BYE sip:gw@carrier.example.net:5070 SIP/2.0", "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
+	if r.e.Calls() != 0 || len(r.calls) != 2 {
+		t.Fatalf("%d calls up, %d CDRs; want 0 and 2", r.e.Calls(), len(r.calls))
+	}
+	for _, s := range r.calls {
+		if s.HangupSide != hangupSystem {
+			t.Errorf("call %s hung up by %q, want %q", s.ACallID, s.HangupSide, hangupSystem)
+		}
+	}
+}

@@ -262,3 +262,32 @@ func TestE2EHealthAndDrain(t *testing.T) {
 	}
 	checkCDR(t, e.cdrOf(c.u.callID), 200, "caller")
 }
+
+// TestE2EDrainTimeoutEndsCalls: a call still up when the drain timeout
+// passes is ended by sipedge, a BYE on each leg, and gets its CDR
+// (hangup_side "system") before the CDR file is closed. It used to vanish:
+// no BYE (the carrier went on billing) and no CDR.
+func TestE2EDrainTimeoutEndsCalls(t *testing.T) {
+	e := newE2E(t, e2eOpts{drainSecs: 1})
+	c := e.answered()
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- e.shutdown() }()
+	bye := e.caller.expect("BYE ", 3*time.Second)
+	if d := time.Since(start); d < 900*time.Millisecond {
+		t.Errorf("BYE %v after the drain began, before its 1 s timeout", d)
+	}
+	if tagOf(t, bye, parser.HeaderFrom) != c.u.toTag {
+		t.Errorf("the caller's BYE is not in its dialog:\n%s", bye.Bytes())
+	}
+	e.carrier.expect("BYE ", waitMsg)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("shutdown: %v", err)
+		}
+	case <-time.After(waitMsg):
+		t.Fatal("Shutdown did not return after ending the calls")
+	}
+	checkCDR(t, e.cdrOf(c.u.callID), 200, "system")
+}

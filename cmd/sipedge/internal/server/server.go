@@ -412,12 +412,25 @@ func (s *Server) LiveCalls() int {
 
 // Shutdown drains: new calls get 503 and /readyz turns false, running
 // calls continue (in-dialog requests are served) until they end or the
-// drain timeout passes; then the runtime stops and the CDRs are flushed.
+// drain timeout passes. Calls still up then are ended by sipedge (BYE, or
+// CANCEL and 503, on both legs) with their CDRs; then the runtime stops
+// and the CDRs are flushed.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.log.Info("draining", "calls", s.LiveCalls(), "timeout", s.cfg.B2BUA.DrainTimeout)
 	dctx, cancel := context.WithTimeout(ctx, s.cfg.B2BUA.DrainTimeout)
 	defer cancel()
-	err := s.rt.Shutdown(dctx, func() bool { return s.LiveCalls() > 0 })
+	s.rt.Drain()
+	for s.LiveCalls() > 0 && dctx.Err() == nil {
+		select {
+		case <-dctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if n := s.LiveCalls(); n > 0 {
+		s.log.Warn("drain timeout: ending the calls still up", "calls", n)
+		s.endCalls(ctx)
+	}
+	err := s.rt.Shutdown(ctx, nil)
 	err = errors.Join(err, s.closeParts(ctx))
 	if s.admin != nil {
 		s.admin.Close()
@@ -425,6 +438,26 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.log.Info("stopped")
 	return err
+}
+
+// endCalls ends every call on its own shard (Engine.EndAll) and waits for
+// the shards, at most a second each: the BYEs and CANCELs leave, and the
+// CDRs reach the writer before it is closed.
+func (s *Server) endCalls(ctx context.Context) {
+	for _, a := range s.apps {
+		done := make(chan struct{})
+		a.sh.Post(func() {
+			a.eng.EndAll(a.sh.Now())
+			close(done)
+		})
+		select {
+		case <-done:
+		case <-time.After(time.Second):
+			s.log.Error("drain: a shard did not end its calls", "shard", a.sh.Index())
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // Reopen reopens the CDR file (SIGHUP after logrotate).
