@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
@@ -481,6 +482,8 @@ func (s *Server) startAdmin() error {
 	var h http.Handler = mux
 	if tok := s.cfg.Admin.Token; tok != "" {
 		h = bearer(tok, mux)
+	} else {
+		h = loopbackWrites(mux)
 	}
 	ln, err := net.Listen("tcp", s.cfg.Admin.Listen.String())
 	if err != nil {
@@ -500,12 +503,28 @@ func (s *Server) startAdmin() error {
 
 // bearer requires "Authorization: Bearer TOKEN" on every request.
 func bearer(token string, next http.Handler) http.Handler {
-	want := "Bearer " + token
+	want := []byte("Bearer " + token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != want {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
 			w.Header().Set("WWW-Authenticate", "Bearer")
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// loopbackWrites guards an admin API without a token: anyone who reaches
+// the port may read it, but only a client on the same host may change it
+// (the gateway groups calls are routed to).
+func loopbackWrites(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			ap, err := netip.ParseAddrPort(r.RemoteAddr)
+			if err != nil || !ap.Addr().IsLoopback() {
+				http.Error(w, "admin.token is not set: changes are accepted from this host only", http.StatusForbidden)
+				return
+			}
 		}
 		next.ServeHTTP(w, r)
 	})
