@@ -84,6 +84,7 @@ type Call struct {
 	route      *route.Route   // the route of the carrier in flight (in seq.Routes())
 	reported   bool           // the outcome of the carrier in flight went to Env.Outcome
 	progress   bool           // the carrier in flight sent 101-199
+	trying     bool           // the carrier in flight sent 100
 	pacing     bool           // waiting for a CPS slot before dialling
 	paceTimer  uint64         // the wait for that slot, or for a CPS-reject retry
 	seqWait    time.Duration  // the carrier's deadline, from its dial; -1 for none

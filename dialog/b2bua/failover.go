@@ -16,8 +16,10 @@ func (e *Engine) carryOut(c *Call, st route.Step) {
 	for {
 		if st.Cancel && c.bTxn != 0 {
 			code := OutcomeNoResponse
-			if c.progress {
-				code = OutcomeAbandoned // it rang: the gateway works, the callee did not answer
+			if c.progress || c.trying {
+				// It rang, or at least answered 100: the gateway works, the
+				// callee did not answer (or ring) in time.
+				code = OutcomeAbandoned
 			}
 			e.report(c, code, 0)
 			// RFC 3261 9.1; the carrier's later responses reach
@@ -54,7 +56,7 @@ func (e *Engine) carryOut(c *Call, st route.Step) {
 				st = c.seq.Undialable(e.now, reason)
 				continue
 			}
-			c.target, c.route, c.reported, c.progress = tgt, r, false, false
+			c.target, c.route, c.reported, c.progress, c.trying = tgt, r, false, false, false
 			c.cpsRetries = 0
 			// The carrier's deadline counts from its dial, not from the
 			// decision to dial it: a paced INVITE gets its full time.
@@ -104,6 +106,7 @@ func (e *Engine) pace(c *Call) (route.Step, bool) {
 		return route.Step{}, true
 	case p.Over:
 		e.m.cpsLimited.Inc()
+		e.report(c, OutcomeAbandoned, 0) // the gateway picked was not tried: its trial goes back
 		return c.seq.Undialable(e.now, route.ReasonCPSLimited), false
 	case p.Wait > 0:
 		c.pacing = true
@@ -124,6 +127,7 @@ func (e *Engine) Paced(ref uint64, p PaceResult, now time.Duration) {
 	case p.Over:
 		c.pacing = false
 		e.m.cpsLimited.Inc()
+		e.report(c, OutcomeAbandoned, 0) // the gateway picked was not tried: its trial goes back
 		e.carryOut(c, c.seq.Undialable(e.now, route.ReasonCPSLimited))
 	case p.Wait > 0:
 		c.paceTimer = e.env.Clock.StartAt(e.now+p.Wait, timerPace, e.arg(c))

@@ -308,8 +308,10 @@ func TestPacingOverLimitBurnsCarrier(t *testing.T) {
 	if len(s.Attempts) != 2 || s.Attempts[0] != (route.Attempt{CarrierID: "carrier-a", Status: 503, Reason: route.ReasonCPSLimited}) {
 		t.Fatalf("attempts %+v", s.Attempts)
 	}
-	if len(outcomes) != 1 || outcomes[0] != 486 { // carrier-a's quality is not blamed
-		t.Fatalf("outcomes %v", outcomes)
+	// carrier-a's gateway, picked but not tried, is reported abandoned: not
+	// blamed, and a trial it held after an outage goes back (health).
+	if len(outcomes) != 2 || outcomes[0] != OutcomeAbandoned || outcomes[1] != 486 {
+		t.Fatalf("outcomes %v, want [%d 486]", outcomes, OutcomeAbandoned)
 	}
 }
 
@@ -378,4 +380,24 @@ func TestCPSRetryDroppedWhenTheSequenceMovesOn(t *testing.T) {
 	r.advance(5 * time.Second) // past the retry's time
 	r.expect(carrierB)
 	r.expect(carrier)
+}
+
+// A carrier's deadline that passes after its 100 Trying but before any
+// ringing says the callee did not ring in time, not that the gateway is
+// dead: the outcome is abandoned, not "no response", which would mark a
+// working gateway down after a few slow destinations.
+func TestRingTimeoutAfterTryingIsNotNoResponse(t *testing.T) {
+	a := routeA
+	a.TimeoutSecs = 2
+	r := twoCarriers(t, a, routeB)
+	var outcomes []int
+	r.e.env.Outcome = func(_ *Target, code int, _ time.Duration) { outcomes = append(outcomes, code) }
+	inv := r.startCall()
+	r.recv(carrier, carrierResponse(inv, 100, "Trying", ""))
+	r.advance(2 * time.Second)
+	r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")
+	if len(outcomes) != 1 || outcomes[0] != OutcomeAbandoned {
+		t.Fatalf("outcomes %v, want [%d]", outcomes, OutcomeAbandoned)
+	}
 }

@@ -388,6 +388,7 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 	_ = m.To(&to)
 	switch {
 	case code == 100: // hop by hop: not progress (the seed; RFC 3261 16.7 step 2)
+		c.trying = true // but the gateway is alive
 		return
 	case code < 200:
 		if c.tProvisional == 0 {
