@@ -1,6 +1,9 @@
 package parser
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/binary"
+)
 
 // Address is a name-addr or addr-spec with header parameters (RFC 3261
 // 20.10, 20.20, 20.39, 25.1): the value of From, To, Contact, Route,
@@ -126,15 +129,14 @@ func indexUnquoted(b []byte, c byte) int {
 func checkParams(b []byte) (tag []byte, err error) {
 	it := paramIter{b: b}
 	seenTag := false
-	for {
-		name, value, ok, err := it.next()
+	for !it.done {
+		name, value, _, err := it.next()
 		if err != nil {
 			return nil, err
 		}
-		if !ok {
-			return tag, nil
-		}
-		if equalFold(name, "tag") {
+		// "tag" in any case, in two compares (c|0x20 folds a letter only
+		// into itself, as in ParseVia).
+		if len(name) == 3 && binary.LittleEndian.Uint16(name)|0x2020 == 0x6174 && name[2]|0x20 == 'g' {
 			if seenTag {
 				return nil, ErrDupTag
 			}
@@ -144,6 +146,7 @@ func checkParams(b []byte) (tag []byte, err error) {
 			seenTag, tag = true, value
 		}
 	}
+	return tag, nil
 }
 
 // paramIter walks generic-params (RFC 3261 25.1):
@@ -156,7 +159,8 @@ type paramIter struct {
 }
 
 // next returns the next parameter; ok is false at the end. A quoted value is
-// returned with its quotes.
+// returned with its quotes. Until done, next returns a parameter or an
+// error: a loop on !it.done spares the call that finds the end.
 func (it *paramIter) next() (name, value []byte, ok bool, err error) {
 	if it.done {
 		return nil, nil, false, nil

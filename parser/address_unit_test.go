@@ -53,6 +53,10 @@ func TestUnitParseAddress(t *testing.T) {
 	f(`<sip:a@b>;x="<y>";tag=1`, "", false, "sip:a@b", `x="<y>";tag=1`, "1")
 	f("<sip:a@b>;TAG=Abc", "", false, "sip:a@b", "TAG=Abc", "Abc")
 	f("<sip:a@b>;tag=1;foo;bar=baz", "", false, "sip:a@b", "tag=1;foo;bar=baz", "1")
+	// Names of the same length, or one letter off, are other parameters
+	// (checkParams compares "tag" a word at a time).
+	f("<sip:a@b>;tAg=1;tah=x;uag=x;tbg=x;t\x60g=x;Tagg=x;ta=x", "", false, "sip:a@b", "tAg=1;tah=x;uag=x;tbg=x;t\x60g=x;Tagg=x;ta=x", "1")
+	f("<sip:a@b>;tags=1;tg;ta;t;xtag=2", "", false, "sip:a@b", "tags=1;tg;ta;t;xtag=2", "")
 	f("<sip:user@example.com?Route=%3Csip:sip.example.com%3E>", "", false, "sip:user@example.com?Route=%3Csip:sip.example.com%3E", "", "") // RFC 4475 3.3.14
 	f("<sip:a,b@x>", "", false, "sip:a,b@x", "", "")
 	f("<urn:service:sos>", "", false, "urn:service:sos", "", "")
@@ -158,6 +162,7 @@ func TestUnitParseAddressErrors(t *testing.T) {
 	f("<sip:b@x>;tag=1;TAG=1", ErrDupTag)                                    // names are case-insensitive
 	f("sip:b@x;tag=1;tag=2", ErrDupTag)                                      // addr-spec form too
 	f("<sip:b@x>;tag", ErrBadTag)                                            // tag-param = "tag" EQUAL token
+	f("<sip:b@x>;x=1;TaG", ErrBadTag)                                        // idem, after another parameter
 	f("<sip:b@x>;tag=", ErrBadParams)                                        // EQUAL then nothing
 	f("<sip:b@x>;", ErrBadParams)                                            // empty parameter
 	f("<sip:b@x>;;tag=1", ErrBadParams)                                      // idem

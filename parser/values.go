@@ -228,13 +228,10 @@ func ParseReason(b []byte) (Reason, error) {
 	}
 	r.Params = b[i+1:]
 	it := paramIter{b: r.Params}
-	for {
-		name, value, ok, err := it.next()
+	for !it.done {
+		name, value, _, err := it.next()
 		if err != nil {
 			return r, ErrBadReasonHdr
-		}
-		if !ok {
-			return r, nil
 		}
 		switch {
 		case equalFold(name, "cause"):
@@ -250,6 +247,7 @@ func ParseReason(b []byte) (Reason, error) {
 			r.Text = value
 		}
 	}
+	return r, nil
 }
 
 // MediaType returns type "/" subtype of a Content-Type value, without

@@ -90,13 +90,10 @@ func ParseVia(b []byte, v *Via) error {
 	}
 	v.Params = b[i+1:]
 	it := paramIter{b: v.Params}
-	for {
-		name, value, ok, err := it.next()
+	for !it.done {
+		name, value, _, err := it.next()
 		if err != nil {
 			return ErrBadVia
-		}
-		if !ok {
-			break
 		}
 		// The names are letters, so c|0x20 folds them (see equalTokenFold);
 		// the length picks the one name to compare, a word at a time.
