@@ -253,7 +253,11 @@ func (r *Registry) applyResolved(st *state, addrs []netip.Addr, err error) {
 		err = errors.New("no addresses")
 	}
 	if err != nil {
+		had := st.addr.Load() != nil
 		st.setAddr(nil)
+		if had {
+			r.rebuildKnown()
+		}
 		if st.unresolvable.CompareAndSwap(false, true) && !st.removed.Load() {
 			r.log.Warn("gateway member unresolvable", append(st.logAttrs(st.settings.Load()), "host", st.host, "error", err)...)
 		}
@@ -265,6 +269,7 @@ func (r *Registry) applyResolved(st *state, addrs []netip.Addr, err error) {
 	}
 	ap := netip.AddrPortFrom(addrs[0].Unmap(), st.port)
 	st.setAddr(&ap)
+	r.rebuildKnown()
 	st.unresolvable.Store(false)
 	if !st.removed.Load() {
 		r.log.Info("gateway member resolved", append(st.logAttrs(st.settings.Load()), "host", st.host, "resolved", ap.String())...)

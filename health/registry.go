@@ -68,8 +68,11 @@ type Registry struct {
 	resolveEvery   time.Duration
 	resolveTimeout time.Duration
 
-	mu       sync.Mutex // serialises writers of snap
-	free     []int      // slots of removed groups
+	mu sync.Mutex // serialises writers of snap
+
+	known    atomic.Pointer[map[netip.Addr]struct{}] // the members' addresses (Known)
+	knownMu  sync.Mutex                              // serialises rebuilds of known
+	free     []int                                   // slots of removed groups
 	nextSlot int
 
 	wake      chan struct{}
@@ -314,6 +317,7 @@ func (r *Registry) addGroup(cfg GroupConfig, fixed bool) (bool, error) {
 	}
 	next.groups[g.name] = g
 	r.snap.Store(next)
+	r.rebuildKnown()
 	r.kick()
 
 	verb := "added"
@@ -346,6 +350,7 @@ func (r *Registry) RemoveGroup(name string) error {
 		}
 	}
 	r.snap.Store(next)
+	r.rebuildKnown()
 	for i := range g.members {
 		r.retire(g.members[i].st)
 	}
@@ -378,6 +383,45 @@ func (r *Registry) kick() {
 	case r.wake <- struct{}{}:
 	default:
 	}
+}
+
+// RerouteCauses returns the reroute causes of the group called name, YAML
+// or added at run time (nil when it has none or does not exist). Lock-free;
+// the slice is the group's own and must not be changed.
+func (r *Registry) RerouteCauses(name string) []int {
+	if g := r.snap.Load().groups[name]; g != nil {
+		return g.cfg.RerouteCauses
+	}
+	return nil
+}
+
+// Known reports whether a is the address a member of any group resolves
+// to now: a carrier's gateway, which is never banned for flooding (its
+// traffic is real calls). Lock-free; the set is rebuilt when a group or a
+// resolution changes.
+func (r *Registry) Known(a netip.Addr) bool {
+	k := r.known.Load()
+	if k == nil {
+		return false
+	}
+	_, ok := (*k)[a.Unmap()]
+	return ok
+}
+
+// rebuildKnown rebuilds Known's set from the current groups. The lock makes
+// the last rebuild read the newest state.
+func (r *Registry) rebuildKnown() {
+	r.knownMu.Lock()
+	defer r.knownMu.Unlock()
+	k := make(map[netip.Addr]struct{})
+	for _, g := range r.snap.Load().order {
+		for i := range g.members {
+			if ap := g.members[i].st.addr.Load(); ap != nil {
+				k[ap.Addr()] = struct{}{}
+			}
+		}
+	}
+	r.known.Store(&k)
 }
 
 // find returns the state of the member with that uri and address, or nil.

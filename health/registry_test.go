@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -276,5 +277,56 @@ func TestDNSNames(t *testing.T) {
 	r.toDown(st(t, r, "g", 0), "test", nil)
 	if _, res := pick(); res != GroupDown {
 		t.Fatalf("one down, one unresolvable: %v", res)
+	}
+}
+
+// Known follows the members' addresses: YAML groups, groups added and
+// removed at run time, and names as they resolve. Carriers are never
+// banned for flooding by it.
+func TestKnown(t *testing.T) {
+	dns := &fakeDNS{names: map[string][]netip.Addr{}}
+	r, _ := newTestRegistry(t, Options{Resolve: dns.resolve, ResolveInterval: 20 * time.Millisecond},
+		GroupConfig{Name: "yaml", Destinations: []DestConfig{{URI: "sip:192.0.2.1", Address: "192.0.2.1:5060"}}})
+	known := func(a string) bool { return r.Known(netip.MustParseAddr(a)) }
+	if !known("192.0.2.1") || known("192.0.2.2") {
+		t.Fatal("the YAML group's member")
+	}
+	if err := r.AddGroup(GroupConfig{Name: "runtime", Destinations: []DestConfig{
+		{URI: "sip:192.0.2.2", Address: "192.0.2.2:5060"},
+		{URI: "sip:gw.example.net", Address: "gw.example.net:5080"},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if !known("192.0.2.2") || known("192.0.2.3") {
+		t.Fatal("a group added at run time")
+	}
+	r.Start()
+	dns.set("gw.example.net", "192.0.2.3")
+	waitFor(t, time.Second, "the name resolved", func() bool { return known("192.0.2.3") })
+	dns.set("gw.example.net", "192.0.2.4")
+	waitFor(t, time.Second, "the name moved", func() bool { return known("192.0.2.4") && !known("192.0.2.3") })
+	if err := r.RemoveGroup("runtime"); err != nil {
+		t.Fatal(err)
+	}
+	if known("192.0.2.2") || known("192.0.2.4") || !known("192.0.2.1") {
+		t.Fatal("a group removed")
+	}
+}
+
+// RerouteCauses reads a group's causes, YAML or added at run time.
+func TestRerouteCauses(t *testing.T) {
+	r, _ := newTestRegistry(t, Options{},
+		GroupConfig{Name: "yaml", Destinations: dests(1), RerouteCauses: []int{404}})
+	if err := r.AddGroup(GroupConfig{Name: "runtime", Destinations: dests(1), RerouteCauses: []int{403, 404}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.RerouteCauses("yaml"); !slices.Equal(got, []int{404}) {
+		t.Errorf("yaml: %v", got)
+	}
+	if got := r.RerouteCauses("runtime"); !slices.Equal(got, []int{403, 404}) {
+		t.Errorf("runtime: %v", got)
+	}
+	if got := r.RerouteCauses("none"); got != nil {
+		t.Errorf("unknown group: %v", got)
 	}
 }

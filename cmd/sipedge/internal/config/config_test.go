@@ -253,6 +253,9 @@ func TestRejects(t *testing.T) {
 		{"route reroute cause", group + "lcr:\n  static_routes:\n    - routes: [{ carrier_id: a, gateway_group: carrier-a, reroute_causes: [700] }]", `lcr.static_routes[0].routes[0].reroute_causes[0]: 700: want a SIP failure code, 300 to 699`},
 		{"route header name", group + "lcr:\n  static_routes:\n    - routes: [{ carrier_id: a, gateway_group: carrier-a, headers: { \"X Account\": 42 } }]", `lcr.static_routes[0].routes[0].headers["X Account"]: "X Account": not a header name`},
 		{"route next_hop", group + "lcr:\n  static_routes:\n    - routes: [{ carrier_id: a, next_hop: \"gw:x\" }]", `lcr.static_routes[0].routes[0].next_hop: "gw:x": want a sip: URI or host:port`},
+		{"route next_hop name", group + "lcr:\n  static_routes:\n    - routes: [{ carrier_id: a, next_hop: \"gw.example:5060\" }]", `lcr.static_routes[0].routes[0].next_hop: "gw.example:5060": want an IP address`},
+		{"route next_hop URI name", group + "lcr:\n  static_routes:\n    - routes: [{ carrier_id: a, next_hop: \"sip:gw.example\" }]", `lcr.static_routes[0].routes[0].next_hop: "sip:gw.example": want an IP address`},
+		{"route ruri name alone", group + "lcr:\n  static_routes:\n    - routes: [{ carrier_id: a, ruri: \"sip:1@gw.example\" }]", `lcr.static_routes[0].routes[0].ruri: "sip:1@gw.example": with no gateway_group or next_hop the call goes to its host, which must be an IP address`},
 		{"route ruri", group + "lcr:\n  static_routes:\n    - routes: [{ carrier_id: a, ruri: \"tel:+1\" }]", `lcr.static_routes[0].routes[0].ruri: "tel:+1": want a sip: or sips: URI`},
 		{"duplicate prefix", group + "lcr:\n  static_routes:\n    - { prefix: \"1\", routes: [] }\n    - { prefix: \"1\", routes: [] }", `line 10: lcr.static_routes[1].prefix: "1": duplicate prefix (also lcr.static_routes[0].prefix)`},
 		{"lcr cache", "lcr:\n  cache: lcr", `line 2: lcr.cache: unknown cache "lcr"`},
@@ -509,7 +512,7 @@ cache: [{ name: c, url: "redis://h:6379", local_ttl_secs: 0 }]
 		}
 	})
 	t.Run("static route with next_hop may name an unknown group", func(t *testing.T) {
-		c := mustParse(t, "lcr:\n  static_routes:\n    - routes: [{ carrier_id: z, gateway_group: carrier-z, next_hop: \"sip:10.0.0.9:5060\" }, { carrier_id: y, next_hop: \"gw.y.example:5060\" }]", nil)
+		c := mustParse(t, "lcr:\n  static_routes:\n    - routes: [{ carrier_id: z, gateway_group: carrier-z, next_hop: \"sip:10.0.0.9:5060\" }, { carrier_id: y, next_hop: \"192.0.2.9:5060\" }]", nil)
 		if got := c.LCR.StaticRoutes[0].Routes[0].GatewayGroup; got != "carrier-z" {
 			t.Errorf("gateway_group = %q", got)
 		}

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"maps"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -357,10 +358,16 @@ func (c *Config) validateRoute(v *validator, p string, r Route) {
 		var hp HostPort
 		if err := hp.UnmarshalText([]byte(r.NextHop)); err != nil {
 			v.errorf(p+".next_hop", "%q: want a sip: URI or host:port", r.NextHop)
+		} else if !hostIsIP(r.NextHop) {
+			v.errorf(p+".next_hop", "%q: want an IP address: sipedge does no DNS on a call's path (name a gateway group instead: its names are resolved in the background)", r.NextHop)
 		}
+	} else if r.NextHop != "" && !hostIsIP(r.NextHop) {
+		v.errorf(p+".next_hop", "%q: want an IP address: sipedge does no DNS on a call's path (name a gateway group instead: its names are resolved in the background)", r.NextHop)
 	}
 	if r.RURI != "" && !isSIPURI(r.RURI) {
 		v.errorf(p+".ruri", "%q: want a sip: or sips: URI", r.RURI)
+	} else if r.RURI != "" && r.GatewayGroup == "" && r.NextHop == "" && !hostIsIP(r.RURI) {
+		v.errorf(p+".ruri", "%q: with no gateway_group or next_hop the call goes to its host, which must be an IP address (sipedge does no DNS on a call's path)", r.RURI)
 	}
 	for _, name := range slices.Sorted(maps.Keys(r.Headers)) {
 		val := r.Headers[name]
@@ -416,6 +423,27 @@ func isToken(s string) bool {
 		}
 	}
 	return true
+}
+
+// hostIsIP reports whether the host of "sip:[user@]host[:port][;...]" or
+// "host[:port]" is an IP address.
+func hostIsIP(s string) bool {
+	if rest, ok := strings.CutPrefix(s, "sip:"); ok {
+		s = rest
+	} else if rest, ok := strings.CutPrefix(s, "sips:"); ok {
+		s = rest
+	}
+	if i := strings.IndexByte(s, '@'); i >= 0 {
+		s = s[i+1:]
+	}
+	if i := strings.IndexAny(s, ";?"); i >= 0 {
+		s = s[:i]
+	}
+	if _, err := netip.ParseAddrPort(s); err == nil {
+		return true
+	}
+	_, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]"))
+	return err == nil
 }
 
 func isSIPURI(s string) bool {

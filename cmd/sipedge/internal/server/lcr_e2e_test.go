@@ -273,10 +273,14 @@ func TestLCRUndialableSkippedWithoutWaiting(t *testing.T) {
 			t.Errorf("undialled carrier elapsed_ms %d, want 0", ms)
 		}
 	})
-	t.Run("unresolvable-next-hop", func(t *testing.T) {
-		ghost := `{ carrier_id: ghost, next_hop: "sip:gw.example.invalid:5060", rate: 0.001, timeout_secs: 5 }`
-		r := newLCR(t, lcrOpts{lcr: staticLCR(ghost, yRouteB)})
-		check(t, r, "unresolvable", "static")
+	t.Run("unresolvable-next-hop-from-api", func(t *testing.T) {
+		// A name in next_hop: no DNS on a call's path (the static table
+		// refuses one at start).
+		api := newLCRAPI(t, 200, `{"routes":[`+
+			`{"carrier_id":"ghost","next_hop":"sip:gw.example.invalid:5060","rate":0.001,"timeout_secs":5},`+
+			`{"carrier_id":"carrier-b","gateway_group":"carrier-b","rate":0.005}]}`)
+		r := newLCR(t, lcrOpts{lcr: fmt.Sprintf("lcr: { api_url: %q, timeout_ms: 1000 }", api.url())})
+		check(t, r, "unresolvable", "lcr")
 	})
 }
 

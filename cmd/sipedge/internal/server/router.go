@@ -102,8 +102,8 @@ func healthGroups(cfg *config.Config) []health.GroupConfig {
 
 // resolve is the engines' Env.Resolve: a healthy member of the route's
 // gateway group (health.Pick, with this shard's Selector), else the route's
-// next_hop when the group is unknown (the seed: "warns and falls back to
-// the route's next_hop ... else skips that carrier").
+// next_hop (or its ruri's host) when the group is unknown (the seed: "warns
+// and falls back to the route's next_hop ... else skips that carrier").
 func (a *shardApp) resolve(r *route.Route, key uint64) (b2bua.Target, string) {
 	m, res := a.s.health.Pick(r.GatewayGroup, key, &a.sel)
 	switch res {
@@ -118,7 +118,7 @@ func (a *shardApp) resolve(r *route.Route, key uint64) (b2bua.Target, string) {
 		if r.GatewayGroup != "" {
 			a.s.log.Warn("route names an unknown gateway_group", "carrier", r.CarrierID, "gateway_group", r.GatewayGroup)
 		}
-		if r.NextHop != "" {
+		if r.NextHop != "" || r.RURI != "" {
 			return nextHop(r)
 		}
 		return b2bua.Target{}, route.ReasonUnknownGroup
@@ -170,21 +170,59 @@ func (p prober) Probe(m health.Member, timeout time.Duration, done func(health.P
 	})
 }
 
-// nextHop resolves a route's explicit next hop: "sip:host:port" or
-// "host:port", an IP literal (names resolve off the shard, at config time).
+// nextHop is where a route without a usable gateway group goes: its
+// next_hop, else the host of its ruri (the seed: "pin an explicit
+// next_hop, or override the whole Request-URI with ruri"). The host must
+// be an IP literal: there is no DNS on a shard, and a name is skipped as
+// unresolvable. ";transport=tcp" selects TCP.
 func nextHop(r *route.Route) (b2bua.Target, string) {
-	hp := strings.TrimPrefix(strings.TrimPrefix(r.NextHop, "sip:"), "sips:")
-	if i := strings.IndexByte(hp, ';'); i >= 0 {
-		hp = hp[:i]
+	dest := r.NextHop
+	if dest == "" {
+		dest = r.RURI
 	}
-	ap, err := netip.ParseAddrPort(hp)
+	peer, ok := hopOf(dest)
+	if !ok {
+		return b2bua.Target{}, route.ReasonUnresolvable
+	}
+	uri := "sip:" + peer.Addr.String()
+	if peer.Transport == txn.TransportTCP {
+		uri += ";transport=tcp"
+	}
+	return b2bua.Target{CarrierID: r.CarrierID, Group: dest, URI: uri, Peer: peer, Rate: r.Rate, Currency: r.Currency}, ""
+}
+
+// hopOf reads "sip:[user@]host[:port][;params]" or "host[:port]" with an
+// IP literal host (5060 when no port) and the transport parameter.
+func hopOf(s string) (txn.Peer, bool) {
+	if len(s) >= 4 && strings.EqualFold(s[:4], "sip:") {
+		s = s[4:]
+	}
+	if i := strings.IndexByte(s, '@'); i >= 0 {
+		s = s[i+1:]
+	}
+	tr := txn.TransportUDP
+	if i := strings.IndexAny(s, ";?"); i >= 0 {
+		for _, p := range strings.Split(s[i+1:], ";") {
+			if strings.EqualFold(p, "transport=tcp") {
+				tr = txn.TransportTCP
+			}
+		}
+		s = s[:i]
+	}
+	ap, err := netip.ParseAddrPort(s)
 	if err != nil {
-		a, err := netip.ParseAddr(hp)
+		a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]"))
 		if err != nil {
-			return b2bua.Target{}, route.ReasonUnresolvable
+			return txn.Peer{}, false
 		}
 		ap = netip.AddrPortFrom(a, 5060)
 	}
-	return b2bua.Target{CarrierID: r.CarrierID, Group: r.NextHop, URI: "sip:" + ap.String(),
-		Peer: txn.Peer{Addr: ap, Transport: txn.TransportUDP}, Rate: r.Rate, Currency: r.Currency}, ""
+	return txn.Peer{Addr: netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), Transport: tr}, true
+}
+
+// nextHopAddr is the address of a static route's next hop, for the flood
+// exemption.
+func nextHopAddr(s string) (netip.AddrPort, bool) {
+	p, ok := hopOf(s)
+	return p.Addr, ok && s != ""
 }

@@ -90,7 +90,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	}
 	// Flood protection for sources that are neither trunks nor carriers.
 	sc.Flood = shard.FloodConfig{PerSecond: cfg.RateLimit.Flood.MessagesPerSec,
-		Ban: cfg.RateLimit.Flood.Ban, Exempt: exemptFrom(cfg)}
+		Ban: cfg.RateLimit.Flood.Ban, Exempt: exemptFrom(cfg, s.health)}
 	var appErr error // shard.New builds the shards one after another, here
 	s.rt, err = shard.New(sc, func(sh *shard.Shard) shard.Handler {
 		h, err := s.newShardApp(sh)
@@ -172,14 +172,18 @@ func (s *Server) b2buaConfig(shardIdx int) b2bua.Config {
 	return bc
 }
 
-// exemptFrom returns the addresses never banned for flooding: the trunks'
-// sources and the carriers' gateways (their addresses as configured).
-func exemptFrom(cfg *config.Config) func(netip.Addr) bool {
-	gateways := make(map[netip.Addr]bool)
-	for _, g := range cfg.Gateway.Groups {
-		for _, d := range g.Destinations {
-			if ap, ok := d.Address.AddrPort(); ok {
-				gateways[ap.Addr().Unmap()] = true
+// exemptFrom returns the addresses never banned for flooding (issue 7):
+// the trunks' sources, the carriers' gateways as the health registry
+// resolves them now (YAML groups, names resolved, groups added at run
+// time), and the static routes' next hops and Request-URI hosts.
+func exemptFrom(cfg *config.Config, gateways *health.Registry) func(netip.Addr) bool {
+	hops := make(map[netip.Addr]bool)
+	for _, p := range cfg.LCR.StaticRoutes {
+		for _, r := range p.Routes {
+			for _, dest := range []string{r.NextHop, r.RURI} {
+				if ap, ok := nextHopAddr(dest); ok {
+					hops[ap.Addr()] = true
+				}
 			}
 		}
 	}
@@ -188,7 +192,7 @@ func exemptFrom(cfg *config.Config) func(netip.Addr) bool {
 		sources = append(sources, t.Sources...)
 	}
 	return func(a netip.Addr) bool {
-		if gateways[a] {
+		if gateways.Known(a) || hops[a] {
 			return true
 		}
 		for _, s := range sources {
@@ -208,10 +212,11 @@ func ringBound(d time.Duration) time.Duration {
 	return d
 }
 
-// groupCauses returns a gateway group's reroute causes, nil when unset.
+// groupCauses returns a gateway group's reroute causes, nil when unset:
+// the health registry holds the YAML groups and those added at run time.
 func (s *Server) groupCauses(group string) []int {
-	if g := s.cfg.Group(group); g != nil && len(g.RerouteCauses) > 0 {
-		return g.RerouteCauses
+	if c := s.health.RerouteCauses(group); len(c) > 0 {
+		return c
 	}
 	return nil
 }
