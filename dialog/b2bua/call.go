@@ -99,7 +99,8 @@ type Call struct {
 	bTxn     txn.Handle      // the B-leg INVITE client transaction
 	canceled bool            // the caller cancelled, or the call no longer wants the B-leg
 	answered bool
-	rtxTo    side // where ok2xx goes: the side that sent the INVITE it answers
+	rtxTo    side   // where ok2xx goes: the side that sent the INVITE it answers
+	srcPort  uint16 // the caller's INVITE's source port (a.peer has the reply port)
 
 	ok2xx   []byte        // the last 2xx sipedge relayed to an INVITE, retransmitted until its ACK
 	rtx     uint64        // its retransmission timer, 0 when none
@@ -144,7 +145,7 @@ func (c *Call) Summary() Summary {
 		r = &routes[i]
 	}
 	return Summary{Route: r, ACallID: c.a.callID, BCallID: c.b.callID, Trunk: c.trunk, Caller: c.caller, Callee: c.callee,
-		Source: c.a.peer.Addr, Target: c.target, Attempts: c.seq.Attempts(), RouteSource: c.source, Invite: c.tInvite, FirstProvisional: c.tProvisional, Answer: c.tAnswer, End: c.tEnd,
+		Source: c.sourceAddr(), Target: c.target, Attempts: c.seq.Attempts(), RouteSource: c.source, Invite: c.tInvite, FirstProvisional: c.tProvisional, Answer: c.tAnswer, End: c.tEnd,
 		FinalCode: c.finalCode, FinalReason: c.finalReason, HangupSide: c.hangup}
 }
 
@@ -255,6 +256,11 @@ func (e *Engine) settle(c *Call) {
 		}
 		e.respond(c.aTxn, c.ainv, code, reason, c.a.localTag)
 	}
+}
+
+// sourceAddr is where the caller's INVITE came from.
+func (c *Call) sourceAddr() netip.AddrPort {
+	return netip.AddrPortFrom(c.a.peer.Addr.Addr(), c.srcPort)
 }
 
 // EndAll ends every live call, as at the end of a drain: an answered call

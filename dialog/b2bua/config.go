@@ -63,6 +63,10 @@ type Trunk struct {
 	// MaxCalls bounds the trunk's concurrent calls on this engine (its
 	// share of the node's limit); 0: unlimited.
 	MaxCalls int
+	// Normalize, when set, puts the numbers the trunk dials in E.164 form
+	// (its country code and national prefix) before routing: the key of
+	// the lookup and its cache.
+	Normalize *NumberPolicy
 }
 
 // Source is an address range, optionally limited to one port.

@@ -83,8 +83,9 @@ type RouteRequest struct {
 	Ref    uint64 // names the call to Engine.Decided
 	CallID []byte // A-leg
 	Trunk  *Trunk
-	Dialed []byte // the Request-URI user, the dialled number
+	Dialed []byte // the dialled number: the Request-URI user, normalised by the trunk's policy
 	From   []byte // the caller's From URI
+	To     []byte // the caller's To URI
 	Source txn.Peer
 }
 
@@ -164,6 +165,7 @@ type Engine struct {
 	scratch leg               // a dialog the engine ends without keeping (a forked 2xx)
 	id      identity          // the identity of the B-leg being dialled
 	out     []byte            // scratch for outgoing messages
+	dialed  []byte            // scratch for the normalised dialled number
 	bufs    [][]byte          // message buffers calls borrow (getBuf)
 	msgs    []*parser.Message // parsed INVITEs calls borrow
 	rr      RouteRequest      // the Router's request, reused

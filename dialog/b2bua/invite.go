@@ -172,6 +172,7 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	var via parser.Via
 	_ = m.TopVia(&via) // read by Validate and the transaction layer
 	A.peer = txn.ReplyTo(&via, a.Peer)
+	c.srcPort = a.Peer.Addr.Port()
 	A.transport = transportName(a.Peer.Transport)
 	e.indexLeg(c, A)
 	e.watch(a.Txn, c, roleAInvite, 0, -1)
@@ -185,9 +186,22 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	e.decided(c)
 }
 
-// routeRequest describes call c to the Router.
+// routeRequest describes call c to the Router. The dialled number is
+// normalised by the trunk's number policy, if it has one (the seed's
+// rewrite_identities before the lookup), so that "+1202...", "1202..."
+// and "001202..." find the same routes and cache entry.
 func (e *Engine) routeRequest(c *Call) RouteRequest {
-	return RouteRequest{Ref: e.arg(c), CallID: c.a.callID, Trunk: c.trunk, Dialed: c.callee, From: c.fromURI, Source: c.a.peer}
+	rr := RouteRequest{Ref: e.arg(c), CallID: c.a.callID, Trunk: c.trunk, Dialed: c.callee, From: c.fromURI,
+		Source: txn.Peer{Addr: c.sourceAddr(), Transport: c.a.peer.Transport}}
+	if c.trunk != nil && c.trunk.Normalize != nil {
+		e.dialed = c.trunk.Normalize.Shape(e.dialed[:0], c.callee)
+		rr.Dialed = e.dialed
+	}
+	var to parser.Address
+	if ainv := e.aInviteCopy(c); ainv != nil && ainv.To(&to) == nil {
+		rr.To = to.URI
+	}
+	return rr
 }
 
 // Decided delivers the routing decision for the call Ref names, which the

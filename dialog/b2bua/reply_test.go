@@ -38,3 +38,31 @@ func TestRepliesGoWhereTheViaSays(t *testing.T) {
 		})
 	}
 }
+
+// The Router sees the dialled number in E.164 when the trunk has a number
+// policy (the seed's normalisation before the lookup), the caller's To
+// URI, and the INVITE's real source port, not the reply port of its Via.
+func TestRouteRequest(t *testing.T) {
+	r := newRig(t, func(c *Config) {
+		c.Trunks[0].Normalize = &NumberPolicy{CountryCode: "44", NationalPrefix: "0"}
+	})
+	inner := r.e.env.Router
+	var got RouteRequest
+	var dialed, to string
+	r.e.env.Router = func(q *RouteRequest) Decision {
+		got, dialed, to = *q, string(q.Dialed), string(q.To)
+		return inner(q)
+	}
+	ephemeral := netip.MustParseAddrPort("192.0.2.10:40000")
+	r.recv(ephemeral, callerInvite("1", "a-call-1", "02071234567"))
+	r.expect(caller, "SIP/2.0 100 Trying") // the Via's port
+	if dialed != "+442071234567" {
+		t.Errorf("dialled %q, want +442071234567", dialed)
+	}
+	if to != "sip:02071234567@203.0.113.1" {
+		t.Errorf("To %q", to)
+	}
+	if got.Source.Addr != ephemeral {
+		t.Errorf("source %v, want %v", got.Source.Addr, ephemeral)
+	}
+}

@@ -146,6 +146,10 @@ type Trunk struct {
 	// "[2001:db8::/32]:5060"; a bare address is a single host.
 	Sources []Source    `yaml:"sources"`
 	Limits  TrunkLimits `yaml:"limits"`
+	// NumberPolicy names the number_policies entry whose country code and
+	// national prefix put the numbers this trunk dials in E.164 form
+	// before routing (the lookup and its cache key); "" = as dialled.
+	NumberPolicy string `yaml:"number_policy"`
 }
 
 // TrunkLimits are a trunk's ingress limits; 0 = unlimited.

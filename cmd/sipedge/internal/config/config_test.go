@@ -203,6 +203,7 @@ func TestRejects(t *testing.T) {
 		{"policy country code", "number_policies:\n  - { name: x, country_code: \"+1\" }", `line 2: number_policies[0].country_code: "+1": want 1 to 3 digits`},
 		{"policy national prefix", "number_policies:\n  - { name: x, country_code: 1, national_prefix: O }", `number_policies[0].national_prefix: "O": want digits`},
 		{"policy no name", "number_policies:\n  - { country_code: 44 }", `line 2: number_policies[0].name: required`},
+		{"trunk policy unknown", "trunks:\n  - { name: t, sources: [\"192.0.2.0/24\"], number_policy: uk }", `trunks[0].number_policy: unknown number policy "uk"`},
 		{"policy duplicate", "number_policies:\n  - { name: x, country_code: 1 }\n  - { name: x, country_code: 44 }", `line 3: number_policies[1].name: "x": duplicate name (also number_policies[0].name)`},
 		// trunks
 		{"source CIDR", "trunks:\n  - name: t\n    sources: [\"10.0.0.0/33\"]", `line 3: trunks[0].sources[0]: "10.0.0.0/33": invalid CIDR`},
@@ -552,6 +553,7 @@ trunks:
     trunk_group: cust-trunks
     sources: ["127.0.0.1/32", "10.0.0.0/8:5060", "[2001:db8::/32]:5060", "::1"]
     limits: { cps: 2.5, burst: 5, max_concurrent_calls: 100 }
+    number_policy: national
 gateway:
   groups:
     - name: carrier-a
@@ -653,6 +655,9 @@ func TestPrintRoundTrip(t *testing.T) {
 		}
 		if !reflect.DeepEqual(c.Trunks[0].Sources, wantSources) {
 			t.Errorf("sources = %v", c.Trunks[0].Sources)
+		}
+		if c.Trunks[0].NumberPolicy != "national" {
+			t.Errorf("trunks[0].number_policy = %q", c.Trunks[0].NumberPolicy)
 		}
 		if c.Gateway.Groups[0].Probe.Timeout != 700*time.Millisecond || c.SIP.TCP.IdleTimeout != time.Minute {
 			t.Errorf("durations: probe %v idle %v", c.Gateway.Groups[0].Probe.Timeout, c.SIP.TCP.IdleTimeout)

@@ -236,6 +236,9 @@ func (c *Config) validate(v *validator) {
 		if len(t.Sources) == 0 {
 			v.errorf(p+".sources", "at least one source required")
 		}
+		if t.NumberPolicy != "" && c.NumberPolicy(t.NumberPolicy) == nil {
+			v.errorf(p+".number_policy", "unknown number policy %q", t.NumberPolicy)
+		}
 	}
 
 	seen = map[string]string{}

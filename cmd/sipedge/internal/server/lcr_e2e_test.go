@@ -315,6 +315,10 @@ func TestLCRCacheHitAvoidsAPI(t *testing.T) {
 				q.Source.Transport != "udp" || q.Source.IP != "127.0.0.1" {
 				t.Errorf("API request %+v", q)
 			}
+			// The contract: to is the To URI, source.port the INVITE's source port.
+			if !strings.HasPrefix(q.To, "sip:"+dialed+"@") || q.Source.Port != int(r.caller.addr().Port()) {
+				t.Errorf("API request to %q source port %d, want the To URI and %d", q.To, q.Source.Port, r.caller.addr().Port())
+			}
 		}
 		for _, rec := range r.cdrs() {
 			checkFields(t, rec, map[string]any{"route_source": "lcr", "carrier_id": "carrier-a", "rate": 0.004})

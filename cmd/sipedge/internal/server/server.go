@@ -167,6 +167,10 @@ func (s *Server) b2buaConfig(shardIdx int) b2bua.Config {
 		for _, src := range t.Sources {
 			bt.Sources = append(bt.Sources, b2bua.Source{Prefix: src.Prefix, Port: src.Port})
 		}
+		if np := cfg.NumberPolicy(t.NumberPolicy); np != nil {
+			// Routing keys on E.164, whatever form the policy shapes into.
+			bt.Normalize = &b2bua.NumberPolicy{CountryCode: np.CountryCode, NationalPrefix: np.NationalPrefix}
+		}
 		bc.Trunks = append(bc.Trunks, bt)
 	}
 	return bc
@@ -256,7 +260,7 @@ func (a *shardApp) route(r *b2bua.RouteRequest) b2bua.Decision {
 		return decisionOf(d)
 	}
 	req := &lcr.Request{CallID: string(r.CallID), From: string(r.From), DialedNumber: string(r.Dialed),
-		To: string(r.Dialed), Source: lcr.CallSource{IP: r.Source.Addr.Addr().String(), Port: int(r.Source.Addr.Port()),
+		To: string(r.To), Source: lcr.CallSource{IP: r.Source.Addr.Addr().String(), Port: int(r.Source.Addr.Port()),
 			Transport: strings.ToLower(r.Source.Transport.String()), TrunkGroup: group}}
 	ref, sh, eng := r.Ref, a.sh, a.eng
 	a.s.lcr.Lookup(req, func(d lcr.Decision) {
