@@ -22,6 +22,20 @@ type Route struct {
 	RerouteCauses        []int             `json:"reroute_causes,omitzero"`
 	Headers              map[string]string `json:"headers,omitempty"`
 	CDRFields            map[string]string `json:"cdr_fields,omitempty"`
+	// CPS is this route's calls-per-second budget, as a gateway group's
+	// cps; nil = the group's, if it has one.
+	CPS *CPS `json:"cps,omitempty"`
+}
+
+// CPS is a carrier account's calls-per-second budget: Rate per second
+// (0 = none), Burst slots at once (0 = 1), a wait of at most MaxWaitMs for
+// a slot (nil = 1000, 0 = never wait), shared under Key ("" = the route's
+// carrier_id) by every route and group that names it.
+type CPS struct {
+	Rate      float64 `json:"rate"`
+	Burst     int     `json:"burst,omitempty"`
+	MaxWaitMs *int    `json:"max_wait_ms,omitempty"`
+	Key       string  `json:"key,omitempty"`
 }
 
 // Attempt is one failed carrier attempt: an entry of call.route_attempts

@@ -3,6 +3,7 @@ package lcr
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/sipedge/sipedge/route"
 )
@@ -104,5 +105,24 @@ func ValidateRoute(rt *route.Route) error {
 			return fmt.Errorf("%w: carrier %q: reroute cause %d is not 300-699", ErrInvalidResponse, rt.CarrierID, c)
 		}
 	}
+	if c := rt.CPS; c != nil {
+		switch {
+		case c.Rate < 0 || c.Rate != c.Rate:
+			return fmt.Errorf("%w: carrier %q: cps.rate %v is not >= 0", ErrInvalidResponse, rt.CarrierID, c.Rate)
+		case c.Burst < 0:
+			return fmt.Errorf("%w: carrier %q: cps.burst %d is negative", ErrInvalidResponse, rt.CarrierID, c.Burst)
+		case c.MaxWaitMs != nil && (*c.MaxWaitMs < 0 || *c.MaxWaitMs > maxCPSWaitMs):
+			return fmt.Errorf("%w: carrier %q: cps.max_wait_ms %d is not 0-%d", ErrInvalidResponse, rt.CarrierID, *c.MaxWaitMs, maxCPSWaitMs)
+		case len(c.Key) > maxCPSKey || strings.ContainsFunc(c.Key, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+			return fmt.Errorf("%w: carrier %q: cps.key %q: want up to %d visible characters", ErrInvalidResponse, rt.CarrierID, c.Key, maxCPSKey)
+		}
+	}
 	return nil
 }
+
+// Bounds of a route's cps: a wait longer than a minute holds a call for
+// nothing a caller would wait for; a key is a Redis key name.
+const (
+	maxCPSWaitMs = 60000
+	maxCPSKey    = 128
+)

@@ -116,6 +116,30 @@ func TestValidate(t *testing.T) {
 	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","timeout_secs":-1}]}`, "timeout_secs -1")
 	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","reroute_causes":[503,299]}]}`, "reroute cause 299")
 	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","reroute_causes":[700]}]}`, "reroute cause 700")
+	// A route's own cps (issue 7).
+	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","cps":{"rate":5,"burst":2,"max_wait_ms":0,"key":"acct-1"}}]}`, "")
+	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","cps":{"rate":-1}}]}`, "cps.rate -1")
+	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","cps":{"rate":5,"burst":-1}}]}`, "cps.burst -1")
+	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","cps":{"rate":5,"max_wait_ms":-5}}]}`, "cps.max_wait_ms -5")
+	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","cps":{"rate":5,"max_wait_ms":600000}}]}`, "cps.max_wait_ms 600000")
+	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","cps":{"rate":5,"key":"two words"}}]}`, `cps.key "two words"`)
+}
+
+// A route's cps decodes with max_wait_ms absent apart from 0.
+func TestRouteCPSDecode(t *testing.T) {
+	var resp Response
+	body := `{"routes":[{"carrier_id":"a","gateway_group":"g","cps":{"rate":5,"key":"acct"}},` +
+		`{"carrier_id":"b","gateway_group":"g","cps":{"rate":5,"max_wait_ms":0}}]}`
+	if err := json.Unmarshal([]byte(body), &resp); err != nil {
+		t.Fatal(err)
+	}
+	a, b := resp.Routes[0].CPS, resp.Routes[1].CPS
+	if a == nil || a.Rate != 5 || a.Key != "acct" || a.MaxWaitMs != nil {
+		t.Errorf("route a cps %+v", a)
+	}
+	if b == nil || b.MaxWaitMs == nil || *b.MaxWaitMs != 0 {
+		t.Errorf("route b cps %+v", b)
+	}
 }
 
 func TestSourceString(t *testing.T) {

@@ -3,7 +3,9 @@ package server
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
@@ -16,15 +18,30 @@ import (
 // configured) and the groups' CPS reject matchers.
 type cps struct {
 	limiter *ratelimit.Limiter
+	log     *slog.Logger
 	ingress *ratelimit.Local         // trunks' ingress CPS: in process, no Redis on the way in
 	trunks  map[string]ratelimit.Key // trunk name -> its key in ingress
 	keys    map[string]ratelimit.Key // gateway group -> its account's key
 	rejects map[string][]config.CPSReject
+
+	routeKeys  sync.Map   // account name -> routeKey: the accounts of routes' own cps
+	routeMu    sync.Mutex // serialises registering them
+	routeNames int        // accounts registered for routes; guarded by routeMu
 }
+
+// routeKey is an account a route's cps registered, with the limit it did.
+type routeKey struct {
+	key ratelimit.Key
+	lim ratelimit.Limit
+}
+
+// maxRouteAccounts bounds the accounts routes may create: the API names
+// them, and every one is kept for the node's life.
+const maxRouteAccounts = 10000
 
 func newCPS(cfg *config.Config, s *Server) (*cps, error) {
 	c := &cps{keys: make(map[string]ratelimit.Key), rejects: make(map[string][]config.CPSReject),
-		trunks: make(map[string]ratelimit.Key)}
+		trunks: make(map[string]ratelimit.Key), log: s.log}
 	var err error
 	if c.ingress, err = ratelimit.NewLocal(ratelimit.Options{}); err != nil {
 		return nil, err
@@ -80,9 +97,54 @@ func (a *shardApp) admit(t *b2bua.Trunk) (time.Duration, bool) {
 	return 0, true
 }
 
+// keyOf returns the account a dial to t for route r draws from: the
+// route's own cps (from the API), else its gateway group's.
+func (c *cps) keyOf(r *route.Route, t *b2bua.Target) (ratelimit.Key, bool) {
+	if r != nil && r.CPS != nil && r.CPS.Rate > 0 {
+		return c.routeKey(r)
+	}
+	k, ok := c.keys[t.Group]
+	return k, ok
+}
+
+// routeKey returns the account of a route's own cps, registering it on
+// first use. The last limit seen for an account is its limit (a route
+// naming a group's key sets that key's). Past maxRouteAccounts a new
+// account is not paced, and logged.
+func (c *cps) routeKey(r *route.Route) (ratelimit.Key, bool) {
+	name := r.CPS.Key
+	if name == "" {
+		name = r.CarrierID
+	}
+	lim := ratelimit.Limit{Rate: r.CPS.Rate, Burst: r.CPS.Burst, MaxWait: time.Second}
+	if w := r.CPS.MaxWaitMs; w != nil {
+		lim.MaxWait = time.Duration(*w) * time.Millisecond
+	}
+	if v, ok := c.routeKeys.Load(name); ok && v.(routeKey).lim == lim {
+		return v.(routeKey).key, true
+	}
+	c.routeMu.Lock()
+	defer c.routeMu.Unlock()
+	_, known := c.limiter.Lookup(name)
+	if !known && c.routeNames >= maxRouteAccounts {
+		c.log.Warn("route cps: too many accounts; this one is not paced", "key", name, "max", maxRouteAccounts)
+		return 0, false
+	}
+	k, err := c.limiter.Register(name, lim)
+	if err != nil {
+		c.log.Warn("route cps: invalid limit; not paced", "key", name, "err", err)
+		return 0, false
+	}
+	if !known {
+		c.routeNames++
+	}
+	c.routeKeys.Store(name, routeKey{key: k, lim: lim})
+	return k, true
+}
+
 // pace is the engines' Env.Pace: a slot of the carrier account's budget.
 func (a *shardApp) pace(r *route.Route, t *b2bua.Target, ref uint64) b2bua.PaceResult {
-	k, ok := a.s.cps.keys[t.Group]
+	k, ok := a.s.cps.keyOf(r, t)
 	if !ok {
 		return b2bua.PaceResult{}
 	}

@@ -1,0 +1,73 @@
+package server
+
+import (
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
+	"github.com/sipedge/sipedge/dialog/b2bua"
+	"github.com/sipedge/sipedge/ratelimit"
+	"github.com/sipedge/sipedge/route"
+)
+
+// A route from the API may carry its own cps (issue 7): its account is
+// registered on first use, shared by the routes that name it, its limit
+// follows the latest route, and it paces like a group's.
+func TestRouteCPS(t *testing.T) {
+	cfg := &config.Config{Gateway: config.Gateway{Groups: []config.Group{
+		{Name: "carrier-a", CPS: config.CPS{Rate: 50, MaxWait: time.Second}}}}}
+	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil)), cpsSet: metrics.NewSet()}
+	c, err := newCPS(cfg, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.limiter.Close()
+	group := b2bua.Target{Group: "carrier-a"}
+	none := 0
+	own := &route.Route{CarrierID: "wholesale-b", CPS: &route.CPS{Rate: 2, MaxWaitMs: &none}}
+
+	gk, ok := c.keyOf(&route.Route{CarrierID: "carrier-a"}, &group)
+	if !ok || gk != c.keys["carrier-a"] {
+		t.Fatal("a route without cps draws from its group's account")
+	}
+	k, ok := c.keyOf(own, &group)
+	if !ok || k == gk {
+		t.Fatalf("a route's own cps: key %v ok %v (group's %v)", k, ok, gk)
+	}
+	if k2, _ := c.keyOf(&route.Route{CarrierID: "wholesale-b", CPS: &route.CPS{Rate: 2, MaxWaitMs: &none}}, &group); k2 != k {
+		t.Error("the same account twice is two keys")
+	}
+	shared, _ := c.keyOf(&route.Route{CarrierID: "x", CPS: &route.CPS{Rate: 2, MaxWaitMs: &none, Key: "wholesale-b"}}, &group)
+	if shared != k {
+		t.Error("a route naming the account's key does not share it")
+	}
+	// Rate 2, no wait: the second call in the same instant is over.
+	now := time.Now()
+	if d := reserveAt(t, c.limiter, k); d.Over {
+		t.Fatal("the first call is over the limit")
+	}
+	if d := reserveAt(t, c.limiter, k); !d.Over {
+		t.Fatalf("a second call at once passed a 2/s account without wait (%v)", time.Since(now))
+	}
+	// The latest limit wins.
+	wait := 1000
+	if k3, _ := c.keyOf(&route.Route{CarrierID: "wholesale-b", CPS: &route.CPS{Rate: 2, MaxWaitMs: &wait}}, &group); k3 != k {
+		t.Fatal("a new limit made a new key")
+	}
+	if d := reserveAt(t, c.limiter, k); d.Over || d.Wait <= 0 {
+		t.Fatalf("after max_wait_ms 1000 the next call should wait: %+v", d)
+	}
+}
+
+func reserveAt(t *testing.T, l *ratelimit.Limiter, k ratelimit.Key) ratelimit.Decision {
+	t.Helper()
+	d, now := l.ReserveAsync(k, func(ratelimit.Decision) { t.Error("an in-process limiter answered later") })
+	if !now {
+		t.Fatal("an in-process limiter did not answer at once")
+	}
+	return d
+}
