@@ -261,6 +261,22 @@ func (s *Sequence) Undialable(now time.Duration, reason string) Step {
 	return s.step(event{in: inUndialable, now: now, reason: reason})
 }
 
+// Dialed reports that the INVITE to the carrier in flight left at now,
+// later than the Step that dialled it (a wait for a CPS slot, or a CPS
+// reject's retry on a fresh B-leg). Its times count from the real dial
+// (seed: deadlines "counted from when that carrier was dialled"): its
+// deadline moves by the wait and elapsed_ms starts here. The Step's own
+// Deadline is stale from then: the caller arms the carrier's wait from now.
+func (s *Sequence) Dialed(now time.Duration) {
+	if s.state != stCalling || now <= s.dialAt {
+		return
+	}
+	if s.deadline != NoDeadline {
+		s.deadline += now - s.dialAt
+	}
+	s.dialAt = now
+}
+
 // Progress reports at time now a provisional response (100-199) from the
 // carrier in flight. A 101-199 is progress: on the first one the carrier's
 // deadline may move (StepWait). A 100 Trying is not (StepNone).

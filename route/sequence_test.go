@@ -27,6 +27,7 @@ import (
 //	routes SPEC ...     NewSequence over the routes
 //	restart SPEC ...    Restart over the routes
 //	next T              Next at time T (a duration: 0s, 6s, 1m)
+//	dialed T            Dialed at time T: the INVITE left later (CPS wait)
 //	undialable T REASON
 //	progress T CODE
 //	final T CODE [PHRASE ...]
@@ -128,6 +129,8 @@ func (d *driver) run(line string) (out []string) {
 		d.step(d.seq.Next(d.dur(args[0])))
 	case "undialable":
 		d.step(d.seq.Undialable(d.dur(args[0]), args[1]))
+	case "dialed":
+		d.seq.Dialed(d.dur(args[0]))
 	case "progress":
 		d.step(d.seq.Progress(d.dur(args[0]), d.atoi(args[1])))
 	case "final":

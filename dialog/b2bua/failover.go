@@ -160,6 +160,7 @@ func (e *Engine) dialNow(c *Call) (route.Step, bool) {
 		e.report(c, OutcomeTransport, 0)
 		return c.seq.Undialable(e.now, "send_failed"), false
 	}
+	c.seq.Dialed(e.now) // after a CPS wait: its times count from here
 	e.stopSequence(c)
 	if c.seqWait >= 0 {
 		c.seqTimer = e.env.Clock.StartAt(e.now+c.seqWait, timerSequence, e.arg(c))

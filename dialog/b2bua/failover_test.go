@@ -401,3 +401,33 @@ func TestRingTimeoutAfterTryingIsNotNoResponse(t *testing.T) {
 		t.Fatalf("outcomes %v, want [%d]", outcomes, OutcomeAbandoned)
 	}
 }
+
+// A dial that waited for its CPS slot counts its ring bound from when its
+// INVITE left (issue 7: "deadline counted from the real dial"), also after
+// progress.
+func TestPacedDialRingsFromTheRealDial(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.Sequence.RingTimeout = 45 * time.Second })
+	a := routeA
+	a.TimeoutSecs = 6 // progress moves the deadline to the ring bound
+	r.routes = []route.Route{a}
+	waited := false
+	r.e.env.Pace = func(*route.Route, *Target, uint64) PaceResult {
+		if waited {
+			return PaceResult{}
+		}
+		waited = true
+		return PaceResult{Wait: 800 * time.Millisecond}
+	}
+	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
+	r.expect(caller, "SIP/2.0 100 Trying")
+	r.expect(carrier)
+	r.advance(800 * time.Millisecond)
+	inv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.advance(400 * time.Millisecond) // before T1: no retransmission
+	r.recv(carrier, carrierResponse(inv, 180, "Ringing", ""))
+	r.expect(caller, "SIP/2.0 180 Ringing")
+	r.advance(44300 * time.Millisecond) // 45.5 s after the decision, 44.7 s after the dial
+	r.expect(carrier)
+	r.advance(400 * time.Millisecond)
+	r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
+}
