@@ -21,6 +21,18 @@ func carrierResponseTagged(req *parser.Message, code int, reason, body, tag stri
 	return string(parser.AppendBody(b, "", []byte(body)))
 }
 
+// ringAndAnswer starts a call the carrier rings and answers; the caller
+// has not ACKed. It returns the B-leg INVITE and the A-leg's To tag.
+func (r *rig) ringAndAnswer() (binv *parser.Message, aTag string) {
+	r.t.Helper()
+	binv = r.startCall()
+	r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
+	aTag = tagOf(r.t, r.expect(caller, "SIP/2.0 180 Ringing")[0], parser.HeaderTo)
+	r.recv(carrier, carrierResponse(binv, 200, "OK", sdp))
+	r.expect(caller, "SIP/2.0 200 OK")
+	return binv, aTag
+}
+
 // wantTag fails unless the To tag of every message is tag (requests from
 // sipedge on the B-leg carry the carrier's tag in To).
 func wantTag(t *testing.T, ms []*parser.Message, tag string) {
@@ -38,11 +50,7 @@ func wantTag(t *testing.T, ms []*parser.Message, tag string) {
 // scratch dialog once shared the call's buffers, so this rewrote the call.
 func TestForkedAnswerLeavesTheCallsDialog(t *testing.T) {
 	r := newRig(t, nil)
-	binv := r.startCall()
-	r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
-	aTag := tagOf(t, r.expect(caller, "SIP/2.0 180 Ringing")[0], parser.HeaderTo)
-	r.recv(carrier, carrierResponse(binv, 200, "OK", sdp))
-	r.expect(caller, "SIP/2.0 200 OK")
+	binv, aTag := r.ringAndAnswer()
 
 	r.recv(carrier, carrierResponseTagged(binv, 200, "OK", sdp, "fork1"))
 	fork := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
@@ -163,11 +171,7 @@ func TestReinvite2xxRetransmissionACKedAgain(t *testing.T) {
 // retransmit it for 32 s.
 func TestByeBeforeACKAcknowledgesTheCarriers2xx(t *testing.T) {
 	r := newRig(t, nil)
-	binv := r.startCall()
-	r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
-	aTag := tagOf(t, r.expect(caller, "SIP/2.0 180 Ringing")[0], parser.HeaderTo)
-	r.recv(carrier, carrierResponse(binv, 200, "OK", sdp))
-	r.expect(caller, "SIP/2.0 200 OK")
+	_, aTag := r.ringAndAnswer()
 	r.recv(caller, inDialogFromCaller("BYE", "bye", 11, aTag, ""))
 	r.expect(caller, "SIP/2.0 200 OK")
 	ms := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
