@@ -157,13 +157,13 @@ var (
 	kindsBySlot [256]HeaderKind
 )
 
-// nameSlot hashes a header name of at least one byte case-insensitively
+// nameSlot hashes the header name b[s:e], s < e, case-insensitively
 // from its length and its first and last bytes: a few operations instead of
 // a multiply per byte, and collision-free over the long names (the init
 // check keeps it so). Header names
 // are tokens, among which c|0x20 folds only letters (RFC 3261 25.1).
-func nameSlot(name []byte) uint8 {
-	return uint8(name[0]|0x20) + 7*uint8(name[len(name)-1]|0x20) + 34*uint8(len(name))
+func nameSlot(b []byte, s, e int) uint8 {
+	return uint8(b[s]|0x20) + 7*uint8(b[e-1]|0x20) + 34*uint8(e-s)
 }
 
 func init() {
@@ -175,7 +175,7 @@ func init() {
 		if info.compact != 0 {
 			compactKinds[info.compact] = k
 		}
-		i := nameSlot([]byte(info.name))
+		i := nameSlot([]byte(info.name), 0, len(info.name))
 		if kindsBySlot[i] != HeaderOther {
 			panic("BUG: nameSlot collides on " + info.name)
 		}
@@ -189,24 +189,74 @@ func LookupHeader(name []byte) HeaderKind {
 	if !isToken(name) {
 		return HeaderOther
 	}
-	return lookupName(name)
+	return lookupName(name, 0, len(name))
 }
 
-// lookupName is LookupHeader without the token check: a name it finds is a
-// token but for CR, which equalTokenFold folds onto '-'. The long names
-// do not collide in kindsBySlot, so each is at its own slot: one probe.
-func lookupName(name []byte) HeaderKind {
-	if len(name) < 2 {
-		if len(name) == 0 {
-			return HeaderOther
+// lookupName returns the kind of the header name b[s:e], s < e, without
+// checking it is a token: a name it finds is a token but for CR, which
+// c|0x20 folds onto '-'. The long names do not collide in kindsBySlot, so
+// each is at its own slot: one probe, then at most three word compares.
+func lookupName(b []byte, s, e int) HeaderKind {
+	n := e - s
+	if n < 2 {
+		return compactKinds[toLower[b[s]]]
+	}
+	k := kindsBySlot[nameSlot(b, s, e)]
+	w := &nameWords[k]
+	if int(w.n) != n {
+		return HeaderOther // also for HeaderOther, whose n is 0
+	}
+	if e < 8 {
+		if equalTokenFold(b[s:e], lowerNames[k]) {
+			return k
 		}
-		return compactKinds[toLower[name[0]]]
+		return HeaderOther
 	}
-	if k := kindsBySlot[nameSlot(name)]; equalTokenFold(name, lowerNames[k]) {
-		return k
+	// The word ending at e holds the name's last bytes; a name shorter
+	// than eight bytes is its top n bytes, the bytes before it shifted out.
+	le := binary.LittleEndian
+	if (le.Uint64(b[e-8:e])|fold)>>(w.shift&63) != w.last {
+		return HeaderOther
 	}
-	return HeaderOther
+	if n > 8 && le.Uint64(b[s:s+8])|fold != w.first {
+		return HeaderOther
+	}
+	if n > 16 && le.Uint64(b[s+8:s+16])|fold != w.second {
+		return HeaderOther
+	}
+	return k
 }
+
+// fold sets bit 0x20 of every byte: among token characters it folds only
+// letters, onto lower case (RFC 3261 25.1).
+const fold = 0x20 * ones
+
+// nameWords holds the long names in lower case as little-endian words, by
+// kind, for lookupName: last holds the last eight bytes (all of them, in
+// its low bytes, when the name is shorter), first the first eight and second
+// the eight after.
+var nameWords = func() (t [numHeaderKinds]struct {
+	first, second, last uint64
+	n, shift            uint8
+}) {
+	for k := HeaderKind(1); k < numHeaderKinds; k++ {
+		name := lowerNames[k]
+		n := len(name)
+		if n > 24 {
+			panic("BUG: lookupName compares names of at most 24 bytes: " + headerInfos[k].name)
+		}
+		var padded [8 + 24]byte // eight zeros, the name, zeros
+		copy(padded[8:], name)
+		le := binary.LittleEndian
+		w := &t[k]
+		w.n = uint8(n)
+		w.shift = uint8(8 * max(8-n, 0))
+		w.last = le.Uint64(padded[n:]) >> w.shift
+		w.first = le.Uint64(padded[8:])
+		w.second = le.Uint64(padded[16:])
+	}
+	return t
+}()
 
 // isToken reports whether b is a non-empty token (RFC 3261 25.1).
 func isToken(b []byte) bool {
@@ -227,28 +277,12 @@ var lowerNames = func() (l [numHeaderKinds][]byte) {
 }()
 
 // equalTokenFold reports whether the token b equals the lower-case token
-// lower, ignoring case. Among token characters c|0x20 folds only letters, so
-// words are folded and compared whole; the last word overlaps the one before.
+// lower, ignoring case (c|0x20 folds only letters among token characters).
 func equalTokenFold(b, lower []byte) bool {
-	n := len(b)
-	if n != len(lower) {
+	if len(b) != len(lower) {
 		return false
 	}
-	le := binary.LittleEndian
-	switch {
-	case n >= 8:
-		const fold = 0x2020202020202020
-		for i := 0; i < n-8; i += 8 {
-			if le.Uint64(b[i:])|fold != le.Uint64(lower[i:]) {
-				return false
-			}
-		}
-		return le.Uint64(b[n-8:])|fold == le.Uint64(lower[n-8:])
-	case n >= 4:
-		const fold = 0x20202020
-		return le.Uint32(b)|fold == le.Uint32(lower) && le.Uint32(b[n-4:])|fold == le.Uint32(lower[n-4:])
-	}
-	for i := range n {
+	for i := range b {
 		if b[i]|0x20 != lower[i] {
 			return false
 		}

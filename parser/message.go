@@ -3,6 +3,7 @@ package parser
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 )
 
 // Limits bound what Parse accepts. Exceeding one is an error with its own
@@ -328,18 +329,20 @@ func (m *Message) parseHeaders(buf []byte, pos int, lim *Limits) (int, error) {
 		}
 		// Name, optional white space, colon (RFC 3261 7.3.1). A token has no
 		// colon, so the first one ends the name. A known name matched whole
-		// is a token (equalTokenFold folds no other byte onto its letters and
-		// '-', but CR, which the count above rejects); any other is checked.
-		colon := bytes.IndexByte(buf[pos:lineEnd], ':')
-		if colon <= 0 {
+		// is a token (c|0x20 folds no other byte onto its letters and '-',
+		// but CR, which the count above rejects); any other is checked.
+		colon := indexColon(buf, pos, lineEnd)
+		if colon <= pos {
 			return 0, ErrBadHeaderName // also a fold with no header to continue
 		}
-		colon += pos
 		nameEnd := colon
 		for nameEnd > pos && (buf[nameEnd-1] == ' ' || buf[nameEnd-1] == '\t') {
 			nameEnd--
 		}
-		kind := lookupName(buf[pos:nameEnd])
+		if nameEnd == pos { // white space alone
+			return 0, ErrBadHeaderName
+		}
+		kind := lookupName(buf, pos, nameEnd)
 		if kind == HeaderOther && !isToken(buf[pos:nameEnd]) {
 			return 0, ErrBadHeaderName
 		}
@@ -376,6 +379,27 @@ func (m *Message) parseHeaders(buf []byte, pos int, lim *Limits) (int, error) {
 		}
 		pos = next
 	}
+}
+
+// indexColon returns the index of the first ':' in buf[i:end], or -1,
+// eight bytes a round while they are in buf.
+func indexColon(buf []byte, i, end int) int {
+	for ; i < end && i <= len(buf)-8; i += 8 {
+		x := binary.LittleEndian.Uint64(buf[i:i+8]) ^ (':' * ones)
+		// The high bit of the lowest zero byte of x; borrows run upwards only.
+		if m := (x - ones) &^ x & (0x80 * ones); m != 0 {
+			if i += bits.TrailingZeros64(m) >> 3; i < end {
+				return i
+			}
+			return -1
+		}
+	}
+	for ; i < end; i++ {
+		if buf[i] == ':' {
+			return i
+		}
+	}
+	return -1
 }
 
 // listKinds are the headers split into one field per element (see Message).

@@ -990,6 +990,45 @@ func TestUnitLookupHeaderNearMisses(t *testing.T) {
 	f("Call-I\x04")
 }
 
+// Parse finds the same kinds as LookupHeader for the names of
+// TestUnitLookupHeaderNearMisses, wherever the name sits in the buffer and
+// whatever follows it: the lookup reads whole words around the name.
+func TestUnitHeaderNamesInMessage(t *testing.T) {
+	const tokenChars = "aZ0-.!%*_+`'~"
+	var names []string
+	for k := HeaderKind(1); k < numHeaderKinds; k++ {
+		n := k.String()
+		names = append(names, n, strings.ToUpper(n), strings.ToLower(n), n+"s", "X-"+n, n[1:], n[:len(n)-1])
+		for i := 0; i < len(n); i++ {
+			for _, c := range []byte(tokenChars) {
+				names = append(names, n[:i]+string(c)+n[i+1:])
+			}
+		}
+	}
+	names = append(names, "v", "V", "i", "g", "ab", "Vi", "Toa", "T0")
+	for _, name := range names {
+		want := LookupHeader([]byte(name))
+		for _, pad := range []string{"", "x", "xxxxxxx"} {
+			for _, sep := range []string{":", " :", "\t:"} {
+				for _, value := range []string{"", " v"} {
+					msg := "OPTIONS sip:a@" + pad + "b SIP/2.0\r\n" + name + sep + value + "\r\n\r\n"
+					var m Message
+					if err := m.Parse([]byte(msg)); err != nil {
+						if listKinds.Has(want) && value != "" || want == HeaderContentLength {
+							continue // values these kinds reject
+						}
+						t.Errorf("%q: %v", msg, err)
+						continue
+					}
+					if h := m.HeaderAt(0); h.Kind != want || string(h.Name) != name {
+						t.Errorf("%q: kind %v name %q, want %v %q", msg, h.Kind, h.Name, want, name)
+					}
+				}
+			}
+		}
+	}
+}
+
 // CopyTo gives a Message whose views point into the copy only.
 func TestUnitCopyTo(t *testing.T) {
 	src := unitMsg("SIP/2.0 200 OK", []string{
