@@ -128,7 +128,7 @@ type Summary struct {
 	Caller, Callee   []byte
 	Source           netip.AddrPort  // where the caller's INVITE came from
 	Target           Target          // the carrier that answered, or the last one dialled
-	Route            *route.Route    // its route; nil when none was dialled
+	Route            *route.Route    // Target's route; nil when none was dialled
 	Attempts         []route.Attempt // failed attempts, oldest first (lcr_attempts)
 	RouteSource      string
 	// Times on the shard clock; 0 when the event did not happen.
@@ -140,11 +140,7 @@ type Summary struct {
 
 // Summary describes the call for its CDR.
 func (c *Call) Summary() Summary {
-	var r *route.Route
-	if routes, i := c.seq.Routes(), c.seq.Current(); i >= 0 && i < len(routes) {
-		r = &routes[i]
-	}
-	return Summary{Route: r, ACallID: c.a.callID, BCallID: c.b.callID, Trunk: c.trunk, Caller: c.caller, Callee: c.callee,
+	return Summary{Route: c.route, ACallID: c.a.callID, BCallID: c.b.callID, Trunk: c.trunk, Caller: c.caller, Callee: c.callee,
 		Source: c.sourceAddr(), Target: c.target, Attempts: c.seq.Attempts(), RouteSource: c.source, Invite: c.tInvite, FirstProvisional: c.tProvisional, Answer: c.tAnswer, End: c.tEnd,
 		FinalCode: c.finalCode, FinalReason: c.finalReason, HangupSide: c.hangup}
 }

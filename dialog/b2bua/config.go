@@ -3,6 +3,7 @@ package b2bua
 import (
 	"errors"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -128,12 +129,20 @@ func ParseSource(s string) (Source, error) {
 }
 
 // never are the headers no policy may copy: the B2BUA writes them itself
-// (RFC 3261 dialog state, topology) or they are hop-by-hop.
+// (RFC 3261 dialog state, topology), they are hop-by-hop, or they are
+// identity from a peer sipedge does not trust (RFC 3325 5): the B-leg's
+// identity is sipedge's own (appendIdentity), and trunks and carriers hear
+// none of each other's, in any request or response.
 var never = parser.NewHeaderSet(parser.HeaderVia, parser.HeaderFrom, parser.HeaderTo,
 	parser.HeaderCallID, parser.HeaderCSeq, parser.HeaderContact, parser.HeaderRoute,
 	parser.HeaderRecordRoute, parser.HeaderMaxForwards, parser.HeaderContentLength,
 	parser.HeaderContentType, parser.HeaderPath, parser.HeaderRSeq, parser.HeaderRAck,
-	parser.HeaderAuthorization, parser.HeaderProxyAuthorization, parser.HeaderProxyRequire)
+	parser.HeaderAuthorization, parser.HeaderProxyAuthorization, parser.HeaderProxyRequire,
+	parser.HeaderPAssertedIdentity, parser.HeaderPPreferredIdentity, parser.HeaderPrivacy)
+
+// neverNames are headers of no parser kind that no policy may copy: the
+// pre-standard identity header.
+var neverNames = []string{"Remote-Party-ID"}
 
 // headerPolicy is the compiled HeaderAllow: known kinds as a set, unknown
 // names as a list.
@@ -151,7 +160,9 @@ func compilePolicy(allow []string) headerPolicy {
 			}
 			continue
 		}
-		p.names = append(p.names, name)
+		if !slices.ContainsFunc(neverNames, func(n string) bool { return strings.EqualFold(n, name) }) {
+			p.names = append(p.names, name)
+		}
 	}
 	return p
 }

@@ -431,3 +431,21 @@ func TestPacedDialRingsFromTheRealDial(t *testing.T) {
 	r.advance(400 * time.Millisecond)
 	r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
 }
+
+// The CDR's route is the carrier last dialled, the one Target names: a
+// later carrier that could not be dialled does not lend it its route (and
+// so its cdr_fields).
+func TestSummaryRouteIsTheDialledCarriers(t *testing.T) {
+	ghost := route.Route{CarrierID: "ghost", GatewayGroup: "no-such-group", CDRFields: map[string]string{"deck": "ghost"}}
+	a := routeA
+	a.CDRFields = map[string]string{"deck": "a"}
+	r := twoCarriers(t, a, ghost)
+	inv := r.startCall()
+	r.recv(carrier, carrierResponse(inv, 503, "Service Unavailable", ""))
+	r.take(carrier)
+	r.take(caller)
+	s := r.summary()
+	if s.Target.CarrierID != "carrier-a" || s.Route == nil || s.Route.CarrierID != "carrier-a" {
+		t.Fatalf("target %q, route %+v: want carrier-a's", s.Target.CarrierID, s.Route)
+	}
+}

@@ -1,6 +1,9 @@
 package b2bua
 
 import (
+	"bytes"
+	"strings"
+
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/route"
 )
@@ -74,6 +77,7 @@ type identity struct {
 	callee   []byte // the dialled number as the carrier wants it (To, R-URI)
 	ruriUser []byte // callee with the tech prefix (the Request-URI user only)
 	pai      []byte // the asserted identity's user; nil when none is asserted
+	privacy  []byte // the caller's Privacy values sipedge forwards, ';'-separated, without id
 	anon     bool   // CLIR (RFC 3323 4.1)
 }
 
@@ -104,13 +108,16 @@ func (e *Engine) shape(id *identity, c *Call, r *route.Route) {
 		id.pai = nil
 	}
 	if r != nil {
-		id.ruriUser = append(id.ruriUser, r.TechPrefix...)
+		id.ruriUser = appendUserEscaped(id.ruriUser, r.TechPrefix)
 	}
 	id.ruriUser = append(id.ruriUser, id.callee...)
-	// 4. Anonymise: "restricted", and any presentation not understood,
-	// because a withheld call going out with the real number is the
-	// failure that matters.
+	// 4. Anonymise: "restricted", any presentation not understood (a
+	// withheld call going out with the real number is the failure that
+	// matters), and a caller that asks for it with Privacy.
 	id.anon = false
+	if ainv := e.aInviteCopy(c); ainv != nil {
+		id.privacy, id.anon = callerPrivacy(id.privacy[:0], ainv.Get(parser.HeaderPrivacy))
+	}
 	if r != nil {
 		switch r.CallerIDPresentation {
 		case "", "allowed":
@@ -122,6 +129,30 @@ func (e *Engine) shape(id *identity, c *Call, r *route.Route) {
 			id.anon = true
 		}
 	}
+}
+
+// appendUserEscaped appends s to a SIP URI's user part, %-escaping what
+// the user part may not hold as it is (RFC 3261 25.1 user; 19.1.2): the
+// seed's tech prefix "#31#" goes out as "%2331%23". An escape already in
+// s is kept.
+func appendUserEscaped(dst []byte, s string) []byte {
+	const hex = "0123456789ABCDEF"
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9',
+			strings.IndexByte("-_.!~*'()&=+$,;?/", c) >= 0,
+			c == '%' && i+2 < len(s) && isHexDigit(s[i+1]) && isHexDigit(s[i+2]):
+			dst = append(dst, c)
+		default:
+			dst = append(dst, '%', hex[c>>4], hex[c&15])
+		}
+	}
+	return dst
+}
+
+func isHexDigit(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
 // policyFor returns the route's number policy, or the default one; nil
@@ -165,18 +196,53 @@ func (e *Engine) appendIdentity(dst []byte, id *identity, l *leg, ainv *parser.M
 		dst = append(dst, host...)
 		dst = append(dst, ">\r\n"...)
 	}
-	privacy := ainv.Get(parser.HeaderPrivacy)
-	if id.anon {
+	switch {
+	case id.anon:
 		dst = append(dst, "Privacy: "...)
-		if len(privacy) > 0 {
-			dst = append(dst, privacy...)
+		if len(id.privacy) > 0 {
+			dst = append(dst, id.privacy...)
 			dst = append(dst, ';')
 		}
 		dst = append(dst, "id\r\n"...)
-	} else if len(privacy) > 0 && e.policy.kinds.Has(parser.HeaderPrivacy) {
-		dst = parser.AppendHeader(dst, "Privacy", privacy)
+	case len(id.privacy) > 0:
+		dst = parser.AppendHeader(dst, "Privacy", id.privacy)
 	}
 	return dst
+}
+
+// callerPrivacy appends to dst the values of the caller's Privacy header
+// (RFC 3323 4.2, RFC 3325 9.3) that sipedge forwards to the carrier:
+// header, session, user and critical, ';'-separated; id is left to the
+// caller of appendIdentity, and none and anything else are dropped: the
+// header comes from an untrusted trunk, and is never copied as it is. It
+// reports whether the caller asks for its identity to be withheld (id,
+// user or header), which sipedge honours as CLIR.
+func callerPrivacy(dst, v []byte) (out []byte, withhold bool) {
+	for len(v) > 0 {
+		i := bytes.IndexAny(v, ";,")
+		tok := v
+		if i >= 0 {
+			tok, v = v[:i], v[i+1:]
+		} else {
+			v = nil
+		}
+		tok = bytes.TrimSpace(tok)
+		switch {
+		case bytes.EqualFold(tok, []byte("id")):
+			withhold = true
+			continue
+		case bytes.EqualFold(tok, []byte("user")), bytes.EqualFold(tok, []byte("header")):
+			withhold = true
+		case bytes.EqualFold(tok, []byte("session")), bytes.EqualFold(tok, []byte("critical")):
+		default:
+			continue
+		}
+		if len(dst) > 0 {
+			dst = append(dst, ';')
+		}
+		dst = append(dst, bytes.ToLower(tok)...)
+	}
+	return dst, withhold
 }
 
 // dialogHeaders may not be injected by a route's headers: the B2BUA owns

@@ -31,8 +31,15 @@ func TestNumberPolicyShape(t *testing.T) {
 }
 
 // shapedInvite dials one route for a call from "+13105550199" to
-// "12025550123" and returns the carrier's INVITE.
+// "12025550123", whose INVITE carries a P-Preferred-Identity, and returns
+// the carrier's INVITE.
 func shapedInvite(t *testing.T, r route.Route, mod func(*Config)) (*rig, *parser.Message) {
+	return shapedInviteWith(t, r, mod, "")
+}
+
+// shapedInviteWith is shapedInvite with extra header lines in the caller's
+// INVITE.
+func shapedInviteWith(t *testing.T, r route.Route, mod func(*Config), extra string) (*rig, *parser.Message) {
 	rg := newRig(t, func(c *Config) {
 		c.NumberPolicies = map[string]NumberPolicy{"e164": {CountryCode: "1"}, "national": {National: true, CountryCode: "1", NationalPrefix: "1"}}
 		c.AssertIdentity = true
@@ -42,7 +49,7 @@ func shapedInvite(t *testing.T, r route.Route, mod func(*Config)) (*rig, *parser
 	})
 	rg.routes = []route.Route{r}
 	inv := strings.Replace(callerInvite("1", "a-call-1", "12025550123"), "sip:alice@caller.example.org>;tag=atag1", "sip:+13105550199@caller.example.org>;tag=atag1", 1)
-	inv = strings.Replace(inv, "X-Keep: kept\r\n", "X-Keep: kept\r\nP-Preferred-Identity: <sip:+13105550199@caller.example.org>\r\nPrivacy: header\r\n", 1)
+	inv = strings.Replace(inv, "X-Keep: kept\r\n", "X-Keep: kept\r\nP-Preferred-Identity: <sip:+13105550199@caller.example.org>\r\n"+extra, 1)
 	rg.recv(caller, inv)
 	rg.take(caller)
 	got := rg.take(carrier)
@@ -105,9 +112,9 @@ func TestShapingCallerIDSubstitutedOnFromAndPAI(t *testing.T) {
 func TestShapingCLIRRestricted(t *testing.T) {
 	f := func(presentation string) {
 		t.Helper()
-		_, m := shapedInvite(t, route.Route{CarrierID: "carrier-a", GatewayGroup: "carrier-a", CallerID: "+13105550100", CallerIDPresentation: presentation}, func(c *Config) {
+		_, m := shapedInviteWith(t, route.Route{CarrierID: "carrier-a", GatewayGroup: "carrier-a", CallerID: "+13105550100", CallerIDPresentation: presentation}, func(c *Config) {
 			c.HeaderAllow = append(c.HeaderAllow, "Privacy")
-		})
+		}, "Privacy: header\r\n")
 		var from parser.Address
 		m.From(&from)
 		if string(from.Display) != "Anonymous" || string(from.URI) != "sip:anonymous@anonymous.invalid" || len(from.Tag) == 0 {
@@ -139,5 +146,85 @@ func TestShapingRURIOverrideAndHeaders(t *testing.T) {
 	}
 	if hdr(m, parser.HeaderCallID) == "evil" || m.GetByName("X-Bad") != nil {
 		t.Error("a dialog-forming or multi-line route header was injected")
+	}
+}
+
+// The caller's Privacy (RFC 3323 4.2, RFC 3325 9.3) comes from an untrusted
+// trunk: it is never copied as it is. A request to withhold the identity
+// (id, user, header) is honoured as CLIR; none and unknown values are
+// dropped, so the carrier never gets "none;id".
+func TestShapingCallerPrivacy(t *testing.T) {
+	plain := route.Route{CarrierID: "carrier-a", GatewayGroup: "carrier-a"}
+	cases := []struct {
+		privacy, want string
+		anon          bool
+	}{
+		{"", "", false},
+		{"none", "", false},
+		{"id", "id", true},
+		{"user", "user;id", true},
+		{"header;critical", "header;critical;id", true},
+		{"none;id", "id", true},
+		{"session", "session", false},
+		{"bogus", "", false},
+	}
+	for _, c := range cases {
+		extra := ""
+		if c.privacy != "" {
+			extra = "Privacy: " + c.privacy + "\r\n"
+		}
+		_, m := shapedInviteWith(t, plain, nil, extra)
+		if got := hdr(m, parser.HeaderPrivacy); got != c.want {
+			t.Errorf("caller Privacy %q: carrier's %q, want %q", c.privacy, got, c.want)
+		}
+		var from parser.Address
+		m.From(&from)
+		if anon := string(from.URI) == "sip:anonymous@anonymous.invalid"; anon != c.anon {
+			t.Errorf("caller Privacy %q: From %s, anonymous %v", c.privacy, from.URI, c.anon)
+		}
+		if c.anon && m.Get(parser.HeaderPAssertedIdentity) == nil {
+			t.Errorf("caller Privacy %q: withheld without a P-Asserted-Identity", c.privacy)
+		}
+	}
+}
+
+// Identity headers from a trunk reach the carrier in no request, in the
+// dialog too, whatever the header policy allows (RFC 3325 5; issue 4).
+func TestIdentityHeadersNeverRelayed(t *testing.T) {
+	r := newRig(t, func(c *Config) {
+		c.HeaderAllow = append(c.HeaderAllow, "P-Asserted-Identity", "Privacy", "Remote-Party-ID", "P-Preferred-Identity")
+	})
+	_, aTag := r.answerCall()
+	info := strings.Replace(inDialogFromCaller("INFO", "info", 11, aTag, ""), "Content-Length",
+		"P-Asserted-Identity: <sip:+12125550000@spoof.example>\r\nPrivacy: none\r\n"+
+			"Remote-Party-ID: <sip:+12125550000@spoof.example>;party=calling\r\nContent-Length", 1)
+	r.recv(caller, info)
+	got := r.expect(carrier, "INFO sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	for _, name := range []string{"P-Asserted-Identity", "Privacy", "Remote-Party-ID"} {
+		if got.GetByName(name) != nil {
+			t.Errorf("%s relayed to the carrier in the dialog:\n%s", name, got.Bytes())
+		}
+	}
+	r.recv(carrier, carrierResponse(got, 200, "OK", ""))
+	r.expect(caller, "SIP/2.0 200 OK")
+}
+
+// A tech prefix with characters a SIP URI's user may not hold, as the
+// seed's "#31#", is %-escaped in the Request-URI (RFC 3261 25.1): a
+// strict carrier would answer 400.
+func TestShapingTechPrefixEscaped(t *testing.T) {
+	_, m := shapedInvite(t, route.Route{CarrierID: "carrier-a", GatewayGroup: "carrier-a", TechPrefix: "#31#"}, nil)
+	if got := string(m.RequestURI()); !strings.HasPrefix(got, "sip:%2331%2312025550123@") {
+		t.Errorf("R-URI %q", got)
+	}
+	var u parser.URI
+	if err := parser.ParseURI(m.RequestURI(), &u); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(parser.Unescape(nil, u.User)); got != "#31#12025550123" {
+		t.Errorf("user unescaped %q", got)
+	}
+	if b := appendUserEscaped(nil, "a%2Fb c"); string(b) != "a%2Fb%20c" {
+		t.Errorf("appendUserEscaped kept %q", b)
 	}
 }

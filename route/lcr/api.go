@@ -76,6 +76,10 @@ func (r *Response) Validate() error {
 	if r.Reject != nil && (r.Reject.Code < 400 || r.Reject.Code > 699) {
 		return fmt.Errorf("%w: reject.code %d is not 400-699", ErrInvalidResponse, r.Reject.Code)
 	}
+	if r.Reject != nil && strings.ContainsFunc(r.Reject.Reason, func(c rune) bool { return c < ' ' && c != '\t' || c == 0x7f }) {
+		// It becomes a status line's reason phrase (RFC 3261 25.1).
+		return fmt.Errorf("%w: reject.reason %q has control characters", ErrInvalidResponse, r.Reject.Reason)
+	}
 	for i := range r.Routes {
 		if err := ValidateRoute(&r.Routes[i]); err != nil {
 			return fmt.Errorf("routes[%d]: %w", i, err)
@@ -85,11 +89,23 @@ func (r *Response) Validate() error {
 }
 
 // ValidateRoute checks one route: a carrier_id; a gateway_group, next_hop or
-// ruri to dial; rate and timeout_secs not negative; reroute_causes 300-699.
-// An unknown caller_id_presentation is not an error (see the constants).
+// ruri to dial; rate and timeout_secs not negative; reroute_causes 300-699;
+// and that what goes into the carrier's INVITE can go there: caller_id a
+// number, tech_prefix and ruri free of the characters that would end a URI
+// or a header line (the config's checks, for the API's routes). An unknown
+// caller_id_presentation is not an error (see the constants).
 func ValidateRoute(rt *route.Route) error {
 	if rt.CarrierID == "" {
 		return fmt.Errorf("%w: carrier_id is empty", ErrInvalidResponse)
+	}
+	if c := strings.TrimPrefix(rt.CallerID, "+"); rt.CallerID != "" && (c == "" || strings.Trim(c, "0123456789") != "") {
+		return fmt.Errorf("%w: carrier %q: caller_id %q: want a number, digits with an optional leading +", ErrInvalidResponse, rt.CarrierID, rt.CallerID)
+	}
+	if strings.ContainsAny(rt.TechPrefix, " \t\r\n@:;<>?,\x00\x7f") {
+		return fmt.Errorf("%w: carrier %q: tech_prefix %q: not allowed in a user part", ErrInvalidResponse, rt.CarrierID, rt.TechPrefix)
+	}
+	if rt.RURI != "" && !sipURI(rt.RURI) {
+		return fmt.Errorf("%w: carrier %q: ruri %q: want a sip: or sips: URI", ErrInvalidResponse, rt.CarrierID, rt.RURI)
 	}
 	if rt.GatewayGroup == "" && rt.NextHop == "" && rt.RURI == "" {
 		return fmt.Errorf("%w: carrier %q has none of gateway_group, next_hop, ruri", ErrInvalidResponse, rt.CarrierID)
@@ -118,6 +134,16 @@ func ValidateRoute(rt *route.Route) error {
 		}
 	}
 	return nil
+}
+
+// sipURI reports whether s is "sip:" or "sips:" and then visible
+// characters but '<' and '>': what a Request-URI may be.
+func sipURI(s string) bool {
+	rest, ok := strings.CutPrefix(s, "sip:")
+	if !ok {
+		rest, ok = strings.CutPrefix(s, "sips:")
+	}
+	return ok && rest != "" && !strings.ContainsFunc(rest, func(c rune) bool { return c <= ' ' || c == 0x7f || c == '<' || c == '>' })
 }
 
 // Bounds of a route's cps: a wait longer than a minute holds a call for

@@ -116,6 +116,15 @@ func TestValidate(t *testing.T) {
 	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","timeout_secs":-1}]}`, "timeout_secs -1")
 	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","reroute_causes":[503,299]}]}`, "reroute cause 299")
 	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","reroute_causes":[700]}]}`, "reroute cause 700")
+	// What goes into the carrier's INVITE cannot end a URI or a line.
+	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","caller_id":"+13105550100","tech_prefix":"#31#","ruri":"sip:1@192.0.2.1:5060"}]}`, "")
+	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","caller_id":"+1310@x>\r\nRoute: <sip:evil.example;lr>"}]}`, "caller_id")
+	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","caller_id":"+"}]}`, "caller_id")
+	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","tech_prefix":"1@evil"}]}`, "tech_prefix")
+	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","tech_prefix":"1\r\nX: y"}]}`, "tech_prefix")
+	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","ruri":"tel:+1310"}]}`, "ruri")
+	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","ruri":"sip:1@host>\r\nVia: x"}]}`, "ruri")
+	f(`{"reject":{"code":403,"reason":"No\r\nVia: x"}}`, "reject.reason")
 	// A route's own cps (issue 7).
 	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","cps":{"rate":5,"burst":2,"max_wait_ms":0,"key":"acct-1"}}]}`, "")
 	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","cps":{"rate":-1}}]}`, "cps.rate -1")

@@ -461,7 +461,9 @@ func TestLCRCLIRHeaders(t *testing.T) {
 	t.Run("caller_id-restricted-then-failover", func(t *testing.T) {
 		a := `{ carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004, caller_id: "+13105550100", caller_id_presentation: restricted }`
 		r := newLCR(t, lcrOpts{lcr: staticLCR(a, yRouteB)})
-		c := r.call(dialed, ppi+"Privacy: header\r\n")
+		// The caller asks for no privacy (a Privacy: id, user or header
+		// would be honoured as CLIR on every route).
+		c := r.call(dialed, ppi+"Privacy: none\r\n")
 		inv1 := c.invite(r.a, dialed)
 		clir(t, inv1, "+13105550100")
 		c.reject(r.a, inv1, 503, "Service Unavailable")

@@ -361,8 +361,8 @@ func (a *shardApp) finished(c *b2bua.Call) {
 	}
 	r.Route, r.CarrierID = sum.Target.Group, sum.Target.CarrierID
 	r.Rate, r.Currency = sum.Target.Rate, sum.Target.Currency
-	if sum.Route != nil {
-		r.CDRFields = sum.Route.CDRFields
+	if sum.Route != nil && sum.Answer != 0 {
+		r.CDRFields = sum.Route.CDRFields // the seed: "when this carrier wins"
 	}
 	switch sum.RouteSource {
 	case "static":
