@@ -232,7 +232,7 @@ func (sh *Shard) reject(m *parser.Message, err error, from Peer) {
 		return
 	}
 	var via parser.Via
-	if m.TopVia(&via) != nil {
+	if m.TopVia(&via) != nil || !echoable(m) {
 		return
 	}
 	b := parser.AppendResponse(sh.out[:0], m, code, reason, nil)
@@ -244,6 +244,36 @@ func (sh *Shard) reject(m *parser.Message, err error, from Peer) {
 	b = parser.AppendBody(b, "", nil)
 	sh.out = b
 	sh.Send(ResponseTarget(&via, from), b)
+}
+
+// echoKinds are the headers a response copies from its request
+// (parser.AppendResponse).
+var echoKinds = [...]parser.HeaderKind{parser.HeaderVia, parser.HeaderFrom, parser.HeaderTo,
+	parser.HeaderCallID, parser.HeaderCSeq, parser.HeaderTimestamp}
+
+// echoable reports whether the headers a stateless reply would copy from
+// m hold no control byte but HTAB and the CRLF of a fold. A message that
+// failed to parse may have stored values with a bare CR or LF, or a NUL:
+// copied into the reply, they would forge headers at a peer that splits
+// lines differently, at an address anyone can spoof over UDP. Such a
+// message gets no reply.
+func echoable(m *parser.Message) bool {
+	for _, kind := range echoKinds {
+		for i := 0; i < m.Count(kind); i++ {
+			v := m.Nth(kind, i)
+			for j := 0; j < len(v); j++ {
+				c := v[j]
+				switch {
+				case c >= ' ' && c != 0x7f, c == '\t':
+				case c == '\r' && j+2 < len(v) && v[j+1] == '\n' && (v[j+2] == ' ' || v[j+2] == '\t'):
+					j++ // a fold
+				default:
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 // ResponseTarget returns where a response to a request from peer goes

@@ -253,3 +253,30 @@ func TestListenerOfMatchesTransport(t *testing.T) {
 		t.Errorf("TCP listener %d, want 0", got)
 	}
 }
+
+// A malformed request whose From holds a bare CR gets no stateless reply:
+// the reply would copy the CR, a line end to some peers, forging a header
+// at whatever address the datagram claims to come from. The same request
+// without it is answered 400.
+func TestNoReplyEchoesABareCR(t *testing.T) {
+	_, _, port := startServer(t, 1, Config{})
+	c, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	local := c.LocalAddr().(*net.UDPAddr).Port
+	bad := strings.Replace(options("cr@test", "cr1", "UDP", local), "From: <sip:a@127.0.0.1>;tag=1\r\n",
+		"From: <sip:a@127.0.0.1>;tag=1\rX-Injected: evil\r\n", 1)
+	c.Write([]byte(bad))
+	_ = c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	buf := make([]byte, 4096)
+	if n, err := c.Read(buf); err == nil {
+		t.Fatalf("a reply echoing the bare CR: %q", buf[:n])
+	}
+	plain := strings.Replace(options("nocr@test", "cr2", "UDP", local), "CSeq: 1 OPTIONS", "CSeq: 1 INVITE", 1)
+	c.Write([]byte(plain))
+	if reply := readUDP(t, c); !strings.HasPrefix(reply, "SIP/2.0 400 ") {
+		t.Fatalf("reply: %q", reply)
+	}
+}
