@@ -83,7 +83,12 @@ func frameContentLength(h []byte, maxSize int) (int, error) {
 		if k := LookupHeader(line[:n]); k != HeaderContentLength {
 			continue
 		}
-		c := skipLWS(line, n)
+		// Only SP and HTAB between the name and its colon, as in Parse: a
+		// fold there is no header line it reads (RFC 3261 7.3.1).
+		c := n
+		for c < len(line) && (line[c] == ' ' || line[c] == '\t') {
+			c++
+		}
 		if c == len(line) || line[c] != ':' {
 			continue // Parse rejects the line
 		}

@@ -108,6 +108,9 @@ func TestUnitFrameErrors(t *testing.T) {
 	f(frameMsg(nil, "hello"), frameMax, ErrNoContentLength)
 	f(frameMsg([]string{"Content-Length-X: 0"}, ""), frameMax, ErrNoContentLength)
 	f(frameMsg([]string{"X-Content-Length: 0"}, ""), frameMax, ErrNoContentLength)
+	// A fold between the name and the colon is no Content-Length to Parse
+	// (a bad header name), so none to Frame either: its length is not used.
+	f(frameMsg([]string{"Content-Length\r\n : 5"}, "hello"), frameMax, ErrNoContentLength)
 	f(frameMsg([]string{"Subject: x\r\n Content-Length: 0"}, ""), frameMax, ErrNoContentLength) // a continuation line, not a header
 	f(frameMsg([]string{"Content-Length: 5", "Content-Length: 5"}, "hello"), frameMax, ErrDupContentLength)
 	f(frameMsg([]string{"Content-Length: 13", "l: 5"}, "hello"), frameMax, ErrDupContentLength)
