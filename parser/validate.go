@@ -1,6 +1,9 @@
 package parser
 
-import "unicode/utf8"
+import (
+	"encoding/binary"
+	"unicode/utf8"
+)
 
 // singleValue lists headers that may appear once (RFC 3261 7.3.1, 20); a
 // repeat is the ambiguity RFC 4475 3.3.8 warns of.
@@ -47,6 +50,11 @@ func (m *Message) Validate(supported []string) error {
 	}
 	if m.repeated&singleValue != 0 {
 		return ErrDupHeader
+	}
+	for i := range m.fields {
+		if f := &m.fields[i]; !parsedKinds.Has(f.kind) && hasCTL(f.value.of(m.buf)) {
+			return ErrBadHeader
+		}
 	}
 	cseq, err := m.CSeq()
 	if err != nil {
@@ -111,6 +119,40 @@ func (m *Message) Validate(supported []string) error {
 		}
 	}
 	return nil
+}
+
+// parsedKinds are the headers Validate parses to their grammar, which has
+// no room for a control character; every other value is checked for one.
+var parsedKinds = NewHeaderSet(HeaderFrom, HeaderTo, HeaderCallID, HeaderCSeq, HeaderContact,
+	HeaderRoute, HeaderRecordRoute, HeaderPAssertedIdentity, HeaderPPreferredIdentity,
+	HeaderMaxForwards, HeaderExpires, HeaderContentLength)
+
+// hasCTL reports whether a header value holds a control character other
+// than HTAB and the CRLF of a fold: TEXT-UTF8char / LWS (RFC 3261 25.1).
+// A NUL or a bare CR relayed or echoed as it is ends the value early at
+// some peers and starts a forged header at others. Eight bytes a round:
+// any byte below 0x20, or 0x7F, stops the round, and the rest is checked
+// byte by byte.
+func hasCTL(b []byte) bool {
+	const ones, space, del, high = 0x0101010101010101, 0x2020202020202020, 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		d := x ^ del
+		if (x-space)&^x&high|(d-ones)&^d&high != 0 {
+			break
+		}
+	}
+	for ; i < len(b); i++ {
+		switch c := b[i]; {
+		case c >= ' ' && c != 0x7f, c == '\t':
+		case c == '\r' && i+2 < len(b) && b[i+1] == '\n' && (b[i+2] == ' ' || b[i+2] == '\t'):
+			i++ // a fold
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 // addressHeaders are the address headers a B2BUA reads; Validate parses

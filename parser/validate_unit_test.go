@@ -280,3 +280,64 @@ func TestUnitAppendUnsupported(t *testing.T) {
 	f(vWith("Proxy-Require: a", "Require: b", "Require: c"), "b, c, a")
 	f(vWith("Supported: foo", "Require: timer"), "")
 }
+
+// A header value holds no control character but HTAB and the CRLF of a
+// fold (RFC 3261 25.1 TEXT-UTF8char / LWS): a NUL or a bare CR relayed or
+// echoed would end the value early at some peers and start a forged
+// header at others.
+func TestUnitValidateControlCharacters(t *testing.T) {
+	f := func(extra string, want error) {
+		t.Helper()
+		var m Message
+		if err := m.Parse(unitMsg(invite, vWith(extra), "")); err != nil {
+			t.Fatalf("Parse(%q): %v", extra, err)
+		}
+		if err := m.Validate(nil); !errors.Is(err, want) {
+			t.Errorf("Validate with %q = %v, want %v", extra, err, want)
+		}
+	}
+	f("Subject: hi there", nil)
+	f("Subject: hi\tthere, ünïcode", nil)
+	f("Subject: a long subject line\r\n folded over two lines", nil)
+	f("Subject: hi\x00Via: SIP/2.0/UDP evil", ErrBadHeader)
+	f("X-Foo: a\x0bb", ErrBadHeader)
+	f("X-Foo: 01234567\x7f", ErrBadHeader)
+	f("Content-Type: application/sdp\x00x", ErrBadHeader)
+	f("Allow: INVITE, A\x01CK", ErrBadHeader)
+}
+
+// hasCTL's eight-byte rounds agree with a byte-by-byte check for every
+// byte value at every position.
+func TestUnitHasCTL(t *testing.T) {
+	slow := func(b []byte) bool {
+		for _, c := range b {
+			if c < ' ' && c != '\t' || c == 0x7f {
+				return true
+			}
+		}
+		return false
+	}
+	buf := []byte("abcdefghijklmnopqrstuvwxyz0123456789")
+	for n := 0; n <= len(buf); n++ {
+		for pos := 0; pos < n; pos++ {
+			for c := 0; c < 256; c++ {
+				if c == '\r' {
+					continue // a fold's CR is allowed, a bare one checked below
+				}
+				b := append([]byte(nil), buf[:n]...)
+				b[pos] = byte(c)
+				if got, want := hasCTL(b), slow(b); got != want {
+					t.Fatalf("hasCTL(%q) = %v, want %v", b, got, want)
+				}
+			}
+		}
+	}
+	for _, s := range []string{"a\rb", "a\r", "a\r\nb", "a\nb", "0123456789\r\n"} {
+		if !hasCTL([]byte(s)) {
+			t.Errorf("hasCTL(%q) = false", s)
+		}
+	}
+	if hasCTL([]byte("0123456789\r\n 0123456789\r\n\t0")) {
+		t.Error("folds are not control characters")
+	}
+}
