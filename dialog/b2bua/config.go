@@ -64,9 +64,10 @@ type Trunk struct {
 	// MaxCalls bounds the trunk's concurrent calls on this engine (its
 	// share of the node's limit); 0: unlimited.
 	MaxCalls int
-	// Normalize, when set, puts the numbers the trunk dials in E.164 form
-	// (its country code and national prefix) before routing: the key of
-	// the lookup and its cache.
+	// Normalize, when set, puts the trunk's numbers (dialled and calling)
+	// in E.164 form with its country code and national prefix as the call
+	// begins: what routing looks up and caches, what carriers' policies
+	// start from, what the CDR records.
 	Normalize *NumberPolicy
 }
 

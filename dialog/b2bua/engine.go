@@ -165,7 +165,6 @@ type Engine struct {
 	scratch leg               // a dialog the engine ends without keeping (a forked 2xx)
 	id      identity          // the identity of the B-leg being dialled
 	out     []byte            // scratch for outgoing messages
-	dialed  []byte            // scratch for the normalised dialled number
 	bufs    [][]byte          // message buffers calls borrow (getBuf)
 	msgs    []*parser.Message // parsed INVITEs calls borrow
 	rr      RouteRequest      // the Router's request, reused

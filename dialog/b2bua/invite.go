@@ -153,8 +153,15 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	c.aTxn = a.Txn
 	c.ainv = e.getMsg()
 	c.aInvite = m.CopyTo(c.ainv, e.getBuf())
-	c.caller = append(c.caller, fromURI.User...)
-	c.callee = append(c.callee, ruri.User...)
+	if n := trunk.Normalize; n != nil {
+		// The seed's rewrite_identities: the trunk's numbers in E.164, for
+		// routing, the carriers (before their own policies) and the CDR.
+		c.caller = n.Shape(c.caller, fromURI.User)
+		c.callee = n.Shape(c.callee, ruri.User)
+	} else {
+		c.caller = append(c.caller, fromURI.User...)
+		c.callee = append(c.callee, ruri.User...)
+	}
 	c.fromURI = append(c.fromURI, from.URI...)
 
 	// The A-leg: sipedge is the UAS (RFC 3261 12.1.1).
@@ -186,17 +193,13 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	e.decided(c)
 }
 
-// routeRequest describes call c to the Router. The dialled number is
-// normalised by the trunk's number policy, if it has one (the seed's
-// rewrite_identities before the lookup), so that "+1202...", "1202..."
-// and "001202..." find the same routes and cache entry.
+// routeRequest describes call c to the Router. The dialled number is in
+// E.164 when the trunk has a number policy (Trunk.Normalize), so that
+// "+1202...", "1202..." and "001202..." find the same routes and cache
+// entry.
 func (e *Engine) routeRequest(c *Call) RouteRequest {
 	rr := RouteRequest{Ref: e.arg(c), CallID: c.a.callID, Trunk: c.trunk, Dialed: c.callee, From: c.fromURI,
 		Source: txn.Peer{Addr: c.sourceAddr(), Transport: c.a.peer.Transport}}
-	if c.trunk != nil && c.trunk.Normalize != nil {
-		e.dialed = c.trunk.Normalize.Shape(e.dialed[:0], c.callee)
-		rr.Dialed = e.dialed
-	}
 	var to parser.Address
 	if ainv := e.aInviteCopy(c); ainv != nil && ainv.To(&to) == nil {
 		rr.To = to.URI

@@ -40,8 +40,9 @@ func TestRepliesGoWhereTheViaSays(t *testing.T) {
 }
 
 // The Router sees the dialled number in E.164 when the trunk has a number
-// policy (the seed's normalisation before the lookup), the caller's To
-// URI, and the INVITE's real source port, not the reply port of its Via.
+// policy (the seed's rewrite_identities before the lookup), and so does
+// the carrier; the Router also gets the caller's To URI, and the INVITE's
+// real source port, not the reply port of its Via.
 func TestRouteRequest(t *testing.T) {
 	r := newRig(t, func(c *Config) {
 		c.Trunks[0].Normalize = &NumberPolicy{CountryCode: "44", NationalPrefix: "0"}
@@ -65,4 +66,7 @@ func TestRouteRequest(t *testing.T) {
 	if got.Source.Addr != ephemeral {
 		t.Errorf("source %v, want %v", got.Source.Addr, ephemeral)
 	}
+	// The carrier gets the number in the form routing used (its route has
+	// no number policy of its own).
+	r.expect(carrier, "INVITE sip:+442071234567@198.51.100.20:5070 SIP/2.0")
 }

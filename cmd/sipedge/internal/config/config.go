@@ -147,8 +147,9 @@ type Trunk struct {
 	Sources []Source    `yaml:"sources"`
 	Limits  TrunkLimits `yaml:"limits"`
 	// NumberPolicy names the number_policies entry whose country code and
-	// national prefix put the numbers this trunk dials in E.164 form
-	// before routing (the lookup and its cache key); "" = as dialled.
+	// national prefix put this trunk's numbers (dialled and calling) in
+	// E.164 as a call begins: what routing looks up and caches, what the
+	// carriers' policies start from, what the CDR records; "" = as sent.
 	NumberPolicy string `yaml:"number_policy"`
 }
 
