@@ -331,10 +331,11 @@ func (m *Message) parseHeaders(buf []byte, pos int, lim *Limits) (int, error) {
 		// colon, so the first one ends the name. A known name matched whole
 		// is a token (c|0x20 folds no other byte onto its letters and '-',
 		// but CR, which the count above rejects); any other is checked.
-		colon := indexColon(buf, pos, lineEnd)
-		if colon <= pos {
+		colon := indexColon(buf[pos:lineEnd])
+		if colon <= 0 {
 			return 0, ErrBadHeaderName // also a fold with no header to continue
 		}
+		colon += pos
 		nameEnd := colon
 		for nameEnd > pos && (buf[nameEnd-1] == ' ' || buf[nameEnd-1] == '\t') {
 			nameEnd--
@@ -359,7 +360,7 @@ func (m *Message) parseHeaders(buf []byte, pos int, lim *Limits) (int, error) {
 		}
 		name := span{uint32(pos), uint32(nameEnd)}
 		vs, ve := trimLWS(buf, colon+1, lineEnd)
-		if listKinds.Has(kind) && vs < ve {
+		if listKinds>>(kind&63)&1 != 0 && vs < ve { // listKinds.Has(kind); kinds are below 64
 			if err := m.addList(buf, kind, name, vs, ve, maxHeaders, lim); err != nil {
 				return 0, err
 			}
@@ -381,21 +382,19 @@ func (m *Message) parseHeaders(buf []byte, pos int, lim *Limits) (int, error) {
 	}
 }
 
-// indexColon returns the index of the first ':' in buf[i:end], or -1,
-// eight bytes a round while they are in buf.
-func indexColon(buf []byte, i, end int) int {
-	for ; i < end && i <= len(buf)-8; i += 8 {
-		x := binary.LittleEndian.Uint64(buf[i:i+8]) ^ (':' * ones)
+// indexColon returns the index of the first ':' in b, or -1, eight bytes a
+// round.
+func indexColon(b []byte) int {
+	i := 0
+	for ; i < len(b)-7; i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:i+8]) ^ (':' * ones)
 		// The high bit of the lowest zero byte of x; borrows run upwards only.
 		if m := (x - ones) &^ x & (0x80 * ones); m != 0 {
-			if i += bits.TrailingZeros64(m) >> 3; i < end {
-				return i
-			}
-			return -1
+			return i + bits.TrailingZeros64(m)>>3
 		}
 	}
-	for ; i < end; i++ {
-		if buf[i] == ':' {
+	for ; i < len(b); i++ {
+		if b[i] == ':' {
 			return i
 		}
 	}

@@ -1,6 +1,7 @@
 package parser
 
 import (
+	"bytes"
 	"errors"
 	"strconv"
 	"strings"
@@ -1022,6 +1023,31 @@ func TestUnitHeaderNamesInMessage(t *testing.T) {
 					}
 					if h := m.HeaderAt(0); h.Kind != want || string(h.Name) != name {
 						t.Errorf("%q: kind %v name %q, want %v %q", msg, h.Kind, h.Name, want, name)
+					}
+				}
+			}
+		}
+	}
+}
+
+// indexColon agrees with bytes.IndexByte, whatever the bytes around the
+// colon (';' and 0xba are one bit away from ':').
+func TestUnitIndexColon(t *testing.T) {
+	for n := 0; n <= 24; n++ {
+		for _, fill := range []byte{'a', ';', 0xba, 0, 0xff} {
+			b := bytes.Repeat([]byte{fill}, n)
+			if got := indexColon(b); got != -1 {
+				t.Errorf("indexColon(%q) = %d, want -1", b, got)
+			}
+			for i := range b {
+				for _, after := range []byte{fill, ':'} {
+					c := bytes.Repeat([]byte{fill}, n)
+					c[i] = ':'
+					for j := i + 1; j < n; j++ {
+						c[j] = after
+					}
+					if got, want := indexColon(c), bytes.IndexByte(c, ':'); got != want {
+						t.Errorf("indexColon(%q) = %d, want %d", c, got, want)
 					}
 				}
 			}
