@@ -153,9 +153,19 @@ func (s HeaderSet) Has(k HeaderKind) bool { return s&(1<<k) != 0 }
 
 var (
 	compactKinds [256]HeaderKind // compact form letter (lower case) -> kind
-	// kindsBySlot holds the long names by nameSlot, without collisions.
-	kindsBySlot [256]HeaderKind
+	// namesBySlot holds the long names by nameSlot, without collisions.
+	namesBySlot [256]longName
 )
+
+// longName is a long header name in lower case as little-endian words, for
+// lookupName: last holds its last eight bytes (all of them, in its low
+// bytes, when the name is shorter), first its first eight and second the
+// eight after.
+type longName struct {
+	first, second, last uint64
+	n, shift            uint8 // length, and 8 * (8 - length) when below 8
+	kind                HeaderKind
+}
 
 // nameSlot hashes the header name b[s:e], s < e, case-insensitively
 // from its length and its first and last bytes: a few operations instead of
@@ -175,11 +185,23 @@ func init() {
 		if info.compact != 0 {
 			compactKinds[info.compact] = k
 		}
-		i := nameSlot([]byte(info.name), 0, len(info.name))
-		if kindsBySlot[i] != HeaderOther {
+		name := lowerNames[k]
+		n := len(name)
+		if n > 24 {
+			panic("BUG: lookupName compares names of at most 24 bytes: " + info.name)
+		}
+		w := &namesBySlot[nameSlot(name, 0, n)]
+		if w.kind != HeaderOther {
 			panic("BUG: nameSlot collides on " + info.name)
 		}
-		kindsBySlot[i] = k
+		var padded [8 + 24]byte // eight zeros, the name, zeros
+		copy(padded[8:], name)
+		le := binary.LittleEndian
+		w.kind, w.n = k, uint8(n)
+		w.shift = uint8(8 * max(8-n, 0))
+		w.last = le.Uint64(padded[n:]) >> w.shift
+		w.first = le.Uint64(padded[8:])
+		w.second = le.Uint64(padded[16:])
 	}
 }
 
@@ -194,21 +216,20 @@ func LookupHeader(name []byte) HeaderKind {
 
 // lookupName returns the kind of the header name b[s:e], s < e, without
 // checking it is a token: a name it finds is a token but for CR, which
-// c|0x20 folds onto '-'. The long names do not collide in kindsBySlot, so
+// c|0x20 folds onto '-'. The long names do not collide in namesBySlot, so
 // each is at its own slot: one probe, then at most three word compares.
 func lookupName(b []byte, s, e int) HeaderKind {
 	n := e - s
 	if n < 2 {
 		return compactKinds[toLower[b[s]]]
 	}
-	k := kindsBySlot[nameSlot(b, s, e)]
-	w := &nameWords[k]
+	w := &namesBySlot[nameSlot(b, s, e)]
 	if int(w.n) != n {
-		return HeaderOther // also for HeaderOther, whose n is 0
+		return HeaderOther // also for an empty slot, whose n is 0
 	}
 	if e < 8 {
-		if equalTokenFold(b[s:e], lowerNames[k]) {
-			return k
+		if equalTokenFold(b[s:e], lowerNames[w.kind]) {
+			return w.kind
 		}
 		return HeaderOther
 	}
@@ -224,39 +245,12 @@ func lookupName(b []byte, s, e int) HeaderKind {
 	if n > 16 && le.Uint64(b[s+8:s+16])|fold != w.second {
 		return HeaderOther
 	}
-	return k
+	return w.kind
 }
 
 // fold sets bit 0x20 of every byte: among token characters it folds only
 // letters, onto lower case (RFC 3261 25.1).
 const fold = 0x20 * ones
-
-// nameWords holds the long names in lower case as little-endian words, by
-// kind, for lookupName: last holds the last eight bytes (all of them, in
-// its low bytes, when the name is shorter), first the first eight and second
-// the eight after.
-var nameWords = func() (t [numHeaderKinds]struct {
-	first, second, last uint64
-	n, shift            uint8
-}) {
-	for k := HeaderKind(1); k < numHeaderKinds; k++ {
-		name := lowerNames[k]
-		n := len(name)
-		if n > 24 {
-			panic("BUG: lookupName compares names of at most 24 bytes: " + headerInfos[k].name)
-		}
-		var padded [8 + 24]byte // eight zeros, the name, zeros
-		copy(padded[8:], name)
-		le := binary.LittleEndian
-		w := &t[k]
-		w.n = uint8(n)
-		w.shift = uint8(8 * max(8-n, 0))
-		w.last = le.Uint64(padded[n:]) >> w.shift
-		w.first = le.Uint64(padded[8:])
-		w.second = le.Uint64(padded[16:])
-	}
-	return t
-}()
 
 // isToken reports whether b is a non-empty token (RFC 3261 25.1).
 func isToken(b []byte) bool {
