@@ -260,13 +260,14 @@ func (c *groupCall) reset() {
 // connection, through the breaker, and answers each.
 func (r *Redis) send(c *groupCall, i int) {
 	now := int64(r.now())
-	if !r.br.allow(now) { // open: another call is the probe
+	ok, probe := r.br.allow(now)
+	if !ok { // open: another call is the probe
 		r.answerAll(c.members, errBreakerOpen)
 		return
 	}
 	cl := r.client.Load()
 	if cl == nil {
-		r.failed(now, errNotConnected)
+		r.failed(now, errNotConnected, probe)
 		r.answerAll(c.members, errNotConnected)
 		return
 	}
@@ -283,11 +284,11 @@ func (r *Redis) send(c *groupCall, i int) {
 	}
 	if err != nil {
 		r.m.errors.Add(len(c.members))
-		r.failed(int64(r.now()), err)
+		r.failed(int64(r.now()), err, probe)
 		r.answerAll(c.members, err)
 		return
 	}
-	r.succeeded()
+	r.succeeded(probe)
 	for i, p := range c.members {
 		p.answer(vs[i].AsInt64())
 	}

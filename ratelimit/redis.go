@@ -381,7 +381,7 @@ func (r *Redis) call(ctx context.Context, e *entry, now int64) (Decision, error)
 	if err == nil && k > int64(n) {
 		err = fmt.Errorf("ratelimit: unexpected script reply %d", v)
 		r.m.errors.Inc()
-		r.failed(int64(r.now()), err)
+		r.failed(int64(r.now()), err, false)
 	}
 	if err != nil {
 		// The dispatcher counts a failed call in the breaker and its
@@ -425,11 +425,15 @@ func (r *Redis) fallback(e *entry, now int64) Decision {
 
 // failed counts a failed call in the breaker, and opens it (logging once)
 // at the threshold.
-func (r *Redis) failed(now int64, err error) {
+func (r *Redis) failed(now int64, err error, probe bool) {
 	b := &r.br
-	if b.down.Load() { // the probe failed: stay open for another cool-down
-		b.retryAt.Store(now + b.coolDown)
-		b.probing.Store(false)
+	if b.down.Load() {
+		if probe { // the probe failed: stay open for another cool-down
+			b.retryAt.Store(now + b.coolDown)
+			b.probing.Store(false)
+		}
+		// Else a call sent before the breaker opened ended late: the probe
+		// in flight, if any, still decides.
 		return
 	}
 	if b.fails.Add(1) < b.failures {
@@ -445,12 +449,12 @@ func (r *Redis) failed(now int64, err error) {
 // succeeded closes the breaker (logging once) when the probe succeeded. A
 // late success of a call sent before the breaker opened does not: a Redis
 // that answers some calls in time and not others would flap.
-func (r *Redis) succeeded() {
+func (r *Redis) succeeded(probe bool) {
 	b := &r.br
 	if b.fails.Load() != 0 {
 		b.fails.Store(0)
 	}
-	if b.down.Load() && b.probing.Load() && b.down.CompareAndSwap(true, false) {
+	if probe && b.down.CompareAndSwap(true, false) {
 		b.probing.Store(false)
 		r.log.Info("ratelimit: redis available, redis mode resumed")
 	}
@@ -469,13 +473,19 @@ type breaker struct {
 	coolDown int64
 }
 
-// allow reports whether a call may go to Redis; when open it lets through
-// one probe per cool-down.
-func (b *breaker) allow(now int64) bool {
+// allow reports whether a call may go to Redis, and whether it is the
+// probe: when open it lets through one probe per cool-down. Only the
+// probe's outcome closes or reopens an open breaker: a stale failure of a
+// call sent before it opened must not let a second probe go, nor keep the
+// probe's success from closing it.
+func (b *breaker) allow(now int64) (ok, probe bool) {
 	if !b.down.Load() {
-		return true
+		return true, false
 	}
-	return now >= b.retryAt.Load() && b.probing.CompareAndSwap(false, true)
+	if now >= b.retryAt.Load() && b.probing.CompareAndSwap(false, true) {
+		return true, true
+	}
+	return false, false
 }
 
 // open reports, without taking the probe, whether allow would say no.

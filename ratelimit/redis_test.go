@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -504,5 +505,35 @@ func TestRedisStartsDown(t *testing.T) {
 	waitRedisMode(t, n, k)
 	if n.logs.count("redis available") != 1 {
 		t.Fatalf("up not logged once:\n%s", n.logs)
+	}
+}
+
+// Only the probe's outcome moves an open breaker. A call sent before the
+// breaker opened may fail after the probe went: that failure must neither
+// let a second probe go nor keep the probe's success from closing it (it
+// did: Redis answered, yet stayed down for another cool-down).
+func TestBreakerStaleFailureDuringProbe(t *testing.T) {
+	srv := redistest.Start(t)
+	n := newNode(t, srv.URL(), Options{BreakerCoolDown: time.Millisecond})
+	r := n.Redis()
+	boom := errors.New("boom")
+	for range r.br.failures {
+		r.failed(int64(r.now()), boom, false)
+	}
+	if r.Up() {
+		t.Fatal("the breaker did not open")
+	}
+	time.Sleep(2 * time.Millisecond) // the cool-down
+	ok, probe := r.br.allow(int64(r.now()))
+	if !ok || !probe {
+		t.Fatalf("allow after the cool-down = %v, %v; want the probe", ok, probe)
+	}
+	r.failed(int64(r.now()), boom, false) // a call sent before the breaker opened
+	if ok, _ := r.br.allow(int64(r.now()) + int64(time.Second)); ok {
+		t.Fatal("a second probe went while the first is in flight")
+	}
+	r.succeeded(true)
+	if !r.Up() {
+		t.Fatal("the probe succeeded but the breaker stayed open")
 	}
 }
