@@ -35,6 +35,7 @@ var (
 	ErrBadHeader           = newError(400, "Bad Header")
 	ErrBadHeaderName       = newError(400, "Bad Header Name")
 	ErrHeaderTooLong       = newError(400, "Header Too Long")
+	ErrAddressURITooLong   = newError(400, "URI Too Long") // in an address header; 414 is the Request-URI's
 	ErrTooManyHeaders      = newError(400, "Too Many Headers")
 	ErrTooManyVias         = newError(400, "Too Many Via Headers")
 	ErrEmptyListElement    = newError(400, "Empty List Element")

@@ -13,7 +13,7 @@ type Limits struct {
 	MaxHeaders     int // header fields, counting each element of a list header (400 above)
 	MaxHeaderLine  int // one header, name to end of value, folds included (400 above)
 	MaxVias        int // Via values (400 above)
-	MaxURILength   int // Request-URI (414 above)
+	MaxURILength   int // Request-URI (414 above); Validate also bounds address URIs by it (400)
 }
 
 // DefaultLimits are the limits Parse uses. They follow what trusted servers
@@ -73,6 +73,7 @@ type Message struct {
 	reasonS       span
 	bodyS         span
 	contentLength int32 // -1 when absent
+	maxURI        int32 // the limits' MaxURILength, for Validate's URIs
 
 	// Values the accessors parsed, valid while parsed has their bit.
 	parsed   uint8
@@ -116,6 +117,7 @@ func (m *Message) Parse(buf []byte) error { return m.ParseLimits(buf, &DefaultLi
 // ParseLimits is Parse with explicit limits.
 func (m *Message) ParseLimits(buf []byte, lim *Limits) error {
 	m.reset(buf)
+	m.maxURI = int32(min(lim.MaxURILength, 1<<30))
 	pos := 0
 	// RFC 3261 7.5: CRLFs before the start line are ignored.
 	for pos+1 < len(buf) && buf[pos] == '\r' && buf[pos+1] == '\n' {
@@ -499,11 +501,20 @@ func listElementEnd(buf []byte, i, end int) (int, error) {
 // buf[i] == '"', honouring quoted-pairs (RFC 3261 25.1).
 func skipQuoted(buf []byte, i, end int) (int, bool) {
 	for i++; i < end; i++ {
-		switch buf[i] {
-		case '\\':
-			i++
-		case '"':
+		switch c := buf[i]; {
+		case c == '"':
 			return i + 1, true
+		case c == '\\':
+			// quoted-pair: any byte but CR and LF, NUL included (RFC 4475
+			// 3.1.1.2).
+			if i++; i < end && (buf[i] == '\r' || buf[i] == '\n') {
+				return 0, false
+			}
+		case c >= ' ' && c != 0x7f, c == '\t':
+		case c == '\r' && i+2 < end && buf[i+1] == '\n' && (buf[i+2] == ' ' || buf[i+2] == '\t'):
+			i += 2 // LWS: a fold
+		default:
+			return 0, false // qdtext has no other control character (RFC 3261 25.1)
 		}
 	}
 	return 0, false

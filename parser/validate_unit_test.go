@@ -341,3 +341,47 @@ func TestUnitHasCTL(t *testing.T) {
 		t.Error("folds are not control characters")
 	}
 }
+
+// Limits.MaxURILength bounds the URIs of address headers too: a Contact
+// becomes the Request-URI of the next request in the dialog.
+func TestUnitValidateAddressURILength(t *testing.T) {
+	long := "<sip:" + strings.Repeat("a", 600) + "@example.com>"
+	var m Message
+	if err := m.Parse(unitMsg(invite, vWith("Contact: "+long), "")); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Validate(nil); !errors.Is(err, ErrAddressURITooLong) {
+		t.Errorf("a %d-byte Contact URI: %v, want %v", len(long), err, ErrAddressURITooLong)
+	}
+	lim := DefaultLimits
+	lim.MaxURILength = 1024
+	if err := m.ParseLimits(unitMsg(invite, vWith("Contact: "+long), ""), &lim); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Validate(nil); err != nil {
+		t.Errorf("within a 1024-byte limit: %v", err)
+	}
+}
+
+// A quoted string holds no raw control character but HTAB and folds; a
+// quoted-pair may escape any byte but CR and LF (RFC 3261 25.1; RFC 4475
+// 3.1.1.2 escapes a NUL).
+func TestUnitQuotedStringControls(t *testing.T) {
+	f := func(to string, ok bool) {
+		t.Helper()
+		var m Message
+		err := m.Parse(unitMsg(invite, vSet("To", "To: "+to), ""))
+		if err == nil {
+			err = m.Validate(nil)
+		}
+		if (err == nil) != ok {
+			t.Errorf("To: %q: %v, want ok=%v", to, err, ok)
+		}
+	}
+	f(`"Bob" <sip:bob@example.com>`, true)
+	f("\"Bob\tSmith\" <sip:bob@example.com>", true)
+	f("\"Bob\\\x00Evil\" <sip:bob@example.com>", true) // an escaped NUL
+	f("\"Bob\x00Evil\" <sip:bob@example.com>", false)
+	f("\"Bob\x0bEvil\" <sip:bob@example.com>", false)
+	f("\"Bob\x7f\" <sip:bob@example.com>", false)
+}
