@@ -121,7 +121,10 @@ type HeaderPolicy struct {
 }
 
 // DefaultAllow is the default b2bua.header_policy.allow.
-var DefaultAllow = []string{"Allow", "Supported", "Session-Expires", "Min-SE", "User-Agent", "P-Asserted-Identity", "Privacy"}
+// Identity headers (P-Asserted-Identity, P-Preferred-Identity, Privacy,
+// Remote-Party-ID) are never copied, listed or not: sipedge writes the
+// B-leg's identity itself.
+var DefaultAllow = []string{"Allow", "Supported", "Session-Expires", "Min-SE", "User-Agent"}
 
 // Number policy formats.
 const (

@@ -357,6 +357,9 @@ func (c *Config) validateRoute(v *validator, p string, r Route) {
 		v.errorf(p+".caller_id", "%q: want a number, digits with an optional leading +", r.CallerID)
 	}
 	v.oneOf(p+".caller_id_presentation", r.CallerIDPresentation, "", PresentationAllowed, PresentationRestricted)
+	if strings.HasPrefix(r.NextHop, "sips:") || r.GatewayGroup == "" && r.NextHop == "" && strings.HasPrefix(r.RURI, "sips:") {
+		v.errorf(p, "a sips: destination needs TLS, which sipedge does not speak: name a gateway group or a sip: next hop")
+	}
 	if r.NextHop != "" && !isSIPURI(r.NextHop) {
 		var hp HostPort
 		if err := hp.UnmarshalText([]byte(r.NextHop)); err != nil {

@@ -192,8 +192,12 @@ func nextHop(r *route.Route) (b2bua.Target, string) {
 }
 
 // hopOf reads "sip:[user@]host[:port][;params]" or "host[:port]" with an
-// IP literal host (5060 when no port) and the transport parameter.
+// IP literal host (5060 when no port) and the transport parameter. A sips:
+// URI is refused: sipedge has no TLS transport to honour it with.
 func hopOf(s string) (txn.Peer, bool) {
+	if len(s) >= 5 && strings.EqualFold(s[:5], "sips:") {
+		return txn.Peer{}, false
+	}
 	if len(s) >= 4 && strings.EqualFold(s[:4], "sip:") {
 		s = s[4:]
 	}

@@ -30,6 +30,8 @@ func TestNextHop(t *testing.T) {
 		{"next_hop before ruri", route.Route{NextHop: "192.0.2.5", RURI: "sip:1@192.0.2.6"}, "192.0.2.5:5060", false, "sip:192.0.2.5:5060", ""},
 		{"a name", route.Route{NextHop: "sip:gw.carrier.example:5060"}, "", false, "", route.ReasonUnresolvable},
 		{"ruri with a name", route.Route{RURI: "sip:1@gw.carrier.example"}, "", false, "", route.ReasonUnresolvable},
+		{"sips next_hop", route.Route{NextHop: "sips:192.0.2.5:5061"}, "", false, "", route.ReasonUnresolvable}, // no TLS
+		{"SIP: in capitals", route.Route{NextHop: "SIP:192.0.2.5"}, "192.0.2.5:5060", false, "sip:192.0.2.5:5060", ""},
 	}
 	for _, c := range cases {
 		tgt, reason := nextHop(&c.r)

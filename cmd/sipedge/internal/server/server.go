@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/netip"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,6 +56,11 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: log, runtimeSet: metrics.NewSet(), engineSet: metrics.NewSet(),
 		cdrSet: metrics.NewSet(), lcrSet: metrics.NewSet(), healthSet: metrics.NewSet(), cpsSet: metrics.NewSet()}
+	for _, name := range cfg.B2BUA.HeaderPolicy.Allow {
+		if slices.ContainsFunc(identityHeaders, func(h string) bool { return strings.EqualFold(h, name) }) {
+			log.Warn("b2bua.header_policy.allow lists an identity header, which is never copied: sipedge writes the B-leg's identity itself (RFC 3325)", "header", name)
+		}
+	}
 	var err error
 	var table *lcr.StaticTable
 	if s.lcr, table, err = newResolver(cfg, s.lcrSet, log); err != nil {
@@ -103,6 +109,10 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	}
 	return s, nil
 }
+
+// identityHeaders are never copied from one leg to the other, whatever the
+// header policy lists (see dialog/b2bua).
+var identityHeaders = []string{"P-Asserted-Identity", "P-Preferred-Identity", "Privacy", "Remote-Party-ID"}
 
 // closeParts stops what New started besides the runtime.
 func (s *Server) closeParts(ctx context.Context) error {
