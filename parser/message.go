@@ -13,7 +13,7 @@ type Limits struct {
 	MaxHeaders     int // header fields, counting each element of a list header (400 above)
 	MaxHeaderLine  int // one header, name to end of value, folds included (400 above)
 	MaxVias        int // Via values (400 above)
-	MaxURILength   int // Request-URI (414 above); Validate also bounds address URIs by it (400)
+	MaxURILength   int // Request-URI (414 above); Validate also bounds a request's address URIs by it (400)
 }
 
 // DefaultLimits are the limits Parse uses. They follow what trusted servers

@@ -25,8 +25,8 @@ var singleValue = NewHeaderSet(HeaderFrom, HeaderTo, HeaderCallID, HeaderCSeq,
 //     RFC 2543 request and passes, for the transaction layer to match;
 //   - From and To well-formed, with at most one tag each, and so every
 //     Contact, Route, Record-Route, P-Asserted-Identity and
-//     P-Preferred-Identity (RFC 4475 3.1.2.13), their URIs within
-//     Limits.MaxURILength;
+//     P-Preferred-Identity (RFC 4475 3.1.2.13), and in a request their
+//     URIs within Limits.MaxURILength;
 //   - no control character in a header value but HTAB and folds;
 //   - a request's URI is sip, sips or tel (416, RFC 3261 8.2.2.1;
 //     RFC 4475 3.3.2) and, if sip, well-formed and without headers
@@ -93,9 +93,11 @@ func (m *Message) Validate(supported []string) error {
 			if a.Star {
 				continue // Contact: * (RFC 3261 10.2.2)
 			}
-			if m.maxURI > 0 && len(a.URI) > int(m.maxURI) {
-				// Limits.MaxURILength bounds every URI a B2BUA reads and
-				// may send on: a Contact becomes a Request-URI.
+			if !m.response && m.maxURI > 0 && len(a.URI) > int(m.maxURI) {
+				// Limits.MaxURILength bounds the URIs of a request, which
+				// a B2BUA may send on (a Contact becomes a Request-URI).
+				// A response's are left to the header line limit: a
+				// carrier's long Record-Route must not drop its 200.
 				return ErrAddressURITooLong
 			}
 			if err := a.ParseURI(&u); err != nil {

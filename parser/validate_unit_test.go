@@ -361,6 +361,15 @@ func TestUnitValidateAddressURILength(t *testing.T) {
 	if err := m.Validate(nil); err != nil {
 		t.Errorf("within a 1024-byte limit: %v", err)
 	}
+	// A response's are left to the header line limit: a carrier's long
+	// Record-Route must not drop its 200.
+	resp := append(vSet("CSeq", "CSeq: 314159 INVITE"), "Record-Route: "+long)
+	if err := m.Parse(unitMsg("SIP/2.0 200 OK", resp, "")); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Validate(nil); err != nil {
+		t.Errorf("a response with a long Record-Route: %v", err)
+	}
 }
 
 // A quoted string holds no raw control character but HTAB and folds; a

@@ -140,3 +140,14 @@ func appendRouteSet(dst []byte, m *parser.Message, reverse bool) []byte {
 	}
 	return dst
 }
+
+// builtLimits are the limits the engine re-reads what it built with. A
+// carrier's Contact or Record-Route may be longer than the Request-URI
+// limit the runtime puts on what it receives (Validate bounds address URIs
+// in requests only), and becomes this leg's Request-URI or Route: the
+// header line limit bounds it.
+var builtLimits = func() parser.Limits {
+	l := parser.DefaultLimits
+	l.MaxURILength = l.MaxHeaderLine
+	return l
+}()

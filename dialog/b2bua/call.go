@@ -45,9 +45,9 @@ type leg struct {
 	target     []byte // the peer's Contact URI: the Request-URI of requests on this leg
 	routes     []byte // the route set, as Route header values joined with ", "
 	cseq       uint32 // the CSeq of the last request sipedge sent on this leg
-	inviteCSeq uint32 // B: the CSeq of the last INVITE sent, for its ACK
+	inviteCSeq uint32 // the CSeq of the last INVITE sipedge sent on this leg, for its ACK
 	peer       txn.Peer
-	acked      bool   // B: sipedge has ACKed the 2xx; its retransmissions are ACKed again
+	acked      bool   // sipedge has ACKed the 2xx to that INVITE; its retransmissions are ACKed again
 	transport  string // "UDP" or "TCP", for Via
 }
 

@@ -135,7 +135,7 @@ func (e *Engine) relay(c *Call, s side, m *parser.Message, in txn.Handle) {
 	r := &c.relays[slot]
 	r.req = append(r.req[:0], m.Bytes()...)
 	r.from, r.method, r.in = s, m.Method(), in
-	if err := e.msg.Parse(b); err != nil {
+	if err := e.msg.ParseLimits(b, &builtLimits); err != nil {
 		e.env.Log.Error("BUG: built in-dialog request does not parse", "err", err, "call_id", string(c.a.callID))
 		r.in = 0
 		e.respond(in, m, 500, "Server Internal Error", nil)
@@ -256,7 +256,7 @@ func (e *Engine) sendBye(c *Call, l *leg) {
 	l.cseq++
 	b := e.appendRequestHead(e.out[:0], "BYE", l, l.cseq, 70)
 	e.out = parser.AppendBody(b, "", nil)
-	if e.msg.Parse(e.out) != nil {
+	if e.msg.ParseLimits(e.out, &builtLimits) != nil {
 		return
 	}
 	if h, err := e.txns.SendRequest(&e.msg, l.peer, e.now); err == nil {

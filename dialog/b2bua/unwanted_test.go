@@ -203,3 +203,30 @@ func TestEndAll(t *testing.T) {
 		}
 	}
 }
+
+// A carrier whose 2xx carries a Contact longer than the Request-URI limit
+// of what sipedge receives still gets its ACK and BYE: the engine re-reads
+// what it builds within the header line limit.
+func TestLongCarrierContact(t *testing.T) {
+	r := newRig(t, nil)
+	binv := r.startCall()
+	long := "sip:gw-" + strings.Repeat("x", 700) + "@carrier.example.net:5070"
+	ok := parser.AppendResponse(nil, binv, 200, "OK", []byte("btag9"))
+	ok = append(ok, "Contact: <"+long+">\r\nContent-Type: application/sdp\r\n"...)
+	r.recv(carrier, string(parser.AppendBody(ok, "", []byte(sdp))))
+	aTag := tagOf(t, r.expect(caller, "SIP/2.0 200 OK")[0], parser.HeaderTo)
+	// What the carrier gets is taken raw: the harness parses within the
+	// default limits, which the carrier's own URI exceeds.
+	want := func(start string) {
+		t.Helper()
+		got := r.take(carrier)
+		if len(got) != 1 || firstLine(got[0]) != start {
+			t.Fatalf("carrier got %d messages, want %.30q...", len(got), start)
+		}
+	}
+	r.recv(caller, ackFromCaller(aTag))
+	want("ACK " + long + " SIP/2.0")
+	r.recv(caller, inDialogFromCaller("BYE", "bye", 11, aTag, ""))
+	r.expect(caller, "SIP/2.0 200 OK")
+	want("BYE " + long + " SIP/2.0")
+}
