@@ -37,7 +37,7 @@ type Config struct {
 // TCPConfig bounds stream connections (what trusted SIP servers enforce).
 type TCPConfig struct {
 	MaxConns         int           // in total (default 10000)
-	MaxConnsPerIP    int           // from one source address (default 100)
+	MaxConnsPerIP    int           // from one source address, or one IPv6 /64 (default 100)
 	MaxBuffered      int           // unframed bytes held per connection (default 2 x Limits.MaxMessageSize)
 	MaxQueued        int           // bytes queued for a peer that does not read, past the kernel's buffer, before the connection is closed (default 64 x Limits.MaxMessageSize)
 	FirstDataTimeout time.Duration // from accept to the first byte (default 5 s)

@@ -33,7 +33,7 @@
 // UDP replies leave from the listening port (sendto on a dup of the
 // listener socket). Responses go where RFC 3261 18.2.2 and RFC 3581 say
 // (ResponseTarget). TCP is framed with parser.Frame; RFC 5626 CRLFCRLF
-// pings get a CRLF pong; connections are capped per source IP and in total,
+// pings get a CRLF pong; connections are capped per source address (per /64 for IPv6) and in total,
 // buffered bytes are capped, and first-data, whole-message and idle
 // timeouts close them; a framing error closes the connection. Bytes for a
 // connection that lives on another loop are handed to that loop. Outbound

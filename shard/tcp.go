@@ -27,6 +27,7 @@ type tcpConn struct {
 	lastRead time.Duration
 	partial  time.Duration // when the unfinished message in the buffer began; -1 if none
 	gotData  bool
+	stalled  bool // closed for not reading: gnet's Close is asynchronous, later writes are dropped
 }
 
 var (
@@ -168,7 +169,12 @@ func (sh *Shard) writeTCP(id ConnID, b []byte) bool {
 	if tc == nil || tc.c == nil {
 		return false
 	}
+	if tc.stalled {
+		sh.m.sendErrors.Inc()
+		return true
+	}
 	if tc.c.OutboundBuffered()+len(b) > sh.srv.cfg.TCP.MaxQueued {
+		tc.stalled = true
 		sh.m.sendErrors.Inc()
 		sh.m.tcpStalled.Inc()
 		_ = tc.c.Close()

@@ -67,8 +67,8 @@ func TestTCPPeerThatDoesNotReadIsClosed(t *testing.T) {
 	if !closed {
 		t.Fatal("the connection of a peer that never reads stayed open")
 	}
-	if sh.m.tcpStalled.Get() == 0 {
-		t.Error("sipedge_tcp_stalled_total did not count the close")
+	if n := sh.m.tcpStalled.Get(); n != 1 {
+		t.Errorf("sipedge_tcp_stalled_total %d, want 1: one connection closed once", n)
 	}
 }
 

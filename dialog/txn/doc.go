@@ -98,9 +98,10 @@
 //
 // # Choices
 //
-// A server transaction sends its responses to the source of the request
-// (Peer), as RFC 3581 does, rather than to the Via's sent-by; the owner
-// rewrites Peer if it wants otherwise. An INVITE server transaction answers
+// A server transaction sends its responses where RFC 3261 18.2.2 and RFC
+// 3581 4 say (ReplyTo): the source address, at the source port when the
+// top Via has rport, else at its sent-by port (5060 by default); on a
+// stream, on the request's connection first. An INVITE server transaction answers
 // 100 Trying at once, always. A transport error ends a client transaction
 // (RFC 3261 17.1.4) but leaves a server transaction in its state (RFC 6026
 // 8.8). The ACK for a 2xx is not a transaction: it reaches the TU as an
