@@ -20,6 +20,9 @@ type NumberPolicy struct {
 // Input that is not a telephone number (a name, "anonymous") is appended
 // unchanged: no policy reformats it.
 //
+// A short code (fewer than 7 digits, no "+" or "00": 999, 112, 911) is
+// appended unchanged too.
+//
 // E.164: "+" kept; "00" becomes "+"; the national prefix becomes "+CC";
 // a number already starting with the country code and long enough to hold
 // one (11+ digits) gets "+"; any other number is national and gets "+CC".
@@ -43,7 +46,9 @@ func (p *NumberPolicy) Shape(dst, num []byte) []byte {
 			return append(dst, num...)
 		}
 	}
-	if len(digits) == 0 {
+	if len(digits) == 0 || !plus && len(digits) < minSubscriberDigits && !hasPrefix(digits, "00") {
+		// No number, or a short code (999, 112, 911, a service code):
+		// dialled as it is, never given a country code.
 		return append(dst, num...)
 	}
 	// The E.164 digits, without "+".
@@ -67,6 +72,10 @@ func (p *NumberPolicy) Shape(dst, num []byte) []byte {
 	dst = append(dst, '+')
 	return append(dst, e164...)
 }
+
+// minSubscriberDigits is the fewest digits a national number has; fewer
+// are a short code (ITU-T E.164 leaves them national).
+const minSubscriberDigits = 7
 
 func hasPrefix(b []byte, p string) bool { return len(b) >= len(p) && string(b[:len(p)]) == p }
 

@@ -27,6 +27,11 @@ func TestNumberPolicyShape(t *testing.T) {
 	f(ukNat, "+442079460000", "02079460000")
 	f(ukNat, "+12025550123", "+12025550123") // another country's number stays international
 	f(us, "anonymous", "anonymous")          // no policy reformats a name
+	f(us, "911", "911")                      // short codes are dialled as they are
+	f(uk, "999", "999")
+	f(ukNat, "112", "112")
+	f(uk, "118118", "118118")
+	f(uk, "0044999", "+44999") // but an international number is one
 	f(us, "", "")
 }
 
