@@ -64,6 +64,11 @@ type Trunk struct {
 	// MaxCalls bounds the trunk's concurrent calls on this engine (its
 	// share of the node's limit); 0: unlimited.
 	MaxCalls int
+	// ForceRPort answers the trunk at the source port of its requests even
+	// when their Via asks for none (a PBX behind NAT without rport, as
+	// Kamailio's force_rport): responses, 2xx retransmissions and requests
+	// in the dialog. Otherwise RFC 3261 18.2.2 decides (txn.ReplyTo).
+	ForceRPort bool
 	// Normalize, when set, puts the trunk's numbers (dialled and calling)
 	// in E.164 form with its country code and national prefix as the call
 	// begins: what routing looks up and caches, what carriers' policies

@@ -146,8 +146,10 @@ type Engine struct {
 	cfg    Config
 	env    Env
 	policy headerPolicy
-	txns   *txn.Table
-	now    time.Duration
+	// forceRPort: some trunk has ForceRPort, so replyTo looks the trunk up.
+	forceRPort bool
+	txns       *txn.Table
+	now        time.Duration
 
 	calls  []*Call
 	free   int32 // head of the free list of calls, -1 if none
@@ -205,6 +207,9 @@ func New(cfg Config, env Env) (*Engine, error) {
 	e := &Engine{cfg: cfg, env: env, policy: compilePolicy(cfg.HeaderAllow), free: -1,
 		byCallID: make(map[uint64]int32), byTxn: make(map[txn.Handle]txnRole), probes: make(map[txn.Handle]*probe)}
 	e.trunkCalls = make([]int, len(cfg.Trunks))
+	for _, t := range cfg.Trunks {
+		e.forceRPort = e.forceRPort || t.ForceRPort
+	}
 	var err error
 	if e.txns, err = txn.New(cfg.Txn, txnClock{env.Clock}); err != nil {
 		return nil, err
@@ -240,7 +245,7 @@ func (e *Engine) Receive(m *parser.Message, from txn.Peer, now time.Duration) {
 		}
 	} else if !e.admit(m, from) {
 		return
-	} else if err := e.txns.ReceiveRequest(m, from, now); err != nil {
+	} else if err := e.txns.ReceiveRequestTo(m, from, e.replyTo(m, from), now); err != nil {
 		e.rejectStateless(m, from, err)
 		return
 	}
@@ -397,7 +402,23 @@ func (e *Engine) rejectStateless(m *parser.Message, from txn.Peer, err error) {
 	}
 	b := parser.AppendResponse(e.out[:0], m, code, reason, nil)
 	e.out = parser.AppendBody(b, "", nil)
-	e.env.Send(txn.ReplyTo(&via, from), e.out)
+	e.env.Send(e.replyTo(m, from), e.out)
+}
+
+// replyTo is where responses to request m from peer from go: where RFC
+// 3261 18.2.2 says (txn.ReplyTo), or back to the source port for a trunk
+// with ForceRPort.
+func (e *Engine) replyTo(m *parser.Message, from txn.Peer) txn.Peer {
+	var via parser.Via
+	if m.TopVia(&via) != nil {
+		return from // the transaction layer refuses it
+	}
+	if e.forceRPort {
+		if t := e.trunkOf(from); t != nil && t.ForceRPort {
+			return from
+		}
+	}
+	return txn.ReplyTo(&via, from)
 }
 
 // lookupCall finds the call a Call-ID belongs to and which leg it names.

@@ -176,9 +176,7 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 		A.target = append(A.target, contact.URI...)
 	}
 	A.routes = appendRouteSet(A.routes, m, false)
-	var via parser.Via
-	_ = m.TopVia(&via) // read by Validate and the transaction layer
-	A.peer = txn.ReplyTo(&via, a.Peer)
+	A.peer = e.replyTo(m, a.Peer)
 	c.srcPort = a.Peer.Addr.Port()
 	A.transport = transportName(a.Peer.Transport)
 	e.indexLeg(c, A)

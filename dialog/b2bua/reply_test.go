@@ -70,3 +70,22 @@ func TestRouteRequest(t *testing.T) {
 	// no number policy of its own).
 	r.expect(carrier, "INVITE sip:+442071234567@198.51.100.20:5070 SIP/2.0")
 }
+
+// A trunk with ForceRPort (a PBX behind NAT that does not ask for rport)
+// is answered at the source port of its requests, as Kamailio's
+// force_rport does: responses, 2xx retransmissions and the BYE.
+func TestForceRPort(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.Trunks[0].ForceRPort = true })
+	nat := netip.MustParseAddrPort("192.0.2.10:40000") // the Via says :5061, no rport
+	r.recv(nat, callerInvite("1", "a-call-1", "15551234"))
+	r.expect(nat, "SIP/2.0 100 Trying")
+	binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(carrier, carrierResponse(binv, 200, "OK", sdp))
+	r.expect(nat, "SIP/2.0 200 OK")
+	r.advance(600 * time.Millisecond)
+	r.expect(nat, "SIP/2.0 200 OK")
+	r.recv(carrier, inDialogFromCarrier(t, binv, "BYE", 1))
+	r.expect(carrier, "SIP/2.0 200 OK")
+	r.expect(nat, "BYE sip:alice@caller.example.org:5061 SIP/2.0")
+	r.expect(caller) // nothing to the Via's port
+}

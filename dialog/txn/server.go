@@ -29,6 +29,17 @@ import (
 // errors are the parser's, for a malformed Via, CSeq, From, To or Call-ID:
 // answer them as parser.Answer says. The table keeps no view into m.
 func (t *Table) ReceiveRequest(m *parser.Message, from Peer, now time.Duration) error {
+	return t.receiveRequest(m, from, nil, now)
+}
+
+// ReceiveRequestTo is ReceiveRequest with the destination of the
+// transaction's responses chosen by the owner instead of ReplyTo: the
+// source port for a peer behind NAT that does not ask for rport.
+func (t *Table) ReceiveRequestTo(m *parser.Message, from, replyTo Peer, now time.Duration) error {
+	return t.receiveRequest(m, from, &replyTo, now)
+}
+
+func (t *Table) receiveRequest(m *parser.Message, from Peer, replyTo *Peer, now time.Duration) error {
 	t.begin(now)
 	if m.IsResponse() {
 		return ErrNotRequest
@@ -58,7 +69,11 @@ func (t *Table) ReceiveRequest(m *parser.Message, from Peer, now time.Duration) 
 	if method == parser.MethodInvite {
 		kind, state = KindInviteServer, StateProceeding // RFC 3261 17.2.1
 	}
-	i, err := t.alloc(kind, state, ReplyTo(&via, from))
+	to := ReplyTo(&via, from)
+	if replyTo != nil {
+		to = *replyTo
+	}
+	i, err := t.alloc(kind, state, to)
 	if err != nil {
 		return err
 	}

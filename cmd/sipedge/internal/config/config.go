@@ -149,6 +149,10 @@ type Trunk struct {
 	// "[2001:db8::/32]:5060"; a bare address is a single host.
 	Sources []Source    `yaml:"sources"`
 	Limits  TrunkLimits `yaml:"limits"`
+	// ForceRPort answers the trunk at the source port of its requests even
+	// without rport in their Via (a PBX behind NAT), as Kamailio's
+	// force_rport; false: RFC 3261 18.2.2, the Via's sent-by port.
+	ForceRPort bool `yaml:"force_rport"`
 	// NumberPolicy names the number_policies entry whose country code and
 	// national prefix put this trunk's numbers (dialled and calling) in
 	// E.164 as a call begins: what routing looks up and caches, what the

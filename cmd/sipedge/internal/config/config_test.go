@@ -555,6 +555,7 @@ trunks:
     sources: ["127.0.0.1/32", "10.0.0.0/8:5060", "[2001:db8::/32]:5060", "::1"]
     limits: { cps: 2.5, burst: 5, max_concurrent_calls: 100 }
     number_policy: national
+    force_rport: true
 gateway:
   groups:
     - name: carrier-a
@@ -656,6 +657,9 @@ func TestPrintRoundTrip(t *testing.T) {
 		}
 		if !reflect.DeepEqual(c.Trunks[0].Sources, wantSources) {
 			t.Errorf("sources = %v", c.Trunks[0].Sources)
+		}
+		if !c.Trunks[0].ForceRPort {
+			t.Error("trunks[0].force_rport not decoded")
 		}
 		if c.Trunks[0].NumberPolicy != "national" {
 			t.Errorf("trunks[0].number_policy = %q", c.Trunks[0].NumberPolicy)

@@ -170,7 +170,7 @@ func (s *Server) b2buaConfig(shardIdx int) b2bua.Config {
 		bc.LocalUDP = bc.LocalTCP
 	}
 	for _, t := range cfg.Trunks {
-		bt := b2bua.Trunk{Name: t.Name, Group: t.TrunkGroup}
+		bt := b2bua.Trunk{Name: t.Name, Group: t.TrunkGroup, ForceRPort: t.ForceRPort}
 		if n := t.Limits.MaxConcurrentCalls; n > 0 {
 			bt.MaxCalls = (n + s.shardCount() - 1) / s.shardCount() // this shard's share
 		}
