@@ -27,10 +27,11 @@ type Route struct {
 	CPS *CPS `json:"cps,omitempty"`
 }
 
-// CPS is a carrier account's calls-per-second budget: Rate per second
-// (0 = none), Burst slots at once (0 = 1), a wait of at most MaxWaitMs for
-// a slot (nil = 1000, 0 = never wait), shared under Key ("" = the route's
-// carrier_id) by every route and group that names it.
+// CPS is a carrier account's calls-per-second budget: Rate per second (0 =
+// none of its own: the group's applies), Burst slots at once (0 = 1), a
+// wait of at most MaxWaitMs for a slot (nil = 1000, 0 = never wait), shared
+// under Key ("" = the route's carrier_id) by every route and group that
+// names it.
 type CPS struct {
 	Rate      float64 `json:"rate"`
 	Burst     int     `json:"burst,omitempty"`
