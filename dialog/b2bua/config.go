@@ -195,6 +195,10 @@ func (p *headerPolicy) appendAllowedExcept(dst []byte, m *parser.Message, skip p
 			if !p.kinds.Has(h.Kind) {
 				continue
 			}
+			if h.Kind == parser.HeaderSupported {
+				dst = appendSupported(dst, h.Value)
+				continue
+			}
 			dst = append(dst, h.Kind.String()...)
 		}
 		dst = append(dst, ": "...)
@@ -202,6 +206,32 @@ func (p *headerPolicy) appendAllowedExcept(dst []byte, m *parser.Message, skip p
 		dst = append(dst, "\r\n"...)
 	}
 	return dst
+}
+
+// appendSupported appends a Supported header with the option tags of v but
+// those the B2BUA itself would have to take part in: 100rel (RFC 3262), as
+// sipedge neither PRACKs a reliable provisional nor sends one. Relayed as
+// is, it let a carrier send reliable 18x that nobody acknowledged, and its
+// 2xx then never came (RFC 3262 3). Nothing is appended when no tag is
+// left.
+func appendSupported(dst, v []byte) []byte {
+	n := len(dst)
+	dst = append(dst, "Supported: "...)
+	first := true
+	for tag, rest := parser.NextListItem(v); tag != nil; tag, rest = parser.NextListItem(rest) {
+		if equalFold(tag, "100rel") || len(tag) == 0 {
+			continue
+		}
+		if !first {
+			dst = append(dst, ", "...)
+		}
+		dst = append(dst, tag...)
+		first = false
+	}
+	if first {
+		return dst[:n]
+	}
+	return append(dst, "\r\n"...)
 }
 
 func (p *headerPolicy) allowsName(name []byte) bool {

@@ -26,22 +26,34 @@ func opposite(s side) side {
 func (e *Engine) inDialog(m *parser.Message, a *txn.Action) {
 	var to parser.Address
 	if m.To(&to) != nil || to.Tag == nil {
+		// Out of a dialog: OPTIONS is answered, the rest is not allowed;
+		// both carry Allow (RFC 3261 11.2, 21.4.6).
+		code, reason := 405, "Method Not Allowed"
 		if m.Method() == parser.MethodOptions {
-			e.out = parser.AppendResponse(e.out[:0], m, 200, "OK", nil)
-			e.out = append(e.out, "Allow: INVITE, ACK, CANCEL, BYE, OPTIONS, UPDATE, INFO, NOTIFY, REFER\r\n"...)
-			e.out = parser.AppendBody(e.out, "", nil)
-			if e.txns.Respond(a.Txn, e.out, e.now) == nil {
-				e.after()
-			}
-			return
+			code, reason = 200, "OK"
 		}
-		e.respond(a.Txn, m, 405, "Method Not Allowed", nil)
+		e.out = parser.AppendResponse(e.out[:0], m, code, reason, nil)
+		e.out = append(e.out, allowHeader...)
+		e.out = parser.AppendBody(e.out, "", nil)
+		if e.txns.Respond(a.Txn, e.out, e.now) == nil {
+			e.after()
+		}
 		return
 	}
 	c, s := e.lookupCall(m.CallID())
 	if c == nil || string(to.Tag) != string(c.leg(s).localTag) {
 		e.respond(a.Txn, m, 481, "Call/Transaction Does Not Exist", nil)
 		return
+	}
+	// CSeq numbers rise within a dialog, each side its own (RFC 3261
+	// 12.2.2): a lower one than the last is refused with 500.
+	if cseq, err := m.CSeq(); err == nil {
+		l := c.leg(s)
+		if cseq.Num < l.remoteCSeq {
+			e.respond(a.Txn, m, 500, "Server Internal Error", nil)
+			return
+		}
+		l.remoteCSeq = cseq.Num
 	}
 	switch m.Method() {
 	case parser.MethodBye:
@@ -73,14 +85,19 @@ func (e *Engine) inDialog(m *parser.Message, a *txn.Action) {
 		e.respond(a.Txn, m, e.cfg.ReferCode, referReason(e.cfg.ReferCode), nil)
 		return
 	case parser.MethodInvite:
-		// Glare: one INVITE transaction at a time in a dialog (RFC 3261 14.2).
-		if !c.answered || c.reinvite[0] || c.reinvite[1] {
+		// Glare: one INVITE transaction at a time in a dialog (RFC 3261
+		// 14.2), and the carrier's 2xx to sipedge's INVITE must have its
+		// ACK first (14.1): the caller has not ACKed yet.
+		if !c.answered || c.reinvite[0] || c.reinvite[1] || s == sideB && !c.b.acked {
 			e.respond(a.Txn, m, 491, "Request Pending", nil)
 			return
 		}
 	}
 	e.relay(c, s, m, a.Txn)
 }
+
+// allowHeader lists the methods sipedge handles (RFC 3261 20.5).
+const allowHeader = "Allow: INVITE, ACK, CANCEL, BYE, OPTIONS, UPDATE, INFO, NOTIFY, REFER\r\n"
 
 func referReason(code int) string {
 	switch code {
@@ -137,13 +154,13 @@ func (e *Engine) relay(c *Call, s side, m *parser.Message, in txn.Handle) {
 	r.from, r.method, r.in = s, m.Method(), in
 	if err := e.msg.ParseLimits(b, &builtLimits); err != nil {
 		e.env.Log.Error("BUG: built in-dialog request does not parse", "err", err, "call_id", string(c.a.callID))
-		r.in = 0
+		e.unrelayed(c, s, r)
 		e.respond(in, m, 500, "Server Internal Error", nil)
 		return
 	}
 	h, err := e.txns.SendRequest(&e.msg, out.peer, e.now)
 	if err != nil {
-		r.in = 0
+		e.unrelayed(c, s, r)
 		e.respond(in, m, 503, "Service Unavailable", nil)
 		return
 	}
@@ -151,6 +168,16 @@ func (e *Engine) relay(c *Call, s side, m *parser.Message, in txn.Handle) {
 	e.watch(in, c, roleRelayIn, h, int8(slot))
 	e.watch(h, c, roleRelayOut, in, int8(slot))
 	e.after()
+}
+
+// unrelayed frees the slot of a request from side s that could not be
+// relayed, and its re-INVITE mark: left set, every later re-INVITE of the
+// call would meet 491.
+func (e *Engine) unrelayed(c *Call, s side, r *relay) {
+	if r.method == parser.MethodInvite {
+		c.reinvite[s-1] = false
+	}
+	r.in = 0
 }
 
 // onResponse handles a response to one of the engine's client transactions.

@@ -169,6 +169,9 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	A.callID = append(A.callID, m.CallID()...)
 	A.remoteTag = append(A.remoteTag, from.Tag...)
 	A.remoteURI = appendNameAddr(A.remoteURI, &from)
+	if cseq, err := m.CSeq(); err == nil {
+		A.remoteCSeq = cseq.Num
+	}
 	A.localURI = appendNameAddr(A.localURI, &to)
 	A.localTag = randomToken(A.localTag, 10)
 	var contact parser.Address
@@ -641,6 +644,15 @@ func (e *Engine) ack(l *leg, from *parser.Message) {
 // transaction layer holds the CANCEL until then, RFC 3261 9.1).
 func (e *Engine) onCancel(m *parser.Message, a *txn.Action) {
 	c, role := e.roleOf(a.Ref)
+	if a.Ref != 0 && c != nil && role.kind == roleRelayIn {
+		// A re-INVITE being relayed: 200 to the CANCEL, and the one sent on
+		// the other leg cancelled, whose 487 is relayed back (RFC 3261 9).
+		e.respond(a.Txn, m, 200, "OK", nil)
+		if r := &c.relays[role.slot]; r.out != 0 && e.txns.Cancel(r.out, e.now) == nil {
+			e.after()
+		}
+		return
+	}
 	if a.Ref == 0 || c == nil || role.kind != roleAInvite {
 		e.respond(a.Txn, m, 481, "Call/Transaction Does Not Exist", nil)
 		return

@@ -1,0 +1,117 @@
+package b2bua
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sipedge/sipedge/parser"
+)
+
+// The caller's Supported reaches the carrier without 100rel: sipedge does
+// not PRACK (RFC 3262), and a carrier sending reliable 18x would never get
+// to answer (its 2xx waits for the PRACK).
+func TestSupportedWithout100rel(t *testing.T) {
+	f := func(supported, want string) {
+		t.Helper()
+		r := newRig(t, func(c *Config) { c.HeaderAllow = append(c.HeaderAllow, "Supported") })
+		r.recv(caller, strings.Replace(callerInvite("1", "a-call-1", "15551234"), "X-Keep: kept\r\n", "X-Keep: kept\r\nSupported: "+supported+"\r\n", 1))
+		r.expect(caller, "SIP/2.0 100 Trying")
+		binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+		if got := string(binv.Get(parser.HeaderSupported)); got != want || binv.Count(parser.HeaderSupported) > 1 {
+			t.Errorf("caller Supported %q: carrier's %q, want %q", supported, got, want)
+		}
+	}
+	f("100rel, timer", "timer")
+	f("timer,100REL,replaces", "timer, replaces")
+	f("100rel", "")
+}
+
+// CANCEL of a re-INVITE being relayed: 200 to the CANCEL, the relayed
+// re-INVITE cancelled, and its 487 relayed back (RFC 3261 9).
+func TestCancelReinvite(t *testing.T) {
+	r := newRig(t, nil)
+	_, aTag := r.answerCall()
+	r.recv(caller, inDialogFromCaller("INVITE", "re1", 11, aTag, sdp))
+	r.expect(caller, "SIP/2.0 100 Trying")
+	re := r.expect(carrier, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	r.recv(carrier, carrierResponse(re, 100, "Trying", ""))
+	r.recv(caller, "CANCEL sip:alice-contact@203.0.113.1 SIP/2.0\r\n"+
+		"Via: SIP/2.0/UDP caller.example.org:5061;branch=z9hG4bKCALLERre1\r\n"+
+		"Max-Forwards: 70\r\n"+
+		"From: \"Alice\" <sip:alice@caller.example.org>;tag=atag1\r\n"+
+		"To: <sip:15551234@203.0.113.1>;tag="+aTag+"\r\n"+
+		"Call-ID: a-call-1\r\nCSeq: 11 CANCEL\r\nContent-Length: 0\r\n\r\n")
+	r.expect(caller, "SIP/2.0 200 OK")
+	r.expect(carrier, "CANCEL sip:gw@carrier.example.net:5070 SIP/2.0")
+	r.recv(carrier, carrierResponse(re, 487, "Request Terminated", ""))
+	r.expect(caller, "SIP/2.0 487 Request Terminated")
+	r.take(carrier) // the ACK for the 487
+	// The re-INVITE is over: the next one goes through.
+	r.recv(caller, inDialogFromCaller("INVITE", "re2", 12, aTag, sdp))
+	r.expect(caller, "SIP/2.0 100 Trying")
+	r.expect(carrier, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")
+}
+
+// A request with a lower CSeq than the last from its side is out of order:
+// 500, not relayed (RFC 3261 12.2.2).
+func TestLowerCSeqRefused(t *testing.T) {
+	r := newRig(t, nil)
+	_, aTag := r.answerCall()
+	r.recv(caller, inDialogFromCaller("INFO", "i1", 12, aTag, ""))
+	in1 := r.expect(carrier, "INFO sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	r.recv(carrier, carrierResponse(in1, 200, "OK", ""))
+	r.expect(caller, "SIP/2.0 200 OK")
+	r.recv(caller, inDialogFromCaller("INFO", "i2", 5, aTag, ""))
+	r.expect(caller, "SIP/2.0 500 Server Internal Error")
+	r.expect(carrier)
+	r.recv(caller, inDialogFromCaller("INFO", "i3", 13, aTag, ""))
+	r.expect(carrier, "INFO sip:gw@carrier.example.net:5070 SIP/2.0")
+}
+
+// A re-INVITE that could not be relayed (no transaction slot) leaves no
+// glare mark behind: the next one, once there is room, goes through.
+func TestFailedReinviteLeavesNoGlare(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.Txn.MaxTransactions = 3 })
+	_, aTag := r.answerCall()
+	r.recv(caller, inDialogFromCaller("INVITE", "re1", 11, aTag, sdp))
+	got := r.take(caller)
+	if len(got) == 0 || !strings.HasPrefix(firstLine(got[len(got)-1]), "SIP/2.0 5") {
+		t.Fatalf("a re-INVITE with the table full: %q", got)
+	}
+	r.take(carrier)
+	r.advance(40 * time.Second) // every transaction ends
+	r.take(caller)              // the 503's retransmissions: the test never ACKs it
+	r.recv(caller, inDialogFromCaller("INVITE", "re2", 12, aTag, sdp))
+	r.expect(caller, "SIP/2.0 100 Trying")
+	r.expect(carrier, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")
+}
+
+// Out of a dialog, a method sipedge does not take gets 405 with Allow
+// (RFC 3261 21.4.6).
+func TestMethodNotAllowedCarriesAllow(t *testing.T) {
+	r := newRig(t, nil)
+	m := strings.Replace(strings.Replace(inDialogFromCaller("MESSAGE", "m1", 1, "x", ""), ";tag=x", "", 1),
+		"Contact: <sip:alice@caller.example.org:5061>\r\n", "", 1)
+	r.recv(caller, m)
+	got := r.expect(caller, "SIP/2.0 405 Method Not Allowed")[0]
+	if got.GetByName("Allow") == nil {
+		t.Errorf("405 without Allow:\n%s", got.Bytes())
+	}
+}
+
+// The carrier's re-INVITE before sipedge has ACKed its 2xx (the caller has
+// not ACKed yet) gets 491 (RFC 3261 14.1, 14.2): relayed, it would replace
+// the caller's 2xx still being retransmitted.
+func TestCarrierReinviteBeforeACK(t *testing.T) {
+	r := newRig(t, nil)
+	binv, aTag := r.ringAndAnswer()
+	r.recv(carrier, inDialogFromCarrier(t, binv, "INVITE", 2))
+	r.expect(carrier, "SIP/2.0 100 Trying", "SIP/2.0 491 Request Pending")
+	r.expect(caller)
+	r.advance(600 * time.Millisecond)
+	r.expect(caller, "SIP/2.0 200 OK")               // the caller's 2xx goes on until its ACK
+	r.expect(carrier, "SIP/2.0 491 Request Pending") // and the 491 until the carrier's
+	r.recv(caller, ackFromCaller(aTag))
+	r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")
+}
