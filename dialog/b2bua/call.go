@@ -45,10 +45,10 @@ type leg struct {
 	target     []byte // the peer's Contact URI: the Request-URI of requests on this leg
 	routes     []byte // the route set, as Route header values joined with ", "
 	cseq       uint32 // the CSeq of the last request sipedge sent on this leg
-	remoteCSeq uint32 // the CSeq of the last request the peer sent on this leg
 	inviteCSeq uint32 // the CSeq of the last INVITE sipedge sent on this leg, for its ACK
 	peer       txn.Peer
 	acked      bool   // sipedge has ACKed the 2xx to that INVITE; its retransmissions are ACKed again
+	remoteCSeq uint32 // the CSeq of the last request the peer sent on this leg
 	transport  string // "UDP" or "TCP", for Via
 }
 
