@@ -310,7 +310,7 @@ func (e *Engine) end(c *Call, hangup string) {
 	}
 	e.m.ended.Inc()
 	if c.trunk != nil {
-		e.trunkCalls[e.trunkIndex(c.trunk)]--
+		c.trunk.Calls.Add(-1)
 	}
 	e.unindexLeg(c, &c.a)
 	e.unindexLeg(c, &c.b)

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -61,9 +62,12 @@ type Trunk struct {
 	Name    string
 	Group   string // trunk_group: what routing keys on
 	Sources []Source
-	// MaxCalls bounds the trunk's concurrent calls on this engine (its
-	// share of the node's limit); 0: unlimited.
+	// MaxCalls bounds the trunk's concurrent calls; 0: unlimited. They are
+	// counted in Calls, which the engines of one node share (the owner sets
+	// the same counter in each shard's Trunk); nil: this engine counts
+	// alone.
 	MaxCalls int
+	Calls    *atomic.Int64
 	// ForceRPort answers the trunk at the source port of its requests even
 	// when their Via asks for none (a PBX behind NAT without rport, as
 	// Kamailio's force_rport): responses, 2xx retransmissions and requests

@@ -160,7 +160,6 @@ type Engine struct {
 	byCallID                              map[uint64]int32       // xxhash(Call-ID) of either leg -> call
 	byTxn                                 map[txn.Handle]txnRole // transactions the engine is waiting on
 	probes                                map[txn.Handle]*probe  // gateway probes in flight
-	trunkCalls                            []int                  // live calls per trunk (Config.Trunks order)
 
 	msg     parser.Message    // scratch for messages the engine builds
 	areq    parser.Message    // scratch for requests the engine re-reads to answer them
@@ -206,9 +205,12 @@ func New(cfg Config, env Env) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, env: env, policy: compilePolicy(cfg.HeaderAllow), free: -1,
 		byCallID: make(map[uint64]int32), byTxn: make(map[txn.Handle]txnRole), probes: make(map[txn.Handle]*probe)}
-	e.trunkCalls = make([]int, len(cfg.Trunks))
-	for _, t := range cfg.Trunks {
+	for i := range e.cfg.Trunks {
+		t := &e.cfg.Trunks[i]
 		e.forceRPort = e.forceRPort || t.ForceRPort
+		if t.Calls == nil {
+			t.Calls = new(atomic.Int64)
+		}
 	}
 	var err error
 	if e.txns, err = txn.New(cfg.Txn, txnClock{env.Clock}); err != nil {

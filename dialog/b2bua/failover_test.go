@@ -2,6 +2,7 @@ package b2bua
 
 import (
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -448,4 +449,31 @@ func TestSummaryRouteIsTheDialledCarriers(t *testing.T) {
 	if s.Target.CarrierID != "carrier-a" || s.Route == nil || s.Route.CarrierID != "carrier-a" {
 		t.Fatalf("target %q, route %+v: want carrier-a's", s.Target.CarrierID, s.Route)
 	}
+}
+
+// A trunk's max_concurrent_calls holds for the node: the shards' engines
+// count in one shared counter. A per-shard share let a limit of 1 take a
+// call on every shard.
+func TestTrunkMaxCallsAcrossShards(t *testing.T) {
+	shared := new(atomic.Int64)
+	mod := func(c *Config) { c.Trunks[0].MaxCalls, c.Trunks[0].Calls = 1, shared }
+	one, two := newRig(t, mod), newRig(t, mod)
+	one.recv(caller, callerInvite("1", "a-call-1", "15551234"))
+	one.expect(caller, "SIP/2.0 100 Trying")
+	inv := one.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	two.recv(caller, callerInvite("2", "a-call-2", "15551234"))
+	busy := two.expect(caller, "SIP/2.0 100 Trying", "SIP/2.0 503 Service Unavailable")[1]
+	if busy.Get(parser.HeaderRetryAfter) == nil {
+		t.Error("no Retry-After on the trunk's 503")
+	}
+	two.expect(carrier)
+	one.recv(carrier, carrierResponse(inv, 486, "Busy Here", ""))
+	one.take(carrier)
+	one.take(caller)
+	if shared.Load() != 0 {
+		t.Fatalf("%d calls counted after the only one ended", shared.Load())
+	}
+	two.recv(caller, callerInvite("3", "a-call-3", "15551234"))
+	two.expect(caller, "SIP/2.0 100 Trying")
+	two.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")
 }

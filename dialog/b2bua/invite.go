@@ -84,16 +84,6 @@ func (e *Engine) respondRetry(h txn.Handle, req *parser.Message, retry time.Dura
 	}
 }
 
-// trunkIndex returns the position of a trunk in the configuration.
-func (e *Engine) trunkIndex(t *Trunk) int {
-	for i := range e.cfg.Trunks {
-		if &e.cfg.Trunks[i] == t {
-			return i
-		}
-	}
-	return 0
-}
-
 // newCall takes an initial INVITE from a trunk (RFC 3261 13.3) and starts
 // its B-leg.
 func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
@@ -109,11 +99,6 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	case e.cfg.MaxCalls > 0 && e.live >= e.cfg.MaxCalls:
 		e.m.rejected.Inc()
 		e.respond(a.Txn, m, 503, "Service Unavailable", nil)
-		return
-	}
-	if trunk.MaxCalls > 0 && e.trunkCalls[e.trunkIndex(trunk)] >= trunk.MaxCalls {
-		e.m.trunkLimited.Inc()
-		e.respondRetry(a.Txn, m, time.Second)
 		return
 	}
 	if e.env.Admit != nil {
@@ -141,12 +126,19 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 		e.respond(a.Txn, m, 404, "Not Found", nil)
 		return
 	}
+	// The trunk's concurrent calls, across the node's shards: taken last,
+	// so that no refusal above has to give it back.
+	if n := trunk.Calls.Add(1); trunk.MaxCalls > 0 && n > int64(trunk.MaxCalls) {
+		trunk.Calls.Add(-1)
+		e.m.trunkLimited.Inc()
+		e.respondRetry(a.Txn, m, time.Second)
+		return
+	}
 	var fromURI parser.URI
 	_ = from.ParseURI(&fromURI)
 	_, c := e.allocCall()
 	c.state = stateRouting
 	c.trunk = trunk
-	e.trunkCalls[e.trunkIndex(trunk)]++
 	c.maxFwd = mf - 1
 	c.key = xxhash.Sum64(m.CallID())
 	c.tInvite = e.now

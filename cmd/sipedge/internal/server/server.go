@@ -13,6 +13,8 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -44,9 +46,11 @@ type Server struct {
 
 	runtimeSet, engineSet, cdrSet, lcrSet, healthSet, cpsSet *metrics.Set
 
-	admin     *http.Server
-	adminAddr net.Addr
-	adminDone chan struct{}
+	admin      *http.Server
+	adminAddr  net.Addr
+	adminDone  chan struct{}
+	trunkMu    sync.Mutex
+	trunkCount map[string]*atomic.Int64 // trunk name -> its live calls, shared by the shards
 }
 
 // New builds a server from a validated configuration; Start runs it.
@@ -110,6 +114,24 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	return s, nil
 }
 
+// trunkCalls returns the counter of a trunk's live calls that every
+// shard's engine shares, so that max_concurrent_calls holds for the node:
+// a per-shard share refused calls early on one shard, and rounded up past
+// the limit across them.
+func (s *Server) trunkCalls(name string) *atomic.Int64 {
+	s.trunkMu.Lock()
+	defer s.trunkMu.Unlock()
+	if s.trunkCount == nil {
+		s.trunkCount = make(map[string]*atomic.Int64)
+	}
+	c := s.trunkCount[name]
+	if c == nil {
+		c = new(atomic.Int64)
+		s.trunkCount[name] = c
+	}
+	return c
+}
+
 // identityHeaders are never copied from one leg to the other, whatever the
 // header policy lists (see dialog/b2bua).
 var identityHeaders = []string{"P-Asserted-Identity", "P-Preferred-Identity", "Privacy", "Remote-Party-ID"}
@@ -170,10 +192,8 @@ func (s *Server) b2buaConfig(shardIdx int) b2bua.Config {
 		bc.LocalUDP = bc.LocalTCP
 	}
 	for _, t := range cfg.Trunks {
-		bt := b2bua.Trunk{Name: t.Name, Group: t.TrunkGroup, ForceRPort: t.ForceRPort}
-		if n := t.Limits.MaxConcurrentCalls; n > 0 {
-			bt.MaxCalls = (n + s.shardCount() - 1) / s.shardCount() // this shard's share
-		}
+		bt := b2bua.Trunk{Name: t.Name, Group: t.TrunkGroup, ForceRPort: t.ForceRPort,
+			MaxCalls: t.Limits.MaxConcurrentCalls, Calls: s.trunkCalls(t.Name)}
 		for _, src := range t.Sources {
 			bt.Sources = append(bt.Sources, b2bua.Source{Prefix: src.Prefix, Port: src.Port})
 		}
