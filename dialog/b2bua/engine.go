@@ -41,11 +41,13 @@ type Env struct {
 	// Pace reserves a calls-per-second slot for dialling t (optional): the
 	// route's carrier account. ref names the call to Engine.Paced.
 	Pace func(r *route.Route, t *Target, ref uint64) PaceResult
-	// CPSReject tells whether a final response is the carrier refusing
-	// a call over its CPS limit (the group's cps_reject matchers) and, if
-	// the call should retry the same carrier, after how long. The engine
-	// retries at most MaxCPSRetries times, then fails over.
-	CPSReject func(t *Target, code int, reason []byte) (time.Duration, bool)
+	// CPSReject tells whether a final response to the dial of route r at t
+	// is the carrier refusing the call over its CPS limit (the group's
+	// cps_reject matchers: the code, and text in the reason phrase or the
+	// Reason header) and, if the call should retry the same carrier, after
+	// how long. The engine retries at most MaxCPSRetries times, then fails
+	// over; a CPS reject never counts against the gateway's health.
+	CPSReject func(r *route.Route, t *Target, code int, phrase, reason []byte) (time.Duration, bool)
 	// Outcome reports what a B-leg attempt said about its gateway, once
 	// per dialled target: a final status, or an Outcome constant, with the
 	// response's Retry-After (optional).

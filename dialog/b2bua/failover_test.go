@@ -318,7 +318,7 @@ func TestPacingOverLimitBurnsCarrier(t *testing.T) {
 
 func TestCPSRejectRetriedThenFailover(t *testing.T) {
 	r := twoCarriers(t, routeA, routeB)
-	r.e.env.CPSReject = func(_ *Target, code int, reason []byte) (time.Duration, bool) {
+	r.e.env.CPSReject = func(_ *route.Route, _ *Target, code int, reason, _ []byte) (time.Duration, bool) {
 		return time.Second, code == 503 && string(reason) == "CPS Limit"
 	}
 	inv := r.startCall()
@@ -332,9 +332,16 @@ func TestCPSRejectRetriedThenFailover(t *testing.T) {
 		}
 		inv = next
 	}
+	var outcomes []int
+	r.e.env.Outcome = func(_ *Target, code int, _ time.Duration) { outcomes = append(outcomes, code) }
 	r.recv(carrier, carrierResponse(inv, 503, "CPS Limit", ""))
 	r.take(carrier)
 	r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0") // retries exhausted: fail over
+	// A CPS limit says nothing of the gateway's health: a 503 would put it
+	// in cooldown.
+	if len(outcomes) != 1 || outcomes[0] != OutcomeAbandoned {
+		t.Errorf("outcomes %v, want [%d]", outcomes, OutcomeAbandoned)
+	}
 }
 
 func TestTrunkLimits(t *testing.T) {
@@ -368,7 +375,7 @@ func TestCPSRetryDroppedWhenTheSequenceMovesOn(t *testing.T) {
 	a := routeA
 	a.TimeoutSecs = 1
 	r := twoCarriers(t, a, routeB)
-	r.e.env.CPSReject = func(_ *Target, code int, reason []byte) (time.Duration, bool) {
+	r.e.env.CPSReject = func(_ *route.Route, _ *Target, code int, reason, _ []byte) (time.Duration, bool) {
 		return 3 * time.Second, code == 503 && string(reason) == "CPS Limit"
 	}
 	inv := r.startCall()

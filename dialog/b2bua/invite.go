@@ -441,8 +441,11 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 		// The transaction layer ACKs the failure (RFC 3261 17.1.1.3); the
 		// sequence decides between the next carrier and the caller.
 		c.bTxn = 0
-		if e.env.CPSReject != nil && c.cpsRetries < MaxCPSRetries {
-			if delay, ok := e.env.CPSReject(&c.target, code, m.ReasonPhrase()); ok {
+		cpsReject := false
+		if e.env.CPSReject != nil {
+			delay, ok := e.env.CPSReject(c.route, &c.target, code, m.ReasonPhrase(), m.Get(parser.HeaderReason))
+			cpsReject = ok
+			if ok && c.cpsRetries < MaxCPSRetries {
 				// The carrier refused the call over its CPS limit (seed 003):
 				// not its fault; retry it after the delay on a fresh B-leg.
 				c.cpsRetries++
@@ -455,7 +458,13 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 		if ra, ok, err := m.RetryAfter(); ok && err == nil {
 			retry = time.Duration(ra.Seconds) * time.Second
 		}
-		e.report(c, code, retry)
+		if cpsReject {
+			// Retries used up: the carrier's CPS limit, not its health (a
+			// 503 would put the gateway in cooldown; the seed warns of it).
+			e.report(c, OutcomeAbandoned, 0)
+		} else {
+			e.report(c, code, retry)
+		}
 		e.carryOut(c, c.seq.Final(e.now, code, phrase(code, m.ReasonPhrase())))
 	}
 }

@@ -159,18 +159,25 @@ func (a *shardApp) pace(r *route.Route, t *b2bua.Target, ref uint64) b2bua.PaceR
 }
 
 // cpsReject is the engines' Env.CPSReject: the group's matchers (a code,
-// and text the reason phrase must contain); a match backs the account's
-// limiter off (AIMD) and retries after a jittered delay (the seed's 0.6 to
-// 1.6 s).
-func (a *shardApp) cpsReject(t *b2bua.Target, code int, reason []byte) (time.Duration, bool) {
+// and text the reason phrase or the Reason header must contain); a match
+// backs off the limiter of the account the dial drew from, the route's own
+// or the group's (AIMD), and retries after a jittered delay (the seed's
+// 0.6 to 1.6 s).
+func (a *shardApp) cpsReject(r *route.Route, t *b2bua.Target, code int, phrase, reason []byte) (time.Duration, bool) {
 	for _, m := range a.s.cps.rejects[t.Group] {
-		if m.Code != code || m.Reason != "" && !bytes.Contains(bytes.ToLower(reason), bytes.ToLower([]byte(m.Reason))) {
+		if m.Code != code || m.Reason != "" && !containsFold(phrase, m.Reason) && !containsFold(reason, m.Reason) {
 			continue
 		}
-		if k, ok := a.s.cps.keys[t.Group]; ok {
+		if k, ok := a.s.cps.keyOf(r, t); ok {
 			a.s.cps.limiter.Backoff(k)
 		}
 		return 600*time.Millisecond + rand.N(time.Second), true
 	}
 	return 0, false
+}
+
+// containsFold reports whether b contains s, ignoring ASCII case. Only CPS
+// rejects get here: the allocations of the lower-casing do not matter.
+func containsFold(b []byte, s string) bool {
+	return len(b) > 0 && bytes.Contains(bytes.ToLower(b), bytes.ToLower([]byte(s)))
 }

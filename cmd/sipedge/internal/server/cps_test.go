@@ -71,3 +71,47 @@ func reserveAt(t *testing.T, l *ratelimit.Limiter, k ratelimit.Key) ratelimit.De
 	}
 	return d
 }
+
+// A cps_reject matcher's text is looked for in the reason phrase and in
+// the Reason header (issue 7), and the match backs off the account the
+// dial drew from: the route's own cps when it has one, else the group's.
+func TestCPSRejectMatchAndBackoff(t *testing.T) {
+	cfg := &config.Config{Gateway: config.Gateway{Groups: []config.Group{{Name: "carrier-a",
+		CPS:       config.CPS{Rate: 50, MaxWait: time.Second},
+		CPSReject: []config.CPSReject{{Code: 503, Reason: "cps_limit"}}}}}}
+	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil)), cpsSet: metrics.NewSet()}
+	c, err := newCPS(cfg, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.limiter.Close()
+	s.cps = c
+	a := &shardApp{s: s}
+	target := &b2bua.Target{Group: "carrier-a"}
+	plain := &route.Route{CarrierID: "carrier-a", GatewayGroup: "carrier-a"}
+	if _, ok := a.cpsReject(plain, target, 503, []byte("Service Unavailable"), nil); ok {
+		t.Error("a plain 503 matched")
+	}
+	if _, ok := a.cpsReject(plain, target, 503, []byte("Service Unavailable"), []byte(`Q.850;cause=41;text="CPS_LIMIT reached"`)); !ok {
+		t.Error("the Reason header's text did not match")
+	}
+	if _, ok := a.cpsReject(plain, target, 503, []byte("CPS_Limit"), nil); !ok {
+		t.Error("the reason phrase's text did not match")
+	}
+	gk := c.keys["carrier-a"]
+	if r := c.limiter.Rate(gk); r >= 50 {
+		t.Errorf("the group's account rate %v after two rejects, want it backed off", r)
+	}
+	own := &route.Route{CarrierID: "wholesale", GatewayGroup: "carrier-a", CPS: &route.CPS{Rate: 10}}
+	rk, _ := c.keyOf(own, target)
+	before := c.limiter.Rate(gk)
+	if _, ok := a.cpsReject(own, target, 503, []byte("cps_limit"), nil); !ok {
+		t.Fatal("no match")
+	}
+	if r := c.limiter.Rate(rk); r >= 10 {
+		t.Errorf("the route's account rate %v, want it backed off", r)
+	}
+	if r := c.limiter.Rate(gk); r < before-1 { // it only recovers meanwhile (AIMD)
+		t.Errorf("the group's account backed off (%v -> %v) for a route with its own cps", before, r)
+	}
+}
