@@ -136,6 +136,11 @@ var parsedKinds = NewHeaderSet(HeaderFrom, HeaderTo, HeaderCallID, HeaderCSeq, H
 	HeaderRoute, HeaderRecordRoute, HeaderPAssertedIdentity, HeaderPPreferredIdentity,
 	HeaderMaxForwards, HeaderExpires, HeaderContentLength)
 
+// HasControl reports whether a header value holds a control character
+// other than HTAB and the CRLF of a fold (RFC 3261 25.1): what Validate
+// refuses, for code that must check a value Validate has not seen.
+func HasControl(b []byte) bool { return hasCTL(b) }
+
 // hasCTL reports whether a header value holds a control character other
 // than HTAB and the CRLF of a fold: TEXT-UTF8char / LWS (RFC 3261 25.1).
 // A NUL or a bare CR relayed or echoed as it is ends the value early at

@@ -260,16 +260,8 @@ var echoKinds = [...]parser.HeaderKind{parser.HeaderVia, parser.HeaderFrom, pars
 func echoable(m *parser.Message) bool {
 	for _, kind := range echoKinds {
 		for i := 0; i < m.Count(kind); i++ {
-			v := m.Nth(kind, i)
-			for j := 0; j < len(v); j++ {
-				c := v[j]
-				switch {
-				case c >= ' ' && c != 0x7f, c == '\t':
-				case c == '\r' && j+2 < len(v) && v[j+1] == '\n' && (v[j+2] == ' ' || v[j+2] == '\t'):
-					j++ // a fold
-				default:
-					return false
-				}
+			if parser.HasControl(m.Nth(kind, i)) {
+				return false
 			}
 		}
 	}
