@@ -68,6 +68,21 @@ type e2e struct {
 	stopErr  error
 }
 
+// newE2EBase prepares a Server's e2e on a free port, not started, and the
+// buffer its log goes to, printed when the test fails.
+func newE2EBase(t *testing.T) (*e2e, *lockedBuffer) {
+	t.Helper()
+	logs := &lockedBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("sipedge log:\n%s", logs.String())
+		}
+	})
+	e := &e2e{t: t, port: e2eFreePort(t), cdrPath: filepath.Join(t.TempDir(), "cdr.jsonl")}
+	e.sip = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(e.port))
+	return e, logs
+}
+
 // newE2E starts a carrier peer, a Server routing every number to it, and a
 // caller peer; t.Cleanup shuts them all down.
 func newE2E(t *testing.T, o e2eOpts) *e2e {
@@ -78,15 +93,7 @@ func newE2E(t *testing.T, o e2eOpts) *e2e {
 	if o.drainSecs == 0 {
 		o.drainSecs = 1
 	}
-	logs := &lockedBuffer{}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("sipedge log:\n%s", logs.String())
-		}
-	})
-
-	e := &e2e{t: t, port: e2eFreePort(t), cdrPath: filepath.Join(t.TempDir(), "cdr.jsonl")}
-	e.sip = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(e.port))
+	e, logs := newE2EBase(t)
 	if o.carrierTCP {
 		e.carrier = listenTCPPeer(t, "carrier", e.sip)
 	} else {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -29,20 +28,8 @@ const healthToken = "s3cret-admin-token"
 // caller; t.Cleanup shuts them all down.
 func newHealthRig(t *testing.T, aName, bName, token string, gateway func(a, b *sipPeer) string, lcrSection string) *lcrRig {
 	t.Helper()
-	logs := &lockedBuffer{}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("sipedge log:\n%s", logs.String())
-		}
-	})
-	e := &e2e{t: t, port: e2eFreePort(t), cdrPath: filepath.Join(t.TempDir(), "cdr.jsonl")}
-	e.sip = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(e.port))
-	r := &lcrRig{e2e: e, logs: logs}
-	r.a = newUDPPeer(t, aName, "127.0.0.1", e.sip)
-	r.b = newUDPPeer(t, bName, "127.0.0.1", e.sip)
-	r.a.forbid(callerSecrets...)
-	r.b.forbid(callerSecrets...)
-	e.carrier = r.a
+	r := newCarrierPair(t, aName, bName)
+	e, logs := r.e2e, r.logs
 
 	admin := `admin: { listen: "127.0.0.1:0" }`
 	if token != "" {

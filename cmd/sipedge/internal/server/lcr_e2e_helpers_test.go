@@ -7,8 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,24 +54,27 @@ type lcrRig struct {
 	legs []*parser.Message
 }
 
+// newCarrierPair prepares a Server's e2e (not started) and two UDP carrier
+// peers, r.a named aName (the e2e's carrier) and r.b named bName, which
+// must never see the caller's identifiers.
+func newCarrierPair(t *testing.T, aName, bName string) *lcrRig {
+	t.Helper()
+	e, logs := newE2EBase(t)
+	r := &lcrRig{e2e: e, logs: logs}
+	r.a = newUDPPeer(t, aName, "127.0.0.1", e.sip)
+	r.b = newUDPPeer(t, bName, "127.0.0.1", e.sip)
+	r.a.forbid(callerSecrets...)
+	r.b.forbid(callerSecrets...)
+	e.carrier = r.a
+	return r
+}
+
 // newLCR starts carrier-a and carrier-b, a Server routing as o says and a
 // caller; t.Cleanup shuts them all down.
 func newLCR(t *testing.T, o lcrOpts) *lcrRig {
 	t.Helper()
-	logs := &lockedBuffer{}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("sipedge log:\n%s", logs.String())
-		}
-	})
-	e := &e2e{t: t, port: e2eFreePort(t), cdrPath: filepath.Join(t.TempDir(), "cdr.jsonl")}
-	e.sip = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(e.port))
-	r := &lcrRig{e2e: e, logs: logs}
-	r.a = newUDPPeer(t, "carrier-a", "127.0.0.1", e.sip)
-	r.b = newUDPPeer(t, "carrier-b", "127.0.0.1", e.sip)
-	r.a.forbid(callerSecrets...)
-	r.b.forbid(callerSecrets...)
-	e.carrier = r.a
+	r := newCarrierPair(t, "carrier-a", "carrier-b")
+	e, logs := r.e2e, r.logs
 
 	b2 := "drain_timeout_secs: 1"
 	if o.b2bua != "" {
