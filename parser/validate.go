@@ -54,7 +54,7 @@ func (m *Message) Validate(supported []string) error {
 		return ErrDupHeader
 	}
 	for i := range m.fields {
-		if f := &m.fields[i]; !parsedKinds.Has(f.kind) && hasCTL(f.value.of(m.buf)) {
+		if f := &m.fields[i]; !parsedKinds.Has(f.kind) && HasControl(f.value.of(m.buf)) {
 			return ErrBadHeader
 		}
 	}
@@ -137,17 +137,14 @@ var parsedKinds = NewHeaderSet(HeaderFrom, HeaderTo, HeaderCallID, HeaderCSeq, H
 	HeaderMaxForwards, HeaderExpires, HeaderContentLength)
 
 // HasControl reports whether a header value holds a control character
-// other than HTAB and the CRLF of a fold (RFC 3261 25.1): what Validate
-// refuses, for code that must check a value Validate has not seen.
-func HasControl(b []byte) bool { return hasCTL(b) }
-
-// hasCTL reports whether a header value holds a control character other
-// than HTAB and the CRLF of a fold: TEXT-UTF8char / LWS (RFC 3261 25.1).
+// other than HTAB and the CRLF of a fold: TEXT-UTF8char / LWS (RFC 3261
+// 25.1). Validate refuses such a value; code that must check a value
+// Validate has not seen calls it too.
 // A NUL or a bare CR relayed or echoed as it is ends the value early at
 // some peers and starts a forged header at others. Eight bytes a round:
 // any byte below 0x20, or 0x7F, stops the round, and the rest is checked
 // byte by byte.
-func hasCTL(b []byte) bool {
+func HasControl(b []byte) bool {
 	const ones, space, del, high = 0x0101010101010101, 0x2020202020202020, 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
 	i := 0
 	for ; i+8 <= len(b); i += 8 {

@@ -306,7 +306,7 @@ func TestUnitValidateControlCharacters(t *testing.T) {
 	f("Allow: INVITE, A\x01CK", ErrBadHeader)
 }
 
-// hasCTL's eight-byte rounds agree with a byte-by-byte check for every
+// HasControl's eight-byte rounds agree with a byte-by-byte check for every
 // byte value at every position.
 func TestUnitHasCTL(t *testing.T) {
 	slow := func(b []byte) bool {
@@ -326,18 +326,18 @@ func TestUnitHasCTL(t *testing.T) {
 				}
 				b := append([]byte(nil), buf[:n]...)
 				b[pos] = byte(c)
-				if got, want := hasCTL(b), slow(b); got != want {
-					t.Fatalf("hasCTL(%q) = %v, want %v", b, got, want)
+				if got, want := HasControl(b), slow(b); got != want {
+					t.Fatalf("HasControl(%q) = %v, want %v", b, got, want)
 				}
 			}
 		}
 	}
 	for _, s := range []string{"a\rb", "a\r", "a\r\nb", "a\nb", "0123456789\r\n"} {
-		if !hasCTL([]byte(s)) {
-			t.Errorf("hasCTL(%q) = false", s)
+		if !HasControl([]byte(s)) {
+			t.Errorf("HasControl(%q) = false", s)
 		}
 	}
-	if hasCTL([]byte("0123456789\r\n 0123456789\r\n\t0")) {
+	if HasControl([]byte("0123456789\r\n 0123456789\r\n\t0")) {
 		t.Error("folds are not control characters")
 	}
 }

@@ -249,7 +249,12 @@ func callerPrivacy(dst, v []byte) (out []byte, withhold bool) {
 		if len(dst) > 0 {
 			dst = append(dst, ';')
 		}
-		dst = append(dst, bytes.ToLower(tok)...)
+		for _, c := range tok {
+			if c >= 'A' && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			dst = append(dst, c)
+		}
 	}
 	return dst, withhold
 }

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -38,5 +40,25 @@ func TestAdminGuards(t *testing.T) {
 		if w.Code != c.want {
 			t.Errorf("%s: %d, want %d", c.name, w.Code, c.want)
 		}
+	}
+}
+
+// A header policy that lists identity headers, never copied, is warned of
+// at start: the operator would otherwise believe they pass.
+func TestIdentityHeaderInPolicyWarned(t *testing.T) {
+	e, logs := newE2EBase(t)
+	e.run(fmt.Sprintf(`
+listen: ["udp://127.0.0.1:%d"]
+admin: { listen: "" }
+b2bua: { header_policy: { allow: [Allow, p-asserted-identity, Privacy] } }
+cdr: { file: %q }
+`, e.port, e.cdrPath), logs)
+	for _, name := range []string{"p-asserted-identity", "Privacy"} {
+		if !strings.Contains(logs.String(), "header="+name) {
+			t.Errorf("no warning for %s:\n%s", name, logs.String())
+		}
+	}
+	if strings.Contains(logs.String(), "header=Allow") {
+		t.Error("Allow, which is copied, was warned of")
 	}
 }

@@ -223,10 +223,3 @@ func hopOf(s string) (txn.Peer, bool) {
 	}
 	return txn.Peer{Addr: netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), Transport: tr}, true
 }
-
-// nextHopAddr is the address of a static route's next hop, for the flood
-// exemption.
-func nextHopAddr(s string) (netip.AddrPort, bool) {
-	p, ok := hopOf(s)
-	return p.Addr, ok && s != ""
-}

@@ -215,8 +215,8 @@ func exemptFrom(cfg *config.Config, gateways *health.Registry) func(netip.Addr) 
 	for _, p := range cfg.LCR.StaticRoutes {
 		for _, r := range p.Routes {
 			for _, dest := range []string{r.NextHop, r.RURI} {
-				if ap, ok := nextHopAddr(dest); ok {
-					hops[ap.Addr()] = true
+				if p, ok := hopOf(dest); ok {
+					hops[p.Addr.Addr()] = true
 				}
 			}
 		}
