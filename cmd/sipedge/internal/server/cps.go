@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
@@ -24,9 +26,13 @@ type cps struct {
 	keys    map[string]ratelimit.Key // gateway group -> its account's key
 	rejects map[string][]config.CPSReject
 
-	routeKeys  sync.Map   // account name -> routeKey: the accounts of routes' own cps
-	routeMu    sync.Mutex // serialises registering them
-	routeNames int        // accounts registered for routes; guarded by routeMu
+	// routeKeys maps an account name to its routeKey: the accounts of
+	// routes' own cps. Read lock-free on every paced dial (a sync.Map would
+	// box the string key, an allocation a call); replaced whole, under
+	// routeMu, when one is added or its limit changes, which is rare.
+	routeKeys  atomic.Pointer[map[string]routeKey]
+	routeMu    sync.Mutex
+	routeNames int // accounts registered for routes; guarded by routeMu
 }
 
 // routeKey is an account a route's cps registered, with the limit it did.
@@ -120,8 +126,10 @@ func (c *cps) routeKey(r *route.Route) (ratelimit.Key, bool) {
 	if w := r.CPS.MaxWaitMs; w != nil {
 		lim.MaxWait = time.Duration(*w) * time.Millisecond
 	}
-	if v, ok := c.routeKeys.Load(name); ok && v.(routeKey).lim == lim {
-		return v.(routeKey).key, true
+	if m := c.routeKeys.Load(); m != nil {
+		if rk, ok := (*m)[name]; ok && rk.lim == lim {
+			return rk.key, true
+		}
 	}
 	c.routeMu.Lock()
 	defer c.routeMu.Unlock()
@@ -138,7 +146,12 @@ func (c *cps) routeKey(r *route.Route) (ratelimit.Key, bool) {
 	if !known {
 		c.routeNames++
 	}
-	c.routeKeys.Store(name, routeKey{key: k, lim: lim})
+	next := make(map[string]routeKey)
+	if m := c.routeKeys.Load(); m != nil {
+		maps.Copy(next, *m)
+	}
+	next[name] = routeKey{key: k, lim: lim}
+	c.routeKeys.Store(&next)
 	return k, true
 }
 
