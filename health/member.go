@@ -196,6 +196,9 @@ func (r *Registry) setCooldown(st *state, d time.Duration, why string) {
 			if old <= now && !st.removed.Load() {
 				r.log.Info("gateway member in cooldown", append(st.logAttrs(st.settings.Load()), "by", why, "for", d)...)
 			}
+			// The loop may sleep for up to a second: it wakes to clear the
+			// cooldown on time (Pick's fast path skips the clock then).
+			r.kick()
 			return
 		}
 	}
