@@ -3,6 +3,7 @@ package b2bua
 import (
 	"strconv"
 
+	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
 )
 
@@ -30,38 +31,76 @@ func (e *Engine) appendContact(dst []byte, l *leg) []byte {
 // request sipedge sends on leg l (RFC 3261 12.2.1.1): Request-URI the
 // remote target, Route the route set, From our URI and tag, To the peer's
 // URI and tag (empty before the dialog exists), the leg's Call-ID, CSeq.
-// The caller appends Contact, other headers and AppendBody.
+// The caller appends Contact, other headers and AppendBody. dst must be
+// empty: e.req records where each part went, for SendBuilt, which then
+// need not parse the request.
 func (e *Engine) appendRequestHead(dst []byte, method string, l *leg, cseq uint32, maxForwards int) []byte {
-	dst = parser.AppendRequestLine(dst, method, l.target)
-	dst = append(dst, "Via: SIP/2.0/"...)
+	r := &e.req
+	r.CSeq = cseq
+	dst = append(dst, method...)
+	r.Method = span(0, dst)
+	dst = append(dst, ' ')
+	at := len(dst)
+	dst = append(dst, l.target...)
+	r.URI = span(at, dst)
+	dst = append(dst, " SIP/2.0\r\nVia: "...)
+	at = len(dst)
+	dst = append(dst, "SIP/2.0/"...)
 	dst = append(dst, l.transport...)
 	dst = append(dst, ' ')
 	dst = append(dst, e.localHost(l)...)
-	dst = append(dst, ";branch=z9hG4bK"...)
+	dst = append(dst, ";branch="...)
+	branch := len(dst)
+	dst = append(dst, "z9hG4bK"...)
 	dst = randomToken(dst, 16)
-	dst = append(dst, ";rport\r\nMax-Forwards: "...)
+	r.Branch = span(branch, dst)
+	dst = append(dst, ";rport"...)
+	r.Via = span(at, dst)
+	dst = append(dst, "\r\nMax-Forwards: "...)
 	dst = strconv.AppendInt(dst, int64(maxForwards), 10)
 	dst = append(dst, "\r\n"...)
+	at = len(dst)
 	if len(l.routes) > 0 {
 		dst = parser.AppendHeader(dst, "Route", l.routes)
 	}
+	r.Route = span(at, dst)
 	dst = append(dst, "From: "...)
+	at = len(dst)
 	dst = append(dst, l.localURI...)
 	dst = append(dst, ";tag="...)
 	dst = append(dst, l.localTag...)
+	r.From = span(at, dst)
 	dst = append(dst, "\r\nTo: "...)
+	at = len(dst)
 	dst = append(dst, l.remoteURI...)
 	if len(l.remoteTag) > 0 {
 		dst = append(dst, ";tag="...)
 		dst = append(dst, l.remoteTag...)
 	}
-	dst = append(dst, "\r\n"...)
-	dst = parser.AppendHeader(dst, "Call-ID", l.callID)
-	dst = append(dst, "CSeq: "...)
+	r.To = span(at, dst)
+	dst = append(dst, "\r\nCall-ID: "...)
+	at = len(dst)
+	dst = append(dst, l.callID...)
+	r.CallID = span(at, dst)
+	dst = append(dst, "\r\nCSeq: "...)
 	dst = strconv.AppendUint(dst, uint64(cseq), 10)
 	dst = append(dst, ' ')
 	dst = append(dst, method...)
 	return append(dst, "\r\n"...)
+}
+
+// span is what dst gained since it was start bytes long.
+func span(start int, dst []byte) txn.Span {
+	return txn.Span{Start: uint32(start), End: uint32(len(dst))}
+}
+
+// sendBuilt starts a client transaction for the request in e.out, whose
+// head appendRequestHead wrote.
+func (e *Engine) sendBuilt(to txn.Peer) (txn.Handle, error) {
+	e.req.Data = e.out
+	h, err := e.txns.SendBuilt(&e.req, to, e.now)
+	e.req.Data = nil
+	return h, err
 }
 
 // appendBodyOf appends m's Content-Type and body and ends the message.
@@ -140,14 +179,3 @@ func appendRouteSet(dst []byte, m *parser.Message, reverse bool) []byte {
 	}
 	return dst
 }
-
-// builtLimits are the limits the engine re-reads what it built with. A
-// carrier's Contact or Record-Route may be longer than the Request-URI
-// limit the runtime puts on what it receives (Validate bounds address URIs
-// in requests only), and becomes this leg's Request-URI or Route: the
-// header line limit bounds it.
-var builtLimits = func() parser.Limits {
-	l := parser.DefaultLimits
-	l.MaxURILength = l.MaxHeaderLine
-	return l
-}()

@@ -163,7 +163,7 @@ type Engine struct {
 	byTxn                                 map[txn.Handle]txnRole // transactions the engine is waiting on
 	probes                                map[txn.Handle]*probe  // gateway probes in flight
 
-	msg     parser.Message    // scratch for messages the engine builds
+	req     txn.Built         // the request being built: where appendRequestHead wrote what
 	areq    parser.Message    // scratch for requests the engine re-reads to answer them
 	scratch leg               // a dialog the engine ends without keeping (a forked 2xx)
 	id      identity          // the identity of the B-leg being dialled

@@ -152,13 +152,7 @@ func (e *Engine) relay(c *Call, s side, m *parser.Message, in txn.Handle) {
 	r := &c.relays[slot]
 	r.req = append(r.req[:0], m.Bytes()...)
 	r.from, r.method, r.in = s, m.Method(), in
-	if err := e.msg.ParseLimits(b, &builtLimits); err != nil {
-		e.env.Log.Error("BUG: built in-dialog request does not parse", "err", err, "call_id", string(c.a.callID))
-		e.unrelayed(c, s, r)
-		e.respond(in, m, 500, "Server Internal Error", nil)
-		return
-	}
-	h, err := e.txns.SendRequest(&e.msg, out.peer, e.now)
+	h, err := e.sendBuilt(out.peer)
 	if err != nil {
 		e.unrelayed(c, s, r)
 		e.respond(in, m, 503, "Service Unavailable", nil)
@@ -283,10 +277,7 @@ func (e *Engine) sendBye(c *Call, l *leg) {
 	l.cseq++
 	b := e.appendRequestHead(e.out[:0], "BYE", l, l.cseq, 70)
 	e.out = parser.AppendBody(b, "", nil)
-	if e.msg.ParseLimits(e.out, &builtLimits) != nil {
-		return
-	}
-	if h, err := e.txns.SendRequest(&e.msg, l.peer, e.now); err == nil {
+	if h, err := e.sendBuilt(l.peer); err == nil {
 		if c != nil {
 			e.watch(h, c, roleBye, 0, -1)
 		}

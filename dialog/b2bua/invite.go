@@ -309,11 +309,7 @@ func (e *Engine) dial(c *Call) bool {
 	b = e.appendRouteHeaders(b, c, r)
 	b = appendBodyOf(b, ainv)
 	e.out = b
-	if err := e.msg.ParseLimits(b, &builtLimits); err != nil {
-		e.env.Log.Error("BUG: built B-leg INVITE does not parse", "err", err, "call_id", string(c.a.callID))
-		return false
-	}
-	h, err := e.txns.SendRequest(&e.msg, B.peer, e.now)
+	h, err := e.sendBuilt(B.peer)
 	if err != nil {
 		e.env.Log.Warn("cannot send B-leg INVITE", "err", err, "call_id", string(c.a.callID))
 		return false

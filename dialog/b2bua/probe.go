@@ -43,11 +43,7 @@ func (e *Engine) Probe(to txn.Peer, uri string, timeout time.Duration, now time.
 	l.remoteURI = append(append(append(l.remoteURI, '<'), uri...), '>')
 	b := e.appendRequestHead(e.out[:0], "OPTIONS", l, 1, 70)
 	e.out = parser.AppendBody(b, "", nil)
-	if err := e.msg.ParseLimits(e.out, &builtLimits); err != nil {
-		done(0, 0, 0, err)
-		return
-	}
-	h, err := e.txns.SendRequest(&e.msg, to, now)
+	h, err := e.sendBuilt(to)
 	if err != nil {
 		done(0, 0, 0, err)
 		return

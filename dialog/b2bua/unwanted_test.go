@@ -205,8 +205,8 @@ func TestEndAll(t *testing.T) {
 }
 
 // A carrier whose 2xx carries a Contact longer than the Request-URI limit
-// of what sipedge receives still gets its ACK and BYE: the engine re-reads
-// what it builds within the header line limit.
+// of what sipedge receives still gets its ACK and BYE: no limit of what
+// sipedge receives applies to what it builds.
 func TestLongCarrierContact(t *testing.T) {
 	r := newRig(t, nil)
 	binv := r.startCall()

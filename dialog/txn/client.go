@@ -19,40 +19,123 @@ func (t *Table) SendRequest(m *parser.Message, to Peer, now time.Duration) (Hand
 	if m.IsResponse() {
 		return 0, ErrNotRequest
 	}
-	if m.Method() == parser.MethodAck {
-		return 0, ErrAck
-	}
-	if !to.Transport.valid() {
-		return 0, ErrTransport
-	}
 	var via parser.Via
 	if err := m.TopVia(&via); err != nil {
 		return 0, err
 	}
-	if !via.IsRFC3261Branch() {
-		return 0, ErrBranch
-	}
 	if _, err := m.CSeq(); err != nil {
 		return 0, err
 	}
-	t.clientKey(m.MethodBytes(), via.Branch)
-	h := t.hash(t.key)
-	if t.find(h, nil, false) >= 0 {
-		return 0, ErrDuplicate
-	}
-	kind, state := KindNonInviteClient, StateTrying
-	if m.Method() == parser.MethodInvite {
-		kind, state = KindInviteClient, StateCalling
-	}
-	i, err := t.alloc(kind, state, to)
+	i, err := t.newClient(m.MethodBytes(), via.Branch, to)
 	if err != nil {
 		return 0, err
 	}
-	t.insert(i, h)
 	x := &t.txns[i]
 	x.msg = append(x.msg, m.Bytes()...)
 	t.start(i)
 	return t.handle(i), nil
+}
+
+// Span is the byte range [Start, End) of a message.
+type Span struct{ Start, End uint32 }
+
+func (s Span) of(b []byte) []byte { return b[s.Start:s.End] }
+
+// Built is a request the TU built, described by where it wrote what the
+// table needs, for SendBuilt: the table neither parses nor checks the
+// rest, which the TU vouches for.
+type Built struct {
+	Data   []byte
+	Method Span // in the request line
+	Branch Span // the top Via's branch
+	// An INVITE's parts its ACK for a non-2xx response and its CANCEL
+	// repeat (RFC 3261 17.1.1.3, 9.1): the Request-URI, the values of the
+	// top Via, From, To and Call-ID, the Route header lines whole (empty
+	// when none), and the CSeq number.
+	URI, Via, From, To, CallID, Route Span
+	CSeq                              uint32
+}
+
+// SendBuilt is SendRequest for a request the TU built and describes in r,
+// which it need not parse: the table copies r.Data, and r may be reused
+// once SendBuilt returns.
+func (t *Table) SendBuilt(r *Built, to Peer, now time.Duration) (Handle, error) {
+	t.begin(now)
+	i, err := t.newClient(r.Method.of(r.Data), r.Branch.of(r.Data), to)
+	if err != nil {
+		return 0, err
+	}
+	x := &t.txns[i]
+	x.msg = append(x.msg, r.Data...)
+	if x.kind == KindInviteClient {
+		t.keepInvite(x, r)
+	}
+	t.start(i)
+	return t.handle(i), nil
+}
+
+// newClient allocates and indexes a client transaction for a request with
+// method and top Via branch.
+func (t *Table) newClient(method, branch []byte, to Peer) (int32, error) {
+	if string(method) == "ACK" {
+		return -1, ErrAck
+	}
+	if !to.Transport.valid() {
+		return -1, ErrTransport
+	}
+	if v := (parser.Via{Branch: branch}); !v.IsRFC3261Branch() {
+		return -1, ErrBranch
+	}
+	t.clientKey(method, branch)
+	h := t.hash(t.key)
+	if t.find(h, nil, false) >= 0 {
+		return -1, ErrDuplicate
+	}
+	kind, state := KindNonInviteClient, StateTrying
+	if string(method) == "INVITE" {
+		kind, state = KindInviteClient, StateCalling
+	}
+	i, err := t.alloc(kind, state, to)
+	if err != nil {
+		return -1, err
+	}
+	t.insert(i, h)
+	return i, nil
+}
+
+// invite locates the parts of an INVITE client transaction's request that
+// its ACK and CANCEL repeat, as SendBuilt was told them.
+type invite struct {
+	uri, via, from, to, callID, route, branch Span
+	cseq                                      uint32
+	next                                      int32 // free list
+}
+
+// keepInvite records where the parts of x's request lie. They are kept in
+// a slab of their own, and only until the final response, after which no
+// CANCEL goes (RFC 3261 9.1) and the ACK is built: a lingering transaction
+// holds none.
+func (t *Table) keepInvite(x *txn, r *Built) {
+	k := t.freeInvite
+	if k >= 0 {
+		t.freeInvite = t.invites[k].next
+	} else {
+		t.invites = append(t.invites, invite{})
+		k = int32(len(t.invites) - 1)
+	}
+	t.invites[k] = invite{uri: r.URI, via: r.Via, from: r.From, to: r.To, callID: r.CallID, route: r.Route,
+		branch: r.Branch, cseq: r.CSeq}
+	x.invite = k + 1
+}
+
+// dropInvite frees what keepInvite kept for x.
+func (t *Table) dropInvite(x *txn) {
+	if x.invite != 0 {
+		k := x.invite - 1
+		t.invites[k].next = t.freeInvite
+		t.freeInvite = k
+		x.invite = 0
+	}
 }
 
 // start sends a new client transaction's request and arms its timers.
@@ -139,16 +222,16 @@ func (t *Table) AppendCancel(dst []byte, h Handle) ([]byte, error) {
 	if t.txns[i].kind != KindInviteClient {
 		return dst, ErrState
 	}
-	req := t.reparse(i)
-	cseq, _ := req.CSeq()
-	dst = parser.AppendRequestLine(dst, "CANCEL", req.RequestURI())
-	dst = parser.AppendHeader(dst, "Via", req.Get(parser.HeaderVia))
-	dst = parser.AppendKind(dst, req, parser.HeaderRoute)
+	var req request
+	t.request(i, &req)
+	dst = parser.AppendRequestLine(dst, "CANCEL", req.uri)
+	dst = parser.AppendHeader(dst, "Via", req.via)
+	dst = req.appendRoute(dst)
 	dst = parser.AppendHeaderString(dst, "Max-Forwards", "70")
-	dst = parser.AppendHeader(dst, "From", req.Get(parser.HeaderFrom))
-	dst = parser.AppendHeader(dst, "To", req.Get(parser.HeaderTo))
-	dst = parser.AppendHeader(dst, "Call-ID", req.CallID())
-	dst = appendCSeq(dst, cseq.Num, "CANCEL")
+	dst = parser.AppendHeader(dst, "From", req.from)
+	dst = parser.AppendHeader(dst, "To", req.to)
+	dst = parser.AppendHeader(dst, "Call-ID", req.callID)
+	dst = appendCSeq(dst, req.cseq, "CANCEL")
 	return parser.AppendBody(dst, "", nil), nil
 }
 
@@ -158,26 +241,57 @@ func (t *Table) AppendCancel(dst []byte, h Handle) ([]byte, error) {
 // to the request's top Via, the CSeq number with method ACK, and the
 // request's Route headers.
 func (t *Table) appendAck(dst []byte, i int32, resp *parser.Message) []byte {
-	req := t.reparse(i)
-	cseq, _ := req.CSeq()
-	dst = parser.AppendRequestLine(dst, "ACK", req.RequestURI())
-	dst = parser.AppendHeader(dst, "Via", req.Get(parser.HeaderVia))
-	dst = parser.AppendKind(dst, req, parser.HeaderRoute)
+	var req request
+	t.request(i, &req)
+	dst = parser.AppendRequestLine(dst, "ACK", req.uri)
+	dst = parser.AppendHeader(dst, "Via", req.via)
+	dst = req.appendRoute(dst)
 	dst = parser.AppendHeaderString(dst, "Max-Forwards", "70")
-	dst = parser.AppendHeader(dst, "From", req.Get(parser.HeaderFrom))
+	dst = parser.AppendHeader(dst, "From", req.from)
 	dst = parser.AppendHeader(dst, "To", resp.Get(parser.HeaderTo))
-	dst = parser.AppendHeader(dst, "Call-ID", req.CallID())
-	dst = appendCSeq(dst, cseq.Num, "ACK")
+	dst = parser.AppendHeader(dst, "Call-ID", req.callID)
+	dst = appendCSeq(dst, req.cseq, "ACK")
 	return parser.AppendBody(dst, "", nil)
 }
 
-// reparse parses client transaction i's stored request into the scratch
-// message. It parsed once already, so an error is a bug.
-func (t *Table) reparse(i int32) *parser.Message {
-	if err := t.scratch.ParseLimits(t.txns[i].msg, &storedLimits); err != nil {
+// request is what an INVITE client transaction's ACK and CANCEL repeat of
+// its request: views into the stored request.
+type request struct {
+	uri, via, from, to, callID, branch []byte
+	route                              []byte          // the Route header lines, when built
+	parsed                             *parser.Message // else the request re-parsed, for its Route values
+	cseq                               uint32
+}
+
+func (r *request) appendRoute(dst []byte) []byte {
+	if r.parsed != nil {
+		return parser.AppendKind(dst, r.parsed, parser.HeaderRoute)
+	}
+	return append(dst, r.route...)
+}
+
+// request fills r from where SendBuilt was told the parts lie or, for a
+// request sent with SendRequest (or after the final response), by parsing
+// the stored request again. It parsed once already, so an error is a bug.
+func (t *Table) request(i int32, r *request) {
+	x := &t.txns[i]
+	if x.invite != 0 {
+		p := &t.invites[x.invite-1]
+		*r = request{uri: p.uri.of(x.msg), via: p.via.of(x.msg), from: p.from.of(x.msg), to: p.to.of(x.msg),
+			callID: p.callID.of(x.msg), branch: p.branch.of(x.msg), route: p.route.of(x.msg), cseq: p.cseq}
+		return
+	}
+	m := &t.scratch
+	if err := m.ParseLimits(x.msg, &storedLimits); err != nil {
 		panic("BUG: txn: stored request does not parse: " + err.Error())
 	}
-	return &t.scratch
+	var via parser.Via
+	if err := m.TopVia(&via); err != nil {
+		panic("BUG: txn: stored request lost its Via: " + err.Error())
+	}
+	cseq, _ := m.CSeq()
+	*r = request{uri: m.RequestURI(), via: m.Get(parser.HeaderVia), from: m.Get(parser.HeaderFrom),
+		to: m.Get(parser.HeaderTo), callID: m.CallID(), branch: via.Branch, parsed: m, cseq: cseq.Num}
 }
 
 func appendCSeq(dst []byte, num uint32, method string) []byte {
@@ -193,12 +307,10 @@ func appendCSeq(dst []byte, num uint32, method string) []byte {
 // 3261 9.1 on the INVITE.
 func (t *Table) sendCancel(i int32) error {
 	t.txns[i].cancel = cancelSent
-	var via parser.Via
-	if err := t.reparse(i).TopVia(&via); err != nil {
-		panic("BUG: txn: stored request lost its Via: " + err.Error())
-	}
+	var req request
+	t.request(i, &req)
 	t.arm(i, inTimerCancel, t.long)
-	t.clientKey(methodCancel, via.Branch)
+	t.clientKey(methodCancel, req.branch)
 	h := t.hash(t.key)
 	if t.find(h, nil, false) < 0 { // else the TU sent one itself
 		j, err := t.alloc(KindNonInviteClient, StateTrying, t.txns[i].peer)
@@ -293,6 +405,7 @@ func (t *Table) ictAccept(i int32) {
 	t.stopRtx(x)
 	t.stopLife(x)
 	x.state = StateAccepted
+	t.dropInvite(x)
 	t.tu(ActResponse, i)
 	t.arm(i, inTimerM, t.long)
 }
@@ -306,6 +419,7 @@ func (t *Table) ictReject(i int32, resp *parser.Message) {
 	t.stopLife(x)
 	x.state = StateCompleted
 	x.ack = t.appendAck(x.ack[:0], i, resp)
+	t.dropInvite(x)
 	t.send(i, x.ack)
 	t.tu(ActResponse, i)
 	t.linger(i, inTimerD, t.timerD)

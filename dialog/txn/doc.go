@@ -25,7 +25,7 @@
 // It is not safe for concurrent use.
 //
 // Output. Every input method (ReceiveRequest, ReceiveResponse, SendRequest,
-// Respond, Cancel, Timeout, TransportError, Terminate) first clears the
+// SendBuilt, Respond, Cancel, Timeout, TransportError, Terminate) first clears the
 // table's action list, then appends to it; the owner reads Actions after the
 // call and, before its next call on the Table, sends every ActSend to its
 // Peer and hands the other actions to the TU. Actions are plain values: no
@@ -33,7 +33,7 @@
 // the input was refused; its actions are still to be carried out.
 //
 // Copies and lifetimes. The table never keeps a view into the caller's
-// messages: SendRequest copies the request, Respond copies the response,
+// messages: SendRequest and SendBuilt copy the request, Respond copies the response,
 // and a server transaction builds its own 100 Trying. Each transaction
 // keeps what it may retransmit (the request for clients, the last response
 // for servers, the ACK for a non-2xx) in its own buffers, reused when its

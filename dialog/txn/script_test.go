@@ -26,7 +26,7 @@ import (
 //	recv-request TP METHOD [branch=B|none] [cseq=N] [to-tag=T] [from-tag=T]
 //	             [call-id=C] [uri=U] [sent-by=H:P] [src=IP:PORT] [full]
 //	recv-response CODE METHOD [branch=B] [cseq=N] [to-tag=T|none] [full]
-//	send-request TP METHOD [branch=B] [route] [full]
+//	send-request TP METHOD [branch=B] [route] [built] [full]
 //	tu-respond NAME CODE [to-tag=T] [full]
 //	cancel NAME [full]
 //	terminate NAME
@@ -205,7 +205,7 @@ func (d *driver) run(line string) []string {
 			opts[k] = v
 		case a == "full":
 			d.full = true
-		case a == "route":
+		case a == "route" || a == "built":
 			opts[a] = ""
 		default:
 			pos = append(pos, a)
@@ -425,11 +425,39 @@ func (d *driver) sendRequest(tp, method string, opts map[string]string) {
 	if to.Transport.Reliable() {
 		to.Conn = 2
 	}
-	h, err := d.tab.SendRequest(&d.m, to, d.now)
+	var h Handle
+	var err error
+	if _, ok := opts["built"]; ok {
+		h, err = d.tab.SendBuilt(describe(d.buf, method), to, d.now)
+	} else {
+		h, err = d.tab.SendRequest(&d.m, to, d.now)
+	}
 	if err == nil {
 		d.printf("-> %s", d.name(h))
 	}
 	d.check(err)
+}
+
+// describe tells SendBuilt where sendRequest's template put each part.
+func describe(b []byte, method string) *Built {
+	s := string(b)
+	span := func(from, to string) Span {
+		i := strings.Index(s, from)
+		if i < 0 {
+			return Span{}
+		}
+		i += len(from)
+		return Span{uint32(i), uint32(i + strings.Index(s[i:], to))}
+	}
+	r := &Built{Data: b, Method: Span{0, uint32(len(method))}, URI: span(" ", " "), Branch: span("branch=", "\r\n"),
+		Via: span("Via: ", "\r\n"), From: span("From: ", "\r\n"), To: span("To: ", "\r\n"),
+		CallID: span("Call-ID: ", "\r\n")}
+	if i := strings.Index(s, "Route: "); i >= 0 {
+		r.Route = Span{uint32(i), uint32(strings.Index(s, "Max-Forwards"))}
+	}
+	cseq, _ := strconv.Atoi(string(span("CSeq: ", " ").of(b)))
+	r.CSeq = uint32(cseq)
+	return r
 }
 
 // tuRespond builds the TU's response to server transaction name's request.

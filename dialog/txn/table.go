@@ -26,15 +26,19 @@ type txn struct {
 	// (the others) run at a time; rtxID and lifeID are 0 when not armed.
 	rtx, life     uint64
 	rtxID, lifeID input
-	interval      time.Duration // current A, E or G interval
-	gen           uint32
-	next          int32 // free list
-	kind          Kind
-	state         State
-	legacy        bool  // RFC 2543 request: matched by the legacy rules of RFC 3261 17.2.3
-	internal      bool  // a CANCEL the table sent on its own: the TU hears nothing of it
-	cancel        uint8 // INVITE client: cancelNone, cancelPending, cancelSent
-	inIndex       bool
+	// INVITE client sent with SendBuilt: 1 + the index in Table.invites of
+	// where its request's parts lie, until its final response; 0 when the
+	// request is re-parsed instead.
+	invite   int32
+	interval time.Duration // current A, E or G interval
+	gen      uint32
+	next     int32 // free list
+	kind     Kind
+	state    State
+	legacy   bool  // RFC 2543 request: matched by the legacy rules of RFC 3261 17.2.3
+	internal bool  // a CANCEL the table sent on its own: the TU hears nothing of it
+	cancel   uint8 // INVITE client: cancelNone, cancelPending, cancelSent
+	inIndex  bool
 }
 
 const (
@@ -52,6 +56,7 @@ func (x *txn) reset() {
 	x.respTag = x.respTag[:0]
 	x.peer = Peer{}
 	x.rtx, x.life, x.rtxID, x.lifeID = 0, 0, 0, 0
+	x.invite = 0
 	x.interval = 0
 	x.next = -1
 	x.kind, x.state = 0, StateTerminated
@@ -107,6 +112,7 @@ func (t *Table) terminate(i int32) {
 	x := &t.txns[i]
 	t.stopRtx(x)
 	t.stopLife(x)
+	t.dropInvite(x)
 	if x.inIndex {
 		t.unindex(i)
 	}

@@ -227,6 +227,9 @@ type Table struct {
 	index   []int32 // open addressing, linear probing: 1 + slot index, 0 if empty
 	indexed int
 
+	invites    []invite // SendBuilt's INVITE client transactions before their final response
+	freeInvite int32    // free list head, -1 if none
+
 	actions []Action
 	key     []byte         // scratch: the key being looked up
 	scratch parser.Message // scratch: re-parses stored messages
@@ -257,16 +260,17 @@ func New(cfg Config, timers Timers) (*Table, error) {
 		return nil, fmt.Errorf("txn: cannot use capacity %d", cfg.Capacity)
 	}
 	t := &Table{
-		t1:     cfg.T1,
-		t2:     cfg.T2,
-		t4:     cfg.T4,
-		long:   64 * cfg.T1,
-		timerD: max(minTimerD, 64*cfg.T1),
-		max:    cfg.MaxTransactions,
-		timers: timers,
-		seed:   maphash.MakeSeed(),
-		free:   -1,
-		txns:   make([]txn, 0, cfg.Capacity),
+		t1:         cfg.T1,
+		t2:         cfg.T2,
+		t4:         cfg.T4,
+		long:       64 * cfg.T1,
+		timerD:     max(minTimerD, 64*cfg.T1),
+		max:        cfg.MaxTransactions,
+		timers:     timers,
+		seed:       maphash.MakeSeed(),
+		free:       -1,
+		freeInvite: -1,
+		txns:       make([]txn, 0, cfg.Capacity),
 	}
 	n := 64
 	for n < 2*cfg.Capacity {
