@@ -464,14 +464,17 @@ func (e *Engine) putBuf(b []byte) {
 // of 10 carries 60 bits, beyond the 32 RFC 3261 19.3 asks for.
 func randomToken(dst []byte, n int) []byte {
 	const chars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-."
-	dst = slices.Grow(dst, n)
-	for n > 0 {
+	start := len(dst)
+	dst = slices.Grow(dst, n)[:start+n]
+	b := dst[start:] // written by index: an append per character costs more than the draw
+	for len(b) > 0 {
 		r := rand.Uint64()
-		for i := 0; i < 10 && n > 0; i++ {
-			dst = append(dst, chars[r&63])
+		k := min(len(b), 10)
+		for i := range b[:k] {
+			b[i] = chars[r&63]
 			r >>= 6
-			n--
 		}
+		b = b[k:]
 	}
 	return dst
 }

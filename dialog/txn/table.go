@@ -161,11 +161,13 @@ func (t *Table) serverKey(method []byte, via *parser.Via) {
 // appendLower appends b in ASCII lower case: the branch is a token and the
 // host a host name, both compared without case (RFC 3261 7.3.1, 19.1.4).
 func appendLower(dst, b []byte) []byte {
-	for _, c := range b {
+	n := len(dst)
+	dst = append(dst, b...) // one copy, then a pass without appends
+	low := dst[n:]
+	for i, c := range low {
 		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
+			low[i] = c + 'a' - 'A'
 		}
-		dst = append(dst, c)
 	}
 	return dst
 }
