@@ -178,7 +178,7 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	e.watch(a.Txn, c, roleAInvite, 0, -1)
 	e.m.started.Inc()
 
-	e.rr = e.routeRequest(c)
+	e.rr = e.routeRequest(c, to.URI)
 	e.dec = e.env.Router(&e.rr)
 	if e.dec.Pending {
 		return // Decided carries on
@@ -186,18 +186,13 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	e.decided(c)
 }
 
-// routeRequest describes call c to the Router. The dialled number is in
-// E.164 when the trunk has a number policy (Trunk.Normalize), so that
-// "+1202...", "1202..." and "001202..." find the same routes and cache
-// entry.
-func (e *Engine) routeRequest(c *Call) RouteRequest {
-	rr := RouteRequest{Ref: e.arg(c), CallID: c.a.callID, Trunk: c.trunk, Dialed: c.callee, From: c.fromURI,
-		Source: txn.Peer{Addr: c.sourceAddr(), Transport: c.a.peer.Transport}}
-	var to parser.Address
-	if ainv := e.aInviteCopy(c); ainv != nil && ainv.To(&to) == nil {
-		rr.To = to.URI
-	}
-	return rr
+// routeRequest describes call c, whose caller's To URI is to, to the
+// Router. The dialled number is in E.164 when the trunk has a number policy
+// (Trunk.Normalize), so that "+1202...", "1202..." and "001202..." find the
+// same routes and cache entry.
+func (e *Engine) routeRequest(c *Call, to []byte) RouteRequest {
+	return RouteRequest{Ref: e.arg(c), CallID: c.a.callID, Trunk: c.trunk, Dialed: c.callee, From: c.fromURI,
+		To: to, Source: txn.Peer{Addr: c.sourceAddr(), Transport: c.a.peer.Transport}}
 }
 
 // Decided delivers the routing decision for the call Ref names, which the
@@ -216,7 +211,11 @@ func (e *Engine) Decided(ref uint64, d Decision, now time.Duration) {
 func (e *Engine) decided(c *Call) {
 	d := &e.dec
 	if e.env.Policy.OnInvite != nil {
-		e.rr = e.routeRequest(c)
+		var to parser.Address
+		if ainv := e.aInviteCopy(c); ainv != nil {
+			_ = ainv.To(&to)
+		}
+		e.rr = e.routeRequest(c, to.URI)
 		e.env.Policy.OnInvite(&e.rr, d)
 	}
 	if d.Code != 0 || len(d.Routes) == 0 && d.Source == "" {
