@@ -94,13 +94,15 @@ func AppendHeaders(dst []byte, m *Message, skip HeaderSet) []byte {
 
 // AppendKind appends every value of kind in m, in order.
 func AppendKind(dst []byte, m *Message, kind HeaderKind) []byte {
-	i := int(m.first[kind])
+	i, n := int(m.first[kind]), m.count[kind]
 	if i == 0 {
 		return dst
 	}
-	for i--; i < len(m.fields); i++ {
+	// From the first value to the last: a single-value header is one line.
+	for i--; n > 0 && i < len(m.fields); i++ {
 		if f := &m.fields[i]; f.kind == kind {
 			dst = appendField(dst, m, f)
+			n--
 		}
 	}
 	return dst
