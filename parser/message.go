@@ -584,6 +584,10 @@ func (m *Message) HeaderAt(i int) Header {
 	return Header{Kind: f.kind, Name: f.name.of(m.buf), Value: f.value.of(m.buf)}
 }
 
+// KindAt returns the kind of header field i, 0 <= i < NumHeaders: what a
+// filter reads before it takes the field with HeaderAt.
+func (m *Message) KindAt(i int) HeaderKind { return m.fields[i].kind }
+
 // Count returns how many values of kind the message has.
 func (m *Message) Count(kind HeaderKind) int { return int(m.count[kind]) }
 

@@ -311,7 +311,7 @@ func TestUnitCompactHeaders(t *testing.T) {
 				return
 			}
 			m := unitParse(t, "OPTIONS sip:a@b SIP/2.0", []string{n + ": 0"}, "")
-			if m.NumHeaders() != 1 || m.HeaderAt(0).Kind != want || string(m.HeaderAt(0).Name) != n {
+			if m.NumHeaders() != 1 || m.HeaderAt(0).Kind != want || m.KindAt(0) != want || string(m.HeaderAt(0).Name) != n {
 				t.Errorf("%q: header %+v", n, m.HeaderAt(0))
 				return
 			}

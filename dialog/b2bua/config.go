@@ -186,19 +186,16 @@ func (p *headerPolicy) appendAllowed(dst []byte, m *parser.Message) []byte {
 // the kinds in skip, which the caller writes itself.
 func (p *headerPolicy) appendAllowedExcept(dst []byte, m *parser.Message, skip parser.HeaderSet) []byte {
 	for i := 0; i < m.NumHeaders(); i++ {
-		h := m.HeaderAt(i)
-		if skip.Has(h.Kind) {
+		if k := m.KindAt(i); skip.Has(k) || k != parser.HeaderOther && !p.kinds.Has(k) {
 			continue
 		}
+		h := m.HeaderAt(i)
 		if h.Kind == parser.HeaderOther {
 			if !p.allowsName(h.Name) {
 				continue
 			}
 			dst = append(dst, h.Name...)
 		} else {
-			if !p.kinds.Has(h.Kind) {
-				continue
-			}
 			if h.Kind == parser.HeaderSupported {
 				dst = appendSupported(dst, h.Value)
 				continue
