@@ -361,7 +361,13 @@ func (m *Message) parseHeaders(buf []byte, pos int, lim *Limits) (int, error) {
 			return 0, ErrHeaderTooLong
 		}
 		name := span{uint32(pos), uint32(nameEnd)}
-		vs, ve := trimLWS(buf, colon+1, lineEnd)
+		vs, ve := colon+1, lineEnd
+		// The usual value: one SP after the colon, no white space at the end.
+		if vs+1 < ve && buf[vs] == ' ' && buf[vs+1] > ' ' && buf[ve-1] > ' ' {
+			vs++
+		} else {
+			vs, ve = trimLWS(buf, vs, ve)
+		}
 		if listKinds>>(kind&63)&1 != 0 && vs < ve { // listKinds.Has(kind); kinds are below 64
 			if err := m.addList(buf, kind, name, vs, ve, maxHeaders, lim); err != nil {
 				return 0, err
