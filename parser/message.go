@@ -368,7 +368,9 @@ func (m *Message) parseHeaders(buf []byte, pos int, lim *Limits) (int, error) {
 		} else {
 			vs, ve = trimLWS(buf, vs, ve)
 		}
-		if listKinds>>(kind&63)&1 != 0 && vs < ve { // listKinds.Has(kind); kinds are below 64
+		// A list header's value with no comma is one element, recorded as
+		// any other value.
+		if listKinds>>(kind&63)&1 != 0 && bytes.IndexByte(buf[vs:ve], ',') >= 0 { // listKinds.Has(kind); kinds are below 64
 			if err := m.addList(buf, kind, name, vs, ve, maxHeaders, lim); err != nil {
 				return 0, err
 			}
