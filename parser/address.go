@@ -41,9 +41,16 @@ func ParseAddress(b []byte, a *Address) error {
 	lt := -1
 	i := 0
 	if len(b) > 0 && b[0] == '"' {
-		end, ok := skipQuoted(b, 0, len(b))
-		if !ok {
-			return ErrBadAddress // RFC 4475 3.1.2.6
+		// Usually qdtext alone up to the closing quote: one class scan
+		// finds it; skipQuoted reads quoted-pairs and folds.
+		end := scanClass(b, 1, classQDText)
+		if end < len(b) && b[end] == '"' {
+			end++
+		} else {
+			var ok bool
+			if end, ok = skipQuoted(b, 0, len(b)); !ok {
+				return ErrBadAddress // RFC 4475 3.1.2.6
+			}
 		}
 		a.Display, a.Quoted = b[1:end-1], true
 		i = end
