@@ -134,6 +134,11 @@ func indexUnquoted(b []byte, c byte) int {
 // checkParams validates header parameters and returns the tag parameter; a
 // repeated tag is an error.
 func checkParams(b []byte) (tag []byte, err error) {
+	// The usual parameters of a From or To: a tag alone, "tag=" (any case)
+	// and an unquoted value.
+	if len(b) > 4 && binary.LittleEndian.Uint32(b)|0x00202020 == tagEqual && scanClass(b, 4, classGenValue) == len(b) {
+		return b[4:], nil
+	}
 	it := paramIter{b: b}
 	seenTag := false
 	for !it.done {
@@ -155,6 +160,9 @@ func checkParams(b []byte) (tag []byte, err error) {
 	}
 	return tag, nil
 }
+
+// tagEqual is "tag=" read little-endian.
+const tagEqual = 0x3d676174
 
 // paramIter walks generic-params (RFC 3261 25.1):
 // *( SEMI token [ EQUAL ( token / host / quoted-string ) ] ), LWS allowed
