@@ -71,15 +71,17 @@ func ParseVia(b []byte, v *Via) error {
 	i = skipLWS(b, i)
 	if i < len(b) && b[i] == ':' {
 		i = skipLWS(b, i+1)
-		ps := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
+		// 1*DIGIT up to 65535, read in the pass that finds the digits.
+		ps, p := i, 0
+		for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+			if p = p*10 + int(b[i]-'0'); p > 65535 {
+				return ErrBadVia
+			}
 		}
-		p, ok := parseUint(b[ps:i], 65535)
-		if !ok {
+		if i == ps {
 			return ErrBadVia
 		}
-		v.Port = int(p)
+		v.Port = p
 		i = skipLWS(b, i)
 	}
 	if i == len(b) {
