@@ -41,9 +41,16 @@ func ParseAddress(b []byte, a *Address) error {
 	lt := -1
 	i := 0
 	if len(b) > 0 && b[0] == '"' {
-		end, ok := skipQuoted(b, 0, len(b))
-		if !ok {
-			return ErrBadAddress // RFC 4475 3.1.2.6
+		// Usually qdtext alone up to the closing quote: one class scan
+		// finds it; skipQuoted reads quoted-pairs and folds.
+		end := scanClass(b, 1, classQDText)
+		if end < len(b) && b[end] == '"' {
+			end++
+		} else {
+			var ok bool
+			if end, ok = skipQuoted(b, 0, len(b)); !ok {
+				return ErrBadAddress // RFC 4475 3.1.2.6
+			}
 		}
 		a.Display, a.Quoted = b[1:end-1], true
 		i = end
@@ -127,6 +134,11 @@ func indexUnquoted(b []byte, c byte) int {
 // checkParams validates header parameters and returns the tag parameter; a
 // repeated tag is an error.
 func checkParams(b []byte) (tag []byte, err error) {
+	// The usual parameters of a From or To: a tag alone, "tag=" (any case)
+	// and an unquoted value.
+	if len(b) > 4 && binary.LittleEndian.Uint32(b)|0x00202020 == tagEqual && scanClass(b, 4, classGenValue) == len(b) {
+		return b[4:], nil
+	}
 	it := paramIter{b: b}
 	seenTag := false
 	for !it.done {
@@ -148,6 +160,9 @@ func checkParams(b []byte) (tag []byte, err error) {
 	}
 	return tag, nil
 }
+
+// tagEqual is "tag=" read little-endian.
+const tagEqual = 0x3d676174
 
 // paramIter walks generic-params (RFC 3261 25.1):
 // *( SEMI token [ EQUAL ( token / host / quoted-string ) ] ), LWS allowed

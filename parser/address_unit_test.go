@@ -238,3 +238,57 @@ func TestUnitMessageAddress(t *testing.T) {
 		t.Errorf("Contact 2: %+v %v", a, err)
 	}
 }
+
+// ParseAddress's one-scan display name and checkParams's lone-tag shortcut
+// agree with skipQuoted and the parameter walk for every byte value at every
+// position.
+func TestUnitAddressShortcuts(t *testing.T) {
+	walk := func(b []byte) (tag []byte, err error) { // checkParams without its shortcut
+		it := paramIter{b: b}
+		seen := false
+		for !it.done {
+			name, value, _, err := it.next()
+			if err != nil {
+				return nil, err
+			}
+			if equalFold(name, "tag") {
+				if seen {
+					return nil, ErrDupTag
+				}
+				if len(value) == 0 {
+					return nil, ErrBadTag
+				}
+				seen, tag = true, value
+			}
+		}
+		return tag, nil
+	}
+	for _, s := range []string{"tag=abc", "TaG=a:b", "tag=1;x", "tag=\"q\""} {
+		for pos := range len(s) + 1 {
+			for c := range 256 {
+				b := append(append([]byte(s[:pos]), byte(c)), s[pos:]...)
+				for _, b := range [][]byte{b, b[:pos+1]} {
+					tag, err := checkParams(b)
+					wtag, werr := walk(b)
+					if err != werr || string(tag) != string(wtag) || (tag == nil) != (wtag == nil) || cap(tag) != cap(wtag) {
+						t.Fatalf("checkParams(%q) = %q, %v; the walk gives %q, %v", b, tag, err, wtag, werr)
+					}
+				}
+			}
+		}
+	}
+	for _, s := range []string{`"Alice" <sip:a@b>`, `"a\"b" <sip:a@b>`, "\"a\r\n b\" <sip:a@b>"} {
+		for pos := 1; pos < 9 && pos < len(s); pos++ {
+			for c := range 256 {
+				b := []byte(s)
+				b[pos] = byte(c)
+				var a Address
+				err := ParseAddress(b, &a)
+				end, ok := skipQuoted(b, 0, len(b))
+				if ok != (err == nil || a.Quoted) || ok && string(a.Display) != string(b[1:end-1]) {
+					t.Fatalf("ParseAddress(%q) = display %q, %v; skipQuoted ends at %d, %v", b, a.Display, err, end, ok)
+				}
+			}
+		}
+	}
+}

@@ -28,6 +28,18 @@ var classes = []struct{ name, doc, chars string }{
 	{"classVisible", "neither a control character nor SP: the bytes of a Request-URI on the wire", visible()},
 	{"classInAngle", "what a URI in <...> may hold up to its '>': visible bytes but '>'", visibleBut('>')},
 	{"classGenValue", "RFC 3261 25.1 gen-value unquoted: token, or host (an IPv6 reference brings ':' '[' ']')", alnum + "-.!%*_+`'~:[]"},
+	{"classQDText", "the bytes a quoted string holds as they are (RFC 3261 25.1 qdtext, and HTAB): no DQUOTE, quoted-pair or fold", qdtext()},
+}
+
+// qdtext returns HTAB and the bytes from SP up but DEL, '"' and '\\'.
+func qdtext() string {
+	b := []byte{'\t'}
+	for c := 0x20; c < 0x100; c++ {
+		if c != 0x7f && c != '"' && c != '\\' {
+			b = append(b, byte(c))
+		}
+	}
+	return string(b)
 }
 
 // visible returns the bytes above SP but DEL.
@@ -63,7 +75,7 @@ func main() {
 		if i%16 == 0 {
 			b.WriteString("\n\t")
 		}
-		fmt.Fprintf(&b, "0x%03x, ", v)
+		fmt.Fprintf(&b, "0x%04x, ", v)
 	}
 	b.WriteString("\n}\n\n")
 	b.WriteString("// toLower maps ASCII upper case to lower case and every other byte to itself.\nvar toLower = [256]byte{")

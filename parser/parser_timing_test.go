@@ -109,3 +109,28 @@ func BenchmarkBuildResponse(b *testing.B) {
 	}
 	b.SetBytes(int64(len(out)))
 }
+
+// validateParsed parses buf and validates it: Validate on a fresh parse,
+// with none of the values it reads cached yet.
+func validateParsed(m *Message, buf []byte) error {
+	if err := m.Parse(buf); err != nil {
+		return err
+	}
+	return m.Validate(nil)
+}
+
+func benchValidate(b *testing.B, name string) {
+	buf := benchMessage(b, name)
+	var m Message
+	b.ReportAllocs()
+	b.SetBytes(int64(len(buf)))
+	for b.Loop() {
+		if err := validateParsed(&m, buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkValidateInvite(b *testing.B) { benchValidate(b, "invite.sip") }
+
+func BenchmarkValidate200OK(b *testing.B) { benchValidate(b, "ok200.sip") }

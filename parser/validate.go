@@ -35,26 +35,29 @@ var singleValue = NewHeaderSet(HeaderFrom, HeaderTo, HeaderCallID, HeaderCSeq,
 //     RFC 3261 8.2.2.3; not checked for ACK and CANCEL);
 //   - a response's reason phrase is UTF-8.
 func (m *Message) Validate(supported []string) error {
-	if m.Get(HeaderVia) == nil {
+	// Count, not Get: a header present is never a nil value, and Count
+	// builds no slice.
+	if m.Count(HeaderVia) == 0 {
 		return ErrMissingVia
 	}
-	if m.Get(HeaderFrom) == nil {
+	if m.Count(HeaderFrom) == 0 {
 		return ErrMissingFrom
 	}
-	if m.Get(HeaderTo) == nil {
+	if m.Count(HeaderTo) == 0 {
 		return ErrMissingTo
 	}
-	if m.Get(HeaderCallID) == nil {
+	if m.Count(HeaderCallID) == 0 {
 		return ErrMissingCallID
 	}
-	if m.Get(HeaderCSeq) == nil {
+	if m.Count(HeaderCSeq) == 0 {
 		return ErrMissingCSeq
 	}
 	if m.repeated&singleValue != 0 {
 		return ErrDupHeader
 	}
 	for i := range m.fields {
-		if f := &m.fields[i]; !parsedKinds.Has(f.kind) && HasControl(f.value.of(m.buf)) {
+		// !parsedKinds.Has(f.kind) without its shift check: kinds are below 64.
+		if f := &m.fields[i]; parsedKinds>>(f.kind&63)&1 == 0 && HasControl(f.value.of(m.buf)) {
 			return ErrBadHeader
 		}
 	}
@@ -141,17 +144,19 @@ var parsedKinds = NewHeaderSet(HeaderFrom, HeaderTo, HeaderCallID, HeaderCSeq, H
 // 25.1). Validate refuses such a value; code that must check a value
 // Validate has not seen calls it too.
 // A NUL or a bare CR relayed or echoed as it is ends the value early at
-// some peers and starts a forged header at others. Eight bytes a round:
-// any byte below 0x20, or 0x7F, stops the round, and the rest is checked
-// byte by byte.
+// some peers and starts a forged header at others. Eight bytes a round, the
+// last round reading the last eight bytes (overlapping the one before): a
+// byte below 0x20, or 0x7F, stops the rounds, and the rest is checked byte
+// by byte from the round that held it, which no fold can straddle (its CR
+// would have stopped the round before).
 func HasControl(b []byte) bool {
-	const ones, space, del, high = 0x0101010101010101, 0x2020202020202020, 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
 	i := 0
-	for ; i+8 <= len(b); i += 8 {
-		x := binary.LittleEndian.Uint64(b[i:])
-		d := x ^ del
-		if (x-space)&^x&high|(d-ones)&^d&high != 0 {
-			break
+	if len(b) >= 8 {
+		for i < len(b)-8 && !ctlWord(binary.LittleEndian.Uint64(b[i:i+8])) {
+			i += 8
+		}
+		if i >= len(b)-8 && !ctlWord(binary.LittleEndian.Uint64(b[len(b)-8:])) {
+			return false
 		}
 	}
 	for ; i < len(b); i++ {
@@ -164,6 +169,13 @@ func HasControl(b []byte) bool {
 		}
 	}
 	return false
+}
+
+// ctlWord reports whether a byte of x is below 0x20 or is 0x7F, as
+// notVisible (values.go) tests below 0x21 and DEL.
+func ctlWord(x uint64) bool {
+	del := x ^ (0x7f * ones)
+	return ((x-0x20*ones)|(del-ones))&^x&(0x80*ones) != 0
 }
 
 // addressHeaders are the address headers a B2BUA reads; Validate parses

@@ -340,6 +340,22 @@ func TestUnitHasCTL(t *testing.T) {
 	if HasControl([]byte("0123456789\r\n 0123456789\r\n\t0")) {
 		t.Error("folds are not control characters")
 	}
+	// A fold, a bare CR and a CRLF without white space at every offset,
+	// either side of the eight-byte rounds and of the overlapping last one.
+	for n := 3; n <= 26; n++ {
+		for pos := 0; pos+3 <= n; pos++ {
+			for _, tc := range []struct {
+				s    string
+				want bool
+			}{{"\r\n ", false}, {"\r\n\t", false}, {"\rab", true}, {"\r\nx", true}, {"a\nb", true}} {
+				b := append([]byte(nil), buf[:n]...)
+				copy(b[pos:], tc.s)
+				if got := HasControl(b); got != tc.want {
+					t.Fatalf("HasControl(%q) = %v, want %v", b, got, tc.want)
+				}
+			}
+		}
+	}
 }
 
 // Limits.MaxURILength bounds the URIs of address headers too: a Contact

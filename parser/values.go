@@ -506,10 +506,13 @@ func scanVisible(b []byte, i int, stop byte) int {
 const ones = 0x0101010101010101
 
 // notVisible sets the high bit of the lowest byte of x that is below 0x21
-// (a control character or SP), DEL, or equal to the byte stops repeats (0
-// adds nothing), and possibly of higher bytes. Borrows run only upwards
-// from a flagged byte, so the lowest flag is exact.
+// (a control character or SP), DEL, or equal to the ASCII byte stops
+// repeats (0 adds nothing), and possibly of higher bytes. Borrows run only
+// upwards from a flagged byte, so the lowest flag is exact. Below it each
+// difference keeps its high bit clear for a byte under 0x80, and the one
+// mask &^x, shared by the three tests (DEL and stops are ASCII), clears
+// the bytes from 0x80 up, which are visible.
 func notVisible(x, stops uint64) uint64 {
 	del, stop := x^(0x7f*ones), x^stops
-	return ((x-0x21*ones)&^x | (del-ones)&^del | (stop-ones)&^stop) & (0x80 * ones)
+	return ((x - 0x21*ones) | (del - ones) | (stop - ones)) &^ x & (0x80 * ones)
 }

@@ -71,15 +71,17 @@ func ParseVia(b []byte, v *Via) error {
 	i = skipLWS(b, i)
 	if i < len(b) && b[i] == ':' {
 		i = skipLWS(b, i+1)
-		ps := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
+		// 1*DIGIT up to 65535, read in the pass that finds the digits.
+		ps, p := i, 0
+		for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+			if p = p*10 + int(b[i]-'0'); p > 65535 {
+				return ErrBadVia
+			}
 		}
-		p, ok := parseUint(b[ps:i], 65535)
-		if !ok {
+		if i == ps {
 			return ErrBadVia
 		}
-		v.Port = int(p)
+		v.Port = p
 		i = skipLWS(b, i)
 	}
 	if i == len(b) {
@@ -90,6 +92,14 @@ func ParseVia(b []byte, v *Via) error {
 	}
 	v.Params = b[i+1:]
 	it := paramIter{b: v.Params}
+	// The usual first parameter, "branch=" (any case) and a token, is read
+	// here, as the walk would read it; the walk goes on after its ';'.
+	if p := v.Params; len(p) >= 8 && binary.LittleEndian.Uint64(p)&branchMask|branchFold == branchEqual {
+		if e := scanClass(p, 7, classGenValue); e > 7 && (e == len(p) || p[e] == ';') {
+			v.Branch = p[7:e]
+			it.i, it.done = e+1, e == len(p)
+		}
+	}
 	for !it.done {
 		name, value, _, err := it.next()
 		if err != nil {
@@ -147,6 +157,14 @@ func parseSentProtocol(b []byte, v *Via, pos *int) error {
 	*pos = i
 	return nil
 }
+
+// branchEqual is "branch=" read little-endian from the first eight bytes
+// (branchMask drops the eighth); branchFold lowers the letters.
+const (
+	branchEqual = 0x3d68636e617262
+	branchMask  = 0x00ffffffffffffff
+	branchFold  = 0x0000202020202020
+)
 
 // sipVersionSlash is "sip/2.0/" read little-endian; sipFold lowers the
 // letters of "SIP" (case-insensitive, RFC 3261 7.1) and changes no other byte.

@@ -48,6 +48,13 @@ func TestUnitParseVia(t *testing.T) {
 	f("SIP/2.0/UDP 10.1.1.1:4540;rport;branch=z9hG4bKkjshdyff", "UDP", "10.1.1.1", 4540, "z9hG4bKkjshdyff", "", "", true, "")
 	f("SIP/2.0/UDP 10.1.1.1:4540;received=192.0.2.1;rport=9988;branch=z9hG4bKkjshdyff", "UDP", "10.1.1.1", 4540, "z9hG4bKkjshdyff", "192.0.2.1", "", true, "9988")
 	f("SIP/2.0/UDP h;branch=z9hG4bK1;rport", "UDP", "h", 0, "z9hG4bK1", "", "", true, "")
+	// A first branch is read without the parameter walk; these take the walk.
+	f("SIP/2.0/UDP h;BrAnCh=z9hG4bK1;branch=z9hG4bK2", "UDP", "h", 0, "z9hG4bK2", "", "", false, "")
+	f("SIP/2.0/UDP h;branch=x", "UDP", "h", 0, "x", "", "", false, "")
+	f("SIP/2.0/UDP h;branch=x ;rport", "UDP", "h", 0, "x", "", "", true, "")
+	f("SIP/2.0/UDP h;branch=[::1]:5;maddr=m", "UDP", "h", 0, "[::1]:5", "", "m", false, "")
+	f(`SIP/2.0/UDP h;branch="x;y";rport`, "UDP", "h", 0, `"x;y"`, "", "", true, "")
+	f("SIP/2.0/UDP h;branchx=1;branch", "UDP", "h", 0, "", "", "", false, "")
 	// Parameter names are case-insensitive; unknown parameters are kept.
 	f("SIP/2.0/UDP host;BRANCH=z9hG4bK1;Received=1.2.3.4;RPORT=5;MAddr=m.example.com", "UDP", "host", 0, "z9hG4bK1", "1.2.3.4", "m.example.com", true, "5")
 	// Names of the same length, or one letter off, are other parameters
@@ -110,6 +117,9 @@ func TestUnitParseViaErrors(t *testing.T) {
 	f("SIP/2.0/UDP host;branch=")
 	f("SIP/2.0/UDP host;=z9hG4bK1")
 	f("SIP/2.0/UDP host;branch=a b")
+	f("SIP/2.0/UDP host;branch=a;")
+	f("SIP/2.0/UDP host;branch=a;;rport")
+	f("SIP/2.0/UDP host;branch=;rport")
 	f(`SIP/2.0/UDP host;x="unterminated`)
 	f("SIP/2.0/UDP host;branch=z9hG4bK1,SIP/2.0/UDP other") // one value holds no comma
 	f("SIP/2.0/UDP [2001:db8::1")
