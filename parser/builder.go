@@ -19,7 +19,11 @@ func AppendRequestLine(dst []byte, method string, uri []byte) []byte {
 // AppendStatusLine appends SIP/2.0 SP Status-Code SP Reason-Phrase CRLF.
 func AppendStatusLine(dst []byte, code int, reason string) []byte {
 	dst = append(dst, "SIP/2.0 "...)
-	dst = strconv.AppendInt(dst, int64(code), 10)
+	if code >= 0 {
+		dst = appendUint(dst, uint64(code))
+	} else {
+		dst = strconv.AppendInt(dst, int64(code), 10)
+	}
 	dst = append(dst, ' ')
 	dst = append(dst, reason...)
 	return append(dst, "\r\n"...)
@@ -29,7 +33,7 @@ func AppendStatusLine(dst []byte, code int, reason string) []byte {
 func AppendStartLine(dst []byte, m *Message) []byte {
 	if m.IsResponse() {
 		dst = append(dst, "SIP/2.0 "...)
-		dst = strconv.AppendInt(dst, int64(m.status), 10)
+		dst = appendUint(dst, uint64(m.status))
 		dst = append(dst, ' ')
 		dst = append(dst, m.ReasonPhrase()...)
 		return append(dst, "\r\n"...)
@@ -60,8 +64,21 @@ func AppendHeaderString(dst []byte, name, value string) []byte {
 func AppendHeaderUint(dst []byte, name string, v uint64) []byte {
 	dst = append(dst, name...)
 	dst = append(dst, ": "...)
-	dst = strconv.AppendUint(dst, v, 10)
+	dst = appendUint(dst, v)
 	return append(dst, "\r\n"...)
+}
+
+// appendUint is strconv.AppendUint in base 10 with the numbers a message
+// is full of, a one-digit Content-Length and a status code, written
+// directly.
+func appendUint(dst []byte, v uint64) []byte {
+	switch {
+	case v < 10:
+		return append(dst, byte('0'+v))
+	case v >= 100 && v < 1000:
+		return append(dst, byte('0'+v/100), byte('0'+v/10%10), byte('0'+v%10))
+	}
+	return strconv.AppendUint(dst, v, 10)
 }
 
 // appendField writes one parsed header value: known kinds under their

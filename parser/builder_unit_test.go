@@ -1,6 +1,7 @@
 package parser
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -286,5 +287,13 @@ func TestUnitBuildLines(t *testing.T) {
 	}
 	if string(m.Body()) != "v=0\r\n" || m.ContentLength() != 5 || string(m.ContentType()) != "application/sdp" {
 		t.Errorf("built request: body %q CL %d type %q", m.Body(), m.ContentLength(), m.ContentType())
+	}
+}
+
+func TestUnitAppendUint(t *testing.T) {
+	for _, v := range []uint64{0, 1, 9, 10, 42, 99, 100, 180, 487, 999, 1000, 65535, 1<<64 - 1} {
+		if got, want := string(appendUint([]byte("x"), v)), "x"+strconv.FormatUint(v, 10); got != want {
+			t.Errorf("appendUint(%d) = %q, want %q", v, got, want)
+		}
 	}
 }
