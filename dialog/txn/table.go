@@ -1,6 +1,7 @@
 package txn
 
 import (
+	"encoding/binary"
 	"hash/maphash"
 	"strconv"
 	"time"
@@ -132,7 +133,7 @@ func (t *Table) terminate(i int32) {
 // collision never confuses two transactions. Keys start with a byte naming
 // the matching rule:
 //
-//	'S' method 0 lower(branch) 0 lower(sent-by host) ':' port
+//	'S' method 0 lower(branch) 0 lower(sent-by host) ':' port (2 bytes)
 //	                                                      server, RFC 3261 17.2.3
 //	'L' method 0 Call-ID 0 CSeq number 0 From tag 0 top Via 0 Request-URI
 //	                                                      server, RFC 2543 (17.2.3 legacy)
@@ -154,22 +155,45 @@ func (t *Table) serverKey(method []byte, via *parser.Via) {
 	k = appendLower(k, via.Branch)
 	k = append(k, 0)
 	k = appendLower(k, via.Host)
-	k = append(k, ':')
-	t.key = strconv.AppendUint(k, uint64(via.Port), 10)
+	// The port in binary: the key is only compared, and it ends the key,
+	// so a fixed width needs no delimiter.
+	t.key = append(k, ':', byte(via.Port>>8), byte(via.Port))
 }
 
 // appendLower appends b in ASCII lower case: the branch is a token and the
 // host a host name, both compared without case (RFC 3261 7.3.1, 19.1.4).
+// Eight bytes a round, the last round on the last eight (lowering twice
+// changes nothing); a short b byte by byte.
 func appendLower(dst, b []byte) []byte {
 	n := len(dst)
 	dst = append(dst, b...) // one copy, then a pass without appends
 	low := dst[n:]
-	for i, c := range low {
-		if 'A' <= c && c <= 'Z' {
-			low[i] = c + 'a' - 'A'
+	if len(low) < 8 {
+		for i, c := range low {
+			if 'A' <= c && c <= 'Z' {
+				low[i] = c + 'a' - 'A'
+			}
 		}
+		return dst
 	}
+	for i := 0; i < len(low)-8; i += 8 {
+		binary.LittleEndian.PutUint64(low[i:], lowerWord(binary.LittleEndian.Uint64(low[i:])))
+	}
+	tail := low[len(low)-8:]
+	binary.LittleEndian.PutUint64(tail, lowerWord(binary.LittleEndian.Uint64(tail)))
 	return dst
+}
+
+// lowerWord lowers the ASCII capitals among the eight bytes of x. The sums
+// are on each byte's low seven bits, so none carries into the next byte; a
+// byte with its high bit set is not ASCII and is left alone.
+func lowerWord(x uint64) uint64 {
+	const ones = 0x0101010101010101
+	low7 := x & (0x7f * ones)
+	atLeastA := low7 + (0x80-'A')*ones // high bit set where the byte is >= 'A'
+	pastZ := low7 + (0x80-'Z'-1)*ones  // high bit set where the byte is > 'Z'
+	upper := atLeastA &^ pastZ &^ x & (0x80 * ones)
+	return x | upper>>2 // 0x80>>2 is 'a'-'A'
 }
 
 // legacyKey builds the RFC 2543 key (RFC 3261 17.2.3, last paragraphs) into

@@ -208,3 +208,29 @@ func TestInputErrors(t *testing.T) {
 		t.Errorf("MatchCancel without Via = %v", got)
 	}
 }
+
+// TestAppendLower checks the word-at-a-time lowering against a byte loop:
+// every byte value at every position of every length up to 23.
+func TestAppendLower(t *testing.T) {
+	want := func(b []byte) []byte {
+		out := []byte("k")
+		for _, c := range b {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			out = append(out, c)
+		}
+		return out
+	}
+	for n := 0; n <= 23; n++ {
+		for pos := 0; pos < n; pos++ {
+			for c := 0; c < 256; c++ {
+				b := []byte("z9hG4bK-Ab.Zz@[@`{~\x80\xc1\xdaQ"[:n])
+				b[pos] = byte(c)
+				if got := appendLower([]byte("k"), b); string(got) != string(want(b)) {
+					t.Fatalf("appendLower(%q) = %q, want %q", b, got, want(b))
+				}
+			}
+		}
+	}
+}
