@@ -148,7 +148,7 @@ func AppendResponse(dst []byte, req *Message, code int, reason string, toTag []b
 	to := req.Get(HeaderTo)
 	dst = append(dst, "To: "...)
 	dst = append(dst, to...)
-	if len(toTag) > 0 && !hasTag(to) {
+	if len(toTag) > 0 && !hasTag(req) {
 		dst = append(dst, ";tag="...)
 		dst = append(dst, toTag...)
 	}
@@ -161,10 +161,12 @@ func AppendResponse(dst []byte, req *Message, code int, reason string, toTag []b
 	return dst
 }
 
-// hasTag reports whether an address header value carries a tag parameter.
-func hasTag(b []byte) bool {
+// hasTag reports whether req's To carries a tag parameter. It reads To
+// through the message, which parses it once: Validate did already, and a
+// request answered several times (100, 180, 200) is not parsed again.
+func hasTag(req *Message) bool {
 	var a Address
-	return ParseAddress(b, &a) == nil && a.Tag != nil
+	return req.To(&a) == nil && a.Tag != nil
 }
 
 // AppendVia appends a Via header from a received Via value with RFC 3581
