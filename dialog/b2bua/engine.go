@@ -163,6 +163,7 @@ type Engine struct {
 	byTxn                                 map[txn.Handle]txnRole // transactions the engine is waiting on
 	probes                                map[txn.Handle]*probe  // gateway probes in flight
 
+	acts    []txn.Action      // runActions' copy of the table's actions
 	req     txn.Built         // the request being built: where appendRequestHead wrote what
 	areq    parser.Message    // scratch for requests the engine re-reads to answer them
 	scratch leg               // a dialog the engine ends without keeping (a forked 2xx)
@@ -306,10 +307,11 @@ func (e *Engine) publish() {
 func (e *Engine) runActions(m *parser.Message) {
 	defer e.publish()
 	// Handling an action may call into the table again, which replaces
-	// its action list: walk a copy of the current one.
-	acts := e.txns.Actions()
-	var buf [8]txn.Action
-	list := append(buf[:0], acts...)
+	// its action list: walk a copy of the current one, in e.acts, which
+	// is taken while in use so that a nested call (a Send that delivers
+	// at once) copies into storage of its own.
+	list := append(e.acts[:0], e.txns.Actions()...)
+	e.acts = nil
 	for i := range list {
 		a := &list[i]
 		switch a.Kind {
@@ -335,6 +337,7 @@ func (e *Engine) runActions(m *parser.Message) {
 			delete(e.byTxn, a.Txn)
 		}
 	}
+	e.acts = list[:0]
 }
 
 // after runs the actions of a table call the engine made itself.
