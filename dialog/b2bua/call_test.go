@@ -278,3 +278,24 @@ func TestOrphanReaped(t *testing.T) {
 		t.Fatalf("caller got:\n%s", got)
 	}
 }
+
+// TestRandomToken checks that tokens of every length up to two and a half
+// draws are appended whole, of token characters (RFC 3261 25.1), and vary.
+func TestRandomToken(t *testing.T) {
+	const chars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-."
+	for n := 0; n <= 25; n++ {
+		a := randomToken([]byte("x"), n)
+		b := randomToken(nil, n)
+		if len(a) != 1+n || a[0] != 'x' || len(b) != n {
+			t.Fatalf("randomToken(_, %d): lengths %d and %d", n, len(a), len(b))
+		}
+		for _, c := range a[1:] {
+			if strings.IndexByte(chars, c) < 0 {
+				t.Fatalf("randomToken(_, %d) = %q: %q is not a token character", n, a, c)
+			}
+		}
+		if n >= 8 && string(a[1:]) == string(b) {
+			t.Fatalf("randomToken(_, %d) gave %q twice", n, b)
+		}
+	}
+}

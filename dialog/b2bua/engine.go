@@ -470,14 +470,18 @@ func randomToken(dst []byte, n int) []byte {
 	start := len(dst)
 	dst = slices.Grow(dst, n)[:start+n]
 	b := dst[start:] // written by index: an append per character costs more than the draw
-	for len(b) > 0 {
+	for ; len(b) >= 10; b = b[10:] {
+		// A whole draw, unrolled: tags are one, branches one and a part.
 		r := rand.Uint64()
-		k := min(len(b), 10)
-		for i := range b[:k] {
+		b[0], b[1], b[2], b[3], b[4] = chars[r&63], chars[r>>6&63], chars[r>>12&63], chars[r>>18&63], chars[r>>24&63]
+		b[5], b[6], b[7], b[8], b[9] = chars[r>>30&63], chars[r>>36&63], chars[r>>42&63], chars[r>>48&63], chars[r>>54&63]
+	}
+	if len(b) > 0 {
+		r := rand.Uint64()
+		for i := range b {
 			b[i] = chars[r&63]
 			r >>= 6
 		}
-		b = b[k:]
 	}
 	return dst
 }
