@@ -520,3 +520,39 @@ func TestLCRTechPrefixNotInTo(t *testing.T) {
 			"1010288+"+number, "+"+number)
 	})
 }
+
+// TestLCRNextHopNeverBanned: a carrier the API routes to by next_hop alone
+// (no gateway group) is exempt from the flood guard once a call went
+// there, as gateways are (issue 7: never ban carriers). At 10 messages/s,
+// its 20 OPTIONS in a burst between two calls are all answered, and its
+// second call's answer gets through.
+func TestLCRNextHopNeverBanned(t *testing.T) {
+	api := newLCRAPI(t, 200, `{"routes":[]}`)
+	r := newLCR(t, lcrOpts{lcr: fmt.Sprintf("lcr: { api_url: %q, timeout_ms: 1000 }", api.url()),
+		extra: "ratelimit: { flood: { messages_per_sec: 10, ban_secs: 60 } }"})
+	h := newUDPPeer(t, "hop", "127.0.0.7", r.sip)
+	h.forbid(callerSecrets...)
+	api.mu.Lock()
+	api.body = fmt.Sprintf(`{"routes":[{"carrier_id":"hop","next_hop":"sip:%s","rate":0.001}]}`, h.addr())
+	api.mu.Unlock()
+
+	for call := range 2 {
+		c := r.call(dialed, "")
+		inv := c.invite(h, "")
+		for i := range 20 {
+			h.send(withBody("OPTIONS sip:"+r.sip.String()+" SIP/2.0\r\n"+
+				fmt.Sprintf("Via: SIP/2.0/UDP %s;branch=z9hG4bKhop%d-%d;rport\r\n", h.addr(), call, i)+
+				"Max-Forwards: 70\r\n"+
+				fmt.Sprintf("From: <sip:gw@%s>;tag=h%d\r\n", h.addr(), i)+
+				"To: <sip:"+r.sip.String()+">\r\n"+
+				fmt.Sprintf("Call-ID: hop-%d-%d@127.0.0.7\r\n", call, i)+
+				fmt.Sprintf("CSeq: %d OPTIONS\r\n", i+1), ""))
+			h.expect("SIP/2.0 200 OK", waitMsg)
+		}
+		c.answer(h, inv)
+		c.bye(h)
+	}
+	if bans := r.metricWith("sipedge_flood_bans_total", ""); bans != 0 {
+		t.Errorf("sipedge_flood_bans_total %v, want 0", bans)
+	}
+}

@@ -119,7 +119,11 @@ func (a *shardApp) resolve(r *route.Route, key uint64) (b2bua.Target, string) {
 			a.s.log.Warn("route names an unknown gateway_group", "carrier", r.CarrierID, "gateway_group", r.GatewayGroup)
 		}
 		if r.NextHop != "" || r.RURI != "" {
-			return nextHop(r)
+			t, reason := nextHop(r)
+			if reason == "" {
+				a.s.hops.add(t.Peer.Addr.Addr(), a.s.log)
+			}
+			return t, reason
 		}
 		return b2bua.Target{}, route.ReasonUnknownGroup
 	case health.Unresolvable:

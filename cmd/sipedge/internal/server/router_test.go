@@ -1,6 +1,7 @@
 package server
 
 import (
+	"log/slog"
 	"net/netip"
 	"testing"
 
@@ -65,7 +66,8 @@ func TestFloodExemptions(t *testing.T) {
 			{CarrierID: "ruri", RURI: "sip:1@203.0.113.10"},
 		}}}},
 	}
-	exempt := exemptFrom(cfg, reg)
+	var dialled dialledHops
+	exempt := exemptFrom(cfg, reg, dialled.has)
 	check := func(a string, want bool) {
 		t.Helper()
 		if got := exempt(netip.MustParseAddr(a)); got != want {
@@ -82,4 +84,22 @@ func TestFloodExemptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("192.0.2.50", true) // a gateway added at run time
+	check("203.0.113.20", false)
+	dialled.add(netip.MustParseAddr("::ffff:203.0.113.20"), slog.Default())
+	check("203.0.113.20", true) // an API route's next hop, once dialled
+}
+
+// The API's next hops are bounded: past maxDialledHops the flood guard
+// applies to new ones, with one warning.
+func TestDialledHopsBounded(t *testing.T) {
+	var h dialledHops
+	for i := range maxDialledHops + 5 {
+		h.add(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), slog.New(slog.DiscardHandler))
+	}
+	if n := len(*h.set.Load()); n != maxDialledHops {
+		t.Errorf("%d hops kept, want %d", n, maxDialledHops)
+	}
+	if !h.has(netip.AddrFrom4([4]byte{10, 0, 0, 1})) || h.has(netip.AddrFrom4([4]byte{10, 0, 39, 16})) {
+		t.Errorf("the first hop should be kept and the %dth not", maxDialledHops+1)
+	}
 }

@@ -51,6 +51,7 @@ type Server struct {
 	adminDone  chan struct{}
 	trunkMu    sync.Mutex
 	trunkCount map[string]*atomic.Int64 // trunk name -> its live calls, shared by the shards
+	hops       dialledHops              // next hops of routes without a known group, once dialled
 }
 
 // New builds a server from a validated configuration; Start runs it.
@@ -100,7 +101,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	}
 	// Flood protection for sources that are neither trunks nor carriers.
 	sc.Flood = shard.FloodConfig{PerSecond: cfg.RateLimit.Flood.MessagesPerSec,
-		Ban: cfg.RateLimit.Flood.Ban, Exempt: exemptFrom(cfg, s.health)}
+		Ban: cfg.RateLimit.Flood.Ban, Exempt: exemptFrom(cfg, s.health, s.hops.has)}
 	var appErr error // shard.New builds the shards one after another, here
 	s.rt, err = shard.New(sc, func(sh *shard.Shard) shard.Handler {
 		h, err := s.newShardApp(sh)
@@ -209,8 +210,9 @@ func (s *Server) b2buaConfig(shardIdx int) b2bua.Config {
 // exemptFrom returns the addresses never banned for flooding (issue 7):
 // the trunks' sources, the carriers' gateways as the health registry
 // resolves them now (YAML groups, names resolved, groups added at run
-// time), and the static routes' next hops and Request-URI hosts.
-func exemptFrom(cfg *config.Config, gateways *health.Registry) func(netip.Addr) bool {
+// time), the static routes' next hops and Request-URI hosts, and those of
+// the API's routes once a call went there (dialled).
+func exemptFrom(cfg *config.Config, gateways *health.Registry, dialled func(netip.Addr) bool) func(netip.Addr) bool {
 	hops := make(map[netip.Addr]bool)
 	for _, p := range cfg.LCR.StaticRoutes {
 		for _, r := range p.Routes {
@@ -226,7 +228,7 @@ func exemptFrom(cfg *config.Config, gateways *health.Registry) func(netip.Addr) 
 		sources = append(sources, t.Sources...)
 	}
 	return func(a netip.Addr) bool {
-		if gateways.Known(a) || hops[a] {
+		if gateways.Known(a) || hops[a] || dialled(a) {
 			return true
 		}
 		for _, s := range sources {
