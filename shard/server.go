@@ -31,6 +31,11 @@ type Handler struct {
 	Timer func(sh *Shard, p timer.Payload)
 	// Tick runs after each timer advance, about every Config.Tick (optional).
 	Tick func(sh *Shard, now time.Duration)
+	// SendFailed reports that messages to peer were dropped because no
+	// connection to it could be opened (optional): the dial failed or
+	// never completed. It runs on the shard's loop, outside any other
+	// handler call.
+	SendFailed func(sh *Shard, peer Peer)
 }
 
 // Server is the sharded SIP runtime: a gnet engine with one shard per event

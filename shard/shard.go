@@ -75,8 +75,11 @@ type Shard struct {
 	wheel   *timer.Wheel
 	inbox   []*ring // inbox[i] is written by shard i
 	woken   atomic.Bool
-	pending atomic.Int64 // timers pending on the wheel, published for OnTick
-	idle    int          // ticks skipped since the last run (OnTick's goroutine only)
+	// dialFailed is set by a dialling goroutine whose dial failed, so that
+	// the loop drops the dial and reports it at once, not at the sweep.
+	dialFailed atomic.Bool
+	pending    atomic.Int64 // timers pending on the wheel, published for OnTick
+	idle       int          // ticks skipped since the last run (OnTick's goroutine only)
 
 	msg       parser.Message // the message being parsed on this loop
 	out       []byte         // scratch for stateless replies
@@ -173,6 +176,9 @@ func (sh *Shard) run() {
 	sh.pending.Store(int64(sh.wheel.Len()))
 	if sh.handler.Tick != nil {
 		sh.handler.Tick(sh, now)
+	}
+	if sh.dialFailed.Swap(false) {
+		sh.dropFailedDials()
 	}
 	sh.sweepTCP(now)
 }

@@ -235,15 +235,43 @@ func (sh *Shard) dial(peer Peer) *tcpConn {
 	ch, err := sh.loop.Register(ctx, net.TCPAddrFromAddrPort(peer.Addr))
 	if err != nil {
 		tc.failed.Store(true)
+		sh.dialFailed.Store(true)
+		sh.wake()
 		return tc
 	}
 	go func() {
 		if res := <-ch; res.Err != nil {
 			tc.failed.Store(true)
+			sh.dialFailed.Store(true)
 			sh.wake()
 		}
 	}()
 	return tc
+}
+
+// dropFailedDials drops the dials that failed, as the sweep would, at once.
+func (sh *Shard) dropFailedDials() {
+	for id, tc := range sh.conns {
+		if tc.c == nil && tc.failed.Load() {
+			sh.dropDial(id, tc)
+		}
+	}
+}
+
+// dropDial forgets an outbound connection that never opened and reports
+// the messages it had queued as lost (Handler.SendFailed), so that their
+// transactions fail now rather than when their timers run out.
+func (sh *Shard) dropDial(id ConnID, tc *tcpConn) {
+	lost := len(tc.pending)
+	sh.m.sendErrors.Add(lost)
+	tc.pending = nil
+	delete(sh.conns, id)
+	if sh.dials[tc.peer.Addr] == tc {
+		delete(sh.dials, tc.peer.Addr)
+	}
+	if lost > 0 && sh.handler.SendFailed != nil {
+		sh.handler.SendFailed(sh, Peer{Addr: tc.peer.Addr, Transport: TCP, Listener: tc.peer.Listener})
+	}
 }
 
 // sweepTCP enforces the connection timeouts about once a second and drops
@@ -258,12 +286,7 @@ func (sh *Shard) sweepTCP(now time.Duration) {
 	for id, tc := range sh.conns {
 		if tc.c == nil {
 			if tc.failed.Load() || now-tc.opened > cfg.FirstDataTimeout {
-				sh.m.sendErrors.Add(len(tc.pending))
-				tc.pending = nil
-				delete(sh.conns, id)
-				if sh.dials[tc.peer.Addr] == tc {
-					delete(sh.dials, tc.peer.Addr)
-				}
+				sh.dropDial(id, tc)
 			}
 			continue
 		}

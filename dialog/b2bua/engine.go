@@ -258,6 +258,18 @@ func (e *Engine) Receive(m *parser.Message, from txn.Peer, now time.Duration) {
 }
 
 // Timer handles a timer the engine started.
+// PeerFailed tells the engine that nothing can be sent to peer: the
+// transport could not open a connection to it, and what was queued for it
+// is lost. The client transactions to it fail at once (RFC 3261 17.1.4)
+// rather than when their timers run out: a carrier's INVITE fails over to
+// the next carrier as a 503 would (RFC 3261 8.1.3.1).
+func (e *Engine) PeerFailed(peer txn.Peer, now time.Duration) {
+	e.now = now
+	if e.txns.PeerFailed(peer, now) > 0 {
+		e.runActions(nil)
+	}
+}
+
 func (e *Engine) Timer(kind uint8, arg uint64, now time.Duration) {
 	e.now = now
 	switch kind {
@@ -332,7 +344,7 @@ func (e *Engine) runActions(m *parser.Message) {
 				e.finishProbe(a.Txn, p, 0, 0, ErrProbeTransport)
 				continue
 			}
-			e.onTxnFailure(a.Txn)
+			e.onTxnFailure(a.Txn, a.Kind == txn.ActTransportError)
 		case txn.ActTerminated:
 			delete(e.byTxn, a.Txn)
 		}

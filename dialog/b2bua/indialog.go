@@ -236,7 +236,7 @@ func (e *Engine) onRelayResponse(c *Call, role txnRole, m *parser.Message) {
 
 // onTxnFailure handles a client transaction that timed out or could not be
 // sent.
-func (e *Engine) onTxnFailure(h txn.Handle) {
+func (e *Engine) onTxnFailure(h txn.Handle, transport bool) {
 	c, role := e.roleOf(h)
 	if c == nil {
 		return
@@ -251,9 +251,16 @@ func (e *Engine) onTxnFailure(h txn.Handle) {
 			e.end(c, hangupCaller)
 			return
 		}
+		if transport {
+			// The INVITE could not reach the carrier: a 503 (RFC 3261
+			// 8.1.3.1), which fails over at once.
+			e.report(c, OutcomeTransport, 0)
+			e.carryOut(c, c.seq.Final(e.now, 503, "Service Unavailable"))
+			return
+		}
 		e.report(c, OutcomeNoResponse, 0)
-		// No final response from the carrier (RFC 3261 17.1.1.2 Timer B)
-		// or the transport failed: a failure of this carrier like a 408.
+		// No final response from the carrier (RFC 3261 17.1.1.2 Timer B):
+		// a failure of this carrier like a 408.
 		e.carryOut(c, c.seq.Final(e.now, 408, "Request Timeout"))
 	case roleRelayOut:
 		// A leg that stops answering in-dialog requests is an orphan:

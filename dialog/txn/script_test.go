@@ -31,6 +31,7 @@ import (
 //	cancel NAME [full]
 //	terminate NAME
 //	transport-error NAME
+//	peer-failed TP      Table.PeerFailed for the peer send-request sends to
 //	advance D           fire due timers in deadline order, at their deadlines
 //	fire NAME TIMER     deliver a timer argument as if it fired now (stale fires)
 //
@@ -243,6 +244,9 @@ func (d *driver) run(line string) []string {
 		d.check(d.tab.Terminate(d.handle(pos[0]), d.now))
 	case "transport-error":
 		d.check(d.tab.TransportError(d.handle(pos[0]), d.now))
+	case "peer-failed":
+		d.printf("told %d", d.tab.PeerFailed(Peer{Addr: netip.MustParseAddrPort("203.0.113.5:5060"), Transport: transport(pos[0])}, d.now))
+		d.actions()
 	case "advance":
 		dur, err := time.ParseDuration(pos[0])
 		if err != nil {

@@ -432,6 +432,25 @@ func (t *Table) TransportError(h Handle, now time.Duration) error {
 	return t.step(i, &event{in: inTransportError})
 }
 
+// PeerFailed reports that nothing can be sent to peer: a connection to it
+// could not be opened, so the requests queued for it are lost. Every
+// client transaction to peer's address and transport sees a transport
+// error (RFC 3261 17.1.4), as one whose ActSend failed would, and the TU
+// hears of those in the states that send. It returns how many were told.
+func (t *Table) PeerFailed(peer Peer, now time.Duration) int {
+	t.begin(now)
+	n := 0
+	for i := range t.txns {
+		x := &t.txns[i]
+		if x.state == StateTerminated || !x.kind.client() || x.peer.Addr != peer.Addr || x.peer.Transport != peer.Transport {
+			continue
+		}
+		t.step(int32(i), &event{in: inTransportError})
+		n++
+	}
+	return n
+}
+
 // Terminate ends transaction h at once, stopping its timers, whatever its
 // state: for a TU that gives up on a transaction the RFC would keep (a
 // client INVITE in Proceeding never answered and never cancelled, or

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -555,4 +556,27 @@ func TestLCRNextHopNeverBanned(t *testing.T) {
 	if bans := r.metricWith("sipedge_flood_bans_total", ""); bans != 0 {
 		t.Errorf("sipedge_flood_bans_total %v, want 0", bans)
 	}
+}
+
+// TestLCRTransportErrorFailsOverAtOnce: a carrier whose TCP connection is
+// refused fails at once, as a 503 (RFC 3261 8.1.3.1, 17.1.4), and the next
+// carrier is dialled then, not when the first one's timeout_secs (10 s)
+// runs out.
+func TestLCRTransportErrorFailsOverAtOnce(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().(*net.TCPAddr).Port
+	l.Close() // nothing listens there: the dial is refused
+	dead := fmt.Sprintf(`{ carrier_id: dead, next_hop: "sip:127.0.0.1:%d;transport=tcp", rate: 0.001, timeout_secs: 10 }`, closed)
+	r := newLCR(t, lcrOpts{lcr: staticLCR(dead, yRouteB)})
+	c := r.call(dialed, "")
+	inv := c.invite(r.b, dialed) // within waitMsg (3 s)
+	t.Logf("carrier-b dialled %v after the caller's INVITE", time.Since(c.sentAt).Round(time.Millisecond))
+	c.answer(r.b, inv)
+	c.bye(r.b)
+	rec := r.cdrOf(c.u.callID)
+	checkCDR(t, rec, 200, "caller")
+	checkAttempts(t, rec, wantAttempt{"dead", 503, true, ""})
 }

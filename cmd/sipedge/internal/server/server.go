@@ -335,6 +335,9 @@ func (s *Server) newShardApp(sh *shard.Shard) (shard.Handler, error) {
 			eng.Receive(m, txnPeer(from), sh.Now())
 		},
 		Timer: func(sh *shard.Shard, p timer.Payload) { eng.Timer(p.Kind, p.Arg, sh.Now()) },
+		SendFailed: func(sh *shard.Shard, to shard.Peer) {
+			eng.PeerFailed(txnPeer(to), sh.Now())
+		},
 	}, nil
 }
 
