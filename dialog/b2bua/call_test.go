@@ -299,3 +299,30 @@ func TestRandomToken(t *testing.T) {
 		}
 	}
 }
+
+// An INVITE must carry exactly one SIP or SIPS URI in Contact (RFC 3261
+// 8.1.1.8): it is where the A-leg's in-dialog requests go. Without one,
+// sipedge answers 400 and dials nobody, where it used to connect the call
+// and then send the caller a BYE with an empty Request-URI.
+func TestInviteWithoutUsableContact(t *testing.T) {
+	const contact = "Contact: <sip:alice@caller.example.org:5061>\r\n"
+	for name, repl := range map[string]string{
+		"none":   "",
+		"star":   "Contact: *\r\n",
+		"two":    contact + "Contact: <sip:alice@192.0.2.10:5061>\r\n",
+		"tel":    "Contact: <tel:+15551234>\r\n",
+		"one ok": contact,
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := newRig(t, nil)
+			r.recv(caller, strings.Replace(callerInvite("1", "a-call-1", "15551234"), contact, repl, 1))
+			if name == "one ok" {
+				r.expect(caller, "SIP/2.0 100 Trying")
+				r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")
+				return
+			}
+			r.expect(caller, "SIP/2.0 100 Trying", "SIP/2.0 400 Missing Contact")
+			r.expect(carrier)
+		})
+	}
+}

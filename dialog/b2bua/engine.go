@@ -257,7 +257,6 @@ func (e *Engine) Receive(m *parser.Message, from txn.Peer, now time.Duration) {
 	e.runActions(m)
 }
 
-// Timer handles a timer the engine started.
 // PeerFailed tells the engine that nothing can be sent to peer: the
 // transport could not open a connection to it, and what was queued for it
 // is lost. The client transactions to it fail at once (RFC 3261 17.1.4)
@@ -270,6 +269,7 @@ func (e *Engine) PeerFailed(peer txn.Peer, now time.Duration) {
 	}
 }
 
+// Timer handles a timer the engine started.
 func (e *Engine) Timer(kind uint8, arg uint64, now time.Duration) {
 	e.now = now
 	switch kind {

@@ -117,9 +117,17 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 		return
 	}
 	var ruri parser.URI
-	var from, to parser.Address
+	var from, to, contact parser.Address
 	if parser.ParseURI(m.RequestURI(), &ruri) != nil || m.From(&from) != nil || m.To(&to) != nil {
 		e.respond(a.Txn, m, 400, "Bad Request", nil)
+		return
+	}
+	// The caller's Contact is where the A-leg's in-dialog requests go: an
+	// INVITE must carry exactly one SIP URI there (RFC 3261 8.1.1.8).
+	var target parser.URI
+	if m.Count(parser.HeaderContact) != 1 || m.Contact(0, &contact) != nil || contact.Star ||
+		contact.ParseURI(&target) != nil || target.Scheme != parser.SchemeSIP && target.Scheme != parser.SchemeSIPS {
+		e.respond(a.Txn, m, 400, "Missing Contact", nil)
 		return
 	}
 	if len(ruri.User) == 0 {
@@ -166,10 +174,7 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	}
 	A.localURI = appendNameAddr(A.localURI, &to)
 	A.localTag = randomToken(A.localTag, 10)
-	var contact parser.Address
-	if m.Contact(0, &contact) == nil {
-		A.target = append(A.target, contact.URI...)
-	}
+	A.target = append(A.target, contact.URI...)
 	A.routes = appendRouteSet(A.routes, m, false)
 	A.peer = e.replyTo(m, a.Peer)
 	c.srcPort = a.Peer.Addr.Port()

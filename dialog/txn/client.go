@@ -272,7 +272,9 @@ func (r *request) appendRoute(dst []byte) []byte {
 
 // request fills r from where SendBuilt was told the parts lie or, for a
 // request sent with SendRequest (or after the final response), by parsing
-// the stored request again. It parsed once already, so an error is a bug.
+// the stored request again. A request sent with SendRequest parsed once
+// already; one sent with SendBuilt is re-read only by AppendCancel after
+// its final response, which the engine never calls: an error is a bug.
 func (t *Table) request(i int32, r *request) {
 	x := &t.txns[i]
 	if x.invite != 0 {
