@@ -84,6 +84,12 @@ func (e *Engine) respondRetry(h txn.Handle, req *parser.Message, retry time.Dura
 	}
 }
 
+// sipScheme reports whether uri is a sip: or sips: URI (Validate parsed it
+// whole already).
+func sipScheme(uri []byte) bool {
+	return len(uri) > 4 && equalFold(uri[:4], "sip:") || len(uri) > 5 && equalFold(uri[:5], "sips:")
+}
+
 // newCall takes an initial INVITE from a trunk (RFC 3261 13.3) and starts
 // its B-leg.
 func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
@@ -124,9 +130,7 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	}
 	// The caller's Contact is where the A-leg's in-dialog requests go: an
 	// INVITE must carry exactly one SIP URI there (RFC 3261 8.1.1.8).
-	var target parser.URI
-	if m.Count(parser.HeaderContact) != 1 || m.Contact(0, &contact) != nil || contact.Star ||
-		contact.ParseURI(&target) != nil || target.Scheme != parser.SchemeSIP && target.Scheme != parser.SchemeSIPS {
+	if m.Count(parser.HeaderContact) != 1 || m.Contact(0, &contact) != nil || contact.Star || !sipScheme(contact.URI) {
 		e.respond(a.Txn, m, 400, "Missing Contact", nil)
 		return
 	}
