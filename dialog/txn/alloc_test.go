@@ -14,6 +14,7 @@ func TestTransactionAllocs(t *testing.T) {
 		{"non-INVITE server", (*seq).nonInviteServer},
 		{"INVITE server 100/200/ACK", (*seq).inviteServer},
 		{"non-INVITE client", (*seq).nonInviteClient},
+		{"INVITE client built, 486/ACK", (*seq).inviteClientBuilt},
 	} {
 		s := newSeq(t)
 		tc.run(s) // warm up: slab, buffers, timer slice

@@ -49,6 +49,22 @@ var (
 		"Call-ID: 3848276298220188511@b2bua.example.org\r\n" +
 		"CSeq: 1 OPTIONS\r\n" +
 		"Content-Length: 0\r\n\r\n")
+	// An INVITE the TU built, and the carrier's 486 to it.
+	benchUACInvite = []byte("INVITE sip:carol@chicago.example.com SIP/2.0\r\n" +
+		"Via: SIP/2.0/UDP 198.51.100.1:5060;branch=z9hG4bKb2b1i\r\n" +
+		"Max-Forwards: 70\r\n" +
+		"From: <sip:b2bua@example.org>;tag=88sja8y\r\n" +
+		"To: <sip:carol@chicago.example.com>\r\n" +
+		"Call-ID: 3848276298220188512@b2bua.example.org\r\n" +
+		"CSeq: 1 INVITE\r\n" +
+		"Content-Length: 0\r\n\r\n")
+	benchUACBusy = []byte("SIP/2.0 486 Busy Here\r\n" +
+		"Via: SIP/2.0/UDP 198.51.100.1:5060;branch=z9hG4bKb2b1i;received=198.51.100.1\r\n" +
+		"To: <sip:carol@chicago.example.com>;tag=8321234357\r\n" +
+		"From: <sip:b2bua@example.org>;tag=88sja8y\r\n" +
+		"Call-ID: 3848276298220188512@b2bua.example.org\r\n" +
+		"CSeq: 1 INVITE\r\n" +
+		"Content-Length: 0\r\n\r\n")
 	benchUACResponse = []byte("SIP/2.0 200 OK\r\n" +
 		"Via: SIP/2.0/UDP 198.51.100.1:5060;branch=z9hG4bKb2b1a;received=198.51.100.1\r\n" +
 		"To: <sip:carol@chicago.example.com>;tag=8321234356\r\n" +
@@ -70,6 +86,7 @@ type seq struct {
 	resp  []byte
 	now   time.Duration
 	sent  int // ActSend seen, so the work is not optimised away
+	built *Built
 }
 
 func newSeq(tb testing.TB) *seq {
@@ -151,6 +168,21 @@ func (s *seq) nonInviteClient() {
 		s.tb.Fatalf("response went to %v, want %v", got, h)
 	}
 	s.fire(DefaultT4) // K
+	s.expect(nil, 1, ActTerminated)
+}
+
+// inviteClientBuilt: an INVITE sent with SendBuilt, a 486 in (ACKed from
+// the spans kept for it), Timer D fires, Terminated (RFC 3261 17.1.1).
+func (s *seq) inviteClientBuilt() {
+	if s.built == nil {
+		s.built = describe(benchUACInvite, "INVITE")
+	}
+	h, err := s.tab.SendBuilt(s.built, benchPeer, s.now)
+	s.expect(err, 1, ActSend)
+	if got := s.expect(s.tab.ReceiveResponse(s.parse(benchUACBusy), s.now), 2, ActResponse); got != h {
+		s.tb.Fatalf("response went to %v, want %v", got, h)
+	}
+	s.fire(64 * DefaultT1) // D
 	s.expect(nil, 1, ActTerminated)
 }
 
