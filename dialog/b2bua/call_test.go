@@ -326,3 +326,21 @@ func TestInviteWithoutUsableContact(t *testing.T) {
 		})
 	}
 }
+
+// A carrier 2xx whose Contact is not a SIP URI (here "*") leaves the B-leg's
+// remote target at the Request-URI it was dialled with: the BYE still has
+// one (RFC 3261 12.1.2 wants a SIP URI there; an empty one is no request).
+func TestCarrierContactNotSIPKeepsTarget(t *testing.T) {
+	r := newRig(t, nil)
+	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
+	r.expect(caller, "SIP/2.0 100 Trying")
+	binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	ok := strings.Replace(carrierResponse(binv, 200, "OK", sdp), "Contact: <sip:gw@carrier.example.net:5070>", "Contact: *", 1)
+	r.recv(carrier, ok)
+	aTag := tagOf(t, r.expect(caller, "SIP/2.0 200 OK")[0], parser.HeaderTo)
+	r.recv(caller, ackFromCaller(aTag))
+	r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.recv(caller, inDialogFromCaller("BYE", "bye", 11, aTag, ""))
+	r.expect(caller, "SIP/2.0 200 OK")
+	r.expect(carrier, "BYE sip:15551234@198.51.100.20:5070 SIP/2.0")
+}

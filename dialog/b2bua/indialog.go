@@ -208,7 +208,7 @@ func (e *Engine) onRelayResponse(c *Call, role txnRole, m *parser.Message) {
 		// 12.2.1.2) and is retransmitted until the ACK.
 		to := c.leg(opposite(r.from))
 		var contact parser.Address
-		if m.Contact(0, &contact) == nil {
+		if m.Contact(0, &contact) == nil && sipScheme(contact.URI) {
 			to.target = append(to.target[:0], contact.URI...)
 		}
 		to.acked = false // until the other side's ACK is forwarded

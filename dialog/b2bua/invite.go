@@ -511,7 +511,7 @@ func (e *Engine) confirmLeg(B *leg, m *parser.Message) {
 	var to, contact parser.Address
 	_ = m.To(&to)
 	B.remoteTag = append(B.remoteTag[:0], to.Tag...)
-	if m.Contact(0, &contact) == nil {
+	if m.Contact(0, &contact) == nil && sipScheme(contact.URI) { // else the Request-URI stays the target
 		B.target = append(B.target[:0], contact.URI...)
 	}
 	B.routes = appendRouteSet(B.routes[:0], m, true)
