@@ -1,5 +1,7 @@
 package route
 
+import "time"
+
 // Route is one carrier of a routing decision, in the order the LCR API (or
 // the static rate table) ranked it. The JSON names are those of the LCR API
 // contract. A zero field is unset: TimeoutSecs 0 (or negative) falls back to
@@ -47,13 +49,16 @@ type CPS struct {
 // ElapsedMs runs from the dial to the final response or timeout; it is 0
 // for an undialled carrier. Reason is a machine-readable cause: one of the
 // Reason constants or the B2BUA's own for an undialled carrier, empty for a
-// final response from the carrier.
+// final response from the carrier. PDD, the post-dial delay, runs from the
+// dial to the carrier's first 101-199; it is 0 when none came, and not part
+// of lcr_attempts (it feeds the per-carrier quality figures).
 type Attempt struct {
-	CarrierID string `json:"carrier_id"`
-	Status    int    `json:"status"`
-	ElapsedMs int64  `json:"elapsed_ms"`
-	Dialed    bool   `json:"dialed"`
-	Reason    string `json:"reason,omitempty"`
+	CarrierID string        `json:"carrier_id"`
+	Status    int           `json:"status"`
+	ElapsedMs int64         `json:"elapsed_ms"`
+	Dialed    bool          `json:"dialed"`
+	Reason    string        `json:"reason,omitempty"`
+	PDD       time.Duration `json:"-"`
 }
 
 // Reasons recorded on an Attempt. The undialled ones are passed in by the

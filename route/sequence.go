@@ -192,6 +192,7 @@ type Sequence struct {
 	state    state
 	cur      int           // the route in flight or last selected; -1 before Next
 	dialAt   time.Duration // when routes[cur] was dialled
+	progress time.Duration // when it first sent 101-199; 0 before
 	deadline time.Duration // when routes[cur] times out; NoDeadline: never
 
 	attempts []Attempt
@@ -336,6 +337,10 @@ func (s *Sequence) Attempts() []Attempt {
 	return s.attempts[:len(s.attempts):len(s.attempts)]
 }
 
+// Timing returns when the carrier in flight, or the one that answered, was
+// dialled and when it first sent 101-199 (0 if it has not).
+func (s *Sequence) Timing() (dialed, progress time.Duration) { return s.dialAt, s.progress }
+
 // Current returns the index of the route in flight, or of the last one
 // selected once the sequence is over; -1 before Next.
 func (s *Sequence) Current() int { return s.cur }
@@ -396,7 +401,7 @@ func (s *Sequence) calling(e event) Step {
 		}
 		// Seed: "Progress is any provisional from 101 to 199 from the
 		// carrier in flight."
-		s.state = stRinging
+		s.state, s.progress = stRinging, e.now
 		if s.routes[s.cur].RerouteAfterProgress {
 			// Seed: "the API can put one carrier back on failing over at
 			// timeout_secs whatever it has sent": the deadline stays.
@@ -559,7 +564,7 @@ func (s *Sequence) abandon(now time.Duration) Step {
 
 // dial selects route i, dialled at now, and makes st a StepDial for it.
 func (s *Sequence) dial(now time.Duration, i int, st Step) Step {
-	s.state, s.cur, s.dialAt = stCalling, i, now
+	s.state, s.cur, s.dialAt, s.progress = stCalling, i, now, 0
 	s.deadline = now + s.progressWait(&s.routes[i])
 	st.Kind, st.Route, st.Deadline = StepDial, i, s.deadline
 	return st
@@ -586,6 +591,9 @@ func (s *Sequence) burn(now time.Duration, status int, dialed bool, reason, phra
 	a := Attempt{CarrierID: s.routes[s.cur].CarrierID, Status: status, Dialed: dialed, Reason: reason}
 	if dialed {
 		a.ElapsedMs = (now - s.dialAt).Milliseconds()
+		if s.progress != 0 {
+			a.PDD = s.progress - s.dialAt
+		}
 	}
 	s.attempts = append(s.attempts, a)
 	s.notes = append(s.notes, attemptNote{phrase: phrase, own: own})

@@ -40,8 +40,9 @@ import (
 // being reroute_after_progress; the gateway group defaults to ID.
 //
 // Output of an input: "cancel ID" if the step cancels, "burned ID STATUS
-// elapsed=MS [undialed] [reason=R]" if it records an attempt, then the
-// step: "none", "wait deadline=D", "dial ID deadline=D", "answered ID",
+// elapsed=MS [undialed] [reason=R] [pdd=MS]" if it records an attempt, then
+// the step: "none", "wait deadline=D", "dial ID deadline=D", "answered ID
+// [pdd=MS]",
 // "fail CODE PHRASE [own]"; then "= STATE [ID] [deadline=D]".
 
 var update = flag.Bool("update", false, "rewrite the expected outputs of testdata scripts")
@@ -178,6 +179,9 @@ func (d *driver) step(st Step) {
 		if a.Reason != "" {
 			line += " reason=" + a.Reason
 		}
+		if a.PDD != 0 {
+			line += fmt.Sprintf(" pdd=%dms", a.PDD.Milliseconds())
+		}
 		d.printf("%s", line)
 		if last := d.seq.Attempts(); len(last) == 0 || last[len(last)-1] != a {
 			d.t.Errorf("the step's attempt is not the last recorded")
@@ -191,7 +195,11 @@ func (d *driver) step(st Step) {
 	case StepDial:
 		d.printf("dial %s deadline=%s", d.id(st.Route), deadline(st.Deadline))
 	case StepAnswered:
-		d.printf("answered %s", d.id(st.Route))
+		line := "answered " + d.id(st.Route)
+		if dialed, progress := d.seq.Timing(); progress != 0 {
+			line += fmt.Sprintf(" pdd=%dms", (progress - dialed).Milliseconds())
+		}
+		d.printf("%s", line)
 	case StepFail:
 		line := fmt.Sprintf("fail %d %s", st.Code, st.Reason)
 		if st.Own {

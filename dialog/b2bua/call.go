@@ -134,14 +134,22 @@ type Summary struct {
 	RouteSource      string
 	// Times on the shard clock; 0 when the event did not happen.
 	Invite, FirstProvisional, Answer, End time.Duration
-	FinalCode                             int
-	FinalReason                           []byte
-	HangupSide                            string
+	// Dialed and Progress are the answering carrier's: when its INVITE
+	// left and when it first sent 101-199 (FirstProvisional may be an
+	// earlier carrier's); 0 unless a carrier answered.
+	Dialed, Progress time.Duration
+	FinalCode        int
+	FinalReason      []byte
+	HangupSide       string
 }
 
 // Summary describes the call for its CDR.
 func (c *Call) Summary() Summary {
-	return Summary{Route: c.route, ACallID: c.a.callID, BCallID: c.b.callID, Trunk: c.trunk, Caller: c.caller, Callee: c.callee,
+	var dialed, progress time.Duration
+	if c.answered {
+		dialed, progress = c.seq.Timing()
+	}
+	return Summary{Dialed: dialed, Progress: progress, Route: c.route, ACallID: c.a.callID, BCallID: c.b.callID, Trunk: c.trunk, Caller: c.caller, Callee: c.callee,
 		Source: c.sourceAddr(), Target: c.target, Attempts: c.seq.Attempts(), RouteSource: c.source, Invite: c.tInvite, FirstProvisional: c.tProvisional, Answer: c.tAnswer, End: c.tEnd,
 		FinalCode: c.finalCode, FinalReason: c.finalReason, HangupSide: c.hangup}
 }

@@ -49,6 +49,57 @@ func TestLCR503ThenAnswer(t *testing.T) {
 	checkAttempts(t, rec, wantAttempt{"carrier-a", 503, true, ""})
 }
 
+// TestLCRCarrierQualityTimes: each carrier's post-dial delay, setup time
+// and call duration are histograms per carrier (seed 001's PDD, AST, ACD),
+// measured from the carrier's own INVITE: a carrier that rang and failed
+// has a PDD and nothing else; the one that answered all three.
+func TestLCRCarrierQualityTimes(t *testing.T) {
+	const step = 150 * time.Millisecond
+	r := newLCR(t, lcrOpts{lcr: staticLCR(yRouteA, yRouteB)})
+	c := r.call(dialed, "")
+	inv1 := c.invite(r.a, dialed)
+	time.Sleep(step)
+	respond(r.a, inv1, 183, "Session Progress", "")
+	r.caller.expect("SIP/2.0 183 Session Progress", waitMsg)
+	c.reject(r.a, inv1, 503, "Service Unavailable")
+	inv2 := c.invite(r.b, dialed)
+	time.Sleep(step)
+	respond(r.b, inv2, 180, "Ringing", "")
+	r.caller.expect("SIP/2.0 180 Ringing", waitMsg)
+	time.Sleep(step)
+	c.answer(r.b, inv2)
+	time.Sleep(step)
+	c.bye(r.b)
+	// The call ends once the carrier's 200 for the BYE is in.
+	for end := time.Now().Add(waitMsg); r.metricWith("sipedge_lcr_call_duration_seconds_count", "") == 0 && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	// The sleeps bound each time from below; the machine's load, from above
+	// only loosely.
+	for _, w := range []struct {
+		name, carrier string
+		count         float64
+		min           time.Duration
+	}{
+		{"sipedge_lcr_pdd_seconds", "carrier-a", 1, step},
+		{"sipedge_lcr_setup_seconds", "carrier-a", 0, 0},
+		{"sipedge_lcr_call_duration_seconds", "carrier-a", 0, 0},
+		{"sipedge_lcr_pdd_seconds", "carrier-b", 1, step},
+		{"sipedge_lcr_setup_seconds", "carrier-b", 1, 2 * step},
+		{"sipedge_lcr_call_duration_seconds", "carrier-b", 1, step},
+	} {
+		label := fmt.Sprintf("carrier=%q", w.carrier)
+		if got := r.metricWith(w.name+"_count", label); got != w.count {
+			t.Errorf("%s_count{%s} = %v, want %v", w.name, label, got, w.count)
+		}
+		sum := time.Duration(r.metricWith(w.name+"_sum", label) * float64(time.Second))
+		if w.count > 0 && (sum < w.min || sum > w.min+5*time.Second) {
+			t.Errorf("%s_sum{%s} = %v, want at least %v", w.name, label, sum, w.min)
+		}
+	}
+}
+
 // TestLCR486ForwardedWithoutFailover: a non-reroute cause (486) is
 // forwarded to the caller as is; the next carrier is not tried.
 func TestLCR486ForwardedWithoutFailover(t *testing.T) {

@@ -271,6 +271,8 @@ type shardApp struct {
 	eng    *b2bua.Engine
 	keyBuf []byte
 	sel    health.Selector // this shard's gateway selection state
+
+	carriers *carrierPolicy // per-carrier attempts and times (the Policy hooks)
 }
 
 // route is the engine's Router: a cached or static decision at once, else
@@ -302,7 +304,7 @@ func (a *shardApp) route(r *b2bua.RouteRequest) b2bua.Decision {
 }
 
 func (s *Server) newShardApp(sh *shard.Shard) (shard.Handler, error) {
-	a := &shardApp{s: s, sh: sh}
+	a := &shardApp{s: s, sh: sh, carriers: newCarrierPolicy(s.engineSet)}
 	local := ""
 	for _, l := range s.cfg.Listen {
 		local = l.Addr.Addr().String()
@@ -318,7 +320,7 @@ func (s *Server) newShardApp(sh *shard.Shard) (shard.Handler, error) {
 		Resolve:    a.resolve,
 		Outcome:    a.outcome,
 		Pace:       a.pace,
-		Policy:     newCarrierPolicy(s.engineSet).hooks(),
+		Policy:     a.carriers.hooks(),
 		Admit:      a.admit,
 		CPSReject:  a.cpsReject,
 		Draining:   sh.Draining,
@@ -374,6 +376,7 @@ func (c wheelClock) Stop(h uint64) bool { return c.w.Stop(timer.Handle(h)) }
 // finished writes a call's CDR.
 func (a *shardApp) finished(c *b2bua.Call) {
 	sum := c.Summary()
+	a.carriers.ended(&sum)
 	r := cdr.AcquireRecord()
 	r.ACallID, r.BCallID = string(sum.ACallID), string(sum.BCallID)
 	if sum.Trunk != nil {
