@@ -159,9 +159,9 @@ type Engine struct {
 	shared atomic.Int64 // live, readable from other goroutines (drain, admin)
 	// Transaction counts published for metrics after each input.
 	sharedTxns, sharedRtx, sharedAbsorbed atomic.Int64
-	byCallID                              map[uint64]int32       // xxhash(Call-ID) of either leg -> call
-	byTxn                                 map[txn.Handle]txnRole // transactions the engine is waiting on
-	probes                                map[txn.Handle]*probe  // gateway probes in flight
+	byCallID                              map[uint64]int32      // xxhash(Call-ID) of either leg -> call
+	roles                                 []txnRole             // by txn.Handle.Index: the transactions the engine is waiting on
+	probes                                map[txn.Handle]*probe // gateway probes in flight
 
 	acts    []txn.Action      // runActions' copy of the table's actions
 	req     txn.Built         // the request being built: where appendRequestHead wrote what
@@ -176,8 +176,10 @@ type Engine struct {
 	m       engineMetrics
 }
 
-// txnRole says what a transaction is to its call.
+// txnRole says what a transaction is to its call. An entry of Engine.roles
+// whose txn is not the Handle looked up, or whose kind is 0, is no role.
 type txnRole struct {
+	txn  txn.Handle
 	call int32
 	gen  uint32
 	kind roleKind
@@ -207,7 +209,7 @@ func New(cfg Config, env Env) (*Engine, error) {
 		env.Log = slog.Default()
 	}
 	e := &Engine{cfg: cfg, env: env, policy: compilePolicy(cfg.HeaderAllow), free: -1,
-		byCallID: make(map[uint64]int32), byTxn: make(map[txn.Handle]txnRole), probes: make(map[txn.Handle]*probe)}
+		byCallID: make(map[uint64]int32), probes: make(map[txn.Handle]*probe)}
 	for i := range e.cfg.Trunks {
 		t := &e.cfg.Trunks[i]
 		e.forceRPort = e.forceRPort || t.ForceRPort
@@ -346,7 +348,7 @@ func (e *Engine) runActions(m *parser.Message) {
 			}
 			e.onTxnFailure(a.Txn, a.Kind == txn.ActTransportError)
 		case txn.ActTerminated:
-			delete(e.byTxn, a.Txn)
+			e.unwatch(a.Txn)
 		}
 	}
 	e.acts = list[:0]
@@ -359,7 +361,7 @@ func (e *Engine) after() {
 		case txn.ActSend:
 			e.env.Send(a.Peer, a.Data)
 		case txn.ActTerminated:
-			delete(e.byTxn, a.Txn)
+			e.unwatch(a.Txn)
 		}
 	}
 }

@@ -61,6 +61,12 @@ type Peer struct {
 // Handle is never valid.
 type Handle uint64
 
+// Index returns the slot of h's transaction: below 1<<24, unique among live
+// transactions and reused once one terminates. A TU can keep what it knows
+// of its transactions in a slice by Index, comparing the Handle stored
+// there, rather than in a map.
+func (h Handle) Index() int { return int(uint32(h)) }
+
 // Kind is the kind of a transaction (RFC 3261 17).
 type Kind uint8
 
