@@ -163,7 +163,7 @@ type Engine struct {
 	roles                                 []txnRole             // by txn.Handle.Index: the transactions the engine is waiting on
 	probes                                map[txn.Handle]*probe // gateway probes in flight
 
-	acts    []txn.Action      // runActions' copy of the table's actions
+	acts    []txn.Action      // the table's spare action list (see runActions)
 	req     txn.Built         // the request being built: where appendRequestHead wrote what
 	areq    parser.Message    // scratch for requests the engine re-reads to answer them
 	scratch leg               // a dialog the engine ends without keeping (a forked 2xx)
@@ -320,11 +320,11 @@ func (e *Engine) publish() {
 // message just received, nil after a timer.
 func (e *Engine) runActions(m *parser.Message) {
 	defer e.publish()
-	// Handling an action may call into the table again, which replaces
-	// its action list: walk a copy of the current one, in e.acts, which
+	// Handling an action may call into the table again, which clears its
+	// action list: take the list, the table recording into e.acts, which
 	// is taken while in use so that a nested call (a Send that delivers
-	// at once) copies into storage of its own.
-	list := append(e.acts[:0], e.txns.Actions()...)
+	// at once) gives the table storage of its own.
+	list := e.txns.TakeActions(e.acts)
 	e.acts = nil
 	for i := range list {
 		a := &list[i]

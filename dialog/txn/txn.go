@@ -299,6 +299,17 @@ func (t *Table) Stats() Stats { return t.stats }
 // and the Data views are valid until the next call on the Table.
 func (t *Table) Actions() []Action { return t.actions }
 
+// TakeActions is Actions for an owner that calls the Table again while it
+// handles them, which would clear the list: the table gives the list up
+// and records the next calls' actions in spare, emptied. The Data views
+// are valid as they are for Actions; the list is the owner's to keep,
+// typically as the spare of a later call.
+func (t *Table) TakeActions(spare []Action) []Action {
+	list := t.actions
+	t.actions = spare[:0]
+	return list
+}
+
 // Len returns the number of live transactions.
 func (t *Table) Len() int { return t.live }
 
