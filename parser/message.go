@@ -76,10 +76,10 @@ type Message struct {
 	maxURI        int32 // the limits' MaxURILength, for Validate's URIs
 
 	// Values the accessors parsed, valid while parsed has their bit.
-	parsed   uint8
-	topVia   Via
-	from, to Address
-	cseq     CSeq
+	parsed            uint8
+	topVia            Via
+	from, to, contact Address // contact: the first Contact value
+	cseq              CSeq
 }
 
 // Bits of Message.parsed.
@@ -87,6 +87,7 @@ const (
 	parsedVia uint8 = 1 << iota
 	parsedFrom
 	parsedTo
+	parsedContact
 	parsedCSeq
 )
 

@@ -261,9 +261,9 @@ func MediaType(b []byte) []byte {
 }
 
 // Typed accessors on Message. Each parses its header on demand into a value
-// holding views into the message. The top Via, From, To and CSeq, which
-// Validate, the transaction layer and the dialog layer all read, are parsed
-// once per Parse and then copied from the message; other values are parsed
+// holding views into the message. The top Via, From, To, the first Contact
+// and CSeq, which Validate, the transaction layer and the dialog layer all
+// read, are parsed once per Parse and then copied from the message; other values are parsed
 // at each call, so call once and keep the value. Large values are filled
 // through a pointer so that a caller can reuse them without copying.
 
@@ -300,6 +300,8 @@ func (m *Message) Address(kind HeaderKind, n int, a *Address) error {
 			cached, bit = &m.from, parsedFrom
 		case HeaderTo:
 			cached, bit = &m.to, parsedTo
+		case HeaderContact:
+			cached, bit = &m.contact, parsedContact
 		}
 		if m.parsed&bit != 0 {
 			*a = *cached

@@ -205,18 +205,32 @@ func (e *Engine) unindexLeg(c *Call, l *leg) {
 }
 
 func (e *Engine) watch(h txn.Handle, c *Call, kind roleKind, peer txn.Handle, slot int8) {
-	e.byTxn[h] = txnRole{call: c.idx, gen: c.gen, kind: kind, peer: peer, slot: slot}
+	i := h.Index()
+	if i >= len(e.roles) {
+		e.roles = append(e.roles, make([]txnRole, i+1-len(e.roles))...)
+	}
+	e.roles[i] = txnRole{txn: h, call: c.idx, gen: c.gen, kind: kind, peer: peer, slot: slot}
+}
+
+// unwatch forgets transaction h.
+func (e *Engine) unwatch(h txn.Handle) {
+	if i := h.Index(); i < len(e.roles) && e.roles[i].txn == h {
+		e.roles[i] = txnRole{}
+	}
 }
 
 // roleOf returns the call and role of a transaction the engine watches.
 func (e *Engine) roleOf(h txn.Handle) (*Call, txnRole) {
-	r, ok := e.byTxn[h]
-	if !ok {
+	var r txnRole
+	if i := h.Index(); i < len(e.roles) && e.roles[i].txn == h {
+		r = e.roles[i]
+	}
+	if r.kind == 0 {
 		return nil, r
 	}
 	c := e.calls[r.call]
 	if c.gen != r.gen || c.state == stateFree {
-		delete(e.byTxn, h)
+		e.unwatch(h)
 		return nil, r
 	}
 	return c, r
@@ -236,8 +250,8 @@ func (e *Engine) settle(c *Call) {
 			continue
 		}
 		in, out := r.in, r.out
-		delete(e.byTxn, r.in)
-		delete(e.byTxn, r.out)
+		e.unwatch(r.in)
+		e.unwatch(r.out)
 		r.in, r.out = 0, 0
 		if r.method == parser.MethodInvite && out != 0 && e.txns.Cancel(out, e.now) == nil {
 			e.after() // a re-INVITE after a provisional waits on no timer of its own

@@ -344,3 +344,25 @@ func TestCarrierContactNotSIPKeepsTarget(t *testing.T) {
 	r.expect(caller, "SIP/2.0 200 OK")
 	r.expect(carrier, "BYE sip:15551234@198.51.100.20:5070 SIP/2.0")
 }
+
+// The B-leg From carries the caller's display name as it came, quoted or
+// not, and none when there is none.
+func TestBLegFromKeepsCallerDisplay(t *testing.T) {
+	for _, tc := range []struct{ from, want string }{
+		{`"Alice" <sip:alice@caller.example.org>;tag=atag1`, `"Alice" <sip:`},
+		{`Alice Smith <sip:alice@caller.example.org>;tag=atag1`, `Alice Smith <sip:`},
+		{`"A <b>" <sip:alice@caller.example.org>;tag=atag1`, `"A <b>" <sip:`},
+		{`<sip:alice@caller.example.org>;tag=atag1`, `<sip:`},
+		{`sip:alice@caller.example.org;tag=atag1`, `<sip:`},
+	} {
+		r := newRig(t, nil)
+		inv := strings.Replace(callerInvite("1", "a-call-1", "15551234"),
+			`"Alice" <sip:alice@caller.example.org>;tag=atag1`, tc.from, 1)
+		r.recv(caller, inv)
+		r.expect(caller, "SIP/2.0 100 Trying")
+		binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+		if from := hdr(binv, parser.HeaderFrom); !strings.HasPrefix(from, tc.want) {
+			t.Errorf("caller From %s: B-leg From %s, want it to start %s", tc.from, from, tc.want)
+		}
+	}
+}

@@ -159,11 +159,11 @@ type Engine struct {
 	shared atomic.Int64 // live, readable from other goroutines (drain, admin)
 	// Transaction counts published for metrics after each input.
 	sharedTxns, sharedRtx, sharedAbsorbed atomic.Int64
-	byCallID                              map[uint64]int32       // xxhash(Call-ID) of either leg -> call
-	byTxn                                 map[txn.Handle]txnRole // transactions the engine is waiting on
-	probes                                map[txn.Handle]*probe  // gateway probes in flight
+	byCallID                              map[uint64]int32      // xxhash(Call-ID) of either leg -> call
+	roles                                 []txnRole             // by txn.Handle.Index: the transactions the engine is waiting on
+	probes                                map[txn.Handle]*probe // gateway probes in flight
 
-	acts    []txn.Action      // runActions' copy of the table's actions
+	acts    []txn.Action      // the table's spare action list (see runActions)
 	req     txn.Built         // the request being built: where appendRequestHead wrote what
 	areq    parser.Message    // scratch for requests the engine re-reads to answer them
 	scratch leg               // a dialog the engine ends without keeping (a forked 2xx)
@@ -176,8 +176,10 @@ type Engine struct {
 	m       engineMetrics
 }
 
-// txnRole says what a transaction is to its call.
+// txnRole says what a transaction is to its call. An entry of Engine.roles
+// whose txn is not the Handle looked up, or whose kind is 0, is no role.
 type txnRole struct {
+	txn  txn.Handle
 	call int32
 	gen  uint32
 	kind roleKind
@@ -207,7 +209,7 @@ func New(cfg Config, env Env) (*Engine, error) {
 		env.Log = slog.Default()
 	}
 	e := &Engine{cfg: cfg, env: env, policy: compilePolicy(cfg.HeaderAllow), free: -1,
-		byCallID: make(map[uint64]int32), byTxn: make(map[txn.Handle]txnRole), probes: make(map[txn.Handle]*probe)}
+		byCallID: make(map[uint64]int32), probes: make(map[txn.Handle]*probe)}
 	for i := range e.cfg.Trunks {
 		t := &e.cfg.Trunks[i]
 		e.forceRPort = e.forceRPort || t.ForceRPort
@@ -318,11 +320,11 @@ func (e *Engine) publish() {
 // message just received, nil after a timer.
 func (e *Engine) runActions(m *parser.Message) {
 	defer e.publish()
-	// Handling an action may call into the table again, which replaces
-	// its action list: walk a copy of the current one, in e.acts, which
+	// Handling an action may call into the table again, which clears its
+	// action list: take the list, the table recording into e.acts, which
 	// is taken while in use so that a nested call (a Send that delivers
-	// at once) copies into storage of its own.
-	list := append(e.acts[:0], e.txns.Actions()...)
+	// at once) gives the table storage of its own.
+	list := e.txns.TakeActions(e.acts)
 	e.acts = nil
 	for i := range list {
 		a := &list[i]
@@ -346,7 +348,7 @@ func (e *Engine) runActions(m *parser.Message) {
 			}
 			e.onTxnFailure(a.Txn, a.Kind == txn.ActTransportError)
 		case txn.ActTerminated:
-			delete(e.byTxn, a.Txn)
+			e.unwatch(a.Txn)
 		}
 	}
 	e.acts = list[:0]
@@ -359,7 +361,7 @@ func (e *Engine) after() {
 		case txn.ActSend:
 			e.env.Send(a.Peer, a.Data)
 		case txn.ActTerminated:
-			delete(e.byTxn, a.Txn)
+			e.unwatch(a.Txn)
 		}
 	}
 }

@@ -228,8 +228,8 @@ func (e *Engine) onRelayResponse(c *Call, role txnRole, m *parser.Message) {
 		if r.method == parser.MethodInvite {
 			c.reinvite[r.from-1] = false
 		}
-		delete(e.byTxn, r.in)
-		delete(e.byTxn, r.out)
+		e.unwatch(r.in)
+		e.unwatch(r.out)
 		r.in, r.out = 0, 0
 	}
 }
@@ -269,7 +269,7 @@ func (e *Engine) onTxnFailure(h txn.Handle, transport bool) {
 		if e.areq.Parse(r.req) == nil {
 			e.respond(r.in, &e.areq, 408, "Request Timeout", nil)
 		}
-		delete(e.byTxn, r.in)
+		e.unwatch(r.in)
 		r.in, r.out = 0, 0
 		e.m.orphans.Inc()
 		e.hangup(c, hangupSystem)

@@ -257,8 +257,7 @@ func transportName(t txn.Transport) string {
 // could not be sent.
 func (e *Engine) dial(c *Call) bool {
 	ainv := e.aInviteCopy(c)
-	var from parser.Address
-	if ainv == nil || ainv.From(&from) != nil {
+	if ainv == nil {
 		return false
 	}
 	B := &c.b
@@ -292,9 +291,7 @@ func (e *Engine) dial(c *Call) bool {
 	if id.anon {
 		B.localURI = append(B.localURI, `"Anonymous" <sip:anonymous@anonymous.invalid>`...)
 	} else {
-		if len(from.Display) > 0 {
-			B.localURI = appendDisplay(B.localURI, &from)
-		}
+		B.localURI = append(B.localURI, c.callerDisplay()...)
 		B.localURI = append(B.localURI, "<sip:"...)
 		B.localURI = append(B.localURI, id.caller...)
 		if len(id.caller) > 0 {
@@ -337,14 +334,12 @@ func indexByte(s string, c byte) int {
 	return -1
 }
 
-func appendDisplay(dst []byte, a *parser.Address) []byte {
-	if a.Quoted {
-		dst = append(dst, '"')
-		dst = append(dst, a.Display...)
-		return append(dst, "\" "...)
-	}
-	dst = append(dst, a.Display...)
-	return append(dst, ' ')
+// callerDisplay returns the display name of the caller's From as
+// appendNameAddr wrote it into a.remoteURI, quotes and trailing SP
+// included, before <fromURI>: empty when there is none. The copy of the
+// INVITE need not parse its From again.
+func (c *Call) callerDisplay() []byte {
+	return c.a.remoteURI[:len(c.a.remoteURI)-len(c.fromURI)-2]
 }
 
 // trimScheme returns "host:port;params" of "sip:host:port;params".

@@ -61,6 +61,12 @@ type Peer struct {
 // Handle is never valid.
 type Handle uint64
 
+// Index returns the slot of h's transaction: below 1<<24, unique among live
+// transactions and reused once one terminates. A TU can keep what it knows
+// of its transactions in a slice by Index, comparing the Handle stored
+// there, rather than in a map.
+func (h Handle) Index() int { return int(uint32(h)) }
+
 // Kind is the kind of a transaction (RFC 3261 17).
 type Kind uint8
 
@@ -292,6 +298,17 @@ func (t *Table) Stats() Stats { return t.stats }
 // Actions returns the outputs of the last input method, in order. The slice
 // and the Data views are valid until the next call on the Table.
 func (t *Table) Actions() []Action { return t.actions }
+
+// TakeActions is Actions for an owner that calls the Table again while it
+// handles them, which would clear the list: the table gives the list up
+// and records the next calls' actions in spare, emptied. The Data views
+// are valid as they are for Actions; the list is the owner's to keep,
+// typically as the spare of a later call.
+func (t *Table) TakeActions(spare []Action) []Action {
+	list := t.actions
+	t.actions = spare[:0]
+	return list
+}
 
 // Len returns the number of live transactions.
 func (t *Table) Len() int { return t.live }
