@@ -26,7 +26,8 @@ var singleValue = NewHeaderSet(HeaderFrom, HeaderTo, HeaderCallID, HeaderCSeq,
 //   - From and To well-formed, with at most one tag each, and so every
 //     Contact, Route, Record-Route, P-Asserted-Identity and
 //     P-Preferred-Identity (RFC 4475 3.1.2.13), and in a request their
-//     URIs within Limits.MaxURILength;
+//     URIs within Limits.MaxURILength; a response's From and To URIs are
+//     not parsed (see below);
 //   - no control character in a header value but HTAB and folds;
 //   - a request's URI is sip, sips or tel (416, RFC 3261 8.2.2.1;
 //     RFC 4475 3.3.2) and, if sip, well-formed and without headers
@@ -102,6 +103,13 @@ func (m *Message) Validate(supported []string) error {
 				// A response's are left to the header line limit: a
 				// carrier's long Record-Route must not drop its 200.
 				return ErrAddressURITooLong
+			}
+			if m.response && (kind == HeaderFrom || kind == HeaderTo) {
+				// A response's From and To are its request's, copied back
+				// (RFC 3261 8.2.6.2): a UAC reads their tags, never their
+				// URIs, and a response cannot be answered, only dropped,
+				// so a peer's garbled echo of a URI must not lose a call.
+				continue
 			}
 			if err := a.ParseURI(&u); err != nil {
 				return err

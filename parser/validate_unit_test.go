@@ -233,6 +233,26 @@ func TestUnitValidateResponse(t *testing.T) {
 	f("SIP/2.0 200 OK", vSet("Call-ID"), ErrMissingCallID)
 	f("SIP/2.0 200 OK", vSet("Via", "Via: SIP/2.0/UDP 192.0.2.1;branch=z9hG4bK"), ErrBadBranch)
 	f("SIP/2.0 200 OK", vWith("To: <sip:x@y>"), ErrDupHeader)
+
+	// From and To URIs are the request's echoed: not parsed in a response,
+	// as they are in a request; the rest of the address still is, and a
+	// Contact's URI, the dialog's remote target, is parsed.
+	badFrom := vSet("From", "From: Alice <sip:alice@bad_host!>;tag=1928301774")
+	badTo := vSet("To", "To: <sip:bob@[::1>")
+	f("SIP/2.0 200 OK", badFrom, nil)
+	f("SIP/2.0 200 OK", badTo, nil)
+	f("SIP/2.0 200 OK", vSet("From", "From: Alice <sip:alice@atlanta.example.com>;tag=1;tag=2"), ErrDupTag)
+	f("SIP/2.0 200 OK", vSet("To", "To: Bob sip:bob@biloxi.example.com"), ErrBadAddress)
+	f("SIP/2.0 200 OK", vWith("Contact: <sip:gw@bad_host!>"), ErrBadURI)
+	for _, h := range [][]string{badFrom, badTo} {
+		var m Message
+		if err := m.Parse(unitMsg(invite, h, "")); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Validate(nil); err == nil {
+			t.Errorf("Validate accepted a request with %q", h)
+		}
+	}
 }
 
 // RFC 3261 20.40, 8.2.2.3: the Unsupported header of a 420 lists exactly the
