@@ -648,7 +648,10 @@ func checkValidate(t *testing.T, msg []byte, m *parser.Message) {
 			if err := m.Address(kind, i, &a); err != nil {
 				t.Fatalf("Validate passed; %v %d fails: %v", kind, i, err)
 			}
-			if err := a.ParseURI(&u); !a.Star && err != nil {
+			// A response's From and To URIs are its request's echoed,
+			// never read, and Validate leaves them unparsed.
+			echoed := m.IsResponse() && (kind == parser.HeaderFrom || kind == parser.HeaderTo)
+			if err := a.ParseURI(&u); !a.Star && !echoed && err != nil {
 				t.Fatalf("Validate passed; the URI of %v %d fails: %v", kind, i, err)
 			}
 		}
