@@ -1,9 +1,10 @@
 // Package redistest runs a real redis-server for tests: Start runs one on a
 // free loopback port, without persistence, and kills it when the test ends;
 // the test can freeze it (SIGSTOP: the socket accepts connections but
-// nothing answers), thaw it, stop it and restart it on the same port. A test
-// that needs Redis is skipped, loudly, only when redis-server is not
-// installed.
+// nothing answers), thaw it, stop it and restart it on the same port.
+// StartCluster runs a Redis Cluster of such servers (see cluster.go). A
+// test that needs Redis is skipped, loudly, only when redis-server (and,
+// for a cluster, redis-cli) is not installed.
 //
 // It imports only the standard library, so that any package's tests may
 // use it.
@@ -31,6 +32,7 @@ type Server struct {
 	tb   testing.TB
 	port int
 	dir  string
+	args []string // more redis-server options, e.g. a cluster node's
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -61,10 +63,17 @@ func StartOn(tb testing.TB, port int) *Server {
 // redis-server is not installed.
 func SkipIfMissing(tb testing.TB) {
 	tb.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		msg := fmt.Sprintf("SKIPPING %s: redis-server is not installed (%v), so what needs Redis is NOT tested (apt-get install redis-server)", tb.Name(), err)
-		fmt.Fprintln(os.Stderr, msg)
-		tb.Skip(msg)
+	skipIfMissing(tb, "redis-server")
+}
+
+func skipIfMissing(tb testing.TB, programs ...string) {
+	tb.Helper()
+	for _, p := range programs {
+		if _, err := exec.LookPath(p); err != nil {
+			msg := fmt.Sprintf("SKIPPING %s: %s is not installed (%v), so what needs Redis is NOT tested (apt-get install redis-server)", tb.Name(), p, err)
+			fmt.Fprintln(os.Stderr, msg)
+			tb.Skip(msg)
+		}
 	}
 }
 
@@ -98,8 +107,9 @@ func (s *Server) start() {
 	if err != nil {
 		s.tb.Fatalf("redis-server log: %v", err)
 	}
-	cmd := exec.Command("redis-server", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", s.dir)
+	args := []string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", s.dir}
+	cmd := exec.Command("redis-server", append(args, s.args...)...)
 	cmd.Stdout, cmd.Stderr = out, out
 	err = cmd.Start()
 	out.Close() // the child has its own copy
