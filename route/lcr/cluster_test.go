@@ -52,4 +52,29 @@ func TestRedisCluster(t *testing.T) {
 			}
 		}
 	})
+
+	// Spread: the decisions go to every master, by their keys' slots, not
+	// all to the one slot a shared hash tag would give them.
+	t.Run("spread", func(t *testing.T) {
+		api := newAPIServer(t, nil)
+		r := newTestResolver(t, Options{APIURL: api.URL, RedisURL: c.URL(), RedisDeadline: testRedisDeadline})
+		held := map[*redistest.Server]int{}
+		for i := range 30 {
+			number := "+1303555" + strconv.Itoa(1000+i)
+			r.lookup(t, testRequest(number))
+			key := RedisKeyPrefix + "cust-trunks:" + number
+			owner := c.Owner(key)
+			waitStored(t, owner, key)
+			held[owner]++
+		}
+		for _, s := range c.Nodes {
+			size := s.MustDo("DBSIZE")
+			if held[s] == 0 || size == ":0" {
+				t.Errorf("node %s: DBSIZE %s, %d of the 30 decisions: want some on every master", s.Addr(), size, held[s])
+			}
+		}
+		if n := r.metric(t, metricRedisErrors); n != 0 {
+			t.Fatalf("%v Redis errors:\n%s", n, r.log.String())
+		}
+	})
 }

@@ -9,9 +9,11 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// RedisKeyPrefix is put before the cache key to form the Redis key. The hash
-// tag keeps every decision in one slot of a Redis Cluster.
-const RedisKeyPrefix = "{sipedge:lcr}:"
+// RedisKeyPrefix is put before the cache key to form the Redis key. It has
+// no hash tag: a decision's commands (GET and PTTL, SET) touch its one key,
+// so on a Redis Cluster the decisions spread over all the slots, hence all
+// the masters, instead of filling one.
+const RedisKeyPrefix = "sipedge:lcr:"
 
 // redisRetry is how long the Redis tier is left alone after a failure; then
 // one lookup probes it again.

@@ -71,12 +71,12 @@ func TestRedisSharedAcrossResolvers(t *testing.T) {
 	b := newTestResolver(t, Options{APIURL: api.URL, RedisURL: rs.URL(), RedisDeadline: testRedisDeadline})
 
 	da := a.lookup(t, testRequest("+12025550123"))
-	stored := waitStored(t, rs, "{sipedge:lcr}:cust-trunks:+12025550123")
+	stored := waitStored(t, rs, "sipedge:lcr:cust-trunks:+12025550123") // the documented key form
 	var resp Response
 	if err := json.Unmarshal([]byte(stored), &resp); err != nil || resp.Validate() != nil {
 		t.Fatalf("stored value %q is not a response: %v", stored, err)
 	}
-	pttl := rs.MustDo("PTTL {sipedge:lcr}:cust-trunks:+12025550123")
+	pttl := rs.MustDo("PTTL sipedge:lcr:cust-trunks:+12025550123")
 	if ms, err := strconv.Atoi(strings.TrimPrefix(pttl, ":")); err != nil || ms < 58000 || ms > 60000 {
 		t.Fatalf("PTTL %s, want about 60000", pttl)
 	}
@@ -110,7 +110,7 @@ func TestRedisTTLZeroNotStored(t *testing.T) {
 	a := newTestResolver(t, Options{APIURL: api.URL, RedisURL: rs.URL(), RedisDeadline: testRedisDeadline, CacheTTL: time.Hour})
 	a.lookup(t, testRequest("+1"))
 	a.Close() // waits for the flight, including its (absent) store
-	if _, ok := redisGet(t, rs, "{sipedge:lcr}:cust-trunks:+1"); ok {
+	if _, ok := redisGet(t, rs, RedisKeyPrefix+"cust-trunks:+1"); ok {
 		t.Fatal("a cache_ttl_secs 0 answer was stored in Redis")
 	}
 }
@@ -124,7 +124,7 @@ func TestRedisDown(t *testing.T) {
 	api := newAPIServer(t, nil)
 	r := newTestResolver(t, Options{APIURL: api.URL, RedisURL: rs.URL(), RedisDeadline: testRedisDeadline})
 	r.lookup(t, testRequest("+1"))
-	waitStored(t, rs, "{sipedge:lcr}:cust-trunks:+1")
+	waitStored(t, rs, RedisKeyPrefix+"cust-trunks:+1")
 
 	rs.Stop()
 	for _, n := range []string{"+2", "+3", "+4"} {
@@ -168,7 +168,7 @@ func TestRedisDown(t *testing.T) {
 	if n := strings.Count(r.log.String(), "Redis cache available again"); n != 1 {
 		t.Fatalf("%d available-again log lines, want 1", n)
 	}
-	waitStored(t, rs, "{sipedge:lcr}:cust-trunks:+50")
+	waitStored(t, rs, RedisKeyPrefix+"cust-trunks:+50")
 }
 
 // TestRedisUnreachableAtStart: New does not fail; the tier starts down.
@@ -210,7 +210,7 @@ func TestBreakerOpenRedisStillServes(t *testing.T) {
 	api := newAPIServer(t, nil)
 	a := newTestResolver(t, Options{APIURL: api.URL, RedisURL: rs.URL(), RedisDeadline: testRedisDeadline})
 	a.lookup(t, testRequest("+1"))
-	waitStored(t, rs, "{sipedge:lcr}:cust-trunks:+1")
+	waitStored(t, rs, RedisKeyPrefix+"cust-trunks:+1")
 
 	b := newTestResolver(t, Options{APIURL: closedURL(t), RedisURL: rs.URL(), RedisDeadline: testRedisDeadline, BreakerThreshold: 1,
 		FallbackGatewayGroup: "fb"})
