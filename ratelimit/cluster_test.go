@@ -2,8 +2,11 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -121,6 +124,21 @@ func TestRedisCluster(t *testing.T) {
 			slices.Sort(w)
 			if len(w) != perKey || w[0] != 0 || w[perKey-1] < 150*ms || w[perKey-1] > 230*ms {
 				t.Errorf("key %d: waits %v, want 0, 115 ms, 230 ms", i, w)
+			}
+		}
+	})
+
+	// A database other than 0, which a Cluster does not have, fails New
+	// with the reason, instead of a limiter that never connects.
+	t.Run("database", func(t *testing.T) {
+		for _, url := range []string{c.URL() + "&db=1", other.URL() + "/2"} {
+			l, err := New(Options{Config: Config{Redis: url}, Logger: slog.New(slog.DiscardHandler)})
+			if err == nil {
+				l.Close()
+				t.Fatalf("%s: New succeeded", url)
+			}
+			if !errors.Is(err, ErrInvalid) || !errors.Is(err, ErrRedisURL) || !strings.Contains(err.Error(), "is a Redis Cluster, which has only database 0") {
+				t.Fatalf("%s: %v, want ErrRedisURL saying a Cluster has only database 0", url, err)
 			}
 		}
 	})

@@ -69,7 +69,9 @@
 // decision's origin. The script is loaded with EVALSHA and sent again on
 // NOSCRIPT (a Redis restart or SCRIPT FLUSH), by rueidis. A Redis that is
 // down when New runs is not an error: the limiter starts down and keeps
-// connecting.
+// connecting. A Redis that refuses the URL's database is (ErrRedisURL): a
+// Redis Cluster has only database 0; should it come up refusing it after
+// New, that is logged as an error, once.
 //
 // Keys are `{sipedge:cps}:<name>`: the hash tag puts them all in one
 // Redis Cluster slot, so the script, which touches the keys of a group,
