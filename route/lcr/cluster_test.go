@@ -2,7 +2,9 @@ package lcr
 
 import (
 	"encoding/json"
+	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,6 +77,21 @@ func TestRedisCluster(t *testing.T) {
 		}
 		if n := r.metric(t, metricRedisErrors); n != 0 {
 			t.Fatalf("%v Redis errors:\n%s", n, r.log.String())
+		}
+	})
+
+	// A database other than 0, which a Cluster does not have, fails New
+	// with the reason, instead of a tier that never connects.
+	t.Run("database", func(t *testing.T) {
+		for _, url := range []string{c.URL() + "&db=1", c.Nodes[1].URL() + "/2"} {
+			r, err := New(Options{APIURL: "http://127.0.0.1/", RedisURL: url, Log: discardLog()})
+			if err == nil {
+				r.Close()
+				t.Fatalf("%s: New succeeded", url)
+			}
+			if !errors.Is(err, ErrInvalidOption) || !errors.Is(err, ErrRedisURL) || !strings.Contains(err.Error(), "is a Redis Cluster, which has only database 0") {
+				t.Fatalf("%s: %v, want ErrRedisURL saying a Cluster has only database 0", url, err)
+			}
 		}
 	})
 }
