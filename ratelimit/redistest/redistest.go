@@ -3,8 +3,8 @@
 // the test can freeze it (SIGSTOP: the socket accepts connections but
 // nothing answers), thaw it, stop it and restart it on the same port.
 // StartCluster runs a Redis Cluster of such servers (see cluster.go). A
-// test that needs Redis is skipped, loudly, only when redis-server (and,
-// for a cluster, redis-cli) is not installed.
+// test that needs Redis is skipped, loudly, only when redis-server is not
+// installed.
 //
 // It imports only the standard library, so that any package's tests may
 // use it.
@@ -63,17 +63,10 @@ func StartOn(tb testing.TB, port int) *Server {
 // redis-server is not installed.
 func SkipIfMissing(tb testing.TB) {
 	tb.Helper()
-	skipIfMissing(tb, "redis-server")
-}
-
-func skipIfMissing(tb testing.TB, programs ...string) {
-	tb.Helper()
-	for _, p := range programs {
-		if _, err := exec.LookPath(p); err != nil {
-			msg := fmt.Sprintf("SKIPPING %s: %s is not installed (%v), so what needs Redis is NOT tested (apt-get install redis-server)", tb.Name(), p, err)
-			fmt.Fprintln(os.Stderr, msg)
-			tb.Skip(msg)
-		}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		msg := fmt.Sprintf("SKIPPING %s: redis-server is not installed (%v), so what needs Redis is NOT tested (apt-get install redis-server)", tb.Name(), err)
+		fmt.Fprintln(os.Stderr, msg)
+		tb.Skip(msg)
 	}
 }
 
