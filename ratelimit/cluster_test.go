@@ -30,15 +30,17 @@ func TestRedisCluster(t *testing.T) {
 
 	// Spacing: a few keys, each one interval apart on Redis' clock, and
 	// Over past MaxWait; all the keys in the one slot the script needs.
+	// At 2/s the slots are 575 ms apart, far more than a loaded machine
+	// delays a reply.
 	t.Run("spacing", func(t *testing.T) {
-		for _, url := range []string{c.URL(), other.URL()} {
+		for u, url := range []string{c.URL(), other.URL()} {
 			n := newNode(t, url, Options{})
 			for i := range 3 {
-				name := "spacing-" + strconv.Itoa(i) + "-" + url
-				k := n.register(t, name, Limit{Rate: 10, MaxWait: 500 * ms})
+				name := "spacing-" + strconv.Itoa(u) + "-" + strconv.Itoa(i)
+				k := n.register(t, name, Limit{Rate: 2, MaxWait: 2 * time.Second})
 				start := time.Now()
 				var slots []time.Duration
-				for range 5 { // 0, 115, ..., 460 ms
+				for range 4 { // 0, 575, 1150, 1725 ms
 					d, err := n.Reserve(context.Background(), k)
 					if err != nil || d.Over || d.Source != SourceRedis {
 						t.Fatalf("%s: %+v %v; logs:\n%s", url, d, err, n.logs)
@@ -48,10 +50,11 @@ func TestRedisCluster(t *testing.T) {
 				for j := 1; j < len(slots); j++ {
 					// Each slot's time is the reply's arrival plus
 					// the wait: it jitters by a round trip.
-					if gap := slots[j] - slots[j-1]; gap < 90*ms || gap > 140*ms {
-						t.Fatalf("%s: gap %d: %v, want 115 ms: %v", url, j, gap, slots)
+					if gap := slots[j] - slots[j-1]; gap < 475*ms || gap > 675*ms {
+						t.Fatalf("%s: gap %d: %v, want 575 ms: %v", url, j, gap, slots)
 					}
 				}
+				// The next slot, 2300 ms out: Over.
 				if d, err := n.Reserve(context.Background(), k); err != nil || !d.Over || d.Source != SourceRedis {
 					t.Fatalf("%s: past max wait: %+v %v", url, d, err)
 				}
@@ -77,7 +80,7 @@ func TestRedisCluster(t *testing.T) {
 		waitRedisMode(t, n, warm)
 		var keys []Key
 		for i := range 4 {
-			keys = append(keys, n.register(t, "group-"+strconv.Itoa(i), Limit{Rate: 10, MaxWait: time.Second}))
+			keys = append(keys, n.register(t, "group-"+strconv.Itoa(i), Limit{Rate: 2, MaxWait: 2 * time.Second}))
 		}
 		trips := n.metric(t, "sipedge_ratelimit_redis_round_trips_total")
 		owner.Freeze()
@@ -118,12 +121,13 @@ func TestRedisCluster(t *testing.T) {
 		if got > defaultPipelines+1 {
 			t.Errorf("%v script calls for %d decisions queued together, want at most %d", got, perKey*len(keys), defaultPipelines+1)
 		}
-		// Each key's slots are its own: 0, then an interval apart (less
-		// a round trip between the calls, see TestRedisGroupMixedKeys).
+		// Each key's slots are its own: 0, 575 ms, 1150 ms (less the time
+		// between the calls, which Redis' now moved on by, for those of
+		// the later call; see TestRedisGroupMixedKeys).
 		for i, w := range waits {
 			slices.Sort(w)
-			if len(w) != perKey || w[0] != 0 || w[perKey-1] < 150*ms || w[perKey-1] > 230*ms {
-				t.Errorf("key %d: waits %v, want 0, 115 ms, 230 ms", i, w)
+			if len(w) != perKey || w[0] != 0 || w[1] < 275*ms || w[1] > 575*ms || w[2] < 850*ms || w[2] > 1150*ms {
+				t.Errorf("key %d: waits %v, want 0, 575 ms, 1150 ms", i, w)
 			}
 		}
 	})
