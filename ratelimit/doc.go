@@ -69,11 +69,24 @@
 // decision's origin. The script is loaded with EVALSHA and sent again on
 // NOSCRIPT (a Redis restart or SCRIPT FLUSH), by rueidis. A Redis that is
 // down when New runs is not an error: the limiter starts down and keeps
-// connecting.
+// connecting. A Redis that refuses the URL's database is (ErrRedisURL): a
+// Redis Cluster has only database 0; should it come up refusing it after
+// New, that is logged as an error, once.
 //
-// Keys are `{sipedge:cps}:<name>`: the hash tag puts them all in one
-// Redis Cluster slot, so the script, which touches the keys of a group,
-// runs on Cluster unchanged.
+// # Redis Cluster
+//
+// Redis may be a Redis Cluster (rueidis finds out; the URL may list more
+// seed nodes as ?addr=host:port&addr=..., and must use database 0, the
+// only one a Cluster has). Keys are `{sipedge:cps}:<name>`: the hash tag
+// puts them all in one slot, so the script, which touches the keys of a
+// group, runs on a Cluster unchanged (a call with keys in two slots would
+// be refused). The price: all the CPS keys, and every script call of the
+// fleet, go to the one master that serves that slot. A Cluster does not
+// spread the CPS load, which one master must carry (a script call decides
+// up to 64 decisions), and that master down is Redis down for the limiter
+// (the failure mode decides) while the rest of the Cluster serves. The
+// LCR decision cache, whose keys have no hash tag, is what a Cluster
+// spreads.
 //
 // # Group commit
 //

@@ -15,6 +15,11 @@ const DefaultMargin = 1.15
 // ErrInvalid is wrapped by every configuration error the package returns.
 var ErrInvalid = errors.New("ratelimit: invalid configuration")
 
+// ErrRedisURL is wrapped, with ErrInvalid, by New's errors about
+// Config.Redis: a URL that does not parse, or a database that Redis
+// refuses (a Redis Cluster has only database 0).
+var ErrRedisURL = errors.New("redis URL")
+
 // Limit is the pacing of one key (a carrier account, a trunk).
 type Limit struct {
 	// Rate is the calls per second the key allows across the whole fleet.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -175,16 +176,17 @@ type redisMetrics struct {
 }
 
 // NewRedis connects to o.Redis and starts the ReserveAsync workers. An
-// unreachable Redis is not an error (only a malformed URL is): the limiter
-// starts in the failure mode and keeps trying to connect. New waits for at
-// most 1 s for the first connection.
+// unreachable Redis is not an error: the limiter starts in the failure mode
+// and keeps trying to connect. A malformed URL is (ErrRedisURL), and so is
+// a database that the Redis reached refuses. New waits for at most 1 s for
+// the first connection.
 func NewRedis(o Options) (*Redis, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
 	opt, err := rueidis.ParseURL(o.Redis)
 	if err != nil {
-		return nil, fmt.Errorf("%w: cannot parse redis URL %q: %w", ErrInvalid, o.Redis, err)
+		return nil, fmt.Errorf("%w: cannot parse %w %q: %w", ErrInvalid, ErrRedisURL, o.Redis, err)
 	}
 	opt.DisableCache = true // no client-side caching: every decision writes
 	opt.Dialer.Timeout = time.Second
@@ -192,6 +194,12 @@ func NewRedis(o Options) (*Redis, error) {
 	// calls have their own deadline, this bounds the connection's.
 	opt.ConnWriteTimeout = time.Second
 	opt.MaxFlushDelay = 20 * time.Microsecond
+	c, err := newClients(opt, defaultPipelines)
+	if err != nil {
+		if err := dbRefused(opt, err); err != nil {
+			return nil, fmt.Errorf("%w: %w: %w", ErrInvalid, ErrRedisURL, err)
+		}
+	}
 	r := &Redis{
 		local:        newLocal(&o, o.Nodes),
 		now:          o.Now,
@@ -223,7 +231,7 @@ func NewRedis(o Options) (*Redis, error) {
 		}
 		return 1
 	})
-	if c, err := newClients(opt, defaultPipelines); err == nil {
+	if err == nil {
 		r.client.Store(c)
 	} else {
 		r.br.retryAt.Store(int64(r.now()) + r.br.coolDown)
@@ -242,22 +250,54 @@ func NewRedis(o Options) (*Redis, error) {
 }
 
 // connect retries the first connection every cool-down until it succeeds.
-// The breaker's next probe then finds the client.
+// The breaker's next probe then finds the client. A Redis that came up
+// refusing the URL's database is logged, once, as an error.
 func (r *Redis) connect(opt rueidis.ClientOption) {
 	defer r.wg.Done()
 	t := time.NewTicker(time.Duration(max(r.br.coolDown, int64(100*time.Millisecond))))
 	defer t.Stop()
+	logged := false
 	for {
 		select {
 		case <-r.quit:
 			return
 		case <-t.C:
 		}
-		if c, err := newClients(opt, defaultPipelines); err == nil {
+		c, err := newClients(opt, defaultPipelines)
+		if err == nil {
 			r.client.Store(c)
 			return
 		}
+		if !logged {
+			if err := dbRefused(opt, err); err != nil {
+				r.log.Error("ratelimit: redis refuses the URL's database", "failure_mode", string(r.mode), "error", err)
+				logged = true
+			}
+		}
 	}
+}
+
+// dbRefused explains err, a failed connection, when what Redis refused is
+// the URL's database: a Redis Cluster has only database 0, and a server
+// has a fixed number of them. It returns nil for any other failure (Redis
+// down, loading, a bad password), which the failure mode rides out. It
+// tells by connecting again, to database 0.
+func dbRefused(opt rueidis.ClientOption, err error) error {
+	db := opt.SelectDB
+	if _, ok := rueidis.IsRedisErr(err); !ok || db == 0 {
+		return nil
+	}
+	opt.SelectDB = 0
+	c, err0 := rueidis.NewClient(opt)
+	if err0 != nil {
+		return nil
+	}
+	defer c.Close()
+	if c.Mode() == rueidis.ClientModeCluster {
+		return fmt.Errorf("database %d: %s is a Redis Cluster, which has only database 0",
+			db, strings.Join(opt.InitAddress, ","))
+	}
+	return fmt.Errorf("database %d: Redis at %s refuses it: %w", db, strings.Join(opt.InitAddress, ","), err)
 }
 
 func (r *Redis) work() {

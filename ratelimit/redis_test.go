@@ -508,6 +508,37 @@ func TestRedisStartsDown(t *testing.T) {
 	}
 }
 
+// TestRedisDatabaseRefused: a database the Redis reached refuses fails New
+// with the reason; one it accepts is used. Refused by a Redis that came up
+// after New, it is logged as an error, once.
+func TestRedisDatabaseRefused(t *testing.T) {
+	srv := redistest.Start(t)
+	_, err := New(Options{Config: Config{Redis: srv.URL() + "/99"}, Logger: slog.New(slog.DiscardHandler)})
+	if !errors.Is(err, ErrInvalid) || !errors.Is(err, ErrRedisURL) || !strings.Contains(err.Error(), "database 99: Redis at "+srv.Addr()+" refuses it") {
+		t.Fatalf("database 99: %v, want ErrRedisURL saying Redis refuses it", err)
+	}
+	n := newNode(t, srv.URL()+"/1", Options{})
+	k := n.register(t, "a", Limit{Rate: 100, MaxWait: time.Second})
+	if d, err := n.Reserve(context.Background(), k); err != nil || d.Source != SourceRedis {
+		t.Fatalf("database 1: %+v %v", d, err)
+	}
+
+	port := redistest.FreePort(t)
+	n = newNode(t, "redis://127.0.0.1:"+strconv.Itoa(port)+"/99", Options{BreakerCoolDown: 100 * ms})
+	redistest.StartOn(t, port)
+	deadline := time.Now().Add(3 * time.Second)
+	for n.logs.count("level=ERROR") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("database 99 refused after New, not logged:\n%s", n.logs)
+		}
+		time.Sleep(20 * ms)
+	}
+	time.Sleep(300 * ms) // a few more attempts
+	if n.logs.count("level=ERROR") != 1 || n.logs.count("database 99: Redis at 127.0.0.1:"+strconv.Itoa(port)+" refuses it") != 1 {
+		t.Fatalf("want one error saying why:\n%s", n.logs)
+	}
+}
+
 // Only the probe's outcome moves an open breaker. A call sent before the
 // breaker opened may fail after the probe went: that failure must neither
 // let a second probe go nor keep the probe's success from closing it (it

@@ -1,8 +1,9 @@
 // Package redistest runs a real redis-server for tests: Start runs one on a
 // free loopback port, without persistence, and kills it when the test ends;
 // the test can freeze it (SIGSTOP: the socket accepts connections but
-// nothing answers), thaw it, stop it and restart it on the same port. A test
-// that needs Redis is skipped, loudly, only when redis-server is not
+// nothing answers), thaw it, stop it and restart it on the same port.
+// StartCluster runs a Redis Cluster of such servers (see cluster.go). A
+// test that needs Redis is skipped, loudly, only when redis-server is not
 // installed.
 //
 // It imports only the standard library, so that any package's tests may
@@ -31,6 +32,7 @@ type Server struct {
 	tb   testing.TB
 	port int
 	dir  string
+	args []string // more redis-server options, e.g. a cluster node's
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -98,8 +100,9 @@ func (s *Server) start() {
 	if err != nil {
 		s.tb.Fatalf("redis-server log: %v", err)
 	}
-	cmd := exec.Command("redis-server", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", s.dir)
+	args := []string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", s.dir}
+	cmd := exec.Command("redis-server", append(args, s.args...)...)
 	cmd.Stdout, cmd.Stderr = out, out
 	err = cmd.Start()
 	out.Close() // the child has its own copy

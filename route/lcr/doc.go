@@ -36,6 +36,14 @@
 // errors, non-2xx answers and invalid bodies (Response.Validate) are API
 // failures: the decision is the fallback gateway group, or NoDecision.
 //
+// Redis may be a single server or a Redis Cluster (rueidis finds out; the
+// URL may list more seed nodes as ?addr=host:port&addr=...). The keys,
+// sipedge:lcr:<key>, have no hash tag: every command touches one key, so
+// on a Cluster the decisions spread over all the slots and masters. A
+// Redis that is down at New is not an error (the tier starts down), but
+// one that refuses the URL's database is (ErrRedisURL): a Cluster has
+// only database 0.
+//
 // A Redis failure marks the tier down (one warning, sipedge_lcr_redis_up 0,
 // sipedge_lcr_redis_errors_total); lookups then use the in-process tier and
 // the API alone, and Redis is probed again once a second; the first success

@@ -2,6 +2,8 @@ package lcr
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -9,9 +11,11 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// RedisKeyPrefix is put before the cache key to form the Redis key. The hash
-// tag keeps every decision in one slot of a Redis Cluster.
-const RedisKeyPrefix = "{sipedge:lcr}:"
+// RedisKeyPrefix is put before the cache key to form the Redis key. It has
+// no hash tag: a decision's commands (GET and PTTL, SET) touch its one key,
+// so on a Redis Cluster the decisions spread over all the slots, hence all
+// the masters, instead of filling one.
+const RedisKeyPrefix = "sipedge:lcr:"
 
 // redisRetry is how long the Redis tier is left alone after a failure; then
 // one lookup probes it again.
@@ -120,8 +124,10 @@ func (t *redisTier) store(ctx context.Context, key string, body []byte, ttl time
 }
 
 // connectLater dials Redis once every redisRetry until it succeeds or ctx
-// is done: New's first attempt failed.
+// is done: New's first attempt failed. A Redis that came up refusing the
+// URL's database is logged, once, as an error.
 func (t *redisTier) connectLater(ctx context.Context, opt rueidis.ClientOption) {
+	logged := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -131,6 +137,12 @@ func (t *redisTier) connectLater(ctx context.Context, opt rueidis.ClientOption) 
 		c, err := rueidis.NewClient(opt)
 		if err != nil {
 			t.failed(err)
+			if !logged {
+				if err := dbRefused(opt, err); err != nil {
+					t.r.log.Error("lcr: Redis refuses the URL's database", "err", err)
+					logged = true
+				}
+			}
 			continue
 		}
 		t.mu.Lock()
@@ -145,6 +157,29 @@ func (t *redisTier) connectLater(ctx context.Context, opt rueidis.ClientOption) 
 		t.succeeded()
 		return
 	}
+}
+
+// dbRefused explains err, a failed connection, when what Redis refused is
+// the URL's database: a Redis Cluster has only database 0, and a server
+// has a fixed number of them. It returns nil for any other failure (Redis
+// down, loading, a bad password), which the tier rides out. It tells by
+// connecting again, to database 0.
+func dbRefused(opt rueidis.ClientOption, err error) error {
+	db := opt.SelectDB
+	if _, ok := rueidis.IsRedisErr(err); !ok || db == 0 {
+		return nil
+	}
+	opt.SelectDB = 0
+	c, err0 := rueidis.NewClient(opt)
+	if err0 != nil {
+		return nil
+	}
+	defer c.Close()
+	if c.Mode() == rueidis.ClientModeCluster {
+		return fmt.Errorf("database %d: %s is a Redis Cluster, which has only database 0",
+			db, strings.Join(opt.InitAddress, ","))
+	}
+	return fmt.Errorf("database %d: Redis at %s refuses it: %w", db, strings.Join(opt.InitAddress, ","), err)
 }
 
 func (t *redisTier) close() {

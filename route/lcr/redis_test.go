@@ -3,6 +3,7 @@ package lcr
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"strconv"
@@ -21,14 +22,26 @@ const testRedisDeadline = time.Second
 // redisGet returns the value of a Redis key, ok false when it does not exist.
 func redisGet(t *testing.T, s *redistest.Server, key string) (string, bool) {
 	t.Helper()
+	return redisGetDB(t, s, 0, key)
+}
+
+// redisGetDB is redisGet in database db.
+func redisGetDB(t *testing.T, s *redistest.Server, db int, key string) (string, bool) {
+	t.Helper()
 	c, err := net.DialTimeout("tcp", s.Addr(), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(time.Second))
-	io.WriteString(c, "*2\r\n$3\r\nGET\r\n$"+strconv.Itoa(len(key))+"\r\n"+key+"\r\n")
 	br := bufio.NewReader(c)
+	if db != 0 {
+		io.WriteString(c, "SELECT "+strconv.Itoa(db)+"\r\n")
+		if line, err := br.ReadString('\n'); err != nil || line != "+OK\r\n" {
+			t.Fatalf("SELECT %d: %q %v", db, line, err)
+		}
+	}
+	io.WriteString(c, "*2\r\n$3\r\nGET\r\n$"+strconv.Itoa(len(key))+"\r\n"+key+"\r\n")
 	line, err := br.ReadString('\n')
 	if err != nil {
 		t.Fatal(err)
@@ -71,12 +84,12 @@ func TestRedisSharedAcrossResolvers(t *testing.T) {
 	b := newTestResolver(t, Options{APIURL: api.URL, RedisURL: rs.URL(), RedisDeadline: testRedisDeadline})
 
 	da := a.lookup(t, testRequest("+12025550123"))
-	stored := waitStored(t, rs, "{sipedge:lcr}:cust-trunks:+12025550123")
+	stored := waitStored(t, rs, "sipedge:lcr:cust-trunks:+12025550123") // the documented key form
 	var resp Response
 	if err := json.Unmarshal([]byte(stored), &resp); err != nil || resp.Validate() != nil {
 		t.Fatalf("stored value %q is not a response: %v", stored, err)
 	}
-	pttl := rs.MustDo("PTTL {sipedge:lcr}:cust-trunks:+12025550123")
+	pttl := rs.MustDo("PTTL sipedge:lcr:cust-trunks:+12025550123")
 	if ms, err := strconv.Atoi(strings.TrimPrefix(pttl, ":")); err != nil || ms < 58000 || ms > 60000 {
 		t.Fatalf("PTTL %s, want about 60000", pttl)
 	}
@@ -110,7 +123,7 @@ func TestRedisTTLZeroNotStored(t *testing.T) {
 	a := newTestResolver(t, Options{APIURL: api.URL, RedisURL: rs.URL(), RedisDeadline: testRedisDeadline, CacheTTL: time.Hour})
 	a.lookup(t, testRequest("+1"))
 	a.Close() // waits for the flight, including its (absent) store
-	if _, ok := redisGet(t, rs, "{sipedge:lcr}:cust-trunks:+1"); ok {
+	if _, ok := redisGet(t, rs, RedisKeyPrefix+"cust-trunks:+1"); ok {
 		t.Fatal("a cache_ttl_secs 0 answer was stored in Redis")
 	}
 }
@@ -124,7 +137,7 @@ func TestRedisDown(t *testing.T) {
 	api := newAPIServer(t, nil)
 	r := newTestResolver(t, Options{APIURL: api.URL, RedisURL: rs.URL(), RedisDeadline: testRedisDeadline})
 	r.lookup(t, testRequest("+1"))
-	waitStored(t, rs, "{sipedge:lcr}:cust-trunks:+1")
+	waitStored(t, rs, RedisKeyPrefix+"cust-trunks:+1")
 
 	rs.Stop()
 	for _, n := range []string{"+2", "+3", "+4"} {
@@ -168,7 +181,7 @@ func TestRedisDown(t *testing.T) {
 	if n := strings.Count(r.log.String(), "Redis cache available again"); n != 1 {
 		t.Fatalf("%d available-again log lines, want 1", n)
 	}
-	waitStored(t, rs, "{sipedge:lcr}:cust-trunks:+50")
+	waitStored(t, rs, RedisKeyPrefix+"cust-trunks:+50")
 }
 
 // TestRedisUnreachableAtStart: New does not fail; the tier starts down.
@@ -203,6 +216,50 @@ func TestRedisUnreachableAtStart(t *testing.T) {
 	}
 }
 
+// TestRedisDatabaseRefused: a database the Redis reached refuses fails New
+// with the reason; one it accepts is used. Refused by a Redis that came up
+// after New, it is logged as an error, once.
+func TestRedisDatabaseRefused(t *testing.T) {
+	t.Parallel()
+	rs := redistest.Start(t)
+	api := newAPIServer(t, nil)
+	_, err := New(Options{APIURL: api.URL, RedisURL: rs.URL() + "/99", Log: discardLog()})
+	if !errors.Is(err, ErrInvalidOption) || !errors.Is(err, ErrRedisURL) || !strings.Contains(err.Error(), "database 99: Redis at "+rs.Addr()+" refuses it") {
+		t.Fatalf("database 99: %v, want ErrRedisURL saying Redis refuses it", err)
+	}
+	a := newTestResolver(t, Options{APIURL: api.URL, RedisURL: rs.URL() + "/1", RedisDeadline: testRedisDeadline})
+	a.lookup(t, testRequest("+1"))
+	key := RedisKeyPrefix + "cust-trunks:+1"
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		if _, ok := redisGetDB(t, rs, 1, key); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("database 1: %s was not stored there", key)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, ok := redisGet(t, rs, key); ok {
+		t.Fatalf("database 1: %s was stored in database 0", key)
+	}
+
+	port := redistest.FreePort(t)
+	r := newTestResolver(t, Options{APIURL: api.URL, RedisURL: "redis://127.0.0.1:" + strconv.Itoa(port) + "/99"})
+	redistest.StartOn(t, port)
+	deadline = time.Now().Add(3 * time.Second)
+	for !strings.Contains(r.log.String(), "level=ERROR") {
+		if time.Now().After(deadline) {
+			t.Fatalf("database 99 refused after New, not logged:\n%s", r.log.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(redisRetry + 100*time.Millisecond) // another attempt
+	if log := r.log.String(); strings.Count(log, "level=ERROR") != 1 || !strings.Contains(log, "database 99: Redis at 127.0.0.1:"+strconv.Itoa(port)+" refuses it") {
+		t.Fatalf("want one error saying why:\n%s", log)
+	}
+}
+
 // TestBreakerOpenRedisStillServes: with the API dead and the breaker open,
 // decisions other nodes cached in Redis are still used; the rest fail fast.
 func TestBreakerOpenRedisStillServes(t *testing.T) {
@@ -210,7 +267,7 @@ func TestBreakerOpenRedisStillServes(t *testing.T) {
 	api := newAPIServer(t, nil)
 	a := newTestResolver(t, Options{APIURL: api.URL, RedisURL: rs.URL(), RedisDeadline: testRedisDeadline})
 	a.lookup(t, testRequest("+1"))
-	waitStored(t, rs, "{sipedge:lcr}:cust-trunks:+1")
+	waitStored(t, rs, RedisKeyPrefix+"cust-trunks:+1")
 
 	b := newTestResolver(t, Options{APIURL: closedURL(t), RedisURL: rs.URL(), RedisDeadline: testRedisDeadline, BreakerThreshold: 1,
 		FallbackGatewayGroup: "fb"})

@@ -51,6 +51,10 @@ const sweepInterval = 10 * time.Second
 var (
 	// ErrInvalidOption is wrapped by New's errors about Options.
 	ErrInvalidOption = errors.New("lcr: invalid option")
+	// ErrRedisURL is wrapped, with ErrInvalidOption, by New's errors about
+	// Options.RedisURL: a URL that does not parse, or a database that
+	// Redis refuses (a Redis Cluster has only database 0).
+	ErrRedisURL = errors.New("Redis URL")
 	// ErrMetricsInUse: Options.Metrics already holds a Resolver's metrics.
 	ErrMetricsInUse = errors.New("lcr: the metrics set already holds an LCR resolver's metrics")
 
@@ -96,8 +100,11 @@ type Options struct {
 	// DefaultLocalMaxEntries); past it, entries are evicted.
 	LocalMaxEntries int
 	// RedisURL, when set, is the fleet-wide tier (cache[].url: redis:// or
-	// rediss://). The Resolver owns the client. If Redis cannot be reached
-	// at New, the tier starts down and New keeps dialling in the background.
+	// rediss://; a Redis Cluster's seed nodes as ?addr=host:port&addr=...).
+	// The Resolver owns the client. If Redis cannot be reached at New, the
+	// tier starts down and New keeps dialling in the background; if it
+	// refuses the URL's database (a Cluster has only database 0), New fails
+	// with ErrRedisURL.
 	RedisURL string
 	// Redis is an alternative to RedisURL: a client owned by the caller
 	// (not closed by Close). At most one of the two may be set.
@@ -263,7 +270,7 @@ func cmp0[T comparable](v, def T) T {
 func (r *Resolver) dialRedis(rawURL string) error {
 	opt, err := rueidis.ParseURL(rawURL)
 	if err != nil {
-		return fmt.Errorf("%w: cannot parse Redis URL: %w", ErrInvalidOption, err)
+		return fmt.Errorf("%w: cannot parse %w: %w", ErrInvalidOption, ErrRedisURL, err)
 	}
 	opt.DisableCache = true // no client-side caching: plain GET/SET, any Redis
 	if opt.Dialer.Timeout == 0 {
@@ -272,6 +279,9 @@ func (r *Resolver) dialRedis(rawURL string) error {
 	r.redis.owned = true
 	c, err := rueidis.NewClient(opt)
 	if err != nil {
+		if err := dbRefused(opt, err); err != nil {
+			return fmt.Errorf("%w: %w: %w", ErrInvalidOption, ErrRedisURL, err)
+		}
 		r.redis.failed(err)
 		r.bg.Add(1)
 		go func() {

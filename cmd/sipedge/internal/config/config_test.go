@@ -272,6 +272,11 @@ func TestRejects(t *testing.T) {
 		{"cache ttl negative", "cache:\n  - { name: c, url: \"redis://a:6379\", local_ttl_secs: -60 }", `cache[0].local_ttl_secs: -60: must not be negative`},
 		{"failure_mode", "ratelimit:\n  failure_mode: fail", `line 2: ratelimit.failure_mode: "fail": want one of "local", "open", "closed"`},
 		{"ratelimit redis", "ratelimit: { redis: \"127.0.0.1:6379\" }", `ratelimit.redis: "127.0.0.1:6379": want a redis:// URL`},
+		{"redis trailing slash", "ratelimit: { redis: \"redis://127.0.0.1:6379/\" }", `ratelimit.redis: "redis://127.0.0.1:6379/": the path must be a database number (/0) or nothing`},
+		{"redis database path", "cache:\n  - { name: c, url: \"redis://a:6379/one\" }", `line 2: cache[0].url: "redis://a:6379/one": the path must be a database number (/0) or nothing`},
+		{"redis database query", "ratelimit: { redis: \"redis://a:6379?db=x\" }", `ratelimit.redis: "redis://a:6379?db=x": db=x is not a database number`},
+		{"redis cluster database", "cache:\n  - { name: c, url: \"redis://a:7000/1?addr=b:7000&addr=c:7000\" }", `line 2: cache[0].url: "redis://a:7000/1?addr=b:7000&addr=c:7000": database 1 with more seed nodes (addr=): a Redis Cluster has only database 0`},
+		{"redis cluster db query", "ratelimit: { redis: \"redis://a:7000?addr=b:7000&db=2\" }", `ratelimit.redis: "redis://a:7000?addr=b:7000&db=2": database 2 with more seed nodes (addr=): a Redis Cluster has only database 0`},
 		{"passive outcome", "gateway:\n  groups:\n    - name: g\n      passive: { outcomes: [status_503, status_500] }\n      destinations: [{ uri: \"sip:127.0.0.1:5070\", address: \"127.0.0.1:5070\" }]",
 			`line 4: gateway.groups[0].passive.outcomes[1]: "status_500": want one of "no_response", "status_503", "transport_error"`},
 		{"batch one", "ratelimit: { batch: 1 }", `ratelimit.batch: 1: want 0 (off) or 2 to 16`},
@@ -605,7 +610,7 @@ lcr:
           reroute_causes: [480, 503]
 cache:
   - { name: lcr, url: "redis://127.0.0.1:6379/2", local_ttl_secs: 30 }
-ratelimit: { redis: "redis://127.0.0.1:6380", deadline_ms: 15, failure_mode: closed, nodes: 3, batch: 8, batch_min_rate: 100, flood: { messages_per_sec: 0 } }
+ratelimit: { redis: "redis://127.0.0.1:7000?addr=127.0.0.1:7001&addr=127.0.0.1:7002", deadline_ms: 15, failure_mode: closed, nodes: 3, batch: 8, batch_min_rate: 100, flood: { messages_per_sec: 0 } }
 cdr: { file: "/var/lib/sipedge/cdr.jsonl", max_size_mb: 10, max_backups: 0, queue: 1024 }
 `
 

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -312,14 +313,12 @@ func (c *Config) validate(v *validator) {
 	for i, e := range c.Cache {
 		p := fmt.Sprintf("cache[%d]", i)
 		v.name(p+".name", e.Name, seen)
-		if !isRedisURL(e.URL) {
-			v.errorf(p+".url", "%q: want a redis:// URL", e.URL)
-		}
+		v.redisURL(p+".url", e.URL)
 	}
 
 	r := c.RateLimit
-	if r.Redis != "" && !isRedisURL(r.Redis) {
-		v.errorf("ratelimit.redis", "%q: want a redis:// URL", r.Redis)
+	if r.Redis != "" {
+		v.redisURL("ratelimit.redis", r.Redis)
 	}
 	v.oneOf("ratelimit.failure_mode", r.FailureMode, FailureLocal, FailureOpen, FailureClosed)
 	v.positive("ratelimit.nodes", r.Nodes)
@@ -460,7 +459,31 @@ func isSIPURI(s string) bool {
 	return ok && rest != "" && !strings.ContainsAny(rest, " \t\r\n<>")
 }
 
-func isRedisURL(s string) bool {
+// redisURL checks a Redis URL: redis:// or rediss://, a host, and at most
+// one database number (/N or ?db=N), which must be 0 with more seed nodes
+// (?addr=host:port), the form of a Redis Cluster: a Cluster has only
+// database 0. (A Cluster reached through one node is told apart at start.)
+func (v *validator) redisURL(path, s string) {
 	u, err := url.Parse(s)
-	return err == nil && (u.Scheme == "redis" || u.Scheme == "rediss") && u.Host != ""
+	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+		v.errorf(path, "%q: want a redis:// URL", s)
+		return
+	}
+	q := u.Query()
+	db := 0
+	if u.Path != "" {
+		if db, err = strconv.Atoi(strings.TrimPrefix(u.Path, "/")); err != nil || db < 0 {
+			v.errorf(path, "%q: the path must be a database number (/0) or nothing", s)
+			return
+		}
+	}
+	if q.Has("db") {
+		if db, err = strconv.Atoi(q.Get("db")); err != nil || db < 0 {
+			v.errorf(path, "%q: db=%s is not a database number", s, q.Get("db"))
+			return
+		}
+	}
+	if db != 0 && q.Has("addr") && !q.Has("master_set") {
+		v.errorf(path, "%q: database %d with more seed nodes (addr=): a Redis Cluster has only database 0", s, db)
+	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -66,6 +67,9 @@ func newCPS(cfg *config.Config, s *Server) (*cps, error) {
 		DeadlineMS: int(cfg.RateLimit.Deadline / time.Millisecond), FailureMode: ratelimit.FailureMode(cfg.RateLimit.FailureMode),
 		Nodes: cfg.RateLimit.Nodes}, Batch: cfg.RateLimit.Batch, BatchMinRate: cfg.RateLimit.BatchMinRate,
 		Metrics: s.cpsSet, Logger: s.log})
+	if errors.Is(err, ratelimit.ErrRedisURL) {
+		return nil, fmt.Errorf("ratelimit.redis: %w", err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("ratelimit: %w", err)
 	}

@@ -2,11 +2,13 @@ package server
 
 import (
 	"fmt"
+	"log/slog"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/ratelimit/redistest"
 	"github.com/sipedge/sipedge/route/lcr"
@@ -336,25 +338,28 @@ func TestLCRUndialableSkippedWithoutWaiting(t *testing.T) {
 	})
 }
 
+// lcrCacheRoutes is the route of the cache tests' API answers.
+const lcrCacheRoutes = `{"carrier_id":"carrier-a","gateway_group":"carrier-a","rate":0.004,"currency":"USD"}`
+
+// lcrBusyCall places a call that carrier-a answers 486.
+func lcrBusyCall(t *testing.T, r *lcrRig) {
+	t.Helper()
+	c := r.call(dialed, "")
+	inv := c.invite(r.a, dialed)
+	c.reject(r.a, inv, 486, "Busy Here")
+	c.final(486)
+	r.b.expectNothing(0)
+}
+
 // TestLCRCacheHitAvoidsAPI: a decision with a cache TTL is reused for the
 // same trunk_group:dialed_number without asking the API again: in process,
 // and through Redis by another node.
 func TestLCRCacheHitAvoidsAPI(t *testing.T) {
-	routes := `{"carrier_id":"carrier-a","gateway_group":"carrier-a","rate":0.004,"currency":"USD"}`
-	// busyCall places a call that carrier-a answers 486.
-	busyCall := func(t *testing.T, r *lcrRig) {
-		t.Helper()
-		c := r.call(dialed, "")
-		inv := c.invite(r.a, dialed)
-		c.reject(r.a, inv, 486, "Busy Here")
-		c.final(486)
-		r.b.expectNothing(0)
-	}
 	t.Run("in-process", func(t *testing.T) {
-		api := newLCRAPI(t, 200, `{"routes":[`+routes+`]}`) // TTL: lcr.cache_ttl_secs
+		api := newLCRAPI(t, 200, `{"routes":[`+lcrCacheRoutes+`]}`) // TTL: lcr.cache_ttl_secs
 		r := newLCR(t, lcrOpts{lcr: fmt.Sprintf("lcr: { api_url: %q, cache_ttl_secs: 60 }", api.url())})
-		busyCall(t, r)
-		busyCall(t, r)
+		lcrBusyCall(t, r)
+		lcrBusyCall(t, r)
 		if n := api.hits.Load(); n != 1 {
 			t.Errorf("%d API requests for two calls to one number, want 1 (the second from the cache)", n)
 		}
@@ -377,49 +382,87 @@ func TestLCRCacheHitAvoidsAPI(t *testing.T) {
 		}
 	})
 	t.Run("ttl-0-not-cached", func(t *testing.T) {
-		api := newLCRAPI(t, 200, `{"routes":[`+routes+`],"cache_ttl_secs":0}`)
+		api := newLCRAPI(t, 200, `{"routes":[`+lcrCacheRoutes+`],"cache_ttl_secs":0}`)
 		r := newLCR(t, lcrOpts{lcr: fmt.Sprintf("lcr: { api_url: %q, cache_ttl_secs: 60 }", api.url())})
-		busyCall(t, r)
-		busyCall(t, r)
+		lcrBusyCall(t, r)
+		lcrBusyCall(t, r)
 		if n := api.hits.Load(); n != 2 {
 			t.Errorf("%d API requests for two calls with cache_ttl_secs 0, want 2", n)
 		}
 	})
 	t.Run("redis-shared-by-two-nodes", func(t *testing.T) {
 		redis := redistest.Start(t)
-		api := newLCRAPI(t, 200, `{"routes":[`+routes+`],"cache_ttl_secs":60}`)
-		o := lcrOpts{
-			lcr:   fmt.Sprintf("lcr: { api_url: %q, cache: lcr }", api.url()),
-			extra: fmt.Sprintf("cache:\n  - { name: lcr, url: %q, local_ttl_secs: 60 }", redis.URL()),
+		lcrSharedByTwoNodes(t, redis.URL(), func(string) *redistest.Server { return redis })
+	})
+}
+
+// lcrSharedByTwoNodes: a decision one node got from the API is stored in
+// the Redis at url (on the server owner says holds a key) and used by a
+// second node without asking the API.
+func lcrSharedByTwoNodes(t *testing.T, url string, owner func(key string) *redistest.Server) {
+	t.Helper()
+	api := newLCRAPI(t, 200, `{"routes":[`+lcrCacheRoutes+`],"cache_ttl_secs":60}`)
+	o := lcrOpts{
+		lcr:   fmt.Sprintf("lcr: { api_url: %q, cache: lcr }", api.url()),
+		extra: fmt.Sprintf("cache:\n  - { name: lcr, url: %q, local_ttl_secs: 60 }", url),
+	}
+	node1 := newLCR(t, o)
+	lcrBusyCall(t, node1)
+	if n := api.hits.Load(); n != 1 {
+		t.Fatalf("node 1: %d API requests, want 1", n)
+	}
+	// The decision is stored in Redis after the call got it: wait for it.
+	key := lcr.RedisKeyPrefix + "cust-trunks:" + dialed
+	redis := owner(key)
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		reply, err := redis.Do("EXISTS " + key)
+		if err == nil && reply == ":1" {
+			break
 		}
-		node1 := newLCR(t, o)
-		busyCall(t, node1)
-		if n := api.hits.Load(); n != 1 {
-			t.Fatalf("node 1: %d API requests, want 1", n)
+		if time.Now().After(deadline) {
+			t.Fatalf("node 1 did not store the decision in Redis under %q (EXISTS: %q %v)", key, reply, err)
 		}
-		// The decision is stored in Redis after the call got it: wait for it.
-		key := lcr.RedisKeyPrefix + "cust-trunks:" + dialed
-		deadline := time.Now().Add(2 * time.Second)
-		for {
-			reply, err := redis.Do("EXISTS " + key)
-			if err == nil && reply == ":1" {
-				break
+		time.Sleep(10 * time.Millisecond)
+	}
+	node2 := newLCR(t, o)
+	lcrBusyCall(t, node2)
+	if n := api.hits.Load(); n != 1 {
+		t.Errorf("%d API requests after a call on a second node sharing Redis, want 1 (the decision from Redis)", n)
+	}
+	if n := node2.metricWith("sipedge_lcr_cache_hits_total", `tier="redis"`); n != 1 {
+		t.Errorf(`node 2: sipedge_lcr_cache_hits_total{tier="redis"} %v, want 1`, n)
+	}
+	for _, rec := range node2.cdrs() {
+		checkFields(t, rec, map[string]any{"route_source": "lcr", "carrier_id": "carrier-a"})
+	}
+}
+
+// TestLCRCacheRedisCluster: cache[].url and ratelimit.redis on a real Redis
+// Cluster: the decision cache is shared by two nodes through it, and a
+// database other than 0 fails New with the field and the reason.
+func TestLCRCacheRedisCluster(t *testing.T) {
+	c := redistest.StartCluster(t, 3)
+	t.Run("shared-by-two-nodes", func(t *testing.T) {
+		lcrSharedByTwoNodes(t, c.URL(), c.Owner)
+	})
+	t.Run("database", func(t *testing.T) {
+		url := c.Nodes[0].URL() + "/1" // one seed: only the server tells it is a Cluster
+		for _, tt := range []struct{ yaml, want string }{
+			{fmt.Sprintf("lcr: { api_url: \"http://127.0.0.1:9/route\", cache: lcr }\ncache:\n  - { name: lcr, url: %q }", url), "cache[0].url: "},
+			{fmt.Sprintf("ratelimit: { redis: %q }", url), "ratelimit.redis: "},
+		} {
+			cfg, err := config.Parse([]byte(tt.yaml), nil)
+			if err != nil {
+				t.Fatalf("config: %v\n%s", err, tt.yaml)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("node 1 did not store the decision in Redis under %q (EXISTS: %q %v)", key, reply, err)
+			_, err = New(cfg, slog.New(slog.DiscardHandler))
+			if err == nil {
+				t.Fatalf("New succeeded with %s", tt.yaml)
 			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		node2 := newLCR(t, o)
-		busyCall(t, node2)
-		if n := api.hits.Load(); n != 1 {
-			t.Errorf("%d API requests after a call on a second node sharing Redis, want 1 (the decision from Redis)", n)
-		}
-		if n := node2.metricWith("sipedge_lcr_cache_hits_total", `tier="redis"`); n != 1 {
-			t.Errorf(`node 2: sipedge_lcr_cache_hits_total{tier="redis"} %v, want 1`, n)
-		}
-		for _, rec := range node2.cdrs() {
-			checkFields(t, rec, map[string]any{"route_source": "lcr", "carrier_id": "carrier-a"})
+			if msg := err.Error(); !strings.HasPrefix(msg, tt.want) || !strings.Contains(msg, "database 1: "+c.Nodes[0].Addr()+" is a Redis Cluster, which has only database 0") {
+				t.Errorf("New: %v, want %q and that a Redis Cluster has only database 0", err, tt.want)
+			}
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -38,8 +39,10 @@ func newResolver(cfg *config.Config, set *metrics.Set, log *slog.Logger) (*lcr.R
 		CacheTTL: cfg.LCR.CacheTTL, KeyAttributes: cfg.LCR.Attributes,
 		FallbackGatewayGroup: cfg.LCR.FallbackGatewayGroup, Static: table, Metrics: set, Log: log,
 		LocalTTL: 60 * time.Second}
-	for _, c := range cfg.Cache {
+	cache := -1 // the cache entry lcr.cache names
+	for i, c := range cfg.Cache {
 		if c.Name == cfg.LCR.Cache && c.Name != "" {
+			cache = i
 			opts.RedisURL = c.URL
 			opts.LocalTTL = c.LocalTTL
 			if c.LocalTTL == 0 {
@@ -48,6 +51,9 @@ func newResolver(cfg *config.Config, set *metrics.Set, log *slog.Logger) (*lcr.R
 		}
 	}
 	res, err := lcr.New(opts)
+	if errors.Is(err, lcr.ErrRedisURL) && cache >= 0 {
+		err = fmt.Errorf("cache[%d].url: %w", cache, err)
+	}
 	return res, table, err
 }
 
