@@ -186,7 +186,7 @@ func NewRedis(o Options) (*Redis, error) {
 	}
 	opt, err := rueidis.ParseURL(o.Redis)
 	if err != nil {
-		return nil, fmt.Errorf("%w: cannot parse %w %q: %w", ErrInvalid, ErrRedisURL, o.Redis, err)
+		return nil, fmt.Errorf("%w: cannot parse %w: %w", ErrInvalid, ErrRedisURL, err) // not the URL: its password
 	}
 	opt.DisableCache = true // no client-side caching: every decision writes
 	opt.Dialer.Timeout = time.Second

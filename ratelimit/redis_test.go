@@ -128,8 +128,11 @@ func TestRedisSpacing(t *testing.T) {
 		}
 		slots = append(slots, time.Since(start)+d.Wait)
 	}
+	// Slots are 115 ms apart on Redis' clock; read here, each carries the
+	// delay of its own reply, which a loaded machine stretches by a few ms.
+	// 100 ms (the rate without its margin) stays out.
 	for i := 1; i < len(slots); i++ {
-		if gap := slots[i] - slots[i-1]; gap < 110*ms || gap > 120*ms {
+		if gap := slots[i] - slots[i-1]; gap < 105*ms || gap > 125*ms {
 			t.Fatalf("gap %d: %v, want 115 ms: %v", i, gap, slots)
 		}
 	}

@@ -276,6 +276,8 @@ func TestRejects(t *testing.T) {
 		{"redis database path", "cache:\n  - { name: c, url: \"redis://a:6379/one\" }", `line 2: cache[0].url: "redis://a:6379/one": the path must be a database number (/0) or nothing`},
 		{"redis database query", "ratelimit: { redis: \"redis://a:6379?db=x\" }", `ratelimit.redis: "redis://a:6379?db=x": db=x is not a database number`},
 		{"redis cluster database", "cache:\n  - { name: c, url: \"redis://a:7000/1?addr=b:7000&addr=c:7000\" }", `line 2: cache[0].url: "redis://a:7000/1?addr=b:7000&addr=c:7000": database 1 with more seed nodes (addr=): a Redis Cluster has only database 0`},
+		{"redis password not shown", "cache:\n  - { name: c, url: \"redis://:s3cret@a:6379/one\" }", `line 2: cache[0].url: "redis://:xxxxx@a:6379/one": the path must be a database number (/0) or nothing`},
+		{"redis password not shown unparsed", "ratelimit: { redis: \"redis://u:s3cret@a:port\" }", `ratelimit.redis: "redis://xxxxx@a:port": want a redis:// URL`},
 		{"redis cluster db query", "ratelimit: { redis: \"redis://a:7000?addr=b:7000&db=2\" }", `ratelimit.redis: "redis://a:7000?addr=b:7000&db=2": database 2 with more seed nodes (addr=): a Redis Cluster has only database 0`},
 		{"passive outcome", "gateway:\n  groups:\n    - name: g\n      passive: { outcomes: [status_503, status_500] }\n      destinations: [{ uri: \"sip:127.0.0.1:5070\", address: \"127.0.0.1:5070\" }]",
 			`line 4: gateway.groups[0].passive.outcomes[1]: "status_500": want one of "no_response", "status_503", "transport_error"`},

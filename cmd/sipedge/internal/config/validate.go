@@ -464,26 +464,39 @@ func isSIPURI(s string) bool {
 // (?addr=host:port), the form of a Redis Cluster: a Cluster has only
 // database 0. (A Cluster reached through one node is told apart at start.)
 func (v *validator) redisURL(path, s string) {
+	shown := redactedURL(s) // a config error is logged: never its password
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
-		v.errorf(path, "%q: want a redis:// URL", s)
+		v.errorf(path, "%q: want a redis:// URL", shown)
 		return
 	}
 	q := u.Query()
 	db := 0
 	if u.Path != "" {
 		if db, err = strconv.Atoi(strings.TrimPrefix(u.Path, "/")); err != nil || db < 0 {
-			v.errorf(path, "%q: the path must be a database number (/0) or nothing", s)
+			v.errorf(path, "%q: the path must be a database number (/0) or nothing", shown)
 			return
 		}
 	}
 	if q.Has("db") {
 		if db, err = strconv.Atoi(q.Get("db")); err != nil || db < 0 {
-			v.errorf(path, "%q: db=%s is not a database number", s, q.Get("db"))
+			v.errorf(path, "%q: db=%s is not a database number", shown, q.Get("db"))
 			return
 		}
 	}
 	if db != 0 && q.Has("addr") && !q.Has("master_set") {
-		v.errorf(path, "%q: database %d with more seed nodes (addr=): a Redis Cluster has only database 0", s, db)
+		v.errorf(path, "%q: database %d with more seed nodes (addr=): a Redis Cluster has only database 0", shown, db)
 	}
+}
+
+// redactedURL is s with its password, if any, masked: url.URL.Redacted,
+// or by hand when s does not parse.
+func redactedURL(s string) string {
+	if u, err := url.Parse(s); err == nil {
+		return u.Redacted()
+	}
+	if at, i := strings.LastIndex(s, "@"), strings.Index(s, "://"); i >= 0 && i < at {
+		return s[:i+3] + "xxxxx" + s[at:]
+	}
+	return s
 }
