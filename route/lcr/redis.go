@@ -163,7 +163,8 @@ func (t *redisTier) connectLater(ctx context.Context, opt rueidis.ClientOption) 
 // the URL's database: a Redis Cluster has only database 0, and a server
 // has a fixed number of them. It returns nil for any other failure (Redis
 // down, loading, a bad password), which the tier rides out. It tells by
-// connecting again, to database 0.
+// connecting again, to database 0. ratelimit has its twin: lcr must not
+// import the limiter (TestDependencies), nor it lcr.
 func dbRefused(opt rueidis.ClientOption, err error) error {
 	db := opt.SelectDB
 	if _, ok := rueidis.IsRedisErr(err); !ok || db == 0 {
