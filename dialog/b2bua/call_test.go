@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
+
 	"github.com/sipedge/sipedge/parser"
 )
 
@@ -365,4 +367,31 @@ func TestBLegFromKeepsCallerDisplay(t *testing.T) {
 			t.Errorf("caller From %s: B-leg From %s, want it to start %s", tc.from, from, tc.want)
 		}
 	}
+}
+
+// A response whose top Via is not one sipedge wrote is silently discarded
+// (RFC 3261 18.1.2), and counted, even when its branch matches a live
+// transaction; the same response with sipedge's Via goes through.
+func TestResponseWithForeignViaDropped(t *testing.T) {
+	set := metrics.NewSet()
+	r := newRig(t, func(c *Config) { c.Metrics = set })
+	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
+	r.expect(caller, "SIP/2.0 100 Trying")
+	binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	ringing := carrierResponse(binv, 180, "Ringing", "")
+	for _, foreign := range []string{"203.0.113.9:5060", "203.0.113.1:5070", "[2001:db8::1]:5060", "evil.example.net:5060"} {
+		r.recv(carrier, strings.Replace(ringing, "203.0.113.1:5060;branch=", foreign+";branch=", 1))
+		r.expect(caller)
+	}
+	var b strings.Builder
+	set.WritePrometheus(&b)
+	if !strings.Contains(b.String(), `sipedge_responses_foreign_via_total{shard="0"} 4`) {
+		t.Errorf("want 4 foreign-Via responses counted:\n%s", b.String())
+	}
+	r.recv(carrier, ringing)
+	r.expect(caller, "SIP/2.0 180 Ringing")
+	// Without a port, the sent-by port is 5060 (RFC 3261 18.2.2): ours.
+	progress := carrierResponse(binv, 183, "Session Progress", "")
+	r.recv(carrier, strings.Replace(progress, "203.0.113.1:5060;branch=", "203.0.113.1;branch=", 1))
+	r.expect(caller, "SIP/2.0 183 Session Progress")
 }

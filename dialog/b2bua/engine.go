@@ -1,9 +1,12 @@
 package b2bua
 
 import (
+	"bytes"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -162,6 +165,7 @@ type Engine struct {
 	byCallID                              map[uint64]int32      // xxhash(Call-ID) of either leg -> call
 	roles                                 []txnRole             // by txn.Handle.Index: the transactions the engine is waiting on
 	probes                                map[txn.Handle]*probe // gateway probes in flight
+	sentBy                                []sentBy              // what sipedge writes as its Vias' sent-by
 
 	acts    []txn.Action      // the table's spare action list (see runActions)
 	req     txn.Built         // the request being built: where appendRequestHead wrote what
@@ -221,9 +225,52 @@ func New(cfg Config, env Env) (*Engine, error) {
 	if e.txns, err = txn.New(cfg.Txn, txnClock{env.Clock}); err != nil {
 		return nil, err
 	}
+	for _, local := range []string{cfg.LocalUDP, cfg.LocalTCP} {
+		if local != "" {
+			e.sentBy = append(e.sentBy, parseSentBy(local))
+		}
+	}
 	e.m = newMetrics(cfg.Metrics, cfg.Shard)
 	registerTxnMetrics(cfg.Metrics, cfg.Shard, e)
 	return e, nil
+}
+
+// sentBy is a host and port sipedge writes into its Vias.
+type sentBy struct {
+	host []byte // as written: an IPv6 address in brackets
+	port int
+}
+
+// parseSentBy splits host:port; a missing or bad port is SIP's 5060.
+func parseSentBy(hostPort string) sentBy {
+	host, port := hostPort, 5060
+	if i := strings.LastIndexByte(hostPort, ':'); i >= 0 && !strings.HasSuffix(hostPort, "]") {
+		if p, err := strconv.Atoi(hostPort[i+1:]); err == nil {
+			host, port = hostPort[:i], p
+		}
+	}
+	return sentBy{host: []byte(host), port: port}
+}
+
+// ownVia reports whether the top Via of response m is one sipedge wrote,
+// its sent-by LocalUDP's or LocalTCP's. Every request sipedge sends is its
+// own, so every response meant for it carries one: RFC 3261 18.1.2 has
+// any other silently discarded.
+func (e *Engine) ownVia(m *parser.Message) bool {
+	var via parser.Via
+	if m.TopVia(&via) != nil {
+		return false
+	}
+	port := via.Port
+	if port == 0 {
+		port = 5060 // RFC 3261 18.2.2: the default port (no TLS here)
+	}
+	for i := range e.sentBy {
+		if s := &e.sentBy[i]; s.port == port && bytes.EqualFold(via.Host, s.host) {
+			return true
+		}
+	}
+	return false
 }
 
 // txnClock adapts the shard's Clock to the transaction layer's Timers.
@@ -246,6 +293,10 @@ func (e *Engine) Transactions() int { return e.txns.Len() }
 func (e *Engine) Receive(m *parser.Message, from txn.Peer, now time.Duration) {
 	e.now = now
 	if m.IsResponse() {
+		if !e.ownVia(m) {
+			e.m.foreignVia.Inc()
+			return
+		}
 		if err := e.txns.ReceiveResponse(m, now); err != nil {
 			e.strayResponse(m, err)
 			return

@@ -21,6 +21,7 @@ type engineMetrics struct {
 	cpsLimited       *vm.Counter
 	cpsRejects       *vm.Counter
 	trunkLimited     *vm.Counter
+	foreignVia       *vm.Counter
 	active           *vm.Gauge
 }
 
@@ -54,6 +55,7 @@ func newMetrics(set *vm.Set, shard int) engineMetrics {
 		cpsLimited:       set.NewCounter(name("sipedge_cps_limited_total")),
 		cpsRejects:       set.NewCounter(name("sipedge_cps_rejects_total")),
 		trunkLimited:     set.NewCounter(name("sipedge_trunk_limited_total")),
+		foreignVia:       set.NewCounter(name("sipedge_responses_foreign_via_total")),
 		active:           set.NewGauge(name("sipedge_calls_active"), nil),
 	}
 }
