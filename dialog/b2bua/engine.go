@@ -376,6 +376,7 @@ func (e *Engine) runActions(m *parser.Message) {
 	// is taken while in use so that a nested call (a Send that delivers
 	// at once) gives the table storage of its own.
 	list := e.txns.TakeActions(e.acts)
+	defer e.txns.ReturnActions()
 	e.acts = nil
 	for i := range list {
 		a := &list[i]

@@ -484,3 +484,26 @@ func TestTrunkMaxCallsAcrossShards(t *testing.T) {
 	two.expect(caller, "SIP/2.0 100 Trying")
 	two.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")
 }
+
+// Every call in flight to a carrier whose transport failed fails over at
+// once (RFC 3261 8.1.3.1, 17.1.4), not only the first: the first's new
+// INVITE must not take the transaction slot of the second's failed one
+// while the engine still has that failure to handle.
+func TestPeerFailedFailsOverEveryCall(t *testing.T) {
+	r := twoCarriers(t, routeA, routeB)
+	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
+	r.recv(caller, callerInvite("2", "a-call-2", "15551234"))
+	r.take(caller)
+	r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0", "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")
+	var failed []route.Attempt
+	r.e.env.Policy.OnRouteFailure = func(_ *Call, _ *route.Route, a route.Attempt) { failed = append(failed, a) }
+	r.e.PeerFailed(txn.Peer{Addr: carrier, Transport: txn.TransportUDP}, r.now)
+	if got := r.take(carrierB); len(got) != 2 || len(failed) != 2 {
+		t.Fatalf("after the transport to carrier-a failed: %d INVITEs to carrier-b, %d attempts burned; want 2 and 2 (%+v)", len(got), len(failed), failed)
+	}
+	for _, a := range failed {
+		if a.Status != 503 || !a.Dialed {
+			t.Errorf("attempt %+v, want a dialled 503", a)
+		}
+	}
+}

@@ -227,6 +227,7 @@ type Table struct {
 	txns  []txn
 	free  int32   // free list head, -1 if none
 	limbo []int32 // terminated in the current call; freed at the next
+	taken int     // lists out with TakeActions: limbo is kept until they are back
 	live  int
 	stats Stats
 
@@ -301,14 +302,21 @@ func (t *Table) Actions() []Action { return t.actions }
 
 // TakeActions is Actions for an owner that calls the Table again while it
 // handles them, which would clear the list: the table gives the list up
-// and records the next calls' actions in spare, emptied. The Data views
-// are valid as they are for Actions; the list is the owner's to keep,
-// typically as the spare of a later call.
+// and records the next calls' actions in spare, emptied. Until the owner
+// calls ReturnActions, the slots of transactions that terminated are not
+// reused, so the list's handles name no new transaction and its Data views
+// stay valid however many calls come in between. The list is the owner's
+// to keep, typically as the spare of a later call.
 func (t *Table) TakeActions(spare []Action) []Action {
 	list := t.actions
 	t.actions = spare[:0]
+	t.taken++
 	return list
 }
+
+// ReturnActions ends what TakeActions began: the owner is done with the
+// list it took.
+func (t *Table) ReturnActions() { t.taken-- }
 
 // Len returns the number of live transactions.
 func (t *Table) Len() int { return t.live }
@@ -330,6 +338,9 @@ func (t *Table) begin(now time.Duration) {
 	t.now = now
 	clear(t.actions) // drop views into buffers about to be reused
 	t.actions = t.actions[:0]
+	if t.taken > 0 {
+		return // a list TakeActions gave out may name them (see there)
+	}
 	for _, i := range t.limbo {
 		t.txns[i].next = t.free
 		t.free = i
