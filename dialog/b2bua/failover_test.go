@@ -507,3 +507,42 @@ func TestPeerFailedFailsOverEveryCall(t *testing.T) {
 		}
 	}
 }
+
+// A carrier that rang and then refuses with what reads as a CPS reject has
+// failed like any carrier that rang: no retry on a fresh B-leg (which would
+// ring the callee again), the next carrier dialled. The attempt keeps its
+// post-dial delay; the next carrier's times count from its own INVITE.
+func TestCPSRejectAfterProgressFailsOver(t *testing.T) {
+	r := twoCarriers(t, routeA, routeB)
+	r.e.env.CPSReject = func(_ *route.Route, _ *Target, code int, reason, _ []byte) (time.Duration, bool) {
+		return time.Second, code == 503 && string(reason) == "CPS Limit"
+	}
+	var failed []route.Attempt
+	r.e.env.Policy.OnRouteFailure = func(_ *Call, _ *route.Route, a route.Attempt) { failed = append(failed, a) }
+	var answered Summary
+	r.e.env.Policy.OnAnswer = func(c *Call, _ *route.Route) { answered = c.Summary() }
+	inv := r.startCall()
+	start := r.now
+	r.advance(500 * time.Millisecond)
+	r.take(carrier) // Timer A's retransmission (RFC 3261 17.1.1.2)
+	r.recv(carrier, carrierResponse(inv, 183, "Session Progress", ""))
+	r.take(caller)
+	r.advance(500 * time.Millisecond)
+	r.recv(carrier, carrierResponse(inv, 503, "CPS Limit", ""))
+	r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
+	invB := r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")[0]
+	r.advance(2 * time.Second) // no retry to carrier-a comes
+	r.expect(carrier)
+	if len(failed) != 1 || failed[0].Status != 503 || failed[0].PDD != 500*time.Millisecond {
+		t.Fatalf("attempts %+v, want carrier-a's 503 with a PDD of 500ms", failed)
+	}
+	dialedB := start + time.Second
+	r.recv(carrierB, carrierResponse(invB, 180, "Ringing", ""))
+	r.take(caller)
+	r.advance(300 * time.Millisecond)
+	r.recv(carrierB, carrierResponse(invB, 200, "OK", sdp))
+	if answered.Dialed != dialedB || answered.Progress != dialedB+2*time.Second || answered.Answer != dialedB+2300*time.Millisecond {
+		t.Errorf("carrier-b dialled %v, progress %v, answer %v; want %v, +2s, +2.3s",
+			answered.Dialed, answered.Progress, answered.Answer, dialedB)
+	}
+}

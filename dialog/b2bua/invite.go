@@ -441,7 +441,10 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 		// sequence decides between the next carrier and the caller.
 		c.bTxn = 0
 		cpsReject := false
-		if e.env.CPSReject != nil {
+		// After a 101-199 the carrier had taken the call: its failure is
+		// no CPS reject, and a retry would ring the callee again from a
+		// sequence that has moved on from dialling (route.Sequence).
+		if e.env.CPSReject != nil && !c.progress {
 			delay, ok := e.env.CPSReject(c.route, &c.target, code, m.ReasonPhrase(), m.Get(parser.HeaderReason))
 			cpsReject = ok
 			if ok && c.cpsRetries < MaxCPSRetries {
