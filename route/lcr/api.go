@@ -3,6 +3,7 @@ package lcr
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/sipedge/sipedge/route"
@@ -98,6 +99,11 @@ func ValidateRoute(rt *route.Route) error {
 	if rt.CarrierID == "" {
 		return fmt.Errorf("%w: carrier_id is empty", ErrInvalidResponse)
 	}
+	// It labels the per-carrier metrics: a character Prometheus' text
+	// format cannot carry would break every scrape of the node.
+	if len(rt.CarrierID) > maxCarrierID || strings.ContainsFunc(rt.CarrierID, func(r rune) bool { return !strconv.IsPrint(r) }) {
+		return fmt.Errorf("%w: carrier_id %q: want up to %d printable characters", ErrInvalidResponse, rt.CarrierID, maxCarrierID)
+	}
 	if c := strings.TrimPrefix(rt.CallerID, "+"); rt.CallerID != "" && (c == "" || strings.Trim(c, "0123456789") != "") {
 		return fmt.Errorf("%w: carrier %q: caller_id %q: want a number, digits with an optional leading +", ErrInvalidResponse, rt.CarrierID, rt.CallerID)
 	}
@@ -152,3 +158,6 @@ const (
 	maxCPSWaitMs = 60000
 	maxCPSKey    = 128
 )
+
+// maxCarrierID bounds a carrier_id, a metric label and a CDR field.
+const maxCarrierID = 128
