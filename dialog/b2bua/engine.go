@@ -266,7 +266,9 @@ func (e *Engine) ownVia(m *parser.Message) bool {
 		port = 5060 // RFC 3261 18.2.2: the default port (no TLS here)
 	}
 	for i := range e.sentBy {
-		if s := &e.sentBy[i]; s.port == port && bytes.EqualFold(via.Host, s.host) {
+		// Echoed as written, so compared as such first (EqualFold, for a
+		// host name's case, costs ten times more).
+		if s := &e.sentBy[i]; s.port == port && (string(via.Host) == string(s.host) || bytes.EqualFold(via.Host, s.host)) {
 			return true
 		}
 	}
