@@ -546,3 +546,29 @@ func TestCPSRejectAfterProgressFailsOver(t *testing.T) {
 			answered.Dialed, answered.Progress, answered.Answer, dialedB)
 	}
 }
+
+// A CPS-reject retry is a fresh B-leg: the first INVITE's 100 Trying does
+// not count for it, so a retry nothing answers is the gateway's no-response,
+// not an attempt abandoned after the gateway proved alive.
+func TestCPSRetryNoResponseBlamesGateway(t *testing.T) {
+	a := routeA
+	a.TimeoutSecs = 4
+	r := twoCarriers(t, a, routeB)
+	r.e.env.CPSReject = func(_ *route.Route, _ *Target, code int, reason, _ []byte) (time.Duration, bool) {
+		return time.Second, code == 503 && string(reason) == "CPS Limit"
+	}
+	var outcomes []int
+	r.e.env.Outcome = func(_ *Target, code int, _ time.Duration) { outcomes = append(outcomes, code) }
+	inv := r.startCall()
+	r.recv(carrier, carrierResponse(inv, 100, "Trying", ""))
+	r.recv(carrier, carrierResponse(inv, 503, "CPS Limit", ""))
+	r.take(carrier)
+	r.advance(time.Second)
+	r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.advance(4 * time.Second)
+	r.take(carrier)
+	r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")
+	if len(outcomes) != 1 || outcomes[0] != OutcomeNoResponse {
+		t.Fatalf("outcomes %v, want [%d] (no response)", outcomes, OutcomeNoResponse)
+	}
+}

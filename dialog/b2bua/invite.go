@@ -451,6 +451,7 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 				// The carrier refused the call over its CPS limit (seed 003):
 				// not its fault; retry it after the delay on a fresh B-leg.
 				c.cpsRetries++
+				c.trying = false // the retry's fresh B-leg has sent no 100 yet
 				e.m.cpsRejects.Inc()
 				c.paceTimer = e.env.Clock.StartAt(e.now+delay, timerPace, e.arg(c))
 				return

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/sipedge/sipedge/route"
 )
@@ -99,10 +100,8 @@ func ValidateRoute(rt *route.Route) error {
 	if rt.CarrierID == "" {
 		return fmt.Errorf("%w: carrier_id is empty", ErrInvalidResponse)
 	}
-	// It labels the per-carrier metrics: a character Prometheus' text
-	// format cannot carry would break every scrape of the node.
-	if len(rt.CarrierID) > maxCarrierID || strings.ContainsFunc(rt.CarrierID, func(r rune) bool { return !strconv.IsPrint(r) }) {
-		return fmt.Errorf("%w: carrier_id %q: want up to %d printable characters", ErrInvalidResponse, rt.CarrierID, maxCarrierID)
+	if !ValidCarrierID(rt.CarrierID) {
+		return fmt.Errorf("%w: carrier_id %q: want up to %d printable characters", ErrInvalidResponse, rt.CarrierID, MaxCarrierID)
 	}
 	if c := strings.TrimPrefix(rt.CallerID, "+"); rt.CallerID != "" && (c == "" || strings.Trim(c, "0123456789") != "") {
 		return fmt.Errorf("%w: carrier %q: caller_id %q: want a number, digits with an optional leading +", ErrInvalidResponse, rt.CarrierID, rt.CallerID)
@@ -159,5 +158,15 @@ const (
 	maxCPSKey    = 128
 )
 
-// maxCarrierID bounds a carrier_id, a metric label and a CDR field.
-const maxCarrierID = 128
+// MaxCarrierID bounds a carrier_id, in characters: a metric label and a
+// CDR field.
+const MaxCarrierID = 128
+
+// ValidCarrierID reports whether id can be a carrier_id: 1 to MaxCarrierID
+// printable characters of valid UTF-8. It labels the per-carrier metrics,
+// and a character Prometheus' text format cannot carry would break every
+// scrape of the node. The config's static routes are held to it too.
+func ValidCarrierID(id string) bool {
+	return id != "" && utf8.ValidString(id) && utf8.RuneCountInString(id) <= MaxCarrierID &&
+		!strings.ContainsFunc(id, func(r rune) bool { return !strconv.IsPrint(r) })
+}

@@ -115,6 +115,7 @@ func TestValidate(t *testing.T) {
 	f(`{"routes":[{"carrier_id":"a\tb","gateway_group":"g"}]}`, "carrier_id")
 	f(`{"routes":[{"carrier_id":"a\u200bb","gateway_group":"g"}]}`, "carrier_id")
 	f(`{"routes":[{"carrier_id":"`+strings.Repeat("c", 129)+`","gateway_group":"g"}]}`, "carrier_id")
+	f(`{"routes":[{"carrier_id":"`+strings.Repeat("話", 128)+`","gateway_group":"g"}]}`, "") // characters, not bytes
 	f(`{"routes":[{"carrier_id":"a","gateway_group":"g"},{"carrier_id":"b"}]}`, `routes[1]: lcr: invalid response: carrier "b" has none of gateway_group, next_hop, ruri`)
 	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","rate":-0.01}]}`, "rate -0.01")
 	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","timeout_secs":-1}]}`, "timeout_secs -1")

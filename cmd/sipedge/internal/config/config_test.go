@@ -245,6 +245,8 @@ func TestRejects(t *testing.T) {
 `, `line 13: lcr.static_routes[0].routes[2].gateway_group: unknown group "carrier-z"`},
 		{"route without destination", group + "lcr:\n  static_routes:\n    - routes: [{ carrier_id: a }]", `line 9: lcr.static_routes[0].routes[0]: want gateway_group, next_hop or ruri`},
 		{"route without carrier_id", group + "lcr:\n  static_routes:\n    - routes: [{ gateway_group: carrier-a }]", `lcr.static_routes[0].routes[0].carrier_id: required`},
+		{"route carrier_id control", group + "lcr:\n  static_routes:\n    - routes: [{ carrier_id: \"a\\tb\", gateway_group: carrier-a }]", `lcr.static_routes[0].routes[0].carrier_id: "a\tb": want up to 128 printable characters`},
+		{"route carrier_id long", group + "lcr:\n  static_routes:\n    - routes: [{ carrier_id: " + strings.Repeat("c", 129) + ", gateway_group: carrier-a }]", `lcr.static_routes[0].routes[0].carrier_id: "` + strings.Repeat("c", 129) + `": want up to 128 printable characters`},
 		{"route number policy", group + "lcr:\n  static_routes:\n    - routes: [{ carrier_id: a, gateway_group: carrier-a, number_policy: intl }]", `lcr.static_routes[0].routes[0].number_policy: unknown number policy "intl"`},
 		{"route presentation", group + "lcr:\n  static_routes:\n    - routes: [{ carrier_id: a, gateway_group: carrier-a, caller_id_presentation: hidden }]", `lcr.static_routes[0].routes[0].caller_id_presentation: "hidden": want one of "", "allowed", "restricted"`},
 		{"route rate negative", group + "lcr:\n  static_routes:\n    - routes: [{ carrier_id: a, gateway_group: carrier-a, rate: -0.1 }]", `lcr.static_routes[0].routes[0].rate: -0.1: must not be negative`},

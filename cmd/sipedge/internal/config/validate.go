@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sipedge/sipedge/route/lcr"
 )
 
 // Defaults come in two steps. preset puts in place, before decoding, the
@@ -334,8 +336,11 @@ func (c *Config) validate(v *validator) {
 }
 
 func (c *Config) validateRoute(v *validator, p string, r Route) {
-	if r.CarrierID == "" {
+	switch {
+	case r.CarrierID == "":
 		v.errorf(p+".carrier_id", "required")
+	case !lcr.ValidCarrierID(r.CarrierID):
+		v.errorf(p+".carrier_id", "%q: want up to %d printable characters", r.CarrierID, lcr.MaxCarrierID)
 	}
 	switch {
 	case r.GatewayGroup == "" && r.NextHop == "" && r.RURI == "":
