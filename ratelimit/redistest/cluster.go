@@ -1,7 +1,6 @@
 package redistest
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -176,16 +175,11 @@ func (c *Cluster) Owner(key string) *Server {
 // bulk sends one inline command on a fresh connection and returns its bulk
 // string reply (e.g. CLUSTER INFO's).
 func (s *Server) bulk(cmd string) (string, error) {
-	c, err := net.DialTimeout("tcp", s.Addr(), time.Second)
+	c, br, err := s.send(cmd)
 	if err != nil {
 		return "", err
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := io.WriteString(c, cmd+"\r\n"); err != nil {
-		return "", err
-	}
-	br := bufio.NewReader(c)
 	line, err := br.ReadString('\n')
 	if err != nil {
 		return "", err

@@ -173,17 +173,28 @@ func (s *Server) signal(sig syscall.Signal) {
 // Do sends one inline command (e.g. "EXISTS key") on a fresh connection and
 // returns the first line of the reply, without its CRLF.
 func (s *Server) Do(cmd string) (string, error) {
-	c, err := net.DialTimeout("tcp", s.Addr(), time.Second)
+	c, br, err := s.send(cmd)
 	if err != nil {
 		return "", err
 	}
 	defer c.Close()
+	line, err := br.ReadString('\n')
+	return strings.TrimRight(line, "\r\n"), err
+}
+
+// send sends one inline command on a fresh connection, which has a second
+// to answer; the caller reads the reply from the reader and closes it.
+func (s *Server) send(cmd string) (net.Conn, *bufio.Reader, error) {
+	c, err := net.DialTimeout("tcp", s.Addr(), time.Second)
+	if err != nil {
+		return nil, nil, err
+	}
 	c.SetDeadline(time.Now().Add(time.Second))
 	if _, err := io.WriteString(c, cmd+"\r\n"); err != nil {
-		return "", err
+		c.Close()
+		return nil, nil, err
 	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	return strings.TrimRight(line, "\r\n"), err
+	return c, bufio.NewReader(c), nil
 }
 
 // MustDo is Do failing the test on an error or an error reply.
