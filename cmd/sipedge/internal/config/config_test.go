@@ -265,6 +265,7 @@ func TestRejects(t *testing.T) {
 		{"lcr cache", "lcr:\n  cache: lcr", `line 2: lcr.cache: unknown cache "lcr"`},
 		{"lcr fallback", "lcr:\n  fallback_gateway_group: carrier-z", `line 2: lcr.fallback_gateway_group: unknown group "carrier-z"`},
 		{"lcr api_url", "lcr: { api_url: \"ftp://x/route\" }", `lcr.api_url: "ftp://x/route": want an http:// or https:// URL`},
+		{"lcr api_url password not shown", "lcr: { api_url: \"ftp://u:s3cret@x/route\" }", `lcr.api_url: "ftp://u:xxxxx@x/route": want an http:// or https:// URL`},
 		{"lcr timeout negative", "lcr: { timeout_ms: -1 }", `lcr.timeout_ms: -1: must not be negative`},
 		{"lcr reroute cause", "lcr:\n  reroute_causes: [408, 299]", `line 2: lcr.reroute_causes[1]: 299: want a SIP failure code, 300 to 699`},
 		// cache, ratelimit, cdr

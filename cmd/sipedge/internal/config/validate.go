@@ -284,7 +284,7 @@ func (c *Config) validate(v *validator) {
 	l := c.LCR
 	if l.APIURL != "" {
 		if u, err := url.Parse(l.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			v.errorf("lcr.api_url", "%q: want an http:// or https:// URL", l.APIURL)
+			v.errorf("lcr.api_url", "%q: want an http:// or https:// URL", redactedURL(l.APIURL))
 		}
 	}
 	if l.Cache != "" && !slices.ContainsFunc(c.Cache, func(e Cache) bool { return e.Name == l.Cache }) {
@@ -495,7 +495,8 @@ func (v *validator) redisURL(path, s string) {
 }
 
 // redactedURL is s with its password, if any, masked: url.URL.Redacted,
-// or by hand when s does not parse.
+// or by hand when s does not parse. A config error is logged, so every URL
+// it shows goes through here.
 func redactedURL(s string) string {
 	if u, err := url.Parse(s); err == nil {
 		return u.Redacted()
