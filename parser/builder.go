@@ -1,6 +1,9 @@
 package parser
 
-import "strconv"
+import (
+	"net/netip"
+	"strconv"
+)
 
 // The Append functions build messages by appending to a caller-owned slice,
 // strconv style: they allocate only when dst lacks capacity, so a reused
@@ -139,11 +142,12 @@ func AppendBody(dst []byte, contentType string, body []byte) []byte {
 // AppendResponse appends the start line and the headers a response copies
 // from its request (RFC 3261 8.2.6.2): every Via in order, From, To, Call-ID
 // and CSeq, plus Timestamp in a 100 (RFC 3261 8.2.6.1). When toTag is not
-// empty and the request's To has no tag, the To gets ";tag=toTag". The
-// caller appends any other headers, then AppendBody.
+// empty and the request's To has no tag, the To gets ";tag=toTag". When
+// req's source is known (SetSource), the top Via is stamped with it as
+// AppendVia does. The caller appends any other headers, then AppendBody.
 func AppendResponse(dst []byte, req *Message, code int, reason string, toTag []byte) []byte {
 	dst = AppendStatusLine(dst, code, reason)
-	dst = AppendKind(dst, req, HeaderVia)
+	dst = appendVias(dst, req)
 	dst = AppendKind(dst, req, HeaderFrom)
 	to := req.Get(HeaderTo)
 	dst = append(dst, "To: "...)
@@ -169,15 +173,49 @@ func hasTag(req *Message) bool {
 	return req.To(&a) == nil && a.Tag != nil
 }
 
-// AppendVia appends a Via header from a received Via value with RFC 3581
-// and RFC 3261 18.2.1 applied: received=ip is added when the packet's source
-// differs from sent-by (or rport was requested), and an empty rport gets the
-// source port. Other parameters are kept in order.
-func AppendVia(dst []byte, via []byte, srcIP []byte, srcPort int) []byte {
+// appendVias appends req's Via values in order, one line each, the top one
+// stamped with req's source when SetSource recorded one.
+func appendVias(dst []byte, req *Message) []byte {
 	var v Via
-	err := ParseVia(via, &v)
+	if !req.source.IsValid() || req.TopVia(&v) != nil {
+		return AppendKind(dst, req, HeaderVia) // nothing to stamp, or nothing to stamp it on
+	}
+	i := int(req.first[HeaderVia]) // the top Via is fields[i-1]: TopVia found it
+	dst = appendStampedVia(dst, req.fields[i-1].value.of(req.buf), &v, req.source)
+	for n := req.count[HeaderVia] - 1; n > 0 && i < len(req.fields); i++ {
+		if f := &req.fields[i]; f.kind == HeaderVia {
+			dst = appendField(dst, req, f)
+			n--
+		}
+	}
+	return dst
+}
+
+// AppendVia appends a Via header from a received Via value with RFC 3581
+// and RFC 3261 18.2.1 applied for a request from src: received=ip is added
+// when src's address differs from sent-by (or rport was requested), and an
+// empty rport gets src's port. Other parameters are kept in order. A value
+// that does not parse is copied as it is.
+func AppendVia(dst []byte, via []byte, src netip.AddrPort) []byte {
+	var v Via
+	if ParseVia(via, &v) != nil {
+		dst = append(dst, "Via: "...)
+		dst = append(dst, via...)
+		return append(dst, "\r\n"...)
+	}
+	return appendStampedVia(dst, via, &v, src)
+}
+
+// appendStampedVia is AppendVia for via parsed into v.
+func appendStampedVia(dst []byte, via []byte, v *Via, src netip.AddrPort) []byte {
+	var buf [64]byte // an IPv6 address in text is at most 45 bytes
+	ip := src.Addr().Unmap().WithZone("").AppendTo(buf[:0])
+	host := v.Host
+	if len(host) > 2 && host[0] == '[' {
+		host = host[1 : len(host)-1] // received has no brackets (RFC 3261 25.1)
+	}
 	dst = append(dst, "Via: "...)
-	if err != nil || v.Params == nil && string(v.Host) == string(srcIP) {
+	if !v.HasRPort && v.Received == nil && string(host) == string(ip) {
 		dst = append(dst, via...)
 		return append(dst, "\r\n"...)
 	}
@@ -200,15 +238,15 @@ func AppendVia(dst []byte, via []byte, srcIP []byte, srcPort int) []byte {
 		dst = append(dst, name...)
 		if equalFold(name, "rport") && len(value) == 0 {
 			dst = append(dst, '=')
-			dst = strconv.AppendInt(dst, int64(srcPort), 10)
+			dst = strconv.AppendUint(dst, uint64(src.Port()), 10)
 		} else if value != nil {
 			dst = append(dst, '=')
 			dst = append(dst, value...)
 		}
 	}
-	if v.HasRPort || string(v.Host) != string(srcIP) {
+	if v.HasRPort || string(host) != string(ip) {
 		dst = append(dst, ";received="...)
-		dst = append(dst, srcIP...)
+		dst = append(dst, ip...)
 	}
 	return append(dst, "\r\n"...)
 }

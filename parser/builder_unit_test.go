@@ -1,6 +1,7 @@
 package parser
 
 import (
+	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -131,7 +132,7 @@ func viaParams(t *testing.T, via string) (params []string, received string, hasR
 func TestUnitAppendVia(t *testing.T) {
 	f := func(via, srcIP string, srcPort int, wantParams, wantReceived string) {
 		t.Helper()
-		out := string(AppendVia([]byte("x"), []byte(via), []byte(srcIP), srcPort))
+		out := string(AppendVia([]byte("x"), []byte(via), netip.AddrPortFrom(netip.MustParseAddr(srcIP), uint16(srcPort))))
 		if !strings.HasPrefix(out, "xVia: ") || !strings.HasSuffix(out, "\r\n") {
 			t.Errorf("AppendVia(%q) = %q: not a Via line", via, out)
 			return
@@ -182,6 +183,34 @@ func TestUnitAppendVia(t *testing.T) {
 	f("SIP/2.0/UDP h ; branch = z9hG4bK1 ; rport", "192.0.2.1", 5, "branch=z9hG4bK1;rport=5", "192.0.2.1")
 	// A Via that does not parse is copied as it is.
 	f("garbage", "192.0.2.1", 5060, "", "")
+	// An IPv4 source seen on an IPv6 socket is written as IPv4.
+	f("SIP/2.0/UDP pc33.atlanta.com;branch=z9hG4bK1;rport", "::ffff:192.0.2.7", 5062, "branch=z9hG4bK1;rport=5062", "192.0.2.7")
+}
+
+// RFC 3261 18.2.1, RFC 3581 4: a response to a request whose source is
+// known has its top Via stamped with it; the other Vias and a response to a
+// request of unknown source are copied as received.
+func TestUnitAppendResponseStampsTopVia(t *testing.T) {
+	m := unitParse(t, "OPTIONS sip:bob@biloxi.example.com SIP/2.0", []string{
+		"Via: SIP/2.0/UDP pc33.atlanta.com;branch=z9hG4bK1;rport",
+		"Via: SIP/2.0/UDP 10.0.0.1;branch=z9hG4bK0;rport",
+		"From: <sip:a@b>;tag=1", "To: <sip:bob@biloxi.example.com>", "Call-ID: c", "CSeq: 1 OPTIONS",
+	}, "")
+	plain := string(AppendResponse(nil, m, 200, "OK", nil))
+	if !strings.Contains(plain, "Via: SIP/2.0/UDP pc33.atlanta.com;branch=z9hG4bK1;rport\r\n"+
+		"Via: SIP/2.0/UDP 10.0.0.1;branch=z9hG4bK0;rport\r\n") {
+		t.Errorf("no source: want the Vias as received, got\n%s", plain)
+	}
+	m.SetSource(netip.MustParseAddrPort("198.51.100.7:40000"))
+	got := string(AppendResponse(nil, m, 200, "OK", nil))
+	if !strings.Contains(got, "Via: SIP/2.0/UDP pc33.atlanta.com;branch=z9hG4bK1;rport=40000;received=198.51.100.7\r\n"+
+		"Via: SIP/2.0/UDP 10.0.0.1;branch=z9hG4bK0;rport\r\n") {
+		t.Errorf("source 198.51.100.7:40000: want the top Via stamped, the next as received, got\n%s", got)
+	}
+	var r Message
+	if err := r.Parse(append([]byte(got), "Content-Length: 0\r\n\r\n"...)); err != nil || r.Count(HeaderVia) != 2 {
+		t.Fatalf("the response does not parse with its two Vias: %v\n%s", err, got)
+	}
 }
 
 // AppendHeaders copies every value but the skipped kinds and Content-Length,

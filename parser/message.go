@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/bits"
+	"net/netip"
 )
 
 // Limits bound what Parse accepts. Exceeding one is an error with its own
@@ -72,8 +73,9 @@ type Message struct {
 	uriS          span
 	reasonS       span
 	bodyS         span
-	contentLength int32 // -1 when absent
-	maxURI        int32 // the limits' MaxURILength, for Validate's URIs
+	contentLength int32          // -1 when absent
+	maxURI        int32          // the limits' MaxURILength, for Validate's URIs
+	source        netip.AddrPort // where the message came from (SetSource); kept by CopyTo
 
 	// Values the accessors parsed, valid while parsed has their bit.
 	parsed            uint8
@@ -102,6 +104,7 @@ func (m *Message) reset(buf []byte) {
 	m.status = 0
 	m.methodS, m.uriS, m.reasonS, m.bodyS = span{}, span{}, span{}, span{}
 	m.contentLength = -1
+	m.source = netip.AddrPort{}
 	m.parsed = 0
 }
 
@@ -545,6 +548,15 @@ var (
 )
 
 func (s span) of(b []byte) []byte { return b[s.start:s.end:s.end] }
+
+// SetSource records where a received request came from, the packet's
+// source address: AppendResponse then stamps the top Via of responses to
+// it with received and rport, as the server transport must (RFC 3261
+// 18.2.1, RFC 3581 4). Parse forgets it; CopyTo keeps it.
+func (m *Message) SetSource(src netip.AddrPort) { m.source = src }
+
+// Source returns what SetSource recorded, the zero AddrPort if nothing.
+func (m *Message) Source() netip.AddrPort { return m.source }
 
 // IsResponse reports whether the message is a response.
 func (m *Message) IsResponse() bool { return m.response }

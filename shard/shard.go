@@ -192,6 +192,7 @@ func (s *Server) OwnerOf(callID []byte) int {
 // receive handles a message parsed on this loop: validation, then delivery
 // here or hand-over to the Call-ID's owner.
 func (sh *Shard) receive(m *parser.Message, from Peer) {
+	m.SetSource(from.Addr) // responses stamp it on the top Via (RFC 3261 18.2.1)
 	if err := m.Validate(sh.srv.cfg.Supported); err != nil {
 		sh.reject(m, err, from)
 		return
@@ -232,6 +233,7 @@ func (sh *Shard) deliver(m *parser.Message, from Peer) {
 // drops a malformed response (RFC 3261 18.1.2). A request whose top Via
 // cannot be read cannot be answered either, and is dropped.
 func (sh *Shard) reject(m *parser.Message, err error, from Peer) {
+	m.SetSource(from.Addr) // as in receive
 	code, reason, drop := parser.Answer(m, err)
 	sh.m.countParseError(code, drop)
 	if drop || m.Get(parser.HeaderVia) == nil {

@@ -61,9 +61,32 @@ func (l *leg) reset() {
 // relay is an in-dialog request in flight from one leg to the other.
 type relay struct {
 	in, out txn.Handle
-	from    side
 	req     []byte // the request as received, to answer it
+	// Where req came from, for the answer's Via (parser.Message.SetSource);
+	// a port of 0 when unknown. Not a netip.AddrPort, which takes more
+	// room with its padding: every call holds its relays.
+	srcIP   [16]byte
+	srcPort uint16
+	from    side
 	method  parser.Method
+}
+
+// setRelayed records m, a request received, in r.
+func (r *relay) setRelayed(m *parser.Message) {
+	src := m.Source()
+	r.req, r.method = append(r.req[:0], m.Bytes()...), m.Method()
+	r.srcIP, r.srcPort = src.Addr().As16(), src.Port()
+}
+
+// parseRelayed parses r's request into e.areq, to answer it.
+func (e *Engine) parseRelayed(r *relay) error {
+	if err := e.areq.Parse(r.req); err != nil {
+		return err
+	}
+	if r.srcPort != 0 {
+		e.areq.SetSource(netip.AddrPortFrom(netip.AddrFrom16(r.srcIP), r.srcPort))
+	}
+	return nil
 }
 
 const maxRelays = 2 // in-dialog requests in flight per call; more get 500 (RFC 3261 14.2)
@@ -256,7 +279,7 @@ func (e *Engine) settle(c *Call) {
 		if r.method == parser.MethodInvite && out != 0 && e.txns.Cancel(out, e.now) == nil {
 			e.after() // a re-INVITE after a provisional waits on no timer of its own
 		}
-		if e.areq.Parse(r.req) == nil {
+		if e.parseRelayed(r) == nil {
 			e.respond(in, &e.areq, 487, "Request Terminated", nil)
 		}
 	}

@@ -150,8 +150,8 @@ func (e *Engine) relay(c *Call, s side, m *parser.Message, in txn.Handle) {
 		c.reinvite[s-1] = true
 	}
 	r := &c.relays[slot]
-	r.req = append(r.req[:0], m.Bytes()...)
-	r.from, r.method, r.in = s, m.Method(), in
+	r.setRelayed(m)
+	r.from, r.in = s, in
 	h, err := e.sendBuilt(out.peer)
 	if err != nil {
 		e.unrelayed(c, s, r)
@@ -199,7 +199,7 @@ func (e *Engine) onRelayResponse(c *Call, role txnRole, m *parser.Message) {
 		return
 	}
 	from := c.leg(r.from)
-	if err := e.areq.Parse(r.req); err != nil {
+	if err := e.parseRelayed(r); err != nil {
 		return
 	}
 	code := m.StatusCode()
@@ -266,7 +266,7 @@ func (e *Engine) onTxnFailure(h txn.Handle, transport bool) {
 		// A leg that stops answering in-dialog requests is an orphan:
 		// answer the relayed request and tear the call down.
 		r := &c.relays[role.slot]
-		if e.areq.Parse(r.req) == nil {
+		if e.parseRelayed(r) == nil {
 			e.respond(r.in, &e.areq, 408, "Request Timeout", nil)
 		}
 		e.unwatch(r.in)

@@ -524,7 +524,26 @@ func (p *sipPeer) check(s string) *parser.Message {
 	if err := m.Validate(nil); err != nil {
 		p.t.Fatalf("%s: sipedge sent a message that does not validate: %v\n%s", p.name, err, s)
 	}
+	if m.IsResponse() {
+		p.checkStamped(m)
+	}
 	return m
+}
+
+// checkStamped checks that a response's top Via, the peer's own (every
+// peer's sent-by is a name and asks for rport), came back stamped with the
+// request's source: received=the peer's address and rport with a value
+// (RFC 3261 18.2.1, RFC 3581 4).
+func (p *sipPeer) checkStamped(m *parser.Message) {
+	p.t.Helper()
+	var via parser.Via
+	if err := m.TopVia(&via); err != nil {
+		p.t.Fatalf("%s: top Via: %v\n%s", p.name, err, m.Bytes())
+	}
+	src := p.addr()
+	if string(via.Received) != src.Addr().String() || via.HasRPort && string(via.RPort) != strconv.Itoa(int(src.Port())) {
+		p.t.Fatalf("%s: top Via %q not stamped with received and rport from %s\n%s", p.name, m.Get(parser.HeaderVia), src, m.Bytes())
+	}
 }
 
 // expectNothing fails if any message arrives within d.
