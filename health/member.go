@@ -65,6 +65,7 @@ type state struct {
 	inflight     atomic.Pointer[probeCall]
 	removed      atomic.Bool
 	unresolvable atomic.Bool // logged as unresolvable
+	stale        atomic.Bool // logged as keeping its address through failed re-resolutions
 
 	// Owned by the registry's writer (under Registry.mu) and by the probe
 	// loop goroutine respectively.

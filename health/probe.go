@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/netip"
 	"slices"
 	"sync"
@@ -177,6 +178,17 @@ func (r *Registry) probeDone(st *state, res ProbeResult) {
 	}
 }
 
+// resolverFailed reports whether err is a lookup that failed for the
+// resolver's sake (a timeout, a server failure), not an answer that the
+// name does not exist.
+func resolverFailed(err error) bool {
+	var de *net.DNSError
+	if errors.As(err, &de) {
+		return !de.IsNotFound && (de.IsTimeout || de.IsTemporary)
+	}
+	return errors.Is(err, context.DeadlineExceeded)
+}
+
 type resolution struct {
 	addrs []netip.Addr
 	err   error
@@ -252,6 +264,16 @@ func (r *Registry) applyResolved(st *state, addrs []netip.Addr, err error) {
 	if err == nil && len(addrs) == 0 {
 		err = errors.New("no addresses")
 	}
+	if err != nil && st.addr.Load() != nil && resolverFailed(err) {
+		// A timeout or a SERVFAIL is the resolver's, not the name's: keep
+		// the address (its health is the probes' and the calls' to judge)
+		// rather than skip the carrier until the next resolution.
+		if st.stale.CompareAndSwap(false, true) && !st.removed.Load() {
+			r.log.Warn("gateway member re-resolution failed, keeping its address", append(st.logAttrs(st.settings.Load()), "host", st.host, "error", err)...)
+		}
+		return
+	}
+	st.stale.Store(false)
 	if err != nil {
 		had := st.addr.Load() != nil
 		st.setAddr(nil)

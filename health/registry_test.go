@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"net/netip"
 	"runtime"
 	"slices"
@@ -200,13 +201,27 @@ func TestFixedGroups(t *testing.T) {
 type fakeDNS struct {
 	mu    sync.Mutex
 	names map[string][]netip.Addr
+	errs  map[string]error
 	calls atomic.Int32
+}
+
+// fail makes lookups of host fail with err.
+func (f *fakeDNS) fail(host string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.errs == nil {
+		f.errs = map[string]error{}
+	}
+	f.errs[host] = err
 }
 
 func (f *fakeDNS) resolve(_ context.Context, host string) ([]netip.Addr, error) {
 	f.calls.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if err := f.errs[host]; err != nil {
+		return nil, err
+	}
 	a, ok := f.names[host]
 	if !ok {
 		return nil, errors.New("no such host")
@@ -329,4 +344,31 @@ func TestRerouteCauses(t *testing.T) {
 	if got := r.RerouteCauses("none"); got != nil {
 		t.Errorf("unknown group: %v", got)
 	}
+}
+
+// TestDNSTemporaryFailureKeepsAddress: a re-resolution that fails for the
+// resolver's sake (a timeout, a SERVFAIL) says nothing about the name: the
+// member keeps the address it had, instead of its carrier being skipped as
+// unresolvable until the next resolution. A name that is gone (NXDOMAIN)
+// still makes it unresolvable.
+func TestDNSTemporaryFailureKeepsAddress(t *testing.T) {
+	dns := &fakeDNS{names: map[string][]netip.Addr{}}
+	dns.set("gw.example.net", "192.0.2.1")
+	r, logs := newTestRegistry(t, Options{Resolve: dns.resolve, ResolveInterval: 20 * time.Millisecond})
+	if err := r.AddGroup(GroupConfig{Name: "g", Destinations: []DestConfig{{URI: "sip:gw.example.net", Address: "gw.example.net:5060"}}}); err != nil {
+		t.Fatal(err)
+	}
+	var sel Selector
+	r.Start()
+	dns.fail("gw.example.net", &net.DNSError{Err: "i/o timeout", Name: "gw.example.net", IsTimeout: true, IsTemporary: true})
+	calls := dns.calls.Load()
+	waitFor(t, time.Second, "re-resolutions", func() bool { return dns.calls.Load() >= calls+3 })
+	if m, res := r.Pick("g", 0, &sel); res != OK || m.Addr != netip.MustParseAddrPort("192.0.2.1:5060") {
+		t.Fatalf("after resolver timeouts: Pick = %v %v, want the address it had", m.Addr, res)
+	}
+	if n := logs.count(`msg="gateway member unresolvable"`); n != 0 {
+		t.Fatalf("%d unresolvable lines for a resolver timeout:\n%s", n, logs)
+	}
+	dns.fail("gw.example.net", &net.DNSError{Err: "no such host", Name: "gw.example.net", IsNotFound: true})
+	waitFor(t, time.Second, "unresolvable", func() bool { _, res := r.Pick("g", 0, &sel); return res == Unresolvable })
 }

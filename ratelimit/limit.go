@@ -25,7 +25,8 @@ type Limit struct {
 	// Rate is the calls per second the key allows across the whole fleet.
 	Rate float64
 	// Burst is the number of calls that may leave at the same instant
-	// after an idle period; 0 means 1 (strict pacing, as in the seed).
+	// after an idle period; 0 means 1 (strict pacing, as in the seed). At
+	// most an hour of calls at Rate: a larger burst is refused.
 	Burst int
 	// Margin stretches the interval between slots: interval =
 	// 1/Rate × Margin. 0 means DefaultMargin; it must be at least 1.
@@ -90,6 +91,13 @@ func (lim Limit) params() (*params, error) {
 	iv := math.Ceil(float64(time.Second) / lim.Rate * margin)
 	if iv > float64(time.Hour) {
 		return nil, fmt.Errorf("%w: rate %v: one call an hour or more", ErrInvalid, lim.Rate)
+	}
+	// The tolerance τ = (burst-1)·T must stay far from the limits of the
+	// nanoseconds here (times the AIMD floor's 10 and the nodes) and of the
+	// script's exact integers (d·32 + k with d down to -τ µs); past them
+	// an idle key would be Over. An hour of calls at once is no burst.
+	if float64(max(lim.Burst, 1)-1)*max(iv, 1000) > float64(time.Hour) {
+		return nil, fmt.Errorf("%w: burst %d at rate %v: more than an hour of calls at once", ErrInvalid, lim.Burst, lim.Rate)
 	}
 	p := &params{
 		rate:     lim.Rate,

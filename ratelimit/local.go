@@ -43,6 +43,7 @@ type Local struct {
 	mu      sync.Mutex                 // serialises Register
 	names   map[string]Key             // guarded by mu
 	args    map[scriptArgs]*scriptArgs // guarded by mu: the keys' shared script arguments
+	shares  map[*scriptArgs]int        // guarded by mu: how many keys share each
 	divisor int64                      // nodes sharing the key (fallback), else 1
 	aimd    AIMD
 	now     func() time.Duration // for the rate gauges only
@@ -59,7 +60,7 @@ func NewLocal(o Options) (*Local, error) {
 }
 
 func newLocal(o *Options, divisor int) *Local {
-	l := &Local{names: make(map[string]Key), args: make(map[scriptArgs]*scriptArgs), divisor: int64(divisor), aimd: o.AIMD, now: o.Now, set: o.Metrics}
+	l := &Local{names: make(map[string]Key), args: make(map[scriptArgs]*scriptArgs), shares: make(map[*scriptArgs]int), divisor: int64(divisor), aimd: o.AIMD, now: o.Now, set: o.Metrics}
 	l.keys.Store(new([]*entry))
 	return l
 }
@@ -84,8 +85,17 @@ func (l *Local) Register(name string, lim Limit) (Key, error) {
 	} else {
 		l.args[*p.args] = p.args
 	}
+	l.shares[p.args]++
 	if k, ok := l.names[name]; ok {
 		e := (*l.keys.Load())[k]
+		// The limit replaced: its arguments are forgotten with their last
+		// key, or a key whose limit keeps changing would keep them all.
+		if a := e.p.Load().args; l.shares[a] == 1 {
+			delete(l.shares, a)
+			delete(l.args, *a)
+		} else {
+			l.shares[a]--
+		}
 		e.p.Store(p)
 		e.overUntil.Store(0) // MaxWait may have grown
 		return k, nil

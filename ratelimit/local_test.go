@@ -258,3 +258,35 @@ func TestOptionsValidation(t *testing.T) {
 	f(Options{AIMD: AIMD{Decrease: 1.5}}, "aimd")
 	f(Options{Config: Config{Redis: "http://x"}}, "redis URL")
 }
+
+// TestRegisterChangingLimitKeepsNoGarbage: the script arguments that keys
+// with the same limit share are forgotten once no key has that limit. An
+// API whose route cps changes (a rate it computes) re-registers its account
+// with every change; each limit it ever sent was kept for the node's life.
+func TestRegisterChangingLimitKeepsNoGarbage(t *testing.T) {
+	l, err := NewLocal(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Register("steady", Limit{Rate: 5}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1000 {
+		if _, err := l.Register("drifting", Limit{Rate: 10 + float64(i)/100}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.Register("drifting", Limit{Rate: 5}); err != nil { // now shares steady's
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	n := len(l.args)
+	l.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("%d shared argument tuples kept for 1 limit in use", n)
+	}
+	keys := *l.keys.Load()
+	if keys[0].p.Load().args != keys[1].p.Load().args {
+		t.Fatal("keys with the same limit do not share their arguments")
+	}
+}

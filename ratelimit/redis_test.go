@@ -571,3 +571,43 @@ func TestBreakerStaleFailureDuringProbe(t *testing.T) {
 		t.Fatal("the probe succeeded but the breaker stayed open")
 	}
 }
+
+// TestLargeBurstIdleKey: a limit Register accepts gives an idle key its
+// slot at once, in process and in Redis. A burst so large that its
+// tolerance, (burst-1) intervals, overflowed the nanoseconds of the local
+// limiter or the exact integers of the script's reply made every call Over
+// (cps_limited on a carrier that is idle): such a burst is refused instead.
+func TestLargeBurstIdleKey(t *testing.T) {
+	srv := redistest.Start(t)
+	n := newNode(t, srv.URL(), Options{})
+	for i, lim := range []Limit{
+		{Rate: 1, Burst: 3000, MaxWait: time.Second},
+		{Rate: 1000, Burst: 3_000_000, MaxWait: time.Second},
+		{Rate: 1, Burst: 300_000_000, MaxWait: time.Second},
+		{Rate: 0.1, Burst: 30_000_000, MaxWait: time.Second},
+		{Rate: 1, Burst: 10_000_000_000, MaxWait: time.Second},
+	} {
+		name := "carrier-" + strconv.Itoa(i)
+		k, err := n.Register(name, lim)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "burst") {
+				t.Fatalf("%+v: error %v, want ErrInvalid about the burst", lim, err)
+			}
+			continue
+		}
+		if d, err := n.Reserve(context.Background(), k); err != nil || d.Over || d.Wait != 0 || d.Source != SourceRedis {
+			t.Errorf("%+v: idle key in Redis: %+v %v, want its slot now", lim, d, err)
+		}
+		l, err := NewLocal(Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lk, err := l.Register(name, lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := l.Reserve(lk, time.Hour); d.Over || d.Wait != 0 {
+			t.Errorf("%+v: idle key in process: %+v, want its slot now", lim, d)
+		}
+	}
+}

@@ -194,3 +194,23 @@ func TestStepCarriesEveryAttempt(t *testing.T) {
 		}
 	}
 }
+
+// TestHugeTimeoutSecs: a timeout_secs past what time.Duration holds (an
+// API's 9999999999 for "no limit") waits at least as long as it can, not
+// a negative time: that deadline was in the past, so the B2BUA armed no
+// timer and a carrier that black-holed the call held it until Timer B.
+func TestHugeTimeoutSecs(t *testing.T) {
+	for _, secs := range []int{9_999_999_999, 1 << 62} {
+		s := NewSequence([]Route{{CarrierID: "a", TimeoutSecs: secs}, {CarrierID: "b"}}, SequenceOptions{})
+		st := s.Next(time.Minute)
+		if st.Kind != StepDial || st.Deadline <= time.Minute+DefaultRingTimeout {
+			t.Fatalf("timeout_secs %d: %+v, want a dial with a deadline far ahead", secs, st)
+		}
+		if st := s.Timeout(time.Minute + time.Hour); st.Kind != StepNone {
+			t.Fatalf("timeout_secs %d: Timeout an hour later: %+v, want it stale", secs, st)
+		}
+		if st := s.Progress(2*time.Minute, 180); st.Kind != StepNone || s.deadline != s.dialAt+s.progressWait(&s.routes[0]) {
+			t.Fatalf("timeout_secs %d: progress: %+v, deadline %v, want it unchanged", secs, st, s.deadline)
+		}
+	}
+}

@@ -600,12 +600,17 @@ func (s *Sequence) burn(now time.Duration, status int, dialed bool, reason, phra
 	return Step{Burned: true, BurnedRoute: s.cur, Attempt: a}
 }
 
+// maxTimeoutSecs caps timeout_secs, a century: as good as no limit, and
+// far enough from time.Duration's range that a deadline, dial time plus
+// wait, cannot wrap into the past.
+const maxTimeoutSecs = 100 * 365 * 24 * 3600
+
 // progressWait is how long after its dial r has to show progress: seed,
 // "timeout_secs, else call.route(timeout=…), else 30s".
 func (s *Sequence) progressWait(r *Route) time.Duration {
 	switch {
 	case r.TimeoutSecs > 0:
-		return time.Duration(r.TimeoutSecs) * time.Second
+		return time.Duration(min(r.TimeoutSecs, maxTimeoutSecs)) * time.Second
 	case s.ring > 0:
 		return s.ring
 	default:

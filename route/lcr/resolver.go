@@ -45,6 +45,10 @@ const MaxResponseSize = 1 << 20
 // resolver goroutine advances every clockTick.
 const clockTick = 5 * time.Millisecond
 
+// maxCacheTTL caps a decision's lifetime, a century: as good as forever,
+// and far enough from time.Duration's range that an expiry cannot wrap.
+const maxCacheTTL = 100 * 365 * 24 * time.Hour
+
 // sweepInterval is how often expired in-process entries are removed.
 const sweepInterval = 10 * time.Second
 
@@ -491,7 +495,7 @@ func (r *Resolver) resolve(key string, req *Request) (Decision, []byte) {
 	}
 	ttl := r.cacheTTL
 	if resp.CacheTTLSecs != nil {
-		ttl = time.Duration(*resp.CacheTTLSecs) * time.Second
+		ttl = time.Duration(min(int64(*resp.CacheTTLSecs), int64(maxCacheTTL/time.Second))) * time.Second
 	}
 	d := Decision{Routes: resp.Routes, Reject: resp.Reject, Source: SourceLCR, TTL: ttl}
 	if ttl <= 0 || r.redis == nil {

@@ -225,6 +225,9 @@ func TestCacheTTL(t *testing.T) {
 	f(`{`+route+`}`, time.Hour, 1, time.Hour)
 	f(`{`+route+`,"cache_ttl_secs":30}`, time.Hour, 1, 30*time.Second)
 	f(`{`+route+`,"cache_ttl_secs":30}`, 0, 1, 30*time.Second)
+	// An API's "forever" past time.Duration's range is cached, as long as
+	// can be, not wrapped into a negative TTL that cached nothing.
+	f(`{`+route+`,"cache_ttl_secs":9999999999}`, 0, 1, maxCacheTTL)
 }
 
 // TestLocalTTLCapsTTL: an in-process entry lives min(local_ttl, TTL).
