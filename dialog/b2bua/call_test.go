@@ -105,6 +105,24 @@ func TestBusyRelayed(t *testing.T) {
 	}
 }
 
+// A CANCEL that crosses the caller's final response still matches the
+// INVITE server transaction, which lingers in Completed after the call has
+// ended: 200, not 481 (RFC 3261 9.2).
+func TestCancelCrossingFinal(t *testing.T) {
+	r := newRig(t, nil)
+	inv := callerInvite("1", "a-call-1", "15551234")
+	r.recv(caller, inv)
+	r.expect(caller, "SIP/2.0 100 Trying")
+	binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(carrier, carrierResponse(binv, 486, "Busy Here", ""))
+	r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.expect(caller, "SIP/2.0 486 Busy Here")
+	cancel := strings.Replace(strings.Replace(inv, "INVITE sip:", "CANCEL sip:", 1), "CSeq: 10 INVITE", "CSeq: 10 CANCEL", 1)
+	cancel = cancel[:strings.Index(cancel, "Content-Type")] + "Content-Length: 0\r\n\r\n"
+	r.recv(caller, cancel)
+	r.expect(caller, "SIP/2.0 200 OK")
+}
+
 func TestEarlyMediaThenAnswer(t *testing.T) {
 	r := newRig(t, nil)
 	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))

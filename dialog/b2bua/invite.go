@@ -657,12 +657,15 @@ func (e *Engine) onCancel(m *parser.Message, a *txn.Action) {
 		}
 		return
 	}
-	if a.Ref == 0 || c == nil || role.kind != roleAInvite {
+	if a.Ref == 0 {
 		e.respond(a.Txn, m, 481, "Call/Transaction Does Not Exist", nil)
 		return
 	}
+	// RFC 3261 9.2: "as long as the CANCEL matched an existing transaction,
+	// the UAS answers the CANCEL request itself with a 200 (OK)", even one
+	// that has sent its final response and outlived its call.
 	e.respond(a.Txn, m, 200, "OK", nil)
-	if c.answered || c.canceled {
+	if c == nil || role.kind != roleAInvite || c.answered || c.canceled {
 		return
 	}
 	if c.state == stateRouting { // no carrier dialled yet

@@ -55,12 +55,12 @@ func (t *Table) receiveRequest(m *parser.Message, from Peer, replyTo *Peer, now 
 	if method == parser.MethodAck {
 		return t.receiveAck(m, &via, from)
 	}
-	legacy, toTag, err := t.requestKey(m, &via, m.MethodBytes())
+	legacy, _, err := t.requestKey(m, &via, m.MethodBytes())
 	if err != nil {
 		return err
 	}
 	h := t.hash(t.key)
-	if i := t.find(h, toTag, false); i >= 0 {
+	if i := t.find(h, nil, false); i >= 0 {
 		// RFC 3261 17.2.3: a retransmission; its transaction absorbs it.
 		t.stats.Absorbed++
 		return t.step(i, &event{in: inRequest})
@@ -80,7 +80,6 @@ func (t *Table) receiveRequest(m *parser.Message, from Peer, replyTo *Peer, now 
 	t.insert(i, h)
 	x := &t.txns[i]
 	x.legacy = legacy
-	x.reqTag = append(x.reqTag, toTag...)
 	if kind == KindInviteServer {
 		// RFC 3261 17.2.1: "the server transaction MUST generate a 100
 		// (Trying) response unless it knows that the TU will generate a
@@ -110,11 +109,18 @@ func ReplyTo(via *parser.Via, from Peer) Peer {
 // receiveAck matches an ACK to the INVITE server transaction it belongs to
 // (RFC 3261 17.2.3: method INVITE; RFC 2543: the To tag of the response).
 func (t *Table) receiveAck(m *parser.Message, via *parser.Via, from Peer) error {
-	_, toTag, err := t.requestKey(m, via, methodInvite)
+	legacy, toTag, err := t.requestKey(m, via, methodInvite)
 	if err != nil {
 		return err
 	}
-	if i := t.find(t.hash(t.key), toTag, true); i >= 0 {
+	i := t.find(t.hash(t.key), toTag, true) // an RFC 3261 ACK, or one for a re-INVITE
+	if i < 0 && legacy && len(toTag) > 0 {
+		// The ACK for the final response to an RFC 2543 INVITE without a To
+		// tag, under which the INVITE's key was built (see legacyKey).
+		t.key = t.key[:len(t.key)-len(toTag)]
+		i = t.find(t.hash(t.key), toTag, true)
+	}
+	if i >= 0 {
 		return t.step(i, &event{in: inAck})
 	}
 	// No transaction: the ACK for a 2xx, which is the TU's (RFC 3261
@@ -133,11 +139,10 @@ func (t *Table) MatchCancel(m *parser.Message) Handle {
 	if m.TopVia(&via) != nil {
 		return 0
 	}
-	_, toTag, err := t.requestKey(m, &via, methodInvite)
-	if err != nil {
+	if _, _, err := t.requestKey(m, &via, methodInvite); err != nil {
 		return 0
 	}
-	i := t.find(t.hash(t.key), toTag, false)
+	i := t.find(t.hash(t.key), nil, false)
 	if i < 0 || t.txns[i].kind != KindInviteServer {
 		return 0
 	}

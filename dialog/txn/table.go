@@ -17,9 +17,9 @@ type txn struct {
 	msg  []byte // client: the request; server: the last response sent (empty if none)
 	ack  []byte // INVITE client: the ACK for a non-2xx response (RFC 3261 17.1.1.3)
 
-	// RFC 2543 server transactions: the To tag of the request that created
-	// the transaction, and of the last final response sent.
-	reqTag, respTag []byte
+	// RFC 2543 server transactions: the To tag of the last final response
+	// sent, which an ACK's must equal (that of the request is in the key).
+	respTag []byte
 
 	peer Peer
 
@@ -53,7 +53,6 @@ func (x *txn) reset() {
 	x.key = x.key[:0]
 	x.msg = x.msg[:0]
 	x.ack = x.ack[:0]
-	x.reqTag = x.reqTag[:0]
 	x.respTag = x.respTag[:0]
 	x.peer = Peer{}
 	x.rtx, x.life, x.rtxID, x.lifeID = 0, 0, 0, 0
@@ -135,12 +134,15 @@ func (t *Table) terminate(i int32) {
 //
 //	'S' method 0 lower(branch) 0 lower(sent-by host) ':' port (2 bytes)
 //	                                                      server, RFC 3261 17.2.3
-//	'L' method 0 Call-ID 0 CSeq number 0 From tag 0 top Via 0 Request-URI
+//	'L' method 0 Call-ID 0 CSeq number 0 From tag 0 top Via 0 Request-URI 0 To tag
 //	                                                      server, RFC 2543 (17.2.3 legacy)
 //	'C' method 0 lower(branch)                            client, RFC 3261 17.1.3
 //
 // ACK and CANCEL look up their INVITE with method "INVITE". A legacy key
-// leaves out the To tag, which is compared after the key (see find).
+// ends with the request's To tag, so that requests differing only in it,
+// which anyone can send, spread over the index rather than share one hash
+// and one probe cluster. An ACK's To tag is that of the final response,
+// not of the INVITE: receiveAck looks its INVITE up under both (see there).
 
 var (
 	methodInvite = []byte("INVITE")
@@ -197,9 +199,10 @@ func lowerWord(x uint64) uint64 {
 }
 
 // legacyKey builds the RFC 2543 key (RFC 3261 17.2.3, last paragraphs) into
-// t.key and returns the request's To tag. Header values are compared as
-// bytes: a retransmission repeats them byte for byte, and the URI and Via
-// equivalence rules of RFC 3261 19.1.4 and 20.42 are not applied.
+// t.key and returns the request's To tag, which ends the key. Header values
+// are compared as bytes: a retransmission repeats them byte for byte, and
+// the URI and Via equivalence rules of RFC 3261 19.1.4 and 20.42 are not
+// applied.
 func (t *Table) legacyKey(method []byte, m *parser.Message) (toTag []byte, err error) {
 	cseq, err := m.CSeq()
 	if err != nil {
@@ -228,7 +231,9 @@ func (t *Table) legacyKey(method []byte, m *parser.Message) (toTag []byte, err e
 	k = append(k, 0)
 	k = append(k, m.Get(parser.HeaderVia)...)
 	k = append(k, 0)
-	t.key = append(k, m.RequestURI()...)
+	k = append(k, m.RequestURI()...)
+	k = append(k, 0)
+	t.key = append(k, toTag...)
 	return toTag, nil
 }
 
@@ -255,10 +260,9 @@ func (t *Table) clientKey(method, branch []byte) {
 
 func (t *Table) hash(key []byte) uint64 { return maphash.Bytes(t.seed, key) }
 
-// find returns the slot of the transaction whose key is t.key, or -1. For an
-// RFC 2543 key the To tag must match too: the request's To tag must equal
-// that of the request that created the transaction, and an ACK's that of
-// the final response the transaction sent (RFC 3261 17.2.3).
+// find returns the slot of the transaction whose key is t.key, or -1. An
+// RFC 2543 ACK must carry the To tag of the final response the transaction
+// sent, too (RFC 3261 17.2.3); other requests' To tags are in the key.
 func (t *Table) find(h uint64, toTag []byte, ack bool) int32 {
 	mask := uint64(len(t.index) - 1)
 	for p := h & mask; ; p = (p + 1) & mask {
@@ -270,14 +274,8 @@ func (t *Table) find(h uint64, toTag []byte, ack bool) int32 {
 		if x.hash != h || string(x.key) != string(t.key) {
 			continue
 		}
-		if x.legacy {
-			want := x.reqTag
-			if ack {
-				want = x.respTag
-			}
-			if string(want) != string(toTag) {
-				continue
-			}
+		if ack && x.legacy && string(x.respTag) != string(toTag) {
+			continue
 		}
 		return s - 1
 	}

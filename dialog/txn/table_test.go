@@ -234,3 +234,45 @@ func TestAppendLower(t *testing.T) {
 		}
 	}
 }
+
+// TestLegacyFlood sends RFC 2543 requests (no branch) that differ only in
+// their To tag, as anyone can: each is a transaction of its own (RFC 3261
+// 17.2.3), and the To tag must be part of its key, or they would all share
+// one hash and every lookup landing in their cluster would walk all of them.
+func TestLegacyFlood(t *testing.T) {
+	tab, err := New(Config{}, &fakeTimers{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := Peer{Addr: netip.MustParseAddrPort("192.0.2.1:5060"), Transport: TransportUDP}
+	var m parser.Message
+	var buf []byte
+	const n = 2000
+	for k := range n {
+		buf = fmt.Appendf(buf[:0], "OPTIONS sip:bob@example.com SIP/2.0\r\n"+
+			"Via: SIP/2.0/UDP 192.0.2.1:5060\r\n"+
+			"From: <sip:alice@example.com>;tag=a\r\nTo: <sip:bob@example.com>;tag=t%d\r\n"+
+			"Call-ID: c\r\nCSeq: 1 OPTIONS\r\nContent-Length: 0\r\n\r\n", k)
+		if err := m.Parse(buf); err != nil {
+			t.Fatal(err)
+		}
+		if err := tab.ReceiveRequest(&m, from, 0); err != nil {
+			t.Fatal(err)
+		}
+		if acts := tab.Actions(); len(acts) != 1 || acts[0].Kind != ActRequest {
+			t.Fatalf("request %d gave %v, want a new transaction", k, acts)
+		}
+	}
+	// The longest distance of an entry from its home slot: a few dozen at
+	// most at load 1/2 with hashes spread, n-1 with one hash for all.
+	mask := len(tab.index) - 1
+	longest := 0
+	for p, s := range tab.index {
+		if s != 0 {
+			longest = max(longest, (p-int(tab.txns[s-1].hash)&mask)&mask)
+		}
+	}
+	if longest > 100 {
+		t.Fatalf("an entry lies %d slots from its home: the To tags share a hash", longest)
+	}
+}
