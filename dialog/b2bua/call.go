@@ -48,7 +48,7 @@ type leg struct {
 	inviteCSeq uint32 // the CSeq of the last INVITE sipedge sent on this leg, for its ACK
 	peer       txn.Peer
 	acked      bool   // sipedge has ACKed the 2xx to that INVITE; its retransmissions are ACKed again
-	remoteCSeq uint32 // the CSeq of the last request the peer sent on this leg
+	remoteCSeq uint32 // the CSeq of the last request the peer sent on this leg; 0: none yet
 	transport  string // "UDP" or "TCP", for Via
 }
 
@@ -56,6 +56,7 @@ func (l *leg) reset() {
 	l.callID, l.localTag, l.remoteTag = l.callID[:0], l.localTag[:0], l.remoteTag[:0]
 	l.localURI, l.remoteURI, l.target, l.routes = l.localURI[:0], l.remoteURI[:0], l.target[:0], l.routes[:0]
 	l.cseq, l.inviteCSeq, l.peer, l.acked, l.transport = 0, 0, txn.Peer{}, false, ""
+	l.remoteCSeq = 0 // empty: the next dialog's first request sets it (RFC 3261 12.2.2)
 }
 
 // relay is an in-dialog request in flight from one leg to the other.

@@ -115,3 +115,25 @@ func TestCarrierReinviteBeforeACK(t *testing.T) {
 	r.recv(caller, ackFromCaller(aTag))
 	r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")
 }
+
+// A call reuses a finished call's storage: the peer's CSeq of the call
+// before is not this dialog's (RFC 3261 12.2.2 compares with the remote
+// sequence number of this dialog only). A carrier that numbered its BYE
+// high in one call must not have its next call's BYE refused with 500,
+// which left the caller's leg up.
+func TestRemoteCSeqIsPerDialog(t *testing.T) {
+	r := newRig(t, nil)
+	binv, _ := r.answerCall()
+	r.recv(carrier, inDialogFromCarrier(t, binv, "BYE", 7000))
+	r.expect(carrier, "SIP/2.0 200 OK")
+	bye := r.expect(caller, "BYE sip:alice@caller.example.org:5061 SIP/2.0")[0]
+	r.recv(caller, callerResponse(bye, 200, "OK"))
+	r.advance(40 * time.Second) // every transaction of the first call ends
+	r.take(caller)
+	r.take(carrier)
+
+	binv, _ = r.answerCall()
+	r.recv(carrier, inDialogFromCarrier(t, binv, "BYE", 2))
+	r.expect(carrier, "SIP/2.0 200 OK")
+	r.expect(caller, "BYE sip:alice@caller.example.org:5061 SIP/2.0")
+}

@@ -301,7 +301,7 @@ func (e *Engine) dial(c *Call) bool {
 		B.localURI = append(B.localURI, '>')
 	}
 	B.remoteTag, B.routes, B.acked = B.remoteTag[:0], B.routes[:0], false
-	B.cseq, B.inviteCSeq = 1, 1
+	B.cseq, B.inviteCSeq, B.remoteCSeq = 1, 1, 0 // a fresh dialog: no remote CSeq yet (RFC 3261 12.2.2)
 	e.indexLeg(c, B)
 	// Each B-leg early dialog gets its own A-leg To tag (RFC 3261 12.1.1:
 	// the caller sees the carriers as forks).
