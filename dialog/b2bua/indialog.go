@@ -86,9 +86,11 @@ func (e *Engine) inDialog(m *parser.Message, a *txn.Action) {
 		return
 	case parser.MethodInvite:
 		// Glare: one INVITE transaction at a time in a dialog (RFC 3261
-		// 14.2), and the carrier's 2xx to sipedge's INVITE must have its
-		// ACK first (14.1): the caller has not ACKed yet.
-		if !c.answered || c.reinvite[0] || c.reinvite[1] || s == sideB && !c.b.acked {
+		// 14.2), and a 2xx to an INVITE must have its ACK first (14.1):
+		// while sipedge retransmits one, the ACK it waits for is to be
+		// relayed with the CSeq of the INVITE on the other leg, which a
+		// relayed re-INVITE would replace.
+		if !c.answered || c.reinvite[0] || c.reinvite[1] || len(c.ok2xx) > 0 {
 			e.respond(a.Txn, m, 491, "Request Pending", nil)
 			return
 		}

@@ -137,3 +137,46 @@ func TestRemoteCSeqIsPerDialog(t *testing.T) {
 	r.expect(carrier, "SIP/2.0 200 OK")
 	r.expect(caller, "BYE sip:alice@caller.example.org:5061 SIP/2.0")
 }
+
+// The caller's re-INVITE before its ACK for the 2xx has arrived (the ACK
+// lost or overtaken) gets 491, as the carrier's does (RFC 3261 14.1,
+// 14.2): relayed, it went to the carrier before sipedge had ACKed the
+// carrier's 2xx, and the ACK sent when the caller's came carried the
+// re-INVITE's CSeq, leaving the carrier's 2xx unacknowledged.
+func TestCallerReinviteBeforeACK(t *testing.T) {
+	r := newRig(t, nil)
+	_, aTag := r.ringAndAnswer()
+	r.recv(caller, inDialogFromCaller("INVITE", "re1", 11, aTag, sdp))
+	r.expect(caller, "SIP/2.0 100 Trying", "SIP/2.0 491 Request Pending")
+	r.expect(carrier)
+	r.recv(caller, ackFromCaller(aTag))
+	ack := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	if c, _ := ack.CSeq(); c.Num != 1 {
+		t.Fatalf("ACK CSeq %d, want the INVITE's 1", c.Num)
+	}
+	// Once ACKed, the caller's retry goes through.
+	r.recv(caller, inDialogFromCaller("INVITE", "re2", 12, aTag, sdp))
+	r.expect(caller, "SIP/2.0 100 Trying")
+	r.expect(carrier, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")
+}
+
+// The same on the other side: the carrier's re-INVITE whose 2xx the
+// carrier has not ACKed yet keeps the caller's re-INVITE out (491), or the
+// carrier's ACK would reach the caller with the wrong CSeq.
+func TestCallerReinviteBeforeCarriersACK(t *testing.T) {
+	r := newRig(t, nil)
+	binv, aTag := r.answerCall()
+	r.recv(carrier, inDialogFromCarrier(t, binv, "INVITE", 5))
+	r.expect(carrier, "SIP/2.0 100 Trying")
+	reinv := r.expect(caller, "INVITE sip:alice@caller.example.org:5061 SIP/2.0")[0]
+	r.recv(caller, callerResponse(reinv, 200, "OK"))
+	r.expect(carrier, "SIP/2.0 200 OK")
+	r.recv(caller, inDialogFromCaller("INVITE", "re1", 11, aTag, sdp))
+	r.expect(caller, "SIP/2.0 100 Trying", "SIP/2.0 491 Request Pending")
+	r.expect(carrier)
+	r.recv(carrier, strings.Replace(inDialogFromCarrier(t, binv, "ACK", 5), "z9hG4bKCARRIERACK", "z9hG4bKCARRIERack2", 1))
+	ack := r.expect(caller, "ACK sip:alice@caller.example.org:5061 SIP/2.0")[0]
+	if got, want := hdr(ack, parser.HeaderCSeq), strings.Replace(hdr(reinv, parser.HeaderCSeq), "INVITE", "ACK", 1); got != want {
+		t.Fatalf("ACK CSeq %q, want %q", got, want)
+	}
+}
