@@ -205,15 +205,16 @@ func (e *Engine) onRelayResponse(c *Call, role txnRole, m *parser.Message) {
 		return
 	}
 	code := m.StatusCode()
+	if targetRefresh(r.method) && code >= 200 && code < 300 {
+		// A re-INVITE or UPDATE is a target refresh: accepted, its Contact
+		// is the requester's remote target (RFC 3261 12.2.2, RFC 3311 5.2)
+		// and the 2xx's the answerer's (RFC 3261 12.2.1.2, RFC 3311 5.1).
+		refreshTarget(from, &e.areq)
+		refreshTarget(c.leg(opposite(r.from)), m)
+	}
 	if r.method == parser.MethodInvite && code >= 200 && code < 300 {
-		// A re-INVITE's 2xx refreshes the answering leg's target (RFC 3261
-		// 12.2.1.2) and is retransmitted until the ACK.
-		to := c.leg(opposite(r.from))
-		var contact parser.Address
-		if m.Contact(0, &contact) == nil && sipScheme(contact.URI) {
-			to.target = append(to.target[:0], contact.URI...)
-		}
-		to.acked = false // until the other side's ACK is forwarded
+		// A re-INVITE's 2xx is retransmitted until the ACK.
+		c.leg(opposite(r.from)).acked = false // until the other side's ACK is forwarded
 	}
 	e.out = e.appendRelayedResponse(e.out[:0], &e.areq, m, nil, from)
 	if r.method == parser.MethodInvite && code >= 200 && code < 300 {
@@ -233,6 +234,20 @@ func (e *Engine) onRelayResponse(c *Call, role txnRole, m *parser.Message) {
 		e.unwatch(r.in)
 		e.unwatch(r.out)
 		r.in, r.out = 0, 0
+	}
+}
+
+// targetRefresh reports whether a request in an INVITE dialog refreshes
+// the remote target (RFC 3261 12.2, RFC 3311 5).
+func targetRefresh(m parser.Method) bool {
+	return m == parser.MethodInvite || m == parser.MethodUpdate
+}
+
+// refreshTarget makes the SIP Contact of m, if any, leg l's remote target.
+func refreshTarget(l *leg, m *parser.Message) {
+	var contact parser.Address
+	if m.Contact(0, &contact) == nil && sipScheme(contact.URI) {
+		l.target = append(l.target[:0], contact.URI...)
 	}
 }
 

@@ -180,3 +180,35 @@ func TestCallerReinviteBeforeCarriersACK(t *testing.T) {
 		t.Fatalf("ACK CSeq %q, want %q", got, want)
 	}
 }
+
+// A re-INVITE or UPDATE is a target refresh (RFC 3261 12.2, RFC 3311 5):
+// once answered 2xx, the requester's Contact is its leg's new remote
+// target, and the answerer's its own. Requests on each leg then carry the
+// new Request-URI.
+func TestTargetRefresh(t *testing.T) {
+	for _, method := range []string{"INVITE", "UPDATE"} {
+		t.Run(method, func(t *testing.T) {
+			r := newRig(t, nil)
+			binv, aTag := r.answerCall()
+			req := strings.Replace(inDialogFromCaller(method, "tr1", 11, aTag, sdp),
+				"Contact: <sip:alice@caller.example.org:5061>", "Contact: <sip:alice2@caller.example.org:5062>", 1)
+			r.recv(caller, req)
+			r.take(caller) // a 100 Trying for an INVITE
+			out := r.expect(carrier, method+" sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+			resp := strings.Replace(carrierResponse(out, 200, "OK", sdp), "sip:gw@carrier.example.net:5070", "sip:gw2@carrier.example.net:5070", 1)
+			r.recv(carrier, resp)
+			r.expect(caller, "SIP/2.0 200 OK")
+			if method == "INVITE" {
+				r.recv(caller, strings.Replace(ackFromCaller(aTag), "CSeq: 10 ACK", "CSeq: 11 ACK", 1))
+				r.expect(carrier, "ACK sip:gw2@carrier.example.net:5070 SIP/2.0")
+			}
+			r.recv(caller, inDialogFromCaller("INFO", "tr2", 12, aTag, ""))
+			info := r.expect(carrier, "INFO sip:gw2@carrier.example.net:5070 SIP/2.0")[0]
+			r.recv(carrier, carrierResponse(info, 200, "OK", ""))
+			r.expect(caller, "SIP/2.0 200 OK")
+			r.recv(carrier, inDialogFromCarrier(t, binv, "BYE", 3))
+			r.expect(carrier, "SIP/2.0 200 OK")
+			r.expect(caller, "BYE sip:alice2@caller.example.org:5062 SIP/2.0")
+		})
+	}
+}

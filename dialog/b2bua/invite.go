@@ -507,12 +507,10 @@ func (e *Engine) legFromResponse(l *leg, m *parser.Message, peer txn.Peer) {
 
 // confirmLeg records the B-leg dialog a 2xx establishes (RFC 3261 12.1.2).
 func (e *Engine) confirmLeg(B *leg, m *parser.Message) {
-	var to, contact parser.Address
+	var to parser.Address
 	_ = m.To(&to)
 	B.remoteTag = append(B.remoteTag[:0], to.Tag...)
-	if m.Contact(0, &contact) == nil && sipScheme(contact.URI) { // else the Request-URI stays the target
-		B.target = append(B.target[:0], contact.URI...)
-	}
+	refreshTarget(B, m) // without a SIP Contact the Request-URI stays the target
 	B.routes = appendRouteSet(B.routes[:0], m, true)
 }
 
