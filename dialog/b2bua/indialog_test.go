@@ -212,3 +212,25 @@ func TestTargetRefresh(t *testing.T) {
 		})
 	}
 }
+
+// A provisional response with a To tag creates the B-leg's early dialog
+// (RFC 3261 12.1.2): its Contact is the remote target and its
+// Record-Route, reversed, the route set. A request the caller sends in the
+// early dialog (an UPDATE, RFC 3311 5.1) goes out with them.
+func TestEarlyDialogTargetAndRouteSet(t *testing.T) {
+	r := newRig(t, nil)
+	binv := r.startCall()
+	p := carrierResponse(binv, 183, "Session Progress", sdp)
+	p = strings.Replace(p, "Contact: <sip:gw@carrier.example.net:5070>\r\n",
+		"Contact: <sip:early@carrier.example.net:5070>\r\nRecord-Route: <sip:rr1.carrier.example.net;lr>, <sip:rr2.carrier.example.net;lr>\r\n", 1)
+	r.recv(carrier, p)
+	aTag := tagOf(t, r.expect(caller, "SIP/2.0 183 Session Progress")[0], parser.HeaderTo)
+	r.recv(caller, inDialogFromCaller("UPDATE", "up1", 11, aTag, sdp))
+	up := r.expect(carrier, "UPDATE sip:early@carrier.example.net:5070 SIP/2.0")[0]
+	if got := string(up.Nth(parser.HeaderRoute, 0)) + ", " + string(up.Nth(parser.HeaderRoute, 1)); got != "<sip:rr2.carrier.example.net;lr>, <sip:rr1.carrier.example.net;lr>" {
+		t.Fatalf("UPDATE Route %q, want the 183's Record-Route reversed", got)
+	}
+	if tagOf(t, up, parser.HeaderTo) != "btag9" {
+		t.Fatal("UPDATE not in the early dialog")
+	}
+}

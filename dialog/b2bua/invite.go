@@ -403,7 +403,11 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 		if c.tProvisional == 0 {
 			c.tProvisional = e.now
 		}
-		c.b.remoteTag = append(c.b.remoteTag[:0], to.Tag...)
+		if len(to.Tag) > 0 && string(to.Tag) != string(c.b.remoteTag) {
+			// A new early dialog: its remote target and route set are the
+			// 1xx's (RFC 3261 12.1.2), for requests sent in it (UPDATE).
+			e.confirmLeg(&c.b, m)
+		}
 		c.progress = true
 		e.relayToCaller(c, m)
 		e.carryOut(c, c.seq.Progress(e.now, code))
@@ -505,7 +509,8 @@ func (e *Engine) legFromResponse(l *leg, m *parser.Message, peer txn.Peer) {
 	l.transport = transportName(peer.Transport)
 }
 
-// confirmLeg records the B-leg dialog a 2xx establishes (RFC 3261 12.1.2).
+// confirmLeg records the B-leg dialog a 2xx, or a 1xx for an early
+// dialog, establishes (RFC 3261 12.1.2).
 func (e *Engine) confirmLeg(B *leg, m *parser.Message) {
 	var to parser.Address
 	_ = m.To(&to)
