@@ -49,7 +49,10 @@ func (e *Engine) carryOut(c *Call, st route.Step) {
 		case route.StepDial:
 			// A CPS-reject retry or a slot still awaited belongs to the
 			// carrier the sequence left: it must not dial this one too.
+			// Nor may its deadline, which would otherwise fire on this
+			// carrier while it waits for a CPS slot (dialNow arms its own).
 			e.stopPacing(c)
+			e.stopSequence(c)
 			r := &c.seq.Routes()[st.Route]
 			tgt, reason := e.env.Resolve(r, c.key)
 			if reason != "" {

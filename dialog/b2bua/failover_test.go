@@ -572,3 +572,25 @@ func TestCPSRetryNoResponseBlamesGateway(t *testing.T) {
 		t.Fatalf("outcomes %v, want [%d] (no response)", outcomes, OutcomeNoResponse)
 	}
 }
+
+// The carrier the sequence left takes its deadline along: its timer,
+// still armed while the next carrier waits for a CPS slot, must not fire
+// on that carrier and burn it as rung out before its INVITE has left.
+func TestLeftCarriersDeadlineSparesAPacedCarrier(t *testing.T) {
+	a, b := routeA, routeB
+	a.TimeoutSecs, b.TimeoutSecs = 10, 1
+	r := twoCarriers(t, a, b)
+	r.e.env.Pace = func(rt *route.Route, _ *Target, _ uint64) PaceResult {
+		if rt.CarrierID == "carrier-b" {
+			return PaceResult{Wait: 3 * time.Second}
+		}
+		return PaceResult{}
+	}
+	inv1 := r.startCall()
+	r.advance(8500 * time.Millisecond) // a 503 after 8.5 s: carrier-b's 1 s ends before carrier-a's 10 s
+	r.recv(carrier, carrierResponse(inv1, 503, "Service Unavailable", ""))
+	r.take(carrier)
+	r.advance(3 * time.Second) // carrier-a's deadline passes; carrier-b's slot comes
+	r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")
+	r.expect(caller)
+}
