@@ -132,9 +132,16 @@ func TestReInviteInDialog(t *testing.T) {
 	if cseq.Num != 2 || hdr(re, parser.HeaderCallID) != hdr(binv, parser.HeaderCallID) || string(re.Body()) != sdp {
 		t.Fatalf("re-INVITE on B:\n%s", re.Bytes())
 	}
-	// A second re-INVITE while one is pending is glare (RFC 3261 14.2).
+	// A second re-INVITE from the caller while its first is pending: 500
+	// with Retry-After (RFC 3261 14.2); an INVITE from the carrier, on
+	// which sipedge's is in progress, is glare: 491.
 	r.recv(caller, inDialogFromCaller("INVITE", "re2", 12, aTag, sdp))
-	r.expect(caller, "SIP/2.0 100 Trying", "SIP/2.0 491 Request Pending")
+	second := r.expect(caller, "SIP/2.0 100 Trying", "SIP/2.0 500 Server Internal Error")[1]
+	if ra, ok, err := second.RetryAfter(); !ok || err != nil || ra.Seconds > 10 {
+		t.Fatalf("500 to a second re-INVITE without a Retry-After of 0 to 10 s:\n%s", second.Bytes())
+	}
+	r.recv(carrier, inDialogFromCarrier(t, binv, "INVITE", 1))
+	r.expect(carrier, "SIP/2.0 100 Trying", "SIP/2.0 491 Request Pending")
 	r.recv(carrier, carrierResponse(re, 200, "OK", sdp))
 	ok := r.expect(caller, "SIP/2.0 200 OK")[0]
 	if c, _ := ok.CSeq(); c.Num != 11 || string(ok.Body()) != sdp {

@@ -1,6 +1,8 @@
 package b2bua
 
 import (
+	"math/rand/v2"
+
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
 )
@@ -85,12 +87,18 @@ func (e *Engine) inDialog(m *parser.Message, a *txn.Action) {
 		e.respond(a.Txn, m, e.cfg.ReferCode, referReason(e.cfg.ReferCode), nil)
 		return
 	case parser.MethodInvite:
-		// Glare: one INVITE transaction at a time in a dialog (RFC 3261
-		// 14.2), and a 2xx to an INVITE must have its ACK first (14.1):
-		// while sipedge retransmits one, the ACK it waits for is to be
-		// relayed with the CSeq of the INVITE on the other leg, which a
-		// relayed re-INVITE would replace.
-		if !c.answered || c.reinvite[0] || c.reinvite[1] || len(c.ok2xx) > 0 {
+		// One INVITE transaction at a time in a dialog (RFC 3261 14.2): a
+		// second INVITE from a side whose first has no final response yet
+		// gets 500 with a Retry-After of 0 to 10 s; one that meets an
+		// INVITE sipedge sent on its leg (glare) gets 491. So does one
+		// while a 2xx waits for its ACK (14.1): the ACK is to be relayed
+		// with the CSeq of the INVITE on the other leg, which a relayed
+		// re-INVITE would replace.
+		switch {
+		case s == sideA && !c.answered || c.reinvite[s-1]:
+			e.respondRetry(a.Txn, m, 500, "Server Internal Error", rand.IntN(11))
+			return
+		case !c.answered || c.reinvite[opposite(s)-1] || len(c.ok2xx) > 0:
 			e.respond(a.Txn, m, 491, "Request Pending", nil)
 			return
 		}
@@ -131,7 +139,7 @@ func (e *Engine) relay(c *Call, s side, m *parser.Message, in txn.Handle) {
 	}
 	switch {
 	case slot < 0:
-		e.respond(in, m, 500, "Server Internal Error", nil) // RFC 3261 14.2 asks 500 with Retry-After
+		e.respondRetry(in, m, 500, "Server Internal Error", rand.IntN(11)) // as RFC 3261 14.2 asks
 		return
 	case mf == 0:
 		e.respond(in, m, 483, "Too Many Hops", nil)

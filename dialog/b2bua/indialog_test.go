@@ -234,3 +234,19 @@ func TestEarlyDialogTargetAndRouteSet(t *testing.T) {
 		t.Fatal("UPDATE not in the early dialog")
 	}
 }
+
+// A re-INVITE the caller sends in the early dialog, its INVITE still
+// without a final response, is a second INVITE: 500 with Retry-After (RFC
+// 3261 14.2), not the glare 491.
+func TestEarlyReinviteFromCaller500(t *testing.T) {
+	r := newRig(t, nil)
+	binv := r.startCall()
+	r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
+	aTag := tagOf(t, r.expect(caller, "SIP/2.0 180 Ringing")[0], parser.HeaderTo)
+	r.recv(caller, inDialogFromCaller("INVITE", "re1", 11, aTag, sdp))
+	got := r.expect(caller, "SIP/2.0 100 Trying", "SIP/2.0 500 Server Internal Error")[1]
+	if ra, ok, err := got.RetryAfter(); !ok || err != nil || ra.Seconds > 10 {
+		t.Fatalf("500 without a Retry-After of 0 to 10 s:\n%s", got.Bytes())
+	}
+	r.expect(carrier)
+}

@@ -69,14 +69,16 @@ func (e *Engine) respond(h txn.Handle, req *parser.Message, code int, reason str
 	}
 }
 
-// respondRetry refuses a call over an ingress limit: 503 with Retry-After
-// (RFC 3261 21.5.4), before any routing work.
-func (e *Engine) respondRetry(h txn.Handle, req *parser.Message, retry time.Duration) {
-	secs := int(retry / time.Second)
-	if secs < 1 {
-		secs = 1
-	}
-	b := parser.AppendResponse(e.out[:0], req, 503, "Service Unavailable", nil)
+// respondLimited refuses a call over an ingress limit: 503 with
+// Retry-After (RFC 3261 21.5.4), before any routing work.
+func (e *Engine) respondLimited(h txn.Handle, req *parser.Message, retry time.Duration) {
+	e.respondRetry(h, req, 503, "Service Unavailable", max(int(retry/time.Second), 1))
+}
+
+// respondRetry answers on server transaction h with code and a
+// Retry-After of secs seconds (RFC 3261 20.33).
+func (e *Engine) respondRetry(h txn.Handle, req *parser.Message, code int, reason string, secs int) {
+	b := parser.AppendResponse(e.out[:0], req, code, reason, nil)
 	b = parser.AppendHeaderUint(b, "Retry-After", uint64(secs))
 	e.out = parser.AppendBody(b, "", nil)
 	if e.txns.Respond(h, e.out, e.now) == nil {
@@ -110,7 +112,7 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	if e.env.Admit != nil {
 		if retry, ok := e.env.Admit(trunk); !ok {
 			e.m.trunkLimited.Inc()
-			e.respondRetry(a.Txn, m, retry)
+			e.respondLimited(a.Txn, m, retry)
 			return
 		}
 	}
@@ -143,7 +145,7 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	if n := trunk.Calls.Add(1); trunk.MaxCalls > 0 && n > int64(trunk.MaxCalls) {
 		trunk.Calls.Add(-1)
 		e.m.trunkLimited.Inc()
-		e.respondRetry(a.Txn, m, time.Second)
+		e.respondLimited(a.Txn, m, time.Second)
 		return
 	}
 	var fromURI parser.URI
