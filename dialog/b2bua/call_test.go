@@ -402,3 +402,21 @@ func TestResponseWithForeignViaDropped(t *testing.T) {
 	r.recv(carrier, strings.Replace(progress, "203.0.113.1:5060;branch=", "203.0.113.1;branch=", 1))
 	r.expect(caller, "SIP/2.0 183 Session Progress")
 }
+
+// The caller's responses that establish the dialog carry the Record-Route
+// of its INVITE (RFC 3261 12.1.1): without it, the caller's UA has an
+// empty route set, and its ACK and BYE bypass the proxies that asked to
+// stay in the path (an ACK that never arrives ends the call at 64*T1).
+func TestDialogResponsesEchoRecordRoute(t *testing.T) {
+	r := newRig(t, nil)
+	binv := r.startCall()
+	r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
+	ringing := r.expect(caller, "SIP/2.0 180 Ringing")[0]
+	r.recv(carrier, carrierResponse(binv, 200, "OK", sdp))
+	ok := r.expect(caller, "SIP/2.0 200 OK")[0]
+	for _, m := range []*parser.Message{ringing, ok} {
+		if got := hdr(m, parser.HeaderRecordRoute); got != "<sip:rr.caller.example.org;lr>" {
+			t.Errorf("%s: Record-Route %q, want the INVITE's", firstLine(string(m.Bytes())), got)
+		}
+	}
+}
