@@ -420,3 +420,23 @@ func TestDialogResponsesEchoRecordRoute(t *testing.T) {
 		}
 	}
 }
+
+// A carrier's final failure that reaches the caller as it is keeps the
+// headers the policy relays: a 422 keeps its Min-SE, which RFC 4028 6
+// requires in it and without which the caller cannot retry with a longer
+// session interval.
+func TestForwardedFailureKeepsAllowedHeaders(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.HeaderAllow = append(c.HeaderAllow, "Min-SE") })
+	binv := r.startCall()
+	resp := carrierResponse(binv, 422, "Session Interval Too Small", "")
+	resp = strings.Replace(resp, "Content-Length:", "Min-SE: 1800\r\nX-Keep: carrier\r\nX-Drop: no\r\nContent-Length:", 1)
+	r.recv(carrier, resp)
+	r.take(carrier) // the ACK
+	got := r.expect(caller, "SIP/2.0 422 Session Interval Too Small")[0]
+	if got.GetByName("Min-SE") == nil || got.GetByName("X-Keep") == nil || got.GetByName("X-Drop") != nil {
+		t.Fatalf("the carrier's 422 relayed without its allowed headers:\n%s", got.Bytes())
+	}
+	if hdr(got, parser.HeaderContact) != "" {
+		t.Fatal("a failure carries a Contact")
+	}
+}

@@ -376,7 +376,17 @@ func hostOnly(hp string) string {
 func (e *Engine) failCall(c *Call, code int, reason string) {
 	c.finalCode, c.finalReason = code, append(c.finalReason[:0], reason...)
 	if req := c.ainv; req != nil && !c.canceled {
-		e.respond(c.aTxn, req, code, reason, c.a.localTag)
+		if f := e.failure; f != nil && f.StatusCode() == code {
+			// The carrier's failure reaches the caller as it is, with the
+			// headers the policy relays: a 422's Min-SE (RFC 4028 6), a
+			// Retry-After, a Reason (RFC 3326).
+			e.out = e.appendRelayedResponse(e.out[:0], req, f, c.a.localTag, &c.a)
+			if e.txns.Respond(c.aTxn, e.out, e.now) == nil {
+				e.after()
+			}
+		} else {
+			e.respond(c.aTxn, req, code, reason, c.a.localTag)
+		}
 	}
 	e.end(c, "")
 }
@@ -474,7 +484,9 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 		} else {
 			e.report(c, code, retry)
 		}
+		e.failure = m
 		e.carryOut(c, c.seq.Final(e.now, code, phrase(code, m.ReasonPhrase())))
+		e.failure = nil
 	}
 }
 
