@@ -242,7 +242,20 @@ func (e *Engine) onRelayResponse(c *Call, role txnRole, m *parser.Message) {
 		e.unwatch(r.in)
 		e.unwatch(r.out)
 		r.in, r.out = 0, 0
+		if (code == 481 || code == 408) && c.answered && !subscriptionUsage(r.method) {
+			// The answering leg has no such dialog, or no longer answers:
+			// "the UAC SHOULD terminate the dialog" (RFC 3261 12.2.1.2),
+			// and with it the call, rather than bill a call that is gone.
+			e.m.orphans.Inc()
+			e.hangup(c, hangupSystem)
+		}
 	}
+}
+
+// subscriptionUsage reports whether a method belongs to a subscription
+// sharing the dialog, whose 481 ends that usage only (RFC 5057 5).
+func subscriptionUsage(m parser.Method) bool {
+	return m == parser.MethodSubscribe || m == parser.MethodNotify || m == parser.MethodRefer
 }
 
 // targetRefresh reports whether a request in an INVITE dialog refreshes

@@ -250,3 +250,20 @@ func TestEarlyReinviteFromCaller500(t *testing.T) {
 	}
 	r.expect(carrier)
 }
+
+// A 481 to a request relayed in the call's dialog says the peer has no
+// such dialog (a carrier that restarted and forgot the call): RFC 3261
+// 12.2.1.2 has the dialog terminated. The call ends on both legs rather
+// than staying up, billed, until the caller hangs up.
+func TestRelayed481EndsTheCall(t *testing.T) {
+	r := newRig(t, nil)
+	_, aTag := r.answerCall()
+	r.recv(caller, inDialogFromCaller("UPDATE", "up1", 11, aTag, sdp))
+	up := r.expect(carrier, "UPDATE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	r.recv(carrier, carrierResponse(up, 481, "Call/Transaction Does Not Exist", ""))
+	r.expect(caller, "SIP/2.0 481 Call/Transaction Does Not Exist", "BYE sip:alice@caller.example.org:5061 SIP/2.0")
+	r.expect(carrier, "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
+	if len(r.calls) != 1 || r.e.Calls() != 0 {
+		t.Fatalf("%d CDRs, %d calls left", len(r.calls), r.e.Calls())
+	}
+}
