@@ -266,6 +266,12 @@ func (e *Engine) settle(c *Call) {
 			e.after()
 		}
 	}
+	if c.route != nil && !c.answered {
+		// The gateway picked for the carrier in flight hears of its
+		// attempt once (a half-open one's trial call goes back): the call
+		// ended without a word from it (a BYE in the early dialog, a drain).
+		e.report(c, OutcomeAbandoned, 0)
+	}
 	// The caller's INVITE must get a final response before the call goes
 	// (RFC 3261 13.3.1): a carrier that ended its early dialog leaves the
 	// caller with nothing else.

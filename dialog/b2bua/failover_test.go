@@ -594,3 +594,28 @@ func TestLeftCarriersDeadlineSparesAPacedCarrier(t *testing.T) {
 	r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")
 	r.expect(caller)
 }
+
+// Every dialled gateway hears of its attempt once (Env.Outcome), however
+// the call ends: a caller that hangs up its early dialog with a BYE
+// rather than a CANCEL, or a drain, leaves the attempt abandoned, so a
+// half-open gateway's trial call goes back instead of being lost.
+func TestOutcomeReportedWhenTheCallEndsEarly(t *testing.T) {
+	for _, how := range []string{"bye", "drain"} {
+		t.Run(how, func(t *testing.T) {
+			r := newRig(t, nil)
+			var outcomes []int
+			r.e.env.Outcome = func(_ *Target, code int, _ time.Duration) { outcomes = append(outcomes, code) }
+			binv := r.startCall()
+			r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
+			aTag := tagOf(t, r.expect(caller, "SIP/2.0 180 Ringing")[0], parser.HeaderTo)
+			if how == "bye" {
+				r.recv(caller, inDialogFromCaller("BYE", "bye", 11, aTag, ""))
+			} else {
+				r.e.EndAll(r.now)
+			}
+			if len(r.calls) != 1 || len(outcomes) != 1 || outcomes[0] != OutcomeAbandoned {
+				t.Fatalf("%d CDRs, outcomes %v, want [%d]", len(r.calls), outcomes, OutcomeAbandoned)
+			}
+		})
+	}
+}
