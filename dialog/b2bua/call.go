@@ -48,6 +48,7 @@ type leg struct {
 	inviteCSeq uint32 // the CSeq of the last INVITE sipedge sent on this leg, for its ACK
 	peer       txn.Peer
 	acked      bool   // sipedge has ACKed the 2xx to that INVITE; its retransmissions are ACKed again
+	ackCopy    []byte // that ACK when it carried a body (an SDP answer), to send again (a pooled buffer)
 	remoteCSeq uint32 // the CSeq of the last request the peer sent on this leg; 0: none yet
 	transport  string // "UDP" or "TCP", for Via
 }
@@ -343,6 +344,8 @@ func (e *Engine) end(c *Call, hangup string) {
 	}
 	e.unindexLeg(c, &c.a)
 	e.unindexLeg(c, &c.b)
+	e.keepAck(&c.a, nil)
+	e.keepAck(&c.b, nil)
 	e.releaseInvite(c)
 	e.putBuf(c.ok2xx)
 	i := c.idx

@@ -1,6 +1,7 @@
 package b2bua
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -438,5 +439,33 @@ func TestForwardedFailureKeepsAllowedHeaders(t *testing.T) {
 	}
 	if hdr(got, parser.HeaderContact) != "" {
 		t.Fatal("a failure carries a Contact")
+	}
+}
+
+// A delayed offer (an INVITE without SDP): the carrier's 2xx carries the
+// offer and the ACK must carry the caller's answer (RFC 3261 13.2.2.4,
+// RFC 3264). When the carrier retransmits its 2xx, having missed the ACK,
+// the ACK sent again carries the answer too, or the carrier never gets one.
+func TestDelayedOfferReAckCarriesTheAnswer(t *testing.T) {
+	r := newRig(t, nil)
+	inv := callerInvite("1", "a-call-1", "15551234")
+	inv = inv[:strings.Index(inv, "Content-Type:")] + "Content-Length: 0\r\n\r\n"
+	r.recv(caller, inv)
+	r.expect(caller, "SIP/2.0 100 Trying")
+	binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	ok := carrierResponse(binv, 200, "OK", sdp)
+	r.recv(carrier, ok)
+	aTag := tagOf(t, r.expect(caller, "SIP/2.0 200 OK")[0], parser.HeaderTo)
+	ack := ackFromCaller(aTag)
+	ack = strings.Replace(ack, "Content-Length: 0\r\n\r\n", "Content-Type: application/sdp\r\n"+
+		"Content-Length: "+strconv.Itoa(len(sdp))+"\r\n\r\n"+sdp, 1)
+	r.recv(caller, ack)
+	if first := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]; string(first.Body()) != sdp {
+		t.Fatalf("the ACK lacks the caller's answer:\n%s", first.Bytes())
+	}
+	r.recv(carrier, ok)
+	again := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	if string(again.Body()) != sdp || hdr(again, parser.HeaderContentType) != "application/sdp" {
+		t.Fatalf("the ACK to the retransmitted 2xx lacks the answer:\n%s", again.Bytes())
 	}
 }

@@ -450,7 +450,7 @@ func (e *Engine) orphan2xx(m *parser.Message, ours bool, peer txn.Peer) {
 		var to parser.Address
 		if m.To(&to) == nil && string(to.Tag) == string(l.remoteTag) {
 			if l.acked && cseq.Num == l.inviteCSeq {
-				e.ack(l, nil)
+				e.reack(l)
 			}
 			return
 		}

@@ -429,7 +429,7 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 				// A retransmission of the 2xx (RFC 6026 Timer M): the ACK
 				// was lost, or the caller has not ACKed yet.
 				if c.b.acked {
-					e.ack(&c.b, nil) // rebuilt: an ACK for a 2xx is its own transaction
+					e.reack(&c.b)
 				}
 				return
 			}
@@ -657,7 +657,34 @@ func (e *Engine) ack(l *leg, from *parser.Message) {
 	b := e.appendRequestHead(e.out[:0], "ACK", l, l.inviteCSeq, 70)
 	e.out = appendBodyOf(b, from)
 	l.acked = true
+	e.keepAck(l, from)
 	e.env.Send(l.peer, e.out)
+}
+
+// reack ACKs again the retransmitted 2xx to leg l's last INVITE: the same
+// ACK when it carried a body, since a 2xx with an offer must have its
+// answer in the ACK (RFC 3261 13.2.2.4) and the peer missed the first.
+func (e *Engine) reack(l *leg) {
+	if len(l.ackCopy) > 0 {
+		e.env.Send(l.peer, l.ackCopy)
+		return
+	}
+	e.ack(l, nil)
+}
+
+// keepAck keeps the ACK in e.out for leg l when from, the other side's
+// ACK it relays, had a body; else l keeps none.
+func (e *Engine) keepAck(l *leg, from *parser.Message) {
+	switch {
+	case from != nil && len(from.Body()) > 0:
+		if l.ackCopy == nil {
+			l.ackCopy = e.getBuf()
+		}
+		l.ackCopy = append(l.ackCopy[:0], e.out...)
+	case l.ackCopy != nil:
+		e.putBuf(l.ackCopy)
+		l.ackCopy = nil
+	}
 }
 
 // onCancel answers a CANCEL (RFC 3261 9.2): 200 to the CANCEL, 487 to the
