@@ -469,3 +469,19 @@ func TestDelayedOfferReAckCarriesTheAnswer(t *testing.T) {
 		t.Fatalf("the ACK to the retransmitted 2xx lacks the answer:\n%s", again.Bytes())
 	}
 }
+
+// The caller's INVITE arriving again on another branch (a caller-side
+// proxy that forked it to sipedge twice, or re-sent it as a new
+// transaction) is a merged request: 482 (RFC 3261 8.2.2.2), not a second
+// call that dials the carrier again and takes over the first one's
+// Call-ID, leaving it unreachable (the seed's ghost dialogs).
+func TestMergedInviteLoopDetected(t *testing.T) {
+	r := newRig(t, nil)
+	r.startCall()
+	r.recv(caller, callerInvite("2", "a-call-1", "15551234"))
+	r.expect(caller, "SIP/2.0 100 Trying", "SIP/2.0 482 Loop Detected")
+	r.expect(carrier)
+	if r.e.Calls() != 1 {
+		t.Fatalf("%d calls, want 1", r.e.Calls())
+	}
+}

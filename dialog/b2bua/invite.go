@@ -100,6 +100,13 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	case trunk == nil: // admit let it through: RejectUnknown raced a config change
 		e.respond(a.Txn, m, 403, "Forbidden", nil)
 		return
+	case e.live > 0 && e.callOf(m.CallID()):
+		// A Call-ID names one call: this INVITE is the live call's again on
+		// another branch, a merged request (RFC 3261 8.2.2.2), or reuses a
+		// Call-ID sipedge minted. A second call would dial the carrier
+		// again and take the first one's Call-ID over.
+		e.respond(a.Txn, m, 482, "Loop Detected", nil)
+		return
 	case e.env.Draining != nil && e.env.Draining():
 		e.m.rejected.Inc()
 		e.respond(a.Txn, m, 503, "Service Unavailable", nil)
@@ -195,6 +202,12 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 		return // Decided carries on
 	}
 	e.decided(c)
+}
+
+// callOf reports whether callID names a live call's leg.
+func (e *Engine) callOf(callID []byte) bool {
+	c, _ := e.lookupCall(callID)
+	return c != nil
 }
 
 // routeRequest describes call c, whose caller's To URI is to, to the
