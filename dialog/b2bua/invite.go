@@ -714,12 +714,14 @@ func (e *Engine) onCancel(m *parser.Message, a *txn.Action) {
 		}
 		return
 	}
-	if a.Ref == 0 || c == nil || role.kind != roleAInvite {
+	if a.Ref == 0 {
 		e.respond(a.Txn, m, 481, "Call/Transaction Does Not Exist", nil)
 		return
 	}
+	// It matched a transaction that still exists: 200, whatever it does
+	// (RFC 3261 9.2); none once the final response was sent.
 	e.respond(a.Txn, m, 200, "OK", nil)
-	if c.answered || c.canceled {
+	if c == nil || role.kind != roleAInvite || c.answered || c.canceled {
 		return
 	}
 	if c.state == stateRouting { // no carrier dialled yet
