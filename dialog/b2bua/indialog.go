@@ -80,7 +80,7 @@ func (e *Engine) inDialog(m *parser.Message, a *txn.Action) {
 			e.end(c, hangup)
 			return
 		}
-		e.sendBye(c, c.leg(opposite(s)))
+		e.sendBye(c, c.leg(opposite(s)), m)
 		e.end(c, hangup)
 		return
 	case parser.MethodRefer:
@@ -314,13 +314,18 @@ func (e *Engine) onTxnFailure(h txn.Handle, transport bool) {
 	}
 }
 
-// sendBye sends a BYE on leg l in a client transaction of the engine's own.
-func (e *Engine) sendBye(c *Call, l *leg) {
+// sendBye sends a BYE on leg l in a client transaction of the engine's own,
+// with the headers the policy relays of from, the other side's BYE, when
+// it answers one (a Reason, RFC 3326).
+func (e *Engine) sendBye(c *Call, l *leg, from *parser.Message) {
 	if c != nil && l == &c.b && c.answered && !l.acked {
 		e.ack(l, nil) // the carrier's 2xx first, or it retransmits it for 32 s
 	}
 	l.cseq++
 	b := e.appendRequestHead(e.out[:0], "BYE", l, l.cseq, 70)
+	if from != nil {
+		b = e.policy.appendAllowed(b, from)
+	}
 	e.out = parser.AppendBody(b, "", nil)
 	if h, err := e.sendBuilt(l.peer); err == nil {
 		if c != nil {
@@ -333,8 +338,8 @@ func (e *Engine) sendBye(c *Call, l *leg) {
 // hangup ends a confirmed call from sipedge's side: BYE on both legs.
 func (e *Engine) hangup(c *Call, side string) {
 	if c.answered {
-		e.sendBye(c, &c.a)
-		e.sendBye(c, &c.b)
+		e.sendBye(c, &c.a, nil)
+		e.sendBye(c, &c.b, nil)
 	}
 	e.end(c, side)
 }

@@ -267,3 +267,19 @@ func TestRelayed481EndsTheCall(t *testing.T) {
 		t.Fatalf("%d CDRs, %d calls left", len(r.calls), r.e.Calls())
 	}
 }
+
+// A BYE from one side reaches the other with the headers the policy
+// relays, as any request in the dialog does: the carrier's Reason (RFC
+// 3326), the Q.850 cause the caller's network bills and reports on.
+func TestByeRelaysAllowedHeaders(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.HeaderAllow = append(c.HeaderAllow, "Reason") })
+	binv, _ := r.answerCall()
+	bye := strings.Replace(inDialogFromCarrier(t, binv, "BYE", 1), "Content-Length: 0",
+		"Reason: Q.850;cause=16;text=\"Normal call clearing\"\r\nX-Keep: carrier\r\nX-Drop: no\r\nContent-Length: 0", 1)
+	r.recv(carrier, bye)
+	r.expect(carrier, "SIP/2.0 200 OK")
+	got := r.expect(caller, "BYE sip:alice@caller.example.org:5061 SIP/2.0")[0]
+	if hdr(got, parser.HeaderReason) != "Q.850;cause=16;text=\"Normal call clearing\"" || got.GetByName("X-Keep") == nil || got.GetByName("X-Drop") != nil {
+		t.Fatalf("the BYE to the caller without the allowed headers of the carrier's:\n%s", got.Bytes())
+	}
+}

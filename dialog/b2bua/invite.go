@@ -514,7 +514,7 @@ func (e *Engine) endUnwanted(c *Call, m *parser.Message, peer txn.Peer) {
 	e.scratch.reset()
 	e.legFromResponse(&e.scratch, m, peer)
 	e.ack(&e.scratch, nil)
-	e.sendBye(c, &e.scratch)
+	e.sendBye(c, &e.scratch, nil)
 }
 
 // legFromResponse fills l with the dialog a 2xx to one of sipedge's
