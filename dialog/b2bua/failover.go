@@ -28,6 +28,10 @@ func (e *Engine) carryOut(c *Call, st route.Step) {
 				e.after()
 			}
 			c.bTxn = 0
+		} else if st.Cancel {
+			// Left between a CPS reject and its retry: the reject is not
+			// the gateway's health, and its attempt is over.
+			e.report(c, OutcomeAbandoned, 0)
 		}
 		if st.Burned {
 			e.burned(c, st)

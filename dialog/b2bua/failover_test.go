@@ -378,11 +378,19 @@ func TestCPSRetryDroppedWhenTheSequenceMovesOn(t *testing.T) {
 	r.e.env.CPSReject = func(_ *route.Route, _ *Target, code int, reason, _ []byte) (time.Duration, bool) {
 		return 3 * time.Second, code == 503 && string(reason) == "CPS Limit"
 	}
+	var outcomes []int
+	r.e.env.Outcome = func(_ *Target, code int, _ time.Duration) { outcomes = append(outcomes, code) }
 	inv := r.startCall()
 	r.recv(carrier, carrierResponse(inv, 503, "CPS Limit", ""))
 	r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
 	r.advance(time.Second) // carrier-a's deadline, before its retry
 	inv2 := r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")[0]
+	// carrier-a's gateway hears of its attempt, left while waiting for a
+	// retry: abandoned (its CPS reject is not its health), before carrier-b
+	// is picked.
+	if len(outcomes) != 1 || outcomes[0] != OutcomeAbandoned {
+		t.Fatalf("outcomes %v, want [%d]", outcomes, OutcomeAbandoned)
+	}
 	r.recv(carrierB, carrierResponse(inv2, 180, "Ringing", "")) // no retransmissions
 	r.expect(caller, "SIP/2.0 180 Ringing")
 	r.advance(5 * time.Second) // past the retry's time
