@@ -111,6 +111,7 @@ type Call struct {
 	rtxEnd  time.Duration // when to give up (64*T1)
 	maxDur  uint64        // the maximum-duration timer
 
+	byeOnAck bool    // the other side hung up before rtxTo ACKed ok2xx: its BYE waits for the ACK
 	reinvite [2]bool // a re-INVITE is in flight from A, from B (glare: 491)
 	relays   [maxRelays]relay
 
@@ -318,7 +319,9 @@ func (e *Engine) end(c *Call, hangup string) {
 	if c.state == stateFree {
 		return
 	}
-	c.tEnd = e.now
+	if c.tEnd == 0 { // else the call ended earlier, its last BYE waiting for an ACK
+		c.tEnd = e.now
+	}
 	if c.hangup == "" {
 		c.hangup = hangup
 	}

@@ -80,7 +80,17 @@ func (e *Engine) inDialog(m *parser.Message, a *txn.Action) {
 			e.end(c, hangup)
 			return
 		}
-		e.sendBye(c, c.leg(opposite(s)), m)
+		switch {
+		case c.byeOnAck: // the other side hung up first
+		case len(c.ok2xx) > 0 && c.rtxTo == opposite(s):
+			// The other side has not ACKed sipedge's 2xx: no BYE to it
+			// until the ACK comes or the retransmissions end (RFC 3261 15),
+			// and the 2xx goes on, which it may not have had.
+			c.hangup, c.byeOnAck, c.tEnd = hangup, true, e.now
+			return
+		default:
+			e.sendBye(c, c.leg(opposite(s)), m)
+		}
 		e.end(c, hangup)
 		return
 	case parser.MethodRefer:

@@ -609,6 +609,11 @@ func (e *Engine) retransmit2xx(c *Call) {
 	if e.now >= c.rtxEnd {
 		// No ACK: "the session SHOULD be terminated" (RFC 3261 13.3.1.4).
 		e.env.Log.Info("no ACK for the 2xx; ending the call", "call_id", string(c.a.callID))
+		if c.byeOnAck { // the other side has hung up already
+			e.sendBye(c, c.leg(c.rtxTo), nil)
+			e.end(c, "")
+			return
+		}
 		e.hangup(c, hangupSystem)
 		return
 	}
@@ -660,6 +665,11 @@ func (e *Engine) onAck(m *parser.Message, _ *txn.Action) {
 	}
 	// The other side's 2xx, which sipedge relayed, is ACKed on its leg.
 	e.ack(c.leg(opposite(s)), m)
+	if c.byeOnAck && s == c.rtxTo {
+		// The other side hung up while this one's ACK was awaited.
+		e.sendBye(c, c.leg(s), nil)
+		e.end(c, "")
+	}
 }
 
 // ack sends the ACK for the 2xx to leg l's last INVITE, with the body of
