@@ -328,8 +328,11 @@ func (e *Engine) onTxnFailure(h txn.Handle, transport bool) {
 // with the headers the policy relays of from, the other side's BYE, when
 // it answers one (a Reason, RFC 3326).
 func (e *Engine) sendBye(c *Call, l *leg, from *parser.Message) {
-	if c != nil && l == &c.b && c.answered && !l.acked {
-		e.ack(l, nil) // the carrier's 2xx first, or it retransmits it for 32 s
+	if c != nil && !l.acked && (l == &c.b && c.answered || len(c.ok2xx) > 0 && l == c.leg(opposite(c.rtxTo))) {
+		// The 2xx sipedge got on l and relayed, whose ACK it still awaits
+		// from the other side: ACKed first (RFC 3261 13.2.2.4), or the peer
+		// retransmits it for 32 s.
+		e.ack(l, nil)
 	}
 	l.cseq++
 	b := e.appendRequestHead(e.out[:0], "BYE", l, l.cseq, 70)

@@ -259,3 +259,22 @@ func TestCarrierByeBeforeCallersACKWaitsForIt(t *testing.T) {
 		t.Fatalf("the call ended at %v, want the carrier's BYE at %v: the caller is not billed for the wait", r.calls[0].End, byeAt)
 	}
 }
+
+// The caller's 2xx to a re-INVITE the carrier sent is ACKed before the
+// caller gets a BYE, as every 2xx is (RFC 3261 13.2.2.4): the carrier hung
+// up before its own ACK came.
+func TestByeAfterReinvite2xxAcknowledgesIt(t *testing.T) {
+	r := newRig(t, nil)
+	binv, _ := r.answerCall()
+	r.recv(carrier, inDialogFromCarrier(t, binv, "INVITE", 5))
+	r.expect(carrier, "SIP/2.0 100 Trying")
+	reinv := r.expect(caller, "INVITE sip:alice@caller.example.org:5061 SIP/2.0")[0]
+	r.recv(caller, callerResponse(reinv, 200, "OK"))
+	r.expect(carrier, "SIP/2.0 200 OK")
+	r.recv(carrier, strings.Replace(inDialogFromCarrier(t, binv, "BYE", 6), "z9hG4bKCARRIERBYE", "z9hG4bKCARRIERbye6", 1))
+	r.expect(carrier, "SIP/2.0 200 OK")
+	ms := r.expect(caller, "ACK sip:alice@caller.example.org:5061 SIP/2.0", "BYE sip:alice@caller.example.org:5061 SIP/2.0")
+	if got, want := hdr(ms[0], parser.HeaderCSeq), strings.Replace(hdr(reinv, parser.HeaderCSeq), "INVITE", "ACK", 1); got != want {
+		t.Fatalf("ACK CSeq %q, want %q", got, want)
+	}
+}
