@@ -103,6 +103,7 @@ type Call struct {
 	canceled bool            // the caller cancelled, or the call no longer wants the B-leg
 	answered bool
 	rtxTo    side   // where ok2xx goes: the side that sent the INVITE it answers
+	rtxCSeq  uint32 // that INVITE's CSeq, which its ACK carries
 	srcPort  uint16 // the caller's INVITE's source port (a.peer has the reply port)
 
 	ok2xx   []byte        // the last 2xx sipedge relayed to an INVITE, retransmitted until its ACK

@@ -240,7 +240,7 @@ func (e *Engine) onRelayResponse(c *Call, role txnRole, m *parser.Message) {
 			c.ok2xx = e.getBuf()
 		}
 		c.ok2xx = append(c.ok2xx[:0], e.out...)
-		e.start2xx(c, r.from)
+		e.start2xx(c, r.from, &e.areq)
 	}
 	if e.txns.Respond(r.in, e.out, e.now) == nil {
 		e.after()

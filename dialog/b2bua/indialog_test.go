@@ -283,3 +283,23 @@ func TestByeRelaysAllowedHeaders(t *testing.T) {
 		t.Fatalf("the BYE to the caller without the allowed headers of the carrier's:\n%s", got.Bytes())
 	}
 }
+
+// An ACK is for the INVITE its CSeq names (RFC 3261 17.1.1.3, 13.2.2.4): a
+// late duplicate of the caller's first ACK, arriving once a re-INVITE's
+// 2xx awaits its own, neither stops that 2xx nor acknowledges the
+// carrier's.
+func TestStaleAckDoesNotAcknowledgeTheReinvite(t *testing.T) {
+	r := newRig(t, nil)
+	_, aTag := r.answerCall()
+	r.recv(caller, inDialogFromCaller("INVITE", "re1", 11, aTag, sdp))
+	r.expect(caller, "SIP/2.0 100 Trying")
+	re := r.expect(carrier, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	r.recv(carrier, carrierResponse(re, 200, "OK", sdp))
+	r.expect(caller, "SIP/2.0 200 OK")
+	r.recv(caller, strings.Replace(ackFromCaller(aTag), "CALLERack", "CALLERackdup", 1)) // CSeq 10
+	r.expect(carrier)
+	r.advance(600 * time.Millisecond)
+	r.expect(caller, "SIP/2.0 200 OK")
+	r.recv(caller, strings.Replace(ackFromCaller(aTag), "CSeq: 10 ACK", "CSeq: 11 ACK", 1))
+	r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")
+}

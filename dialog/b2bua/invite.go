@@ -558,7 +558,7 @@ func (e *Engine) relayToCaller(c *Call, resp *parser.Message) {
 			c.ok2xx = e.getBuf()
 		}
 		c.ok2xx = append(c.ok2xx[:0], e.out...)
-		e.start2xx(c, sideA)
+		e.start2xx(c, sideA, req)
 	}
 	if err := e.txns.Respond(c.aTxn, e.out, e.now); err == nil {
 		e.after()
@@ -589,13 +589,16 @@ func (e *Engine) getMsg() *parser.Message {
 }
 
 // start2xx begins retransmitting the 2xx in c.ok2xx to side to, which sent
-// the INVITE, until its ACK (RFC 3261 13.3.1.4): from T1, doubling up to
+// invite, until its ACK (RFC 3261 13.3.1.4): from T1, doubling up to
 // T2, for 64*T1.
-func (e *Engine) start2xx(c *Call, to side) {
+func (e *Engine) start2xx(c *Call, to side, invite *parser.Message) {
 	if c.rtx != 0 {
 		e.env.Clock.Stop(c.rtx)
 	}
 	c.rtxTo = to
+	if cseq, err := invite.CSeq(); err == nil {
+		c.rtxCSeq = cseq.Num
+	}
 	c.rtxWait = e.t1()
 	c.rtxEnd = e.now + 64*e.t1()
 	c.rtx = e.env.Clock.StartAt(e.now+c.rtxWait, timer2xx, e.arg(c))
@@ -649,7 +652,12 @@ func (e *Engine) onAck(m *parser.Message, _ *txn.Action) {
 	if m.To(&to) != nil || string(to.Tag) != string(c.leg(s).localTag) {
 		return // not in this dialog
 	}
-	if s == c.rtxTo {
+	if s == c.rtxTo && len(c.ok2xx) > 0 {
+		if cseq, err := m.CSeq(); err != nil || cseq.Num != c.rtxCSeq {
+			// An ACK is for the INVITE its CSeq names (RFC 3261 13.2.2.4):
+			// a late duplicate of an earlier one's acknowledges nothing.
+			return
+		}
 		// The 2xx sipedge retransmits went to s, which sent the INVITE: it
 		// arrived. The INVITE and its 2xx are no longer needed, and a held
 		// call keeps no copy of them.
