@@ -116,12 +116,16 @@ func appendBodyOf(dst []byte, m *parser.Message) []byte {
 
 // appendRelayedResponse builds the response to req that relays resp from
 // the other leg: its code, reason, allowed headers and body, with
-// sipedge's Contact on responses that establish or refresh a dialog.
+// sipedge's Contact on responses that establish or refresh a dialog, and
+// req's own Record-Route, which the requester's UA takes its route set
+// from (RFC 3261 12.1.1: copied into a response that establishes a
+// dialog; nothing of the other leg's).
 func (e *Engine) appendRelayedResponse(dst []byte, req, resp *parser.Message, toTag []byte, l *leg) []byte {
 	code := resp.StatusCode()
 	dst = parser.AppendResponse(dst, req, code, string(resp.ReasonPhrase()), toTag)
 	if code > 100 && code < 300 && dialogForming(req.Method()) {
 		dst = e.appendContact(dst, l)
+		dst = parser.AppendKind(dst, req, parser.HeaderRecordRoute)
 	}
 	dst = e.policy.appendAllowed(dst, resp)
 	return appendBodyOf(dst, resp)

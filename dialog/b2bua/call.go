@@ -48,7 +48,8 @@ type leg struct {
 	inviteCSeq uint32 // the CSeq of the last INVITE sipedge sent on this leg, for its ACK
 	peer       txn.Peer
 	acked      bool   // sipedge has ACKed the 2xx to that INVITE; its retransmissions are ACKed again
-	remoteCSeq uint32 // the CSeq of the last request the peer sent on this leg
+	ackCopy    []byte // that ACK when it carried a body (an SDP answer), to send again (a pooled buffer)
+	remoteCSeq uint32 // the CSeq of the last request the peer sent on this leg; 0: none yet
 	transport  string // "UDP" or "TCP", for Via
 }
 
@@ -56,6 +57,7 @@ func (l *leg) reset() {
 	l.callID, l.localTag, l.remoteTag = l.callID[:0], l.localTag[:0], l.remoteTag[:0]
 	l.localURI, l.remoteURI, l.target, l.routes = l.localURI[:0], l.remoteURI[:0], l.target[:0], l.routes[:0]
 	l.cseq, l.inviteCSeq, l.peer, l.acked, l.transport = 0, 0, txn.Peer{}, false, ""
+	l.remoteCSeq = 0 // empty: the next dialog's first request sets it (RFC 3261 12.2.2)
 }
 
 // relay is an in-dialog request in flight from one leg to the other.
@@ -124,6 +126,7 @@ type Call struct {
 	canceled bool            // the caller cancelled, or the call no longer wants the B-leg
 	answered bool
 	rtxTo    side   // where ok2xx goes: the side that sent the INVITE it answers
+	rtxCSeq  uint32 // that INVITE's CSeq, which its ACK carries
 	srcPort  uint16 // the caller's INVITE's source port (a.peer has the reply port)
 
 	ok2xx   []byte        // the last 2xx sipedge relayed to an INVITE, retransmitted until its ACK
@@ -132,6 +135,7 @@ type Call struct {
 	rtxEnd  time.Duration // when to give up (64*T1)
 	maxDur  uint64        // the maximum-duration timer
 
+	byeOnAck bool    // the other side hung up before rtxTo ACKed ok2xx: its BYE waits for the ACK
 	reinvite [2]bool // a re-INVITE is in flight from A, from B (glare: 491)
 	relays   [maxRelays]relay
 
@@ -288,6 +292,12 @@ func (e *Engine) settle(c *Call) {
 			e.after()
 		}
 	}
+	if c.route != nil && !c.answered {
+		// The gateway picked for the carrier in flight hears of its
+		// attempt once (a half-open one's trial call goes back): the call
+		// ended without a word from it (a BYE in the early dialog, a drain).
+		e.report(c, OutcomeAbandoned, 0)
+	}
 	// The caller's INVITE must get a final response before the call goes
 	// (RFC 3261 13.3.1): a carrier that ended its early dialog leaves the
 	// caller with nothing else.
@@ -333,7 +343,9 @@ func (e *Engine) end(c *Call, hangup string) {
 	if c.state == stateFree {
 		return
 	}
-	c.tEnd = e.now
+	if c.tEnd == 0 { // else the call ended earlier, its last BYE waiting for an ACK
+		c.tEnd = e.now
+	}
 	if c.hangup == "" {
 		c.hangup = hangup
 	}
@@ -359,6 +371,8 @@ func (e *Engine) end(c *Call, hangup string) {
 	}
 	e.unindexLeg(c, &c.a)
 	e.unindexLeg(c, &c.b)
+	e.keepAck(&c.a, nil)
+	e.keepAck(&c.b, nil)
 	e.releaseInvite(c)
 	e.putBuf(c.ok2xx)
 	i := c.idx

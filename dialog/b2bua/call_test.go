@@ -1,6 +1,7 @@
 package b2bua
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -150,9 +151,16 @@ func TestReInviteInDialog(t *testing.T) {
 	if cseq.Num != 2 || hdr(re, parser.HeaderCallID) != hdr(binv, parser.HeaderCallID) || string(re.Body()) != sdp {
 		t.Fatalf("re-INVITE on B:\n%s", re.Bytes())
 	}
-	// A second re-INVITE while one is pending is glare (RFC 3261 14.2).
+	// A second re-INVITE from the caller while its first is pending: 500
+	// with Retry-After (RFC 3261 14.2); an INVITE from the carrier, on
+	// which sipedge's is in progress, is glare: 491.
 	r.recv(caller, inDialogFromCaller("INVITE", "re2", 12, aTag, sdp))
-	r.expect(caller, "SIP/2.0 100 Trying", "SIP/2.0 491 Request Pending")
+	second := r.expect(caller, "SIP/2.0 100 Trying", "SIP/2.0 500 Server Internal Error")[1]
+	if ra, ok, err := second.RetryAfter(); !ok || err != nil || ra.Seconds > 10 {
+		t.Fatalf("500 to a second re-INVITE without a Retry-After of 0 to 10 s:\n%s", second.Bytes())
+	}
+	r.recv(carrier, inDialogFromCarrier(t, binv, "INVITE", 1))
+	r.expect(carrier, "SIP/2.0 100 Trying", "SIP/2.0 491 Request Pending")
 	r.recv(carrier, carrierResponse(re, 200, "OK", sdp))
 	ok := r.expect(caller, "SIP/2.0 200 OK")[0]
 	if c, _ := ok.CSeq(); c.Num != 11 || string(ok.Body()) != sdp {
@@ -412,4 +420,102 @@ func TestResponseWithForeignViaDropped(t *testing.T) {
 	progress := carrierResponse(binv, 183, "Session Progress", "")
 	r.recv(carrier, strings.Replace(progress, "203.0.113.1:5060;branch=", "203.0.113.1;branch=", 1))
 	r.expect(caller, "SIP/2.0 183 Session Progress")
+}
+
+// The caller's responses that establish the dialog carry the Record-Route
+// of its INVITE (RFC 3261 12.1.1): without it, the caller's UA has an
+// empty route set, and its ACK and BYE bypass the proxies that asked to
+// stay in the path (an ACK that never arrives ends the call at 64*T1).
+func TestDialogResponsesEchoRecordRoute(t *testing.T) {
+	r := newRig(t, nil)
+	binv := r.startCall()
+	r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
+	ringing := r.expect(caller, "SIP/2.0 180 Ringing")[0]
+	r.recv(carrier, carrierResponse(binv, 200, "OK", sdp))
+	ok := r.expect(caller, "SIP/2.0 200 OK")[0]
+	for _, m := range []*parser.Message{ringing, ok} {
+		if got := hdr(m, parser.HeaderRecordRoute); got != "<sip:rr.caller.example.org;lr>" {
+			t.Errorf("%s: Record-Route %q, want the INVITE's", firstLine(string(m.Bytes())), got)
+		}
+	}
+}
+
+// A carrier's final failure that reaches the caller as it is keeps the
+// headers the policy relays: a 422 keeps its Min-SE, which RFC 4028 6
+// requires in it and without which the caller cannot retry with a longer
+// session interval.
+func TestForwardedFailureKeepsAllowedHeaders(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.HeaderAllow = append(c.HeaderAllow, "Min-SE") })
+	binv := r.startCall()
+	resp := carrierResponse(binv, 422, "Session Interval Too Small", "")
+	resp = strings.Replace(resp, "Content-Length:", "Min-SE: 1800\r\nX-Keep: carrier\r\nX-Drop: no\r\nContent-Length:", 1)
+	r.recv(carrier, resp)
+	r.take(carrier) // the ACK
+	got := r.expect(caller, "SIP/2.0 422 Session Interval Too Small")[0]
+	if got.GetByName("Min-SE") == nil || got.GetByName("X-Keep") == nil || got.GetByName("X-Drop") != nil {
+		t.Fatalf("the carrier's 422 relayed without its allowed headers:\n%s", got.Bytes())
+	}
+	if hdr(got, parser.HeaderContact) != "" {
+		t.Fatal("a failure carries a Contact")
+	}
+}
+
+// A delayed offer (an INVITE without SDP): the carrier's 2xx carries the
+// offer and the ACK must carry the caller's answer (RFC 3261 13.2.2.4,
+// RFC 3264). When the carrier retransmits its 2xx, having missed the ACK,
+// the ACK sent again carries the answer too, or the carrier never gets one.
+func TestDelayedOfferReAckCarriesTheAnswer(t *testing.T) {
+	r := newRig(t, nil)
+	inv := callerInvite("1", "a-call-1", "15551234")
+	inv = inv[:strings.Index(inv, "Content-Type:")] + "Content-Length: 0\r\n\r\n"
+	r.recv(caller, inv)
+	r.expect(caller, "SIP/2.0 100 Trying")
+	binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	ok := carrierResponse(binv, 200, "OK", sdp)
+	r.recv(carrier, ok)
+	aTag := tagOf(t, r.expect(caller, "SIP/2.0 200 OK")[0], parser.HeaderTo)
+	ack := ackFromCaller(aTag)
+	ack = strings.Replace(ack, "Content-Length: 0\r\n\r\n", "Content-Type: application/sdp\r\n"+
+		"Content-Length: "+strconv.Itoa(len(sdp))+"\r\n\r\n"+sdp, 1)
+	r.recv(caller, ack)
+	if first := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]; string(first.Body()) != sdp {
+		t.Fatalf("the ACK lacks the caller's answer:\n%s", first.Bytes())
+	}
+	r.recv(carrier, ok)
+	again := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	if string(again.Body()) != sdp || hdr(again, parser.HeaderContentType) != "application/sdp" {
+		t.Fatalf("the ACK to the retransmitted 2xx lacks the answer:\n%s", again.Bytes())
+	}
+}
+
+// The caller's INVITE arriving again on another branch (a caller-side
+// proxy that forked it to sipedge twice, or re-sent it as a new
+// transaction) is a merged request: 482 (RFC 3261 8.2.2.2), not a second
+// call that dials the carrier again and takes over the first one's
+// Call-ID, leaving it unreachable (the seed's ghost dialogs).
+func TestMergedInviteLoopDetected(t *testing.T) {
+	r := newRig(t, nil)
+	r.startCall()
+	r.recv(caller, callerInvite("2", "a-call-1", "15551234"))
+	r.expect(caller, "SIP/2.0 100 Trying", "SIP/2.0 482 Loop Detected")
+	r.expect(carrier)
+	if r.e.Calls() != 1 {
+		t.Fatalf("%d calls, want 1", r.e.Calls())
+	}
+}
+
+// A CANCEL that crosses the final response to the INVITE it cancels
+// matches a transaction that still exists: 200, with no effect (RFC 3261
+// 9.2), not 481, though the call is over.
+func TestCancelAfterFinalResponse200(t *testing.T) {
+	r := newRig(t, nil)
+	inv := callerInvite("1", "a-call-1", "15551234")
+	binv := r.startCall()
+	r.recv(carrier, carrierResponse(binv, 486, "Busy Here", ""))
+	r.take(carrier)
+	r.expect(caller, "SIP/2.0 486 Busy Here")
+	cancel := strings.Replace(strings.Replace(inv, "INVITE sip:", "CANCEL sip:", 1), "CSeq: 10 INVITE", "CSeq: 10 CANCEL", 1)
+	cancel = cancel[:strings.Index(cancel, "Content-Type")] + "Content-Length: 0\r\n\r\n"
+	r.recv(caller, cancel)
+	r.expect(caller, "SIP/2.0 200 OK")
 }

@@ -172,6 +172,7 @@ type Engine struct {
 	areq    parser.Message    // scratch for requests the engine re-reads to answer them
 	scratch leg               // a dialog the engine ends without keeping (a forked 2xx)
 	id      identity          // the identity of the B-leg being dialled
+	failure *parser.Message   // the carrier's final failure being handled, for failCall
 	out     []byte            // scratch for outgoing messages
 	bufs    [][]byte          // message buffers calls borrow (getBuf)
 	msgs    []*parser.Message // parsed INVITEs calls borrow
@@ -449,7 +450,7 @@ func (e *Engine) orphan2xx(m *parser.Message, ours bool, peer txn.Peer) {
 		var to parser.Address
 		if m.To(&to) == nil && string(to.Tag) == string(l.remoteTag) {
 			if l.acked && cseq.Num == l.inviteCSeq {
-				e.ack(l, nil)
+				e.reack(l)
 			}
 			return
 		}

@@ -28,6 +28,10 @@ func (e *Engine) carryOut(c *Call, st route.Step) {
 				e.after()
 			}
 			c.bTxn = 0
+		} else if st.Cancel {
+			// Left between a CPS reject and its retry: the reject is not
+			// the gateway's health, and its attempt is over.
+			e.report(c, OutcomeAbandoned, 0)
 		}
 		if st.Burned {
 			e.burned(c, st)
@@ -49,7 +53,10 @@ func (e *Engine) carryOut(c *Call, st route.Step) {
 		case route.StepDial:
 			// A CPS-reject retry or a slot still awaited belongs to the
 			// carrier the sequence left: it must not dial this one too.
+			// Nor may its deadline, which would otherwise fire on this
+			// carrier while it waits for a CPS slot (dialNow arms its own).
 			e.stopPacing(c)
+			e.stopSequence(c)
 			r := &c.seq.Routes()[st.Route]
 			tgt, reason := e.env.Resolve(r, c.key)
 			if reason != "" {

@@ -378,11 +378,19 @@ func TestCPSRetryDroppedWhenTheSequenceMovesOn(t *testing.T) {
 	r.e.env.CPSReject = func(_ *route.Route, _ *Target, code int, reason, _ []byte) (time.Duration, bool) {
 		return 3 * time.Second, code == 503 && string(reason) == "CPS Limit"
 	}
+	var outcomes []int
+	r.e.env.Outcome = func(_ *Target, code int, _ time.Duration) { outcomes = append(outcomes, code) }
 	inv := r.startCall()
 	r.recv(carrier, carrierResponse(inv, 503, "CPS Limit", ""))
 	r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
 	r.advance(time.Second) // carrier-a's deadline, before its retry
 	inv2 := r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")[0]
+	// carrier-a's gateway hears of its attempt, left while waiting for a
+	// retry: abandoned (its CPS reject is not its health), before carrier-b
+	// is picked.
+	if len(outcomes) != 1 || outcomes[0] != OutcomeAbandoned {
+		t.Fatalf("outcomes %v, want [%d]", outcomes, OutcomeAbandoned)
+	}
 	r.recv(carrierB, carrierResponse(inv2, 180, "Ringing", "")) // no retransmissions
 	r.expect(caller, "SIP/2.0 180 Ringing")
 	r.advance(5 * time.Second) // past the retry's time
@@ -570,5 +578,52 @@ func TestCPSRetryNoResponseBlamesGateway(t *testing.T) {
 	r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")
 	if len(outcomes) != 1 || outcomes[0] != OutcomeNoResponse {
 		t.Fatalf("outcomes %v, want [%d] (no response)", outcomes, OutcomeNoResponse)
+	}
+}
+
+// The carrier the sequence left takes its deadline along: its timer,
+// still armed while the next carrier waits for a CPS slot, must not fire
+// on that carrier and burn it as rung out before its INVITE has left.
+func TestLeftCarriersDeadlineSparesAPacedCarrier(t *testing.T) {
+	a, b := routeA, routeB
+	a.TimeoutSecs, b.TimeoutSecs = 10, 1
+	r := twoCarriers(t, a, b)
+	r.e.env.Pace = func(rt *route.Route, _ *Target, _ uint64) PaceResult {
+		if rt.CarrierID == "carrier-b" {
+			return PaceResult{Wait: 3 * time.Second}
+		}
+		return PaceResult{}
+	}
+	inv1 := r.startCall()
+	r.advance(8500 * time.Millisecond) // a 503 after 8.5 s: carrier-b's 1 s ends before carrier-a's 10 s
+	r.recv(carrier, carrierResponse(inv1, 503, "Service Unavailable", ""))
+	r.take(carrier)
+	r.advance(3 * time.Second) // carrier-a's deadline passes; carrier-b's slot comes
+	r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")
+	r.expect(caller)
+}
+
+// Every dialled gateway hears of its attempt once (Env.Outcome), however
+// the call ends: a caller that hangs up its early dialog with a BYE
+// rather than a CANCEL, or a drain, leaves the attempt abandoned, so a
+// half-open gateway's trial call goes back instead of being lost.
+func TestOutcomeReportedWhenTheCallEndsEarly(t *testing.T) {
+	for _, how := range []string{"bye", "drain"} {
+		t.Run(how, func(t *testing.T) {
+			r := newRig(t, nil)
+			var outcomes []int
+			r.e.env.Outcome = func(_ *Target, code int, _ time.Duration) { outcomes = append(outcomes, code) }
+			binv := r.startCall()
+			r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
+			aTag := tagOf(t, r.expect(caller, "SIP/2.0 180 Ringing")[0], parser.HeaderTo)
+			if how == "bye" {
+				r.recv(caller, inDialogFromCaller("BYE", "bye", 11, aTag, ""))
+			} else {
+				r.e.EndAll(r.now)
+			}
+			if len(r.calls) != 1 || len(outcomes) != 1 || outcomes[0] != OutcomeAbandoned {
+				t.Fatalf("%d CDRs, outcomes %v, want [%d]", len(r.calls), outcomes, OutcomeAbandoned)
+			}
+		})
 	}
 }

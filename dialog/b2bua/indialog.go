@@ -1,6 +1,8 @@
 package b2bua
 
 import (
+	"math/rand/v2"
+
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
 )
@@ -78,17 +80,35 @@ func (e *Engine) inDialog(m *parser.Message, a *txn.Action) {
 			e.end(c, hangup)
 			return
 		}
-		e.sendBye(c, c.leg(opposite(s)))
+		switch {
+		case c.byeOnAck: // the other side hung up first
+		case len(c.ok2xx) > 0 && c.rtxTo == opposite(s):
+			// The other side has not ACKed sipedge's 2xx: no BYE to it
+			// until the ACK comes or the retransmissions end (RFC 3261 15),
+			// and the 2xx goes on, which it may not have had.
+			c.hangup, c.byeOnAck, c.tEnd = hangup, true, e.now
+			return
+		default:
+			e.sendBye(c, c.leg(opposite(s)), m)
+		}
 		e.end(c, hangup)
 		return
 	case parser.MethodRefer:
 		e.respond(a.Txn, m, e.cfg.ReferCode, referReason(e.cfg.ReferCode), nil)
 		return
 	case parser.MethodInvite:
-		// Glare: one INVITE transaction at a time in a dialog (RFC 3261
-		// 14.2), and the carrier's 2xx to sipedge's INVITE must have its
-		// ACK first (14.1): the caller has not ACKed yet.
-		if !c.answered || c.reinvite[0] || c.reinvite[1] || s == sideB && !c.b.acked {
+		// One INVITE transaction at a time in a dialog (RFC 3261 14.2): a
+		// second INVITE from a side whose first has no final response yet
+		// gets 500 with a Retry-After of 0 to 10 s; one that meets an
+		// INVITE sipedge sent on its leg (glare) gets 491. So does one
+		// while a 2xx waits for its ACK (14.1): the ACK is to be relayed
+		// with the CSeq of the INVITE on the other leg, which a relayed
+		// re-INVITE would replace.
+		switch {
+		case s == sideA && !c.answered || c.reinvite[s-1]:
+			e.respondRetry(a.Txn, m, 500, "Server Internal Error", rand.IntN(11))
+			return
+		case !c.answered || c.reinvite[opposite(s)-1] || len(c.ok2xx) > 0:
 			e.respond(a.Txn, m, 491, "Request Pending", nil)
 			return
 		}
@@ -129,7 +149,7 @@ func (e *Engine) relay(c *Call, s side, m *parser.Message, in txn.Handle) {
 	}
 	switch {
 	case slot < 0:
-		e.respond(in, m, 500, "Server Internal Error", nil) // RFC 3261 14.2 asks 500 with Retry-After
+		e.respondRetry(in, m, 500, "Server Internal Error", rand.IntN(11)) // as RFC 3261 14.2 asks
 		return
 	case mf == 0:
 		e.respond(in, m, 483, "Too Many Hops", nil)
@@ -203,15 +223,16 @@ func (e *Engine) onRelayResponse(c *Call, role txnRole, m *parser.Message) {
 		return
 	}
 	code := m.StatusCode()
+	if targetRefresh(r.method) && code >= 200 && code < 300 {
+		// A re-INVITE or UPDATE is a target refresh: accepted, its Contact
+		// is the requester's remote target (RFC 3261 12.2.2, RFC 3311 5.2)
+		// and the 2xx's the answerer's (RFC 3261 12.2.1.2, RFC 3311 5.1).
+		refreshTarget(from, &e.areq)
+		refreshTarget(c.leg(opposite(r.from)), m)
+	}
 	if r.method == parser.MethodInvite && code >= 200 && code < 300 {
-		// A re-INVITE's 2xx refreshes the answering leg's target (RFC 3261
-		// 12.2.1.2) and is retransmitted until the ACK.
-		to := c.leg(opposite(r.from))
-		var contact parser.Address
-		if m.Contact(0, &contact) == nil && sipScheme(contact.URI) {
-			to.target = append(to.target[:0], contact.URI...)
-		}
-		to.acked = false // until the other side's ACK is forwarded
+		// A re-INVITE's 2xx is retransmitted until the ACK.
+		c.leg(opposite(r.from)).acked = false // until the other side's ACK is forwarded
 	}
 	e.out = e.appendRelayedResponse(e.out[:0], &e.areq, m, nil, from)
 	if r.method == parser.MethodInvite && code >= 200 && code < 300 {
@@ -219,7 +240,7 @@ func (e *Engine) onRelayResponse(c *Call, role txnRole, m *parser.Message) {
 			c.ok2xx = e.getBuf()
 		}
 		c.ok2xx = append(c.ok2xx[:0], e.out...)
-		e.start2xx(c, r.from)
+		e.start2xx(c, r.from, &e.areq)
 	}
 	if e.txns.Respond(r.in, e.out, e.now) == nil {
 		e.after()
@@ -231,6 +252,33 @@ func (e *Engine) onRelayResponse(c *Call, role txnRole, m *parser.Message) {
 		e.unwatch(r.in)
 		e.unwatch(r.out)
 		r.in, r.out = 0, 0
+		if (code == 481 || code == 408) && c.answered && !subscriptionUsage(r.method) {
+			// The answering leg has no such dialog, or no longer answers:
+			// "the UAC SHOULD terminate the dialog" (RFC 3261 12.2.1.2),
+			// and with it the call, rather than bill a call that is gone.
+			e.m.orphans.Inc()
+			e.hangup(c, hangupSystem)
+		}
+	}
+}
+
+// subscriptionUsage reports whether a method belongs to a subscription
+// sharing the dialog, whose 481 ends that usage only (RFC 5057 5).
+func subscriptionUsage(m parser.Method) bool {
+	return m == parser.MethodSubscribe || m == parser.MethodNotify || m == parser.MethodRefer
+}
+
+// targetRefresh reports whether a request in an INVITE dialog refreshes
+// the remote target (RFC 3261 12.2, RFC 3311 5).
+func targetRefresh(m parser.Method) bool {
+	return m == parser.MethodInvite || m == parser.MethodUpdate
+}
+
+// refreshTarget makes the SIP Contact of m, if any, leg l's remote target.
+func refreshTarget(l *leg, m *parser.Message) {
+	var contact parser.Address
+	if m.Contact(0, &contact) == nil && sipScheme(contact.URI) {
+		l.target = append(l.target[:0], contact.URI...)
 	}
 }
 
@@ -276,13 +324,21 @@ func (e *Engine) onTxnFailure(h txn.Handle, transport bool) {
 	}
 }
 
-// sendBye sends a BYE on leg l in a client transaction of the engine's own.
-func (e *Engine) sendBye(c *Call, l *leg) {
-	if c != nil && l == &c.b && c.answered && !l.acked {
-		e.ack(l, nil) // the carrier's 2xx first, or it retransmits it for 32 s
+// sendBye sends a BYE on leg l in a client transaction of the engine's own,
+// with the headers the policy relays of from, the other side's BYE, when
+// it answers one (a Reason, RFC 3326).
+func (e *Engine) sendBye(c *Call, l *leg, from *parser.Message) {
+	if c != nil && !l.acked && (l == &c.b && c.answered || len(c.ok2xx) > 0 && l == c.leg(opposite(c.rtxTo))) {
+		// The 2xx sipedge got on l and relayed, whose ACK it still awaits
+		// from the other side: ACKed first (RFC 3261 13.2.2.4), or the peer
+		// retransmits it for 32 s.
+		e.ack(l, nil)
 	}
 	l.cseq++
 	b := e.appendRequestHead(e.out[:0], "BYE", l, l.cseq, 70)
+	if from != nil {
+		b = e.policy.appendAllowed(b, from)
+	}
 	e.out = parser.AppendBody(b, "", nil)
 	if h, err := e.sendBuilt(l.peer); err == nil {
 		if c != nil {
@@ -295,8 +351,8 @@ func (e *Engine) sendBye(c *Call, l *leg) {
 // hangup ends a confirmed call from sipedge's side: BYE on both legs.
 func (e *Engine) hangup(c *Call, side string) {
 	if c.answered {
-		e.sendBye(c, &c.a)
-		e.sendBye(c, &c.b)
+		e.sendBye(c, &c.a, nil)
+		e.sendBye(c, &c.b, nil)
 	}
 	e.end(c, side)
 }

@@ -69,14 +69,16 @@ func (e *Engine) respond(h txn.Handle, req *parser.Message, code int, reason str
 	}
 }
 
-// respondRetry refuses a call over an ingress limit: 503 with Retry-After
-// (RFC 3261 21.5.4), before any routing work.
-func (e *Engine) respondRetry(h txn.Handle, req *parser.Message, retry time.Duration) {
-	secs := int(retry / time.Second)
-	if secs < 1 {
-		secs = 1
-	}
-	b := parser.AppendResponse(e.out[:0], req, 503, "Service Unavailable", nil)
+// respondLimited refuses a call over an ingress limit: 503 with
+// Retry-After (RFC 3261 21.5.4), before any routing work.
+func (e *Engine) respondLimited(h txn.Handle, req *parser.Message, retry time.Duration) {
+	e.respondRetry(h, req, 503, "Service Unavailable", max(int(retry/time.Second), 1))
+}
+
+// respondRetry answers on server transaction h with code and a
+// Retry-After of secs seconds (RFC 3261 20.33).
+func (e *Engine) respondRetry(h txn.Handle, req *parser.Message, code int, reason string, secs int) {
+	b := parser.AppendResponse(e.out[:0], req, code, reason, nil)
 	b = parser.AppendHeaderUint(b, "Retry-After", uint64(secs))
 	e.out = parser.AppendBody(b, "", nil)
 	if e.txns.Respond(h, e.out, e.now) == nil {
@@ -98,6 +100,13 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	case trunk == nil: // admit let it through: RejectUnknown raced a config change
 		e.respond(a.Txn, m, 403, "Forbidden", nil)
 		return
+	case e.live > 0 && e.callOf(m.CallID()):
+		// A Call-ID names one call: this INVITE is the live call's again on
+		// another branch, a merged request (RFC 3261 8.2.2.2), or reuses a
+		// Call-ID sipedge minted. A second call would dial the carrier
+		// again and take the first one's Call-ID over.
+		e.respond(a.Txn, m, 482, "Loop Detected", nil)
+		return
 	case e.env.Draining != nil && e.env.Draining():
 		e.m.rejected.Inc()
 		e.respond(a.Txn, m, 503, "Service Unavailable", nil)
@@ -110,7 +119,7 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	if e.env.Admit != nil {
 		if retry, ok := e.env.Admit(trunk); !ok {
 			e.m.trunkLimited.Inc()
-			e.respondRetry(a.Txn, m, retry)
+			e.respondLimited(a.Txn, m, retry)
 			return
 		}
 	}
@@ -143,7 +152,7 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	if n := trunk.Calls.Add(1); trunk.MaxCalls > 0 && n > int64(trunk.MaxCalls) {
 		trunk.Calls.Add(-1)
 		e.m.trunkLimited.Inc()
-		e.respondRetry(a.Txn, m, time.Second)
+		e.respondLimited(a.Txn, m, time.Second)
 		return
 	}
 	var fromURI parser.URI
@@ -193,6 +202,12 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 		return // Decided carries on
 	}
 	e.decided(c)
+}
+
+// callOf reports whether callID names a live call's leg.
+func (e *Engine) callOf(callID []byte) bool {
+	c, _ := e.lookupCall(callID)
+	return c != nil
 }
 
 // routeRequest describes call c, whose caller's To URI is to, to the
@@ -301,7 +316,7 @@ func (e *Engine) dial(c *Call) bool {
 		B.localURI = append(B.localURI, '>')
 	}
 	B.remoteTag, B.routes, B.acked = B.remoteTag[:0], B.routes[:0], false
-	B.cseq, B.inviteCSeq = 1, 1
+	B.cseq, B.inviteCSeq, B.remoteCSeq = 1, 1, 0 // a fresh dialog: no remote CSeq yet (RFC 3261 12.2.2)
 	e.indexLeg(c, B)
 	// Each B-leg early dialog gets its own A-leg To tag (RFC 3261 12.1.1:
 	// the caller sees the carriers as forks).
@@ -374,7 +389,17 @@ func hostOnly(hp string) string {
 func (e *Engine) failCall(c *Call, code int, reason string) {
 	c.finalCode, c.finalReason = code, append(c.finalReason[:0], reason...)
 	if req := c.ainv; req != nil && !c.canceled {
-		e.respond(c.aTxn, req, code, reason, c.a.localTag)
+		if f := e.failure; f != nil && f.StatusCode() == code {
+			// The carrier's failure reaches the caller as it is, with the
+			// headers the policy relays: a 422's Min-SE (RFC 4028 6), a
+			// Retry-After, a Reason (RFC 3326).
+			e.out = e.appendRelayedResponse(e.out[:0], req, f, c.a.localTag, &c.a)
+			if e.txns.Respond(c.aTxn, e.out, e.now) == nil {
+				e.after()
+			}
+		} else {
+			e.respond(c.aTxn, req, code, reason, c.a.localTag)
+		}
 	}
 	e.end(c, "")
 }
@@ -403,7 +428,11 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 		if c.tProvisional == 0 {
 			c.tProvisional = e.now
 		}
-		c.b.remoteTag = append(c.b.remoteTag[:0], to.Tag...)
+		if len(to.Tag) > 0 && string(to.Tag) != string(c.b.remoteTag) {
+			// A new early dialog: its remote target and route set are the
+			// 1xx's (RFC 3261 12.1.2), for requests sent in it (UPDATE).
+			e.confirmLeg(&c.b, m)
+		}
 		c.progress = true
 		e.relayToCaller(c, m)
 		e.carryOut(c, c.seq.Progress(e.now, code))
@@ -413,7 +442,7 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 				// A retransmission of the 2xx (RFC 6026 Timer M): the ACK
 				// was lost, or the caller has not ACKed yet.
 				if c.b.acked {
-					e.ack(&c.b, nil) // rebuilt: an ACK for a 2xx is its own transaction
+					e.reack(&c.b)
 				}
 				return
 			}
@@ -468,7 +497,9 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 		} else {
 			e.report(c, code, retry)
 		}
+		e.failure = m
 		e.carryOut(c, c.seq.Final(e.now, code, phrase(code, m.ReasonPhrase())))
+		e.failure = nil
 	}
 }
 
@@ -483,7 +514,7 @@ func (e *Engine) endUnwanted(c *Call, m *parser.Message, peer txn.Peer) {
 	e.scratch.reset()
 	e.legFromResponse(&e.scratch, m, peer)
 	e.ack(&e.scratch, nil)
-	e.sendBye(c, &e.scratch)
+	e.sendBye(c, &e.scratch, nil)
 }
 
 // legFromResponse fills l with the dialog a 2xx to one of sipedge's
@@ -505,14 +536,13 @@ func (e *Engine) legFromResponse(l *leg, m *parser.Message, peer txn.Peer) {
 	l.transport = transportName(peer.Transport)
 }
 
-// confirmLeg records the B-leg dialog a 2xx establishes (RFC 3261 12.1.2).
+// confirmLeg records the B-leg dialog a 2xx, or a 1xx for an early
+// dialog, establishes (RFC 3261 12.1.2).
 func (e *Engine) confirmLeg(B *leg, m *parser.Message) {
-	var to, contact parser.Address
+	var to parser.Address
 	_ = m.To(&to)
 	B.remoteTag = append(B.remoteTag[:0], to.Tag...)
-	if m.Contact(0, &contact) == nil && sipScheme(contact.URI) { // else the Request-URI stays the target
-		B.target = append(B.target[:0], contact.URI...)
-	}
+	refreshTarget(B, m) // without a SIP Contact the Request-URI stays the target
 	B.routes = appendRouteSet(B.routes[:0], m, true)
 }
 
@@ -528,7 +558,7 @@ func (e *Engine) relayToCaller(c *Call, resp *parser.Message) {
 			c.ok2xx = e.getBuf()
 		}
 		c.ok2xx = append(c.ok2xx[:0], e.out...)
-		e.start2xx(c, sideA)
+		e.start2xx(c, sideA, req)
 	}
 	if err := e.txns.Respond(c.aTxn, e.out, e.now); err == nil {
 		e.after()
@@ -559,13 +589,16 @@ func (e *Engine) getMsg() *parser.Message {
 }
 
 // start2xx begins retransmitting the 2xx in c.ok2xx to side to, which sent
-// the INVITE, until its ACK (RFC 3261 13.3.1.4): from T1, doubling up to
+// invite, until its ACK (RFC 3261 13.3.1.4): from T1, doubling up to
 // T2, for 64*T1.
-func (e *Engine) start2xx(c *Call, to side) {
+func (e *Engine) start2xx(c *Call, to side, invite *parser.Message) {
 	if c.rtx != 0 {
 		e.env.Clock.Stop(c.rtx)
 	}
 	c.rtxTo = to
+	if cseq, err := invite.CSeq(); err == nil {
+		c.rtxCSeq = cseq.Num
+	}
 	c.rtxWait = e.t1()
 	c.rtxEnd = e.now + 64*e.t1()
 	c.rtx = e.env.Clock.StartAt(e.now+c.rtxWait, timer2xx, e.arg(c))
@@ -579,6 +612,11 @@ func (e *Engine) retransmit2xx(c *Call) {
 	if e.now >= c.rtxEnd {
 		// No ACK: "the session SHOULD be terminated" (RFC 3261 13.3.1.4).
 		e.env.Log.Info("no ACK for the 2xx; ending the call", "call_id", string(c.a.callID))
+		if c.byeOnAck { // the other side has hung up already
+			e.sendBye(c, c.leg(c.rtxTo), nil)
+			e.end(c, "")
+			return
+		}
 		e.hangup(c, hangupSystem)
 		return
 	}
@@ -614,7 +652,12 @@ func (e *Engine) onAck(m *parser.Message, _ *txn.Action) {
 	if m.To(&to) != nil || string(to.Tag) != string(c.leg(s).localTag) {
 		return // not in this dialog
 	}
-	if s == c.rtxTo {
+	if s == c.rtxTo && len(c.ok2xx) > 0 {
+		if cseq, err := m.CSeq(); err != nil || cseq.Num != c.rtxCSeq {
+			// An ACK is for the INVITE its CSeq names (RFC 3261 13.2.2.4):
+			// a late duplicate of an earlier one's acknowledges nothing.
+			return
+		}
 		// The 2xx sipedge retransmits went to s, which sent the INVITE: it
 		// arrived. The INVITE and its 2xx are no longer needed, and a held
 		// call keeps no copy of them.
@@ -630,6 +673,11 @@ func (e *Engine) onAck(m *parser.Message, _ *txn.Action) {
 	}
 	// The other side's 2xx, which sipedge relayed, is ACKed on its leg.
 	e.ack(c.leg(opposite(s)), m)
+	if c.byeOnAck && s == c.rtxTo {
+		// The other side hung up while this one's ACK was awaited.
+		e.sendBye(c, c.leg(s), nil)
+		e.end(c, "")
+	}
 }
 
 // ack sends the ACK for the 2xx to leg l's last INVITE, with the body of
@@ -640,7 +688,34 @@ func (e *Engine) ack(l *leg, from *parser.Message) {
 	b := e.appendRequestHead(e.out[:0], "ACK", l, l.inviteCSeq, 70)
 	e.out = appendBodyOf(b, from)
 	l.acked = true
+	e.keepAck(l, from)
 	e.env.Send(l.peer, e.out)
+}
+
+// reack ACKs again the retransmitted 2xx to leg l's last INVITE: the same
+// ACK when it carried a body, since a 2xx with an offer must have its
+// answer in the ACK (RFC 3261 13.2.2.4) and the peer missed the first.
+func (e *Engine) reack(l *leg) {
+	if len(l.ackCopy) > 0 {
+		e.env.Send(l.peer, l.ackCopy)
+		return
+	}
+	e.ack(l, nil)
+}
+
+// keepAck keeps the ACK in e.out for leg l when from, the other side's
+// ACK it relays, had a body; else l keeps none.
+func (e *Engine) keepAck(l *leg, from *parser.Message) {
+	switch {
+	case from != nil && len(from.Body()) > 0:
+		if l.ackCopy == nil {
+			l.ackCopy = e.getBuf()
+		}
+		l.ackCopy = append(l.ackCopy[:0], e.out...)
+	case l.ackCopy != nil:
+		e.putBuf(l.ackCopy)
+		l.ackCopy = nil
+	}
 }
 
 // onCancel answers a CANCEL (RFC 3261 9.2): 200 to the CANCEL, 487 to the

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sipedge/sipedge/parser"
 )
 
 // Responses to the caller go where RFC 3261 18.2.2 says: to the source
@@ -81,9 +83,11 @@ func TestForceRPort(t *testing.T) {
 	r.expect(nat, "SIP/2.0 100 Trying")
 	binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
 	r.recv(carrier, carrierResponse(binv, 200, "OK", sdp))
-	r.expect(nat, "SIP/2.0 200 OK")
+	aTag := tagOf(t, r.expect(nat, "SIP/2.0 200 OK")[0], parser.HeaderTo)
 	r.advance(600 * time.Millisecond)
 	r.expect(nat, "SIP/2.0 200 OK")
+	r.recv(nat, ackFromCaller(aTag))
+	r.take(carrier) // the ACK
 	r.recv(carrier, inDialogFromCarrier(t, binv, "BYE", 1))
 	r.expect(carrier, "SIP/2.0 200 OK")
 	r.expect(nat, "BYE sip:alice@caller.example.org:5061 SIP/2.0")

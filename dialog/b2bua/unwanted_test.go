@@ -230,3 +230,51 @@ func TestLongCarrierContact(t *testing.T) {
 	r.expect(caller, "SIP/2.0 200 OK")
 	want("BYE " + long + " SIP/2.0")
 }
+
+// The carrier's BYE before the caller has ACKed its 2xx: sipedge, the
+// caller's callee, "MUST NOT send a BYE on a confirmed dialog until it has
+// received an ACK for its 2xx response or until the server transaction
+// times out" (RFC 3261 15). It keeps retransmitting the 2xx, which the
+// caller may not have had (ended at once, a lost 2xx left the caller
+// ringing), and sends the BYE when the ACK comes.
+func TestCarrierByeBeforeCallersACKWaitsForIt(t *testing.T) {
+	r := newRig(t, nil)
+	binv, aTag := r.ringAndAnswer()
+	r.recv(carrier, inDialogFromCarrier(t, binv, "BYE", 1))
+	byeAt := r.now
+	r.expect(carrier, "SIP/2.0 200 OK")
+	r.expect(caller)
+	r.advance(600 * time.Millisecond)
+	r.expect(caller, "SIP/2.0 200 OK") // the 2xx goes on until its ACK
+	r.recv(caller, ackFromCaller(aTag))
+	r.take(carrier) // its 2xx ACKed, as every 2xx is
+	bye := r.expect(caller, "BYE sip:alice@caller.example.org:5061 SIP/2.0")[0]
+	if tagOf(t, bye, parser.HeaderFrom) != aTag {
+		t.Fatalf("BYE not in the A dialog:\n%s", bye.Bytes())
+	}
+	if len(r.calls) != 1 || r.calls[0].HangupSide != "callee" || r.e.Calls() != 0 {
+		t.Fatalf("CDRs %+v, %d calls left", r.calls, r.e.Calls())
+	}
+	if r.calls[0].End != byeAt {
+		t.Fatalf("the call ended at %v, want the carrier's BYE at %v: the caller is not billed for the wait", r.calls[0].End, byeAt)
+	}
+}
+
+// The caller's 2xx to a re-INVITE the carrier sent is ACKed before the
+// caller gets a BYE, as every 2xx is (RFC 3261 13.2.2.4): the carrier hung
+// up before its own ACK came.
+func TestByeAfterReinvite2xxAcknowledgesIt(t *testing.T) {
+	r := newRig(t, nil)
+	binv, _ := r.answerCall()
+	r.recv(carrier, inDialogFromCarrier(t, binv, "INVITE", 5))
+	r.expect(carrier, "SIP/2.0 100 Trying")
+	reinv := r.expect(caller, "INVITE sip:alice@caller.example.org:5061 SIP/2.0")[0]
+	r.recv(caller, callerResponse(reinv, 200, "OK"))
+	r.expect(carrier, "SIP/2.0 200 OK")
+	r.recv(carrier, strings.Replace(inDialogFromCarrier(t, binv, "BYE", 6), "z9hG4bKCARRIERBYE", "z9hG4bKCARRIERbye6", 1))
+	r.expect(carrier, "SIP/2.0 200 OK")
+	ms := r.expect(caller, "ACK sip:alice@caller.example.org:5061 SIP/2.0", "BYE sip:alice@caller.example.org:5061 SIP/2.0")
+	if got, want := hdr(ms[0], parser.HeaderCSeq), strings.Replace(hdr(reinv, parser.HeaderCSeq), "INVITE", "ACK", 1); got != want {
+		t.Fatalf("ACK CSeq %q, want %q", got, want)
+	}
+}

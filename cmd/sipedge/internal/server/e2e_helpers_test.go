@@ -862,8 +862,10 @@ func (c *call) answer() (ok *parser.Message) {
 	if !strings.Contains(c.u.target, fmt.Sprintf("@127.0.0.1:%d", c.e.port)) {
 		t.Fatalf("200 Contact %q is not sipedge's", c.u.target)
 	}
-	if hdr(ok, parser.HeaderRecordRoute) != "" {
-		t.Fatalf("the carrier's Record-Route reached the caller:\n%s", ok.Bytes())
+	// The caller's own Record-Route comes back (RFC 3261 12.1.1), never
+	// the carrier's.
+	if rr := hdr(ok, parser.HeaderRecordRoute); rr != "<sip:rr.caller.example.org;lr>" || strings.Contains(string(ok.Bytes()), "rr.carrier") {
+		t.Fatalf("the 200's Record-Route is not the caller's own:\n%s", ok.Bytes())
 	}
 	c.e.caller.send(c.u.request("ACK", 10, ""))
 	ack := c.e.carrier.expect("ACK sip:gw@carrier.example.net:5070", waitMsg)
