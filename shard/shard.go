@@ -229,11 +229,12 @@ func (sh *Shard) deliver(m *parser.Message, from Peer) {
 }
 
 // reject answers a malformed request statelessly with the parser's code, or
-// drops a malformed response (RFC 3261 18.1.2). A request whose top Via
-// cannot be read cannot be answered either, and is dropped.
+// drops a malformed response (RFC 3261 18.1.2) or ACK (parser.Answer). A
+// request whose top Via cannot be read cannot be answered either, and is
+// dropped.
 func (sh *Shard) reject(m *parser.Message, err error, from Peer) {
 	code, reason, drop := parser.Answer(m, err)
-	sh.m.countParseError(code, drop)
+	sh.m.countParseError(code, m.IsResponse())
 	if drop || m.Get(parser.HeaderVia) == nil {
 		return
 	}
