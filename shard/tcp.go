@@ -134,7 +134,11 @@ func (sh *Shard) readTCP(tc *tcpConn) gnet.Action {
 				sh.m.framingErrors.Inc()
 				return gnet.Close
 			}
-			if tc.partial < 0 {
+			// A CRLF, or the start of a CRLFCRLF ping, begins no message:
+			// CRLFs before a start line are ignored (RFC 3261 7.5), and
+			// some peers send a lone CRLF as their keep-alive. The idle
+			// timeout bounds them.
+			if tc.partial < 0 && buf[0] != '\r' {
 				tc.partial = now
 			}
 			return gnet.None

@@ -3,6 +3,7 @@ package shard
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -278,5 +279,52 @@ func TestNoReplyEchoesABareCR(t *testing.T) {
 	c.Write([]byte(plain))
 	if reply := readUDP(t, c); !strings.HasPrefix(reply, "SIP/2.0 400 ") {
 		t.Fatalf("reply: %q", reply)
+	}
+}
+
+// A lone CRLF (a keep-alive some peers send, RFC 3261 7.5: CRLFs before a
+// start line are ignored) is not the start of a message: the whole-message
+// timeout must not close the connection for it.
+func TestTCPLoneCRLFNotTimedOut(t *testing.T) {
+	s, _, port := startServer(t, 1, Config{TCP: TCPConfig{MessageTimeout: time.Second}})
+	sh := s.Shards()[0]
+	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte("\r\n"))
+	for read := false; !read; {
+		onShard(sh, func() {
+			for _, tc := range sh.conns {
+				read = read || tc.gotData
+			}
+		})
+	}
+	onShard(sh, func() { sh.sweepTCP(sh.Now() + 2*time.Second + sweepEvery) })
+	if n := sh.m.tcpTimeouts.Get(); n != 0 {
+		t.Fatalf("a connection that sent a lone CRLF was timed out (%d)", n)
+	}
+	c.Write([]byte(options("crlf@test", "c1", "TCP", 5060)))
+	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	buf := make([]byte, 4096)
+	if n, err := c.Read(buf); err != nil || !strings.HasPrefix(string(buf[:n]), "SIP/2.0 200 OK") {
+		t.Fatalf("reply %q, %v", buf[:n], err)
+	}
+	// The start of a message that never ends is timed out.
+	c.Write([]byte("OPTIONS sip:srv@127.0.0.1 SIP/2.0\r\n"))
+	for started := false; !started; {
+		onShard(sh, func() {
+			for _, tc := range sh.conns {
+				started = started || tc.partial >= 0
+			}
+		})
+	}
+	onShard(sh, func() { sh.sweepTCP(sh.Now() + 4*time.Second + sweepEvery) })
+	if n := sh.m.tcpTimeouts.Get(); n != 1 {
+		t.Fatalf("a half-sent message was not timed out (%d)", n)
+	}
+	if _, err := c.Read(buf); err != io.EOF {
+		t.Fatalf("the connection was not closed: %v", err)
 	}
 }
