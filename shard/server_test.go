@@ -362,3 +362,48 @@ func TestIPv6Listeners(t *testing.T) {
 		t.Fatalf("TCP reply %q, %v", buf[:n], err)
 	}
 }
+
+// A datagram to a peer of the other address family than the listener it
+// names (a B-leg names listener 0) leaves from a listener of its family.
+func TestUDPSendPicksFamily(t *testing.T) {
+	v6, err := net.ListenUDP("udp6", &net.UDPAddr{IP: net.IPv6loopback})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "SKIP TestUDPSendPicksFamily: no IPv6 loopback: %v\n", err)
+		t.Skipf("no IPv6 loopback here: %v", err)
+	}
+	defer v6.Close()
+	v4, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v4.Close()
+	port := freePort(t)
+	s, err := New(Config{Shards: 1, Listen: []string{fmt.Sprintf("udp://127.0.0.1:%d", port), fmt.Sprintf("udp://[::1]:%d", port)}},
+		func(*Shard) Handler { return Handler{} }, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(t.Context(), nil)
+	sh := s.Shards()[0]
+	for i, tc := range []struct {
+		listener uint8
+		to       *net.UDPConn
+	}{{0, v6}, {1, v4}, {0, v4}, {1, v6}} {
+		to := tc.to.LocalAddr().(*net.UDPAddr).AddrPort()
+		to = netip.AddrPortFrom(to.Addr().Unmap(), to.Port())
+		msg := fmt.Sprintf("OPTIONS sip:x SIP/2.0\r\nX: %d\r\n\r\n", i)
+		onShard(sh, func() { sh.Send(Peer{Addr: to, Transport: UDP, Listener: tc.listener}, []byte(msg)) })
+		buf := make([]byte, 1024)
+		tc.to.SetReadDeadline(time.Now().Add(2 * time.Second))
+		n, from, err := tc.to.ReadFromUDP(buf)
+		if err != nil || string(buf[:n]) != msg {
+			t.Fatalf("send %d (listener %d to %v): got %q, %v; send errors %d", i, tc.listener, to, buf[:n], err, sh.m.sendErrors.Get())
+		}
+		if from.Port != port {
+			t.Errorf("send %d left from port %d, not the listening port %d", i, from.Port, port)
+		}
+	}
+}

@@ -299,16 +299,15 @@ func (sh *Shard) Send(peer Peer, b []byte) {
 }
 
 func (sh *Shard) sendUDP(peer Peer, b []byte) {
-	fd := sh.srv.udpFD[peer.Listener]
+	a := peer.Addr.Addr()
+	v4 := a.Is4() || a.Is4In6()
+	fd := sh.srv.sendFD(peer.Listener, v4)
 	if fd < 0 {
-		fd = sh.srv.anyUDPFD(peer.Addr.Addr().Is4())
-		if fd < 0 {
-			sh.m.sendErrors.Inc()
-			return
-		}
+		sh.m.sendErrors.Inc()
+		return
 	}
 	var sa unix.Sockaddr
-	if a := peer.Addr.Addr(); a.Is4() || a.Is4In6() {
+	if v4 {
 		sh.sa4.Addr, sh.sa4.Port = a.Unmap().As4(), int(peer.Addr.Port())
 		sa = &sh.sa4
 	} else {
@@ -320,8 +319,29 @@ func (sh *Shard) sendUDP(peer Peer, b []byte) {
 	}
 }
 
-// anyUDPFD returns a UDP socket of the wanted family to send from when the
-// peer names no listener.
+// sendFD returns the UDP socket a datagram to a peer of the family v4 says
+// leaves from: the listener's the peer names when it is a UDP socket of
+// that family, else one that is (a new B-leg names listener 0, whatever the
+// carrier's family), else the named one (a dual-stack [::] socket sends to
+// IPv4 too).
+func (s *Server) sendFD(listener uint8, v4 bool) int {
+	named := -1
+	if int(listener) < len(s.udpFD) {
+		named = s.udpFD[listener]
+		if named >= 0 && s.listen[listener].addr.Addr().Is4() == v4 {
+			return named
+		}
+	}
+	if fd := s.anyUDPFD(v4); fd >= 0 {
+		return fd
+	}
+	if named >= 0 {
+		return named
+	}
+	return s.anyUDPFD(!v4)
+}
+
+// anyUDPFD returns a UDP socket of the wanted family, or -1.
 func (s *Server) anyUDPFD(v4 bool) int {
 	for i, l := range s.listen {
 		if l.transport == UDP && s.udpFD[i] >= 0 && l.addr.Addr().Is4() == v4 {
