@@ -38,6 +38,12 @@ type Handler struct {
 	SendFailed func(sh *Shard, peer Peer)
 }
 
+// MaxShards and MaxListeners bound Config.Shards and Config.Listen.
+const (
+	MaxShards    = 256
+	MaxListeners = 256
+)
+
 // Server is the sharded SIP runtime: a gnet engine with one shard per event
 // loop. Create it with New, start it with Start, stop it with Shutdown.
 type Server struct {
@@ -73,6 +79,14 @@ func New(cfg Config, newHandler func(*Shard) Handler, log *slog.Logger, set *met
 	cfg.setDefaults()
 	if len(cfg.Listen) == 0 {
 		return nil, errors.New("shard: listen: no address")
+	}
+	// A ConnID holds its shard in its top 8 bits, a Peer its listener in a
+	// uint8: past these, bytes would be routed to the wrong loop or socket.
+	if cfg.Shards > MaxShards {
+		return nil, fmt.Errorf("shard: shards: %d: at most %d", cfg.Shards, MaxShards)
+	}
+	if len(cfg.Listen) > MaxListeners {
+		return nil, fmt.Errorf("shard: listen: %d addresses: at most %d", len(cfg.Listen), MaxListeners)
 	}
 	s := &Server{cfg: cfg, newHander: newHandler, log: log, metrics: set,
 		started: make(chan error, 1), wakerOpen: make(chan gnet.Conn, 1), loopsUp: make(chan struct{}), tcpPerIP: make(map[netip.Addr]int)}

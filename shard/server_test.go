@@ -259,6 +259,25 @@ func TestTCPConnectionCapPerIP(t *testing.T) {
 	}
 }
 
+// A connection id holds its shard in 8 bits and a peer its listener in 8:
+// more shards or listeners than that would route bytes to the wrong loop.
+func TestNewRefusesWhatIDsCannotHold(t *testing.T) {
+	h := func(*Shard) Handler { return Handler{} }
+	if _, err := New(Config{Listen: []string{"udp://127.0.0.1:5999"}, Shards: 256, HandoffQueue: 1}, h, nil, nil); err != nil {
+		t.Fatalf("256 shards: %v", err)
+	}
+	if _, err := New(Config{Listen: []string{"udp://127.0.0.1:5999"}, Shards: 257, HandoffQueue: 1}, h, nil, nil); err == nil || !strings.Contains(err.Error(), "shards") {
+		t.Fatalf("257 shards: %v", err)
+	}
+	many := make([]string, 257)
+	for i := range many {
+		many[i] = fmt.Sprintf("udp://127.0.0.1:%d", 6000+i)
+	}
+	if _, err := New(Config{Listen: many, Shards: 1}, h, nil, nil); err == nil || !strings.Contains(err.Error(), "listen") {
+		t.Fatalf("257 listeners: %v", err)
+	}
+}
+
 func TestMintCallIDHashesToShard(t *testing.T) {
 	s, err := New(Config{Listen: []string{"udp://127.0.0.1:5999"}, Shards: 4}, func(*Shard) Handler { return Handler{} }, nil, nil)
 	if err != nil {

@@ -33,7 +33,8 @@ type Config struct {
 	// (host an IP address, IPv6 in brackets). Default udp and tcp on
 	// 127.0.0.1:5060.
 	Listen []Listen `yaml:"listen"`
-	// Shards is the number of event loops; 0 means the number of CPUs.
+	// Shards is the number of event loops; 0 means the number of CPUs. At
+	// most 256 (shard.MaxShards).
 	Shards int `yaml:"shards"`
 
 	Admin          Admin          `yaml:"admin"`

@@ -182,6 +182,7 @@ func TestRejects(t *testing.T) {
 		{"listen not a list", `listen: udp://127.0.0.1:5060`, `line 1: listen: want a list, got "udp://127.0.0.1:5060"`},
 		{"shards negative", `shards: -1`, `line 1: shards: -1: must not be negative`},
 		{"shards not a number", `shards: many`, `line 1: shards: want an integer, got "many"`},
+		{"shards too many", `shards: 257`, `line 1: shards: 257: at most 256`},
 		{"admin listen port", "admin:\n  listen: \"x:y\"", `line 2: admin.listen: "x:y": invalid port`},
 		{"admin listen no port", `admin: { listen: "127.0.0.1" }`, `admin.listen: "127.0.0.1": missing port`},
 		{"admin not a mapping", `admin: [1]`, `line 1: admin: want a mapping, got a list`},

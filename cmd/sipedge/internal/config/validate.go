@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/route/lcr"
+	"github.com/sipedge/sipedge/shard"
 )
 
 // Defaults come in two steps. preset puts in place, before decoding, the
@@ -187,6 +188,13 @@ func (v *validator) name(path, name string, seen map[string]string) {
 func (c *Config) validate(v *validator) {
 	if len(c.Listen) == 0 {
 		v.errorf("listen", "at least one address required")
+	}
+	if len(c.Listen) > shard.MaxListeners {
+		v.errorf("listen", "%d addresses: at most %d", len(c.Listen), shard.MaxListeners)
+	}
+	// A TCP connection's id holds its shard in 8 bits (shard.MaxShards).
+	if c.Shards > shard.MaxShards {
+		v.errorf("shards", "%d: at most %d", c.Shards, shard.MaxShards)
 	}
 	seenListen := map[Listen]int{}
 	for i, l := range c.Listen {

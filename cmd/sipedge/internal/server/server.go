@@ -261,7 +261,7 @@ func (s *Server) shardCount() int {
 	if s.cfg.Shards > 0 {
 		return s.cfg.Shards
 	}
-	return runtime.NumCPU()
+	return min(runtime.NumCPU(), shard.MaxShards) // as shard.Config defaults
 }
 
 // shardApp connects one shard to its engine.
