@@ -30,8 +30,9 @@ var Example string
 // Config is sipedge's whole configuration, as loaded and with its defaults.
 type Config struct {
 	// Listen holds the SIP sockets, "udp://host:port" or "tcp://host:port"
-	// (host an IP address, IPv6 in brackets). Default udp and tcp on
-	// 127.0.0.1:5060.
+	// (host an IP address, IPv6 in brackets; not 0.0.0.0 or [::]: the first
+	// of each transport is what sipedge writes into its Via and Contact).
+	// Default udp and tcp on 127.0.0.1:5060.
 	Listen []Listen `yaml:"listen"`
 	// Shards is the number of event loops; 0 means the number of CPUs. At
 	// most 256 (shard.MaxShards).

@@ -180,6 +180,8 @@ func TestRejects(t *testing.T) {
 		{"listen empty", `listen: []`, `line 1: listen: at least one address required`},
 		{"listen duplicate", `listen: ["udp://127.0.0.1:5060", "udp://127.0.0.1:5060"]`, `listen[1]: "udp://127.0.0.1:5060": duplicate of listen[0]`},
 		{"listen not a list", `listen: udp://127.0.0.1:5060`, `line 1: listen: want a list, got "udp://127.0.0.1:5060"`},
+		{"listen unspecified", `listen: ["udp://0.0.0.0:5060"]`, `line 1: listen[0]: "udp://0.0.0.0:5060": an unspecified address`},
+		{"listen unspecified v6", "listen:\n  - udp://127.0.0.1:5060\n  - tcp://[::]:5060", `line 3: listen[1]: "tcp://[::]:5060": an unspecified address`},
 		{"shards negative", `shards: -1`, `line 1: shards: -1: must not be negative`},
 		{"shards not a number", `shards: many`, `line 1: shards: want an integer, got "many"`},
 		{"shards too many", `shards: 257`, `line 1: shards: 257: at most 256`},
