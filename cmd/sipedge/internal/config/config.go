@@ -68,10 +68,10 @@ type Log struct {
 
 // SIP holds transaction timers and parser limits.
 type SIP struct {
-	T1             time.Duration `yaml:"t1_ms"` // default 500 ms
-	T2             time.Duration `yaml:"t2_ms"` // default 4 s; not below T1
-	T4             time.Duration `yaml:"t4_ms"` // default 5 s
-	MaxMessageSize int           `yaml:"max_message_size"`
+	T1             time.Duration `yaml:"t1_ms"`            // default 500 ms
+	T2             time.Duration `yaml:"t2_ms"`            // default 4 s; not below T1
+	T4             time.Duration `yaml:"t4_ms"`            // default 5 s
+	MaxMessageSize int           `yaml:"max_message_size"` // default 16384, at most 65535
 	MaxHeaders     int           `yaml:"max_headers"`
 	MaxHeaderLine  int           `yaml:"max_header_line"`
 	MaxVias        int           `yaml:"max_vias"`

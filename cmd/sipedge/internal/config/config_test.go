@@ -191,6 +191,7 @@ func TestRejects(t *testing.T) {
 		{"log level", "log:\n  level: verbose", `line 2: log.level: "verbose": want one of "debug", "info", "warn", "error"`},
 		// sip
 		{"t2 below t1", "sip: { t1_ms: 1000, t2_ms: 500 }", `sip.t2_ms: 500: must not be below t1_ms (1000)`},
+		{"max_message_size too large", "sip:\n  max_message_size: 1000000000", `line 2: sip.max_message_size: 1000000000: at most 65535`},
 		{"t1 fractional", "sip:\n  t1_ms: 1.5", `line 2: sip.t1_ms: want a whole number of milliseconds, got "1.5"`},
 		{"tcp timeout negative", "sip:\n  tcp:\n    idle_timeout_ms: -1", `line 3: sip.tcp.idle_timeout_ms: -1: must not be negative`},
 		{"duration too large", "b2bua: { drain_timeout_secs: 99999999999999 }", `b2bua.drain_timeout_secs: 99999999999999: too large`},

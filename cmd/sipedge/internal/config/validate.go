@@ -119,6 +119,9 @@ func (c *Config) fill() {
 	orDefault(&c.CDR.Queue, 65536)
 }
 
+// maxMessageSize bounds sip.max_message_size.
+const maxMessageSize = 65535
+
 type validator struct {
 	lines map[string]int
 	errs  ErrorList
@@ -208,6 +211,11 @@ func (c *Config) validate(v *validator) {
 	s := c.SIP
 	if s.T2 < s.T1 {
 		v.errorf("sip.t2_ms", "%d: must not be below t1_ms (%d)", s.T2.Milliseconds(), s.T1.Milliseconds())
+	}
+	// Every event loop holds a read buffer of this size; 65535 is what a
+	// datagram can carry and Kamailio's largest buffer.
+	if s.MaxMessageSize > maxMessageSize {
+		v.errorf("sip.max_message_size", "%d: at most %d", s.MaxMessageSize, maxMessageSize)
 	}
 	if s.T1 > time.Hour {
 		v.errorf("sip.t1_ms", "%d: must not exceed one hour", s.T1.Milliseconds())
