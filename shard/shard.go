@@ -172,8 +172,6 @@ func (sh *Shard) run() {
 	}
 	now := sh.Now()
 	sh.wheel.Advance(now)
-	sh.m.timers.Set(float64(sh.wheel.Len()))
-	sh.pending.Store(int64(sh.wheel.Len()))
 	if sh.handler.Tick != nil {
 		sh.handler.Tick(sh, now)
 	}
@@ -181,6 +179,9 @@ func (sh *Shard) run() {
 		sh.dropFailedDials()
 	}
 	sh.sweepTCP(now)
+	// Last: Tick and SendFailed (a failover's new attempt) start timers too.
+	sh.m.timers.Set(float64(sh.wheel.Len()))
+	sh.pending.Store(int64(sh.wheel.Len()))
 }
 
 // OwnerOf returns the shard that owns a Call-ID (xxhash64 modulo the shard

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sipedge/sipedge/shard/timer"
 )
 
 // optionsBatch is n OPTIONS requests in one write, each to be answered.
@@ -326,5 +328,38 @@ func TestTCPLoneCRLFNotTimedOut(t *testing.T) {
 	}
 	if _, err := c.Read(buf); err != io.EOF {
 		t.Fatalf("the connection was not closed: %v", err)
+	}
+}
+
+// A timer a handler starts outside a message (here SendFailed, as the
+// engine's failover does when a carrier refuses the connection) is
+// published to OnTick: a shard with it pending is woken every tick, not
+// once a second.
+func TestTimerStartedOnSendFailedKeepsShardAwake(t *testing.T) {
+	port := freePort(t)
+	failed := make(chan struct{}, 1)
+	s, err := New(Config{Shards: 1, Listen: []string{fmt.Sprintf("udp://127.0.0.1:%d", port)}}, func(*Shard) Handler {
+		return Handler{SendFailed: func(sh *Shard, _ Peer) {
+			sh.Timers().StartAt(sh.Now()+time.Hour, timer.Payload{})
+			failed <- struct{}{}
+		}}
+	}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(t.Context(), nil)
+	closed := freePort(t) // nothing listens: the dial is refused
+	sh := s.Shards()[0]
+	onShard(sh, func() {
+		sh.Send(Peer{Addr: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(closed)), Transport: TCP}, []byte("X\r\n"))
+	})
+	<-failed
+	var pending int64
+	onShard(sh, func() { pending = sh.pending.Load() })
+	if pending != 1 {
+		t.Fatalf("pending timers published %d, want 1", pending)
 	}
 }
