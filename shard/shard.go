@@ -234,15 +234,13 @@ func (sh *Shard) deliver(m *parser.Message, from Peer) {
 // request whose top Via cannot be read cannot be answered either, and is
 // dropped.
 func (sh *Shard) reject(m *parser.Message, err error, from Peer) {
-	code, reason, drop := parser.Answer(m, err)
+	code, reason, reply := Reply(m, err)
 	sh.m.countParseError(code, m.IsResponse())
-	if drop || m.Get(parser.HeaderVia) == nil {
+	if !reply {
 		return
 	}
 	var via parser.Via
-	if m.TopVia(&via) != nil || !echoable(m) {
-		return
-	}
+	_ = m.TopVia(&via) // Reply read it
 	b := parser.AppendResponse(sh.out[:0], m, code, reason, nil)
 	if code == 420 {
 		b = append(b, "Unsupported: "...)
@@ -252,6 +250,23 @@ func (sh *Shard) reject(m *parser.Message, err error, from Peer) {
 	b = parser.AppendBody(b, "", nil)
 	sh.out = b
 	sh.Send(ResponseTarget(&via, from), b)
+}
+
+// Reply tells what the runtime does with a message that failed Parse or
+// Validate: answer it statelessly with code and reason (reply true), or
+// drop it: a response or an ACK (parser.Answer), a request whose top Via
+// cannot be read (there is nowhere to send the answer, RFC 3261 18.2.2),
+// or one whose answer would echo a control character (echoable).
+func Reply(m *parser.Message, err error) (code int, reason string, reply bool) {
+	code, reason, drop := parser.Answer(m, err)
+	if drop || m.Get(parser.HeaderVia) == nil {
+		return code, reason, false
+	}
+	var via parser.Via
+	if m.TopVia(&via) != nil || !echoable(m) {
+		return code, reason, false
+	}
+	return code, reason, true
 }
 
 // echoKinds are the headers a response copies from its request
@@ -363,7 +378,7 @@ func (sh *Shard) readUDP(c gnet.Conn) {
 	if sh.floodDrop(from.Addr.Addr(), sh.Now()) {
 		return
 	}
-	if len(buf) <= 4 && isKeepAlive(buf) {
+	if IsKeepAlive(buf) {
 		return // RFC 5626 over UDP is STUN, not CRLF; stray CRLFs are ignored
 	}
 	if err := sh.msg.ParseLimits(buf, &sh.srv.cfg.Limits); err != nil {
@@ -373,7 +388,12 @@ func (sh *Shard) readUDP(c gnet.Conn) {
 	sh.receive(&sh.msg, from)
 }
 
-func isKeepAlive(b []byte) bool {
+// IsKeepAlive reports whether a datagram is a stray keep-alive, up to four
+// CR and LF bytes, which readUDP ignores.
+func IsKeepAlive(b []byte) bool {
+	if len(b) > 4 {
+		return false
+	}
 	for _, c := range b {
 		if c != '\r' && c != '\n' {
 			return false
