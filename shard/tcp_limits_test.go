@@ -363,3 +363,35 @@ func TestTimerStartedOnSendFailedKeepsShardAwake(t *testing.T) {
 		t.Fatalf("pending timers published %d, want 1", pending)
 	}
 }
+
+// The flood bound counts an IPv6 source by its /64, as the connection cap
+// does: a host holds its /64 whole and could otherwise take a fresh
+// budget, and escape its ban, with every address. Exemption is by the
+// exact address.
+func TestFloodCountsIPv6By64(t *testing.T) {
+	carrier := netip.MustParseAddr("2001:db8::ff")
+	s, err := New(Config{Listen: []string{"udp://127.0.0.1:5999"}, Shards: 1,
+		Flood: FloodConfig{PerSecond: 5, Ban: time.Minute, Exempt: func(a netip.Addr) bool { return a == carrier }}},
+		func(*Shard) Handler { return Handler{} }, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := s.Shards()[0]
+	now := time.Hour
+	dropped := 0
+	for i := range 20 {
+		a := netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 15: byte(i + 1)})
+		if sh.floodDrop(a, now) {
+			dropped++
+		}
+	}
+	if dropped != 15 {
+		t.Fatalf("%d of 20 messages from 20 addresses of one /64 dropped, want 15", dropped)
+	}
+	if sh.floodDrop(carrier, now) {
+		t.Fatal("a carrier in the banned /64 was dropped")
+	}
+	if sh.floodDrop(netip.MustParseAddr("2001:db8:0:1::1"), now) {
+		t.Fatal("another /64 was dropped")
+	}
+}
