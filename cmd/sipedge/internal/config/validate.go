@@ -380,20 +380,26 @@ func (c *Config) validateRoute(v *validator, p string, r Route) {
 	if strings.HasPrefix(r.NextHop, "sips:") || r.GatewayGroup == "" && r.NextHop == "" && strings.HasPrefix(r.RURI, "sips:") {
 		v.errorf(p, "a sips: destination needs TLS, which sipedge does not speak: name a gateway group or a sip: next hop")
 	}
-	if r.NextHop != "" && !isSIPURI(r.NextHop) {
-		var hp HostPort
-		if err := hp.UnmarshalText([]byte(r.NextHop)); err != nil {
-			v.errorf(p+".next_hop", "%q: want a sip: URI or host:port", r.NextHop)
-		} else if !hostIsIP(r.NextHop) {
-			v.errorf(p+".next_hop", "%q: want an IP address: sipedge does no DNS on a call's path (name a gateway group instead: its names are resolved in the background)", r.NextHop)
-		}
-	} else if r.NextHop != "" && !hostIsIP(r.NextHop) {
+	var hp HostPort
+	switch isIP, portErr := ipDest(r.NextHop); {
+	case r.NextHop == "":
+	case !isSIPURI(r.NextHop) && hp.UnmarshalText([]byte(r.NextHop)) != nil:
+		v.errorf(p+".next_hop", "%q: want a sip: URI or host:port", r.NextHop)
+	case !isIP:
 		v.errorf(p+".next_hop", "%q: want an IP address: sipedge does no DNS on a call's path (name a gateway group instead: its names are resolved in the background)", r.NextHop)
+	case portErr != "":
+		v.errorf(p+".next_hop", "%q: %s", r.NextHop, portErr)
 	}
-	if r.RURI != "" && !isSIPURI(r.RURI) {
+	switch isIP, portErr := ipDest(r.RURI); {
+	case r.RURI == "":
+	case !isSIPURI(r.RURI):
 		v.errorf(p+".ruri", "%q: want a sip: or sips: URI", r.RURI)
-	} else if r.RURI != "" && r.GatewayGroup == "" && r.NextHop == "" && !hostIsIP(r.RURI) {
+	case r.GatewayGroup != "" || r.NextHop != "":
+		// Not where the call goes.
+	case !isIP:
 		v.errorf(p+".ruri", "%q: with no gateway_group or next_hop the call goes to its host, which must be an IP address (sipedge does no DNS on a call's path)", r.RURI)
+	case portErr != "":
+		v.errorf(p+".ruri", "%q: %s", r.RURI, portErr)
 	}
 	for _, name := range slices.Sorted(maps.Keys(r.Headers)) {
 		val := r.Headers[name]
@@ -451,9 +457,11 @@ func isToken(s string) bool {
 	return true
 }
 
-// hostIsIP reports whether the host of "sip:[user@]host[:port][;...]" or
-// "host[:port]" is an IP address.
-func hostIsIP(s string) bool {
+// ipDest reads the host and port of "sip:[user@]host[:port][;...]" or
+// "host[:port]", as the server's hopOf does: isIP reports whether the host
+// is an IP address, portErr what is wrong with the port ("" when it is
+// absent, for 5060, or fine).
+func ipDest(s string) (isIP bool, portErr string) {
 	if rest, ok := strings.CutPrefix(s, "sip:"); ok {
 		s = rest
 	} else if rest, ok := strings.CutPrefix(s, "sips:"); ok {
@@ -465,11 +473,26 @@ func hostIsIP(s string) bool {
 	if i := strings.IndexAny(s, ";?"); i >= 0 {
 		s = s[:i]
 	}
-	if _, err := netip.ParseAddrPort(s); err == nil {
-		return true
+	host, port, hasPort := s, "", false
+	if inner, ok := strings.CutPrefix(s, "["); ok {
+		var rest string
+		host, rest, _ = strings.Cut(inner, "]")
+		port, hasPort = strings.CutPrefix(rest, ":")
+	} else if strings.Count(s, ":") == 1 {
+		host, port, hasPort = strings.Cut(s, ":")
 	}
-	_, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]"))
-	return err == nil
+	if _, err := netip.ParseAddr(host); err != nil {
+		return false, ""
+	}
+	if hasPort {
+		switch p, err := parsePort(port); {
+		case err != nil:
+			return true, err.Error()
+		case p == 0:
+			return true, "port must not be 0"
+		}
+	}
+	return true, ""
 }
 
 func isSIPURI(s string) bool {
