@@ -395,3 +395,44 @@ func TestFloodCountsIPv6By64(t *testing.T) {
 		t.Fatal("another /64 was dropped")
 	}
 }
+
+// An outbound TCP connection leaves from the listen address, as UDP does
+// (the listening socket): it is the address sipedge advertises in its Via
+// and Contact, and the one carriers allow-list; the kernel's choice of
+// source (the route's) may be another of the host's addresses.
+func TestTCPDialFromListenAddress(t *testing.T) {
+	port := freePort(t)
+	s, err := New(Config{Shards: 1, Listen: []string{fmt.Sprintf("tcp://127.0.0.2:%d", port)}},
+		func(*Shard) Handler { return Handler{} }, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(t.Context(), nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	sh := s.Shards()[0]
+	to := ln.Addr().(*net.TCPAddr).AddrPort()
+	onShard(sh, func() {
+		sh.Send(Peer{Addr: netip.AddrPortFrom(to.Addr().Unmap(), to.Port()), Transport: TCP}, []byte("X\r\n"))
+	})
+	ln.(*net.TCPListener).SetDeadline(time.Now().Add(3 * time.Second))
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if from := c.RemoteAddr().(*net.TCPAddr).IP.String(); from != "127.0.0.2" {
+		t.Fatalf("the connection came from %s, not the listen address 127.0.0.2", from)
+	}
+	buf := make([]byte, 8)
+	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	if n, err := c.Read(buf); err != nil || string(buf[:n]) != "X\r\n" {
+		t.Fatalf("read %q, %v", buf[:n], err)
+	}
+}
