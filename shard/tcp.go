@@ -238,7 +238,7 @@ func (sh *Shard) dial(peer Peer) *tcpConn {
 	sh.dials[peer.Addr] = tc
 	sh.conns[tc.id] = tc
 	d := &net.Dialer{Timeout: sh.srv.cfg.TCP.FirstDataTimeout}
-	if a := sh.srv.dialFrom(peer.Addr.Addr().Is4()); a.IsValid() {
+	if a := sh.srv.dialFrom(peer.Addr.Addr()); a.IsValid() {
 		d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(a, 0))
 	}
 	loop := sh.loop
@@ -267,21 +267,23 @@ func enroll(loop gnet.EventLoop, d *net.Dialer, tc *tcpConn) error {
 	return (<-ch).Err
 }
 
-// dialFrom returns the address outbound TCP connections to a peer of the
-// family v4 says leave from: the first TCP listen address of that family,
-// else the first UDP one; none (the kernel's choice) when there is none or
-// it is unspecified. UDP leaves from its listening socket already: the
-// listen address is the one sipedge advertises (Via, Contact), and the one
-// carriers allow-list.
-func (s *Server) dialFrom(v4 bool) netip.Addr {
+// dialFrom returns the address outbound TCP connections to peer leave
+// from: the first TCP listen address of its family, else the first UDP
+// one, that can reach it (loopback for a loopback peer only); none (the
+// kernel's choice) when there is none or it is unspecified. UDP leaves from
+// its listening socket already: the listen address is the one sipedge
+// advertises (Via, Contact), and the one carriers allow-list.
+func (s *Server) dialFrom(peer netip.Addr) netip.Addr {
 	for _, tp := range [...]Transport{TCP, UDP} {
 		for _, l := range s.listen {
-			if a := l.addr.Addr(); l.transport == tp && a.Is4() == v4 {
-				if a.IsUnspecified() {
-					return netip.Addr{}
-				}
-				return a
+			a := l.addr.Addr()
+			if l.transport != tp || a.Is4() != peer.Is4() || a.IsLoopback() != peer.IsLoopback() {
+				continue
 			}
+			if a.IsUnspecified() {
+				return netip.Addr{}
+			}
+			return a
 		}
 	}
 	return netip.Addr{}

@@ -436,3 +436,19 @@ func TestTCPDialFromListenAddress(t *testing.T) {
 		t.Fatalf("read %q, %v", buf[:n], err)
 	}
 }
+
+// dialFrom never binds a connection to a remote peer to a loopback listen
+// address, which could not reach it.
+func TestDialFrom(t *testing.T) {
+	s, err := New(Config{Shards: 1, Listen: []string{"tcp://127.0.0.1:5999", "udp://192.0.2.7:5999", "tcp://[2001:db8::7]:5999"}},
+		func(*Shard) Handler { return Handler{} }, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for peer, want := range map[string]string{"127.0.0.9": "127.0.0.1", "198.51.100.1": "192.0.2.7",
+		"2001:db8::9": "2001:db8::7", "::1": "invalid IP"} {
+		if got := s.dialFrom(netip.MustParseAddr(peer)).String(); got != want {
+			t.Errorf("to %s from %s, want %s", peer, got, want)
+		}
+	}
+}
