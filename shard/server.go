@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -126,6 +127,9 @@ func (s *Server) Metrics() *metrics.Set { return s.metrics }
 
 // Start runs the engine and returns once every shard is ready.
 func (s *Server) Start() error {
+	if err := s.probeListen(); err != nil {
+		return err
+	}
 	addrs := make([]string, len(s.listen))
 	for i, l := range s.listen {
 		addrs[i] = l.raw
@@ -161,6 +165,30 @@ func (s *Server) Start() error {
 		return err
 	}
 	s.ready.Store(true)
+	return nil
+}
+
+// probeListen binds each listen address without SO_REUSEPORT and lets it
+// go, reporting the first that fails. The loops bind with SO_REUSEPORT,
+// which the kernel lets another process of the same user share: a second
+// sipedge on the port would start and split its traffic, dialogs included,
+// with the first. A plain bind fails if anything holds the address, and
+// names it.
+func (s *Server) probeListen() error {
+	for i, l := range s.listen {
+		_, hostport, _ := strings.Cut(l.raw, "://")
+		var c io.Closer
+		var err error
+		if l.transport == UDP {
+			c, err = net.ListenPacket("udp", hostport)
+		} else {
+			c, err = net.Listen("tcp", hostport)
+		}
+		if err != nil {
+			return fmt.Errorf("shard: listen[%d]: %q: %w", i, l.raw, err)
+		}
+		c.Close()
+	}
 	return nil
 }
 

@@ -426,3 +426,33 @@ func TestUDPSendPicksFamily(t *testing.T) {
 		}
 	}
 }
+
+// A second server on a port one already serves fails to start, naming the
+// address: SO_REUSEPORT would otherwise let it bind too, and the kernel
+// would split the port's traffic (dialogs included) between the two.
+func TestStartRefusesAPortInUse(t *testing.T) {
+	_, _, port := startServer(t, 1, Config{})
+	for _, l := range []string{fmt.Sprintf("udp://127.0.0.1:%d", port), fmt.Sprintf("tcp://127.0.0.1:%d", port)} {
+		s, err := New(Config{Shards: 1, Listen: []string{l}}, func(*Shard) Handler { return Handler{} }, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.Start()
+		if err == nil {
+			s.Shutdown(t.Context(), nil)
+			t.Fatalf("a second server started on %s", l)
+		}
+		if !strings.Contains(err.Error(), "listen[0]") || !strings.Contains(err.Error(), l) {
+			t.Errorf("%s: error %q does not name the address", l, err)
+		}
+	}
+	// A free address still starts after a failed one.
+	s, err := New(Config{Shards: 1, Listen: []string{fmt.Sprintf("udp://127.0.0.1:%d", freePort(t))}}, func(*Shard) Handler { return Handler{} }, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.Shutdown(t.Context(), nil)
+}
