@@ -86,13 +86,16 @@ var (
 // a request is answered with code and reason; a response cannot be answered
 // and is dropped (RFC 3261 18.1.2), as is anything whose start line did not
 // even say which of the two it is when it arrived in a response's shape.
+// An ACK is dropped too, with the code it would have had: an ACK is never
+// answered (RFC 3261 17.1.1.3: the ACK to a non-2xx belongs to the INVITE
+// transaction; 13.2.2.4: the ACK to a 2xx has no response).
 func Answer(m *Message, err error) (code int, reason string, drop bool) {
 	var e *Error
 	if !errors.As(err, &e) {
-		return 500, "Server Internal Error", m.IsResponse()
+		return 500, "Server Internal Error", m.IsResponse() || m.method == MethodAck
 	}
 	if m.IsResponse() {
 		return 0, e.Reason, true
 	}
-	return e.Code, e.Reason, false
+	return e.Code, e.Reason, m.method == MethodAck
 }

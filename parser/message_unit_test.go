@@ -739,6 +739,9 @@ func TestUnitAnswer(t *testing.T) {
 	f("OPTIONS sip:a@b SIP/7.0\r\n\r\n", 505, false)
 	f("OPTIONS sip:a@b SIP/2.0\r\n\r\n", 400, false) // Validate: no Via
 	f("SIP/2.0 200 OK\r\n\r\n", 0, true)             // Validate: no Via
+	// An ACK is never answered: dropped, under the code it would have had.
+	f("ACK sip:a@b SIP/2.0\r\nVia SIP/2.0/UDP a\r\n\r\n", 400, true)
+	f("ACK sip:a@b SIP/2.0\r\n\r\n", 400, true)
 	if code, _, drop := Answer(&Message{}, errors.New("other")); code != 500 || drop {
 		t.Errorf("foreign error: %d %v", code, drop)
 		return

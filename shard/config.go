@@ -17,7 +17,7 @@ type Config struct {
 	// "tcp://[::]:5060".
 	Listen []string
 	// Shards is the number of event loops, each one shard (default: the
-	// number of CPUs).
+	// number of CPUs; at most MaxShards).
 	Shards int
 	// Tick is how often every shard advances its timer wheel (default 5 ms).
 	Tick time.Duration
@@ -55,7 +55,7 @@ type listenAddr struct {
 
 func (c *Config) setDefaults() {
 	if c.Shards <= 0 {
-		c.Shards = runtime.NumCPU()
+		c.Shards = min(runtime.NumCPU(), MaxShards)
 	}
 	if c.Tick <= 0 {
 		c.Tick = 5 * time.Millisecond

@@ -37,7 +37,8 @@
 // buffered bytes are capped, and first-data, whole-message and idle
 // timeouts close them; a framing error closes the connection. Bytes for a
 // connection that lives on another loop are handed to that loop. Outbound
-// TCP connections are dialled on the owner's loop and reused by address.
+// TCP connections are dialled from a listen address for the owner's loop
+// and reused by address.
 //
 // Malformed requests are answered statelessly with the parser's code,
 // malformed responses and oversize datagrams are dropped; all are counted

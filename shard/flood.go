@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// FloodConfig bounds what one source address that is not exempt (not a
-// trunk, not a carrier) may send: over PerSecond messages in a second on a
-// loop, the address is banned for Ban and its messages are dropped
-// silently, before parsing (issue 7: in process, no Redis).
+// FloodConfig bounds what one source address (an IPv6 /64) that is not
+// exempt (not a trunk, not a carrier) may send: over PerSecond messages in
+// a second on a loop, the source is banned for Ban and its messages are
+// dropped silently, before parsing (issue 7: in process, no Redis).
 type FloodConfig struct {
 	PerSecond int           // 0: no flood protection
 	Ban       time.Duration // default 60 s
@@ -34,19 +34,22 @@ type floodGuard struct {
 	entries map[netip.Addr]*floodEntry
 }
 
-// drop counts a message from addr and reports whether to drop it.
+// drop counts a message from addr and reports whether to drop it. Sources
+// are counted as the connection cap counts them (sourceKey: an IPv6 /64),
+// exemption is by the exact address.
 func (sh *Shard) floodDrop(addr netip.Addr, now time.Duration) bool {
 	g := &sh.flood
 	if g.cfg.PerSecond <= 0 || g.cfg.Exempt != nil && g.cfg.Exempt(addr) {
 		return false
 	}
-	e := g.entries[addr]
+	src := sourceKey(addr)
+	e := g.entries[src]
 	if e == nil {
 		if len(g.entries) >= maxFloodEntries {
 			clear(g.entries)
 		}
 		e = &floodEntry{window: now}
-		g.entries[addr] = e
+		g.entries[src] = e
 	}
 	if e.banned != 0 {
 		if now < e.banned {
@@ -63,7 +66,7 @@ func (sh *Shard) floodDrop(addr netip.Addr, now time.Duration) bool {
 		e.banned = now + g.cfg.Ban
 		sh.m.floodBans.Inc()
 		sh.m.floodDropped.Inc()
-		sh.srv.log.Warn("source banned for flooding", "addr", addr.String(), "ban", g.cfg.Ban.String(), "shard", sh.idx)
+		sh.srv.log.Warn("source banned for flooding", "addr", addr.String(), "source", src.String(), "ban", g.cfg.Ban.String(), "shard", sh.idx)
 		return true
 	}
 	return false

@@ -103,8 +103,10 @@ func (m *shardMetrics) countOut(b []byte) {
 	}
 }
 
-func (m *shardMetrics) countParseError(code int, drop bool) {
-	if drop {
+// countParseError counts a malformed request by the code it is (or would
+// be) answered with, a malformed response as dropped.
+func (m *shardMetrics) countParseError(code int, response bool) {
+	if response {
 		m.droppedResp.Inc()
 		return
 	}

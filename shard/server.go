@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -37,6 +38,12 @@ type Handler struct {
 	// handler call.
 	SendFailed func(sh *Shard, peer Peer)
 }
+
+// MaxShards and MaxListeners bound Config.Shards and Config.Listen.
+const (
+	MaxShards    = 256
+	MaxListeners = 256
+)
 
 // Server is the sharded SIP runtime: a gnet engine with one shard per event
 // loop. Create it with New, start it with Start, stop it with Shutdown.
@@ -73,6 +80,14 @@ func New(cfg Config, newHandler func(*Shard) Handler, log *slog.Logger, set *met
 	cfg.setDefaults()
 	if len(cfg.Listen) == 0 {
 		return nil, errors.New("shard: listen: no address")
+	}
+	// A ConnID holds its shard in its top 8 bits, a Peer its listener in a
+	// uint8: past these, bytes would be routed to the wrong loop or socket.
+	if cfg.Shards > MaxShards {
+		return nil, fmt.Errorf("shard: shards: %d: at most %d", cfg.Shards, MaxShards)
+	}
+	if len(cfg.Listen) > MaxListeners {
+		return nil, fmt.Errorf("shard: listen: %d addresses: at most %d", len(cfg.Listen), MaxListeners)
 	}
 	s := &Server{cfg: cfg, newHander: newHandler, log: log, metrics: set,
 		started: make(chan error, 1), wakerOpen: make(chan gnet.Conn, 1), loopsUp: make(chan struct{}), tcpPerIP: make(map[netip.Addr]int)}
@@ -112,6 +127,9 @@ func (s *Server) Metrics() *metrics.Set { return s.metrics }
 
 // Start runs the engine and returns once every shard is ready.
 func (s *Server) Start() error {
+	if err := s.probeListen(); err != nil {
+		return err
+	}
 	addrs := make([]string, len(s.listen))
 	for i, l := range s.listen {
 		addrs[i] = l.raw
@@ -147,6 +165,30 @@ func (s *Server) Start() error {
 		return err
 	}
 	s.ready.Store(true)
+	return nil
+}
+
+// probeListen binds each listen address without SO_REUSEPORT and lets it
+// go, reporting the first that fails. The loops bind with SO_REUSEPORT,
+// which the kernel lets another process of the same user share: a second
+// sipedge on the port would start and split its traffic, dialogs included,
+// with the first. A plain bind fails if anything holds the address, and
+// names it.
+func (s *Server) probeListen() error {
+	for i, l := range s.listen {
+		_, hostport, _ := strings.Cut(l.raw, "://")
+		var c io.Closer
+		var err error
+		if l.transport == UDP {
+			c, err = net.ListenPacket("udp", hostport)
+		} else {
+			c, err = net.Listen("tcp", hostport)
+		}
+		if err != nil {
+			return fmt.Errorf("shard: listen[%d]: %q: %w", i, l.raw, err)
+		}
+		c.Close()
+	}
 	return nil
 }
 

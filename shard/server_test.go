@@ -259,6 +259,25 @@ func TestTCPConnectionCapPerIP(t *testing.T) {
 	}
 }
 
+// A connection id holds its shard in 8 bits and a peer its listener in 8:
+// more shards or listeners than that would route bytes to the wrong loop.
+func TestNewRefusesWhatIDsCannotHold(t *testing.T) {
+	h := func(*Shard) Handler { return Handler{} }
+	if _, err := New(Config{Listen: []string{"udp://127.0.0.1:5999"}, Shards: 256, HandoffQueue: 1}, h, nil, nil); err != nil {
+		t.Fatalf("256 shards: %v", err)
+	}
+	if _, err := New(Config{Listen: []string{"udp://127.0.0.1:5999"}, Shards: 257, HandoffQueue: 1}, h, nil, nil); err == nil || !strings.Contains(err.Error(), "shards") {
+		t.Fatalf("257 shards: %v", err)
+	}
+	many := make([]string, 257)
+	for i := range many {
+		many[i] = fmt.Sprintf("udp://127.0.0.1:%d", 6000+i)
+	}
+	if _, err := New(Config{Listen: many, Shards: 1}, h, nil, nil); err == nil || !strings.Contains(err.Error(), "listen") {
+		t.Fatalf("257 listeners: %v", err)
+	}
+}
+
 func TestMintCallIDHashesToShard(t *testing.T) {
 	s, err := New(Config{Listen: []string{"udp://127.0.0.1:5999"}, Shards: 4}, func(*Shard) Handler { return Handler{} }, nil, nil)
 	if err != nil {
@@ -361,4 +380,79 @@ func TestIPv6Listeners(t *testing.T) {
 	if n, err := tc.Read(buf); err != nil || !strings.HasPrefix(string(buf[:n]), "SIP/2.0 200 OK") {
 		t.Fatalf("TCP reply %q, %v", buf[:n], err)
 	}
+}
+
+// A datagram to a peer of the other address family than the listener it
+// names (a B-leg names listener 0) leaves from a listener of its family.
+func TestUDPSendPicksFamily(t *testing.T) {
+	v6, err := net.ListenUDP("udp6", &net.UDPAddr{IP: net.IPv6loopback})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "SKIP TestUDPSendPicksFamily: no IPv6 loopback: %v\n", err)
+		t.Skipf("no IPv6 loopback here: %v", err)
+	}
+	defer v6.Close()
+	v4, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v4.Close()
+	port := freePort(t)
+	s, err := New(Config{Shards: 1, Listen: []string{fmt.Sprintf("udp://127.0.0.1:%d", port), fmt.Sprintf("udp://[::1]:%d", port)}},
+		func(*Shard) Handler { return Handler{} }, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(t.Context(), nil)
+	sh := s.Shards()[0]
+	for i, tc := range []struct {
+		listener uint8
+		to       *net.UDPConn
+	}{{0, v6}, {1, v4}, {0, v4}, {1, v6}} {
+		to := tc.to.LocalAddr().(*net.UDPAddr).AddrPort()
+		to = netip.AddrPortFrom(to.Addr().Unmap(), to.Port())
+		msg := fmt.Sprintf("OPTIONS sip:x SIP/2.0\r\nX: %d\r\n\r\n", i)
+		onShard(sh, func() { sh.Send(Peer{Addr: to, Transport: UDP, Listener: tc.listener}, []byte(msg)) })
+		buf := make([]byte, 1024)
+		tc.to.SetReadDeadline(time.Now().Add(2 * time.Second))
+		n, from, err := tc.to.ReadFromUDP(buf)
+		if err != nil || string(buf[:n]) != msg {
+			t.Fatalf("send %d (listener %d to %v): got %q, %v; send errors %d", i, tc.listener, to, buf[:n], err, sh.m.sendErrors.Get())
+		}
+		if from.Port != port {
+			t.Errorf("send %d left from port %d, not the listening port %d", i, from.Port, port)
+		}
+	}
+}
+
+// A second server on a port one already serves fails to start, naming the
+// address: SO_REUSEPORT would otherwise let it bind too, and the kernel
+// would split the port's traffic (dialogs included) between the two.
+func TestStartRefusesAPortInUse(t *testing.T) {
+	_, _, port := startServer(t, 1, Config{})
+	for _, l := range []string{fmt.Sprintf("udp://127.0.0.1:%d", port), fmt.Sprintf("tcp://127.0.0.1:%d", port)} {
+		s, err := New(Config{Shards: 1, Listen: []string{l}}, func(*Shard) Handler { return Handler{} }, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.Start()
+		if err == nil {
+			s.Shutdown(t.Context(), nil)
+			t.Fatalf("a second server started on %s", l)
+		}
+		if !strings.Contains(err.Error(), "listen[0]") || !strings.Contains(err.Error(), l) {
+			t.Errorf("%s: error %q does not name the address", l, err)
+		}
+	}
+	// A free address still starts after a failed one.
+	s, err := New(Config{Shards: 1, Listen: []string{fmt.Sprintf("udp://127.0.0.1:%d", freePort(t))}}, func(*Shard) Handler { return Handler{} }, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.Shutdown(t.Context(), nil)
 }

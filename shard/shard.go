@@ -172,8 +172,6 @@ func (sh *Shard) run() {
 	}
 	now := sh.Now()
 	sh.wheel.Advance(now)
-	sh.m.timers.Set(float64(sh.wheel.Len()))
-	sh.pending.Store(int64(sh.wheel.Len()))
 	if sh.handler.Tick != nil {
 		sh.handler.Tick(sh, now)
 	}
@@ -181,6 +179,9 @@ func (sh *Shard) run() {
 		sh.dropFailedDials()
 	}
 	sh.sweepTCP(now)
+	// Last: Tick and SendFailed (a failover's new attempt) start timers too.
+	sh.m.timers.Set(float64(sh.wheel.Len()))
+	sh.pending.Store(int64(sh.wheel.Len()))
 }
 
 // OwnerOf returns the shard that owns a Call-ID (xxhash64 modulo the shard
@@ -230,19 +231,18 @@ func (sh *Shard) deliver(m *parser.Message, from Peer) {
 }
 
 // reject answers a malformed request statelessly with the parser's code, or
-// drops a malformed response (RFC 3261 18.1.2). A request whose top Via
-// cannot be read cannot be answered either, and is dropped.
+// drops a malformed response (RFC 3261 18.1.2) or ACK (parser.Answer). A
+// request whose top Via cannot be read cannot be answered either, and is
+// dropped.
 func (sh *Shard) reject(m *parser.Message, err error, from Peer) {
 	m.SetSource(from.Addr) // as in receive
-	code, reason, drop := parser.Answer(m, err)
-	sh.m.countParseError(code, drop)
-	if drop || m.Get(parser.HeaderVia) == nil {
+	code, reason, reply := Reply(m, err)
+	sh.m.countParseError(code, m.IsResponse())
+	if !reply {
 		return
 	}
 	var via parser.Via
-	if m.TopVia(&via) != nil || !echoable(m) {
-		return
-	}
+	_ = m.TopVia(&via) // Reply read it
 	b := parser.AppendResponse(sh.out[:0], m, code, reason, nil)
 	if code == 420 {
 		b = append(b, "Unsupported: "...)
@@ -252,6 +252,23 @@ func (sh *Shard) reject(m *parser.Message, err error, from Peer) {
 	b = parser.AppendBody(b, "", nil)
 	sh.out = b
 	sh.Send(ResponseTarget(&via, from), b)
+}
+
+// Reply tells what the runtime does with a message that failed Parse or
+// Validate: answer it statelessly with code and reason (reply true), or
+// drop it: a response or an ACK (parser.Answer), a request whose top Via
+// cannot be read (there is nowhere to send the answer, RFC 3261 18.2.2),
+// or one whose answer would echo a control character (echoable).
+func Reply(m *parser.Message, err error) (code int, reason string, reply bool) {
+	code, reason, drop := parser.Answer(m, err)
+	if drop || m.Get(parser.HeaderVia) == nil {
+		return code, reason, false
+	}
+	var via parser.Via
+	if m.TopVia(&via) != nil || !echoable(m) {
+		return code, reason, false
+	}
+	return code, reason, true
 }
 
 // echoKinds are the headers a response copies from its request
@@ -300,16 +317,15 @@ func (sh *Shard) Send(peer Peer, b []byte) {
 }
 
 func (sh *Shard) sendUDP(peer Peer, b []byte) {
-	fd := sh.srv.udpFD[peer.Listener]
+	a := peer.Addr.Addr()
+	v4 := a.Is4() || a.Is4In6()
+	fd := sh.srv.sendFD(peer.Listener, v4)
 	if fd < 0 {
-		fd = sh.srv.anyUDPFD(peer.Addr.Addr().Is4())
-		if fd < 0 {
-			sh.m.sendErrors.Inc()
-			return
-		}
+		sh.m.sendErrors.Inc()
+		return
 	}
 	var sa unix.Sockaddr
-	if a := peer.Addr.Addr(); a.Is4() || a.Is4In6() {
+	if v4 {
 		sh.sa4.Addr, sh.sa4.Port = a.Unmap().As4(), int(peer.Addr.Port())
 		sa = &sh.sa4
 	} else {
@@ -321,8 +337,29 @@ func (sh *Shard) sendUDP(peer Peer, b []byte) {
 	}
 }
 
-// anyUDPFD returns a UDP socket of the wanted family to send from when the
-// peer names no listener.
+// sendFD returns the UDP socket a datagram to a peer of the family v4 says
+// leaves from: the listener's the peer names when it is a UDP socket of
+// that family, else one that is (a new B-leg names listener 0, whatever the
+// carrier's family), else the named one (a dual-stack [::] socket sends to
+// IPv4 too).
+func (s *Server) sendFD(listener uint8, v4 bool) int {
+	named := -1
+	if int(listener) < len(s.udpFD) {
+		named = s.udpFD[listener]
+		if named >= 0 && s.listen[listener].addr.Addr().Is4() == v4 {
+			return named
+		}
+	}
+	if fd := s.anyUDPFD(v4); fd >= 0 {
+		return fd
+	}
+	if named >= 0 {
+		return named
+	}
+	return s.anyUDPFD(!v4)
+}
+
+// anyUDPFD returns a UDP socket of the wanted family, or -1.
 func (s *Server) anyUDPFD(v4 bool) int {
 	for i, l := range s.listen {
 		if l.transport == UDP && s.udpFD[i] >= 0 && l.addr.Addr().Is4() == v4 {
@@ -343,7 +380,7 @@ func (sh *Shard) readUDP(c gnet.Conn) {
 	if sh.floodDrop(from.Addr.Addr(), sh.Now()) {
 		return
 	}
-	if len(buf) <= 4 && isKeepAlive(buf) {
+	if IsKeepAlive(buf) {
 		return // RFC 5626 over UDP is STUN, not CRLF; stray CRLFs are ignored
 	}
 	if err := sh.msg.ParseLimits(buf, &sh.srv.cfg.Limits); err != nil {
@@ -353,7 +390,12 @@ func (sh *Shard) readUDP(c gnet.Conn) {
 	sh.receive(&sh.msg, from)
 }
 
-func isKeepAlive(b []byte) bool {
+// IsKeepAlive reports whether a datagram is a stray keep-alive, up to four
+// CR and LF bytes, which readUDP ignores.
+func IsKeepAlive(b []byte) bool {
+	if len(b) > 4 {
+		return false
+	}
 	for _, c := range b {
 		if c != '\r' && c != '\n' {
 			return false

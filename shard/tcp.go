@@ -134,7 +134,11 @@ func (sh *Shard) readTCP(tc *tcpConn) gnet.Action {
 				sh.m.framingErrors.Inc()
 				return gnet.Close
 			}
-			if tc.partial < 0 {
+			// A CRLF, or the start of a CRLFCRLF ping, begins no message:
+			// CRLFs before a start line are ignored (RFC 3261 7.5), and
+			// some peers send a lone CRLF as their keep-alive. The idle
+			// timeout bounds them.
+			if tc.partial < 0 && buf[0] != '\r' {
 				tc.partial = now
 			}
 			return gnet.None
@@ -224,29 +228,65 @@ func (sh *Shard) sendTCP(peer Peer, b []byte) {
 }
 
 // dial opens an outbound connection on this shard's loop. Responses on it
-// arrive on this loop, where the Call-IDs this shard mints belong.
+// arrive on this loop, where the Call-IDs this shard mints belong. It
+// leaves from a listen address (dialFrom) and gives up after
+// FirstDataTimeout; the connecting is done off the loop.
 func (sh *Shard) dial(peer Peer) *tcpConn {
 	sh.seq++
 	tc := &tcpConn{sh: sh, id: newConnID(sh.idx, sh.seq), outbound: true, partial: -1, opened: sh.Now()}
 	tc.peer = Peer{Addr: peer.Addr, Transport: TCP, Listener: peer.Listener, Conn: tc.id}
 	sh.dials[peer.Addr] = tc
 	sh.conns[tc.id] = tc
-	ctx := gnet.NewNetAddrContext(gnet.NewContext(context.Background(), tc), net.TCPAddrFromAddrPort(peer.Addr))
-	ch, err := sh.loop.Register(ctx, net.TCPAddrFromAddrPort(peer.Addr))
-	if err != nil {
-		tc.failed.Store(true)
-		sh.dialFailed.Store(true)
-		sh.wake()
-		return tc
+	d := &net.Dialer{Timeout: sh.srv.cfg.TCP.FirstDataTimeout}
+	if a := sh.srv.dialFrom(peer.Addr.Addr()); a.IsValid() {
+		d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(a, 0))
 	}
+	loop := sh.loop
 	go func() {
-		if res := <-ch; res.Err != nil {
+		if err := enroll(loop, d, tc); err != nil {
 			tc.failed.Store(true)
 			sh.dialFailed.Store(true)
 			sh.wake()
 		}
 	}()
 	return tc
+}
+
+// enroll connects to tc's peer and hands the connection to loop, whose
+// OnOpen completes tc (openTCP).
+func enroll(loop gnet.EventLoop, d *net.Dialer, tc *tcpConn) error {
+	c, err := d.Dial("tcp", tc.peer.Addr.String())
+	if err != nil {
+		return err
+	}
+	ch, err := loop.Enroll(gnet.NewContext(context.Background(), tc), c)
+	if err != nil {
+		c.Close()
+		return err
+	}
+	return (<-ch).Err
+}
+
+// dialFrom returns the address outbound TCP connections to peer leave
+// from: the first TCP listen address of its family, else the first UDP
+// one, that can reach it (loopback for a loopback peer only); none (the
+// kernel's choice) when there is none or it is unspecified. UDP leaves from
+// its listening socket already: the listen address is the one sipedge
+// advertises (Via, Contact), and the one carriers allow-list.
+func (s *Server) dialFrom(peer netip.Addr) netip.Addr {
+	for _, tp := range [...]Transport{TCP, UDP} {
+		for _, l := range s.listen {
+			a := l.addr.Addr()
+			if l.transport != tp || a.Is4() != peer.Is4() || a.IsLoopback() != peer.IsLoopback() {
+				continue
+			}
+			if a.IsUnspecified() {
+				return netip.Addr{}
+			}
+			return a
+		}
+	}
+	return netip.Addr{}
 }
 
 // dropFailedDials drops the dials that failed, as the sweep would, at once.

@@ -3,6 +3,7 @@ package shard
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sipedge/sipedge/shard/timer"
 )
 
 // optionsBatch is n OPTIONS requests in one write, each to be answered.
@@ -278,5 +281,174 @@ func TestNoReplyEchoesABareCR(t *testing.T) {
 	c.Write([]byte(plain))
 	if reply := readUDP(t, c); !strings.HasPrefix(reply, "SIP/2.0 400 ") {
 		t.Fatalf("reply: %q", reply)
+	}
+}
+
+// A lone CRLF (a keep-alive some peers send, RFC 3261 7.5: CRLFs before a
+// start line are ignored) is not the start of a message: the whole-message
+// timeout must not close the connection for it.
+func TestTCPLoneCRLFNotTimedOut(t *testing.T) {
+	s, _, port := startServer(t, 1, Config{TCP: TCPConfig{MessageTimeout: time.Second}})
+	sh := s.Shards()[0]
+	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte("\r\n"))
+	for read := false; !read; {
+		onShard(sh, func() {
+			for _, tc := range sh.conns {
+				read = read || tc.gotData
+			}
+		})
+	}
+	onShard(sh, func() { sh.sweepTCP(sh.Now() + 2*time.Second + sweepEvery) })
+	if n := sh.m.tcpTimeouts.Get(); n != 0 {
+		t.Fatalf("a connection that sent a lone CRLF was timed out (%d)", n)
+	}
+	c.Write([]byte(options("crlf@test", "c1", "TCP", 5060)))
+	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	buf := make([]byte, 4096)
+	if n, err := c.Read(buf); err != nil || !strings.HasPrefix(string(buf[:n]), "SIP/2.0 200 OK") {
+		t.Fatalf("reply %q, %v", buf[:n], err)
+	}
+	// The start of a message that never ends is timed out.
+	c.Write([]byte("OPTIONS sip:srv@127.0.0.1 SIP/2.0\r\n"))
+	for started := false; !started; {
+		onShard(sh, func() {
+			for _, tc := range sh.conns {
+				started = started || tc.partial >= 0
+			}
+		})
+	}
+	onShard(sh, func() { sh.sweepTCP(sh.Now() + 4*time.Second + sweepEvery) })
+	if n := sh.m.tcpTimeouts.Get(); n != 1 {
+		t.Fatalf("a half-sent message was not timed out (%d)", n)
+	}
+	if _, err := c.Read(buf); err != io.EOF {
+		t.Fatalf("the connection was not closed: %v", err)
+	}
+}
+
+// A timer a handler starts outside a message (here SendFailed, as the
+// engine's failover does when a carrier refuses the connection) is
+// published to OnTick: a shard with it pending is woken every tick, not
+// once a second.
+func TestTimerStartedOnSendFailedKeepsShardAwake(t *testing.T) {
+	port := freePort(t)
+	failed := make(chan struct{}, 1)
+	s, err := New(Config{Shards: 1, Listen: []string{fmt.Sprintf("udp://127.0.0.1:%d", port)}}, func(*Shard) Handler {
+		return Handler{SendFailed: func(sh *Shard, _ Peer) {
+			sh.Timers().StartAt(sh.Now()+time.Hour, timer.Payload{})
+			failed <- struct{}{}
+		}}
+	}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(t.Context(), nil)
+	closed := freePort(t) // nothing listens: the dial is refused
+	sh := s.Shards()[0]
+	onShard(sh, func() {
+		sh.Send(Peer{Addr: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(closed)), Transport: TCP}, []byte("X\r\n"))
+	})
+	<-failed
+	var pending int64
+	onShard(sh, func() { pending = sh.pending.Load() })
+	if pending != 1 {
+		t.Fatalf("pending timers published %d, want 1", pending)
+	}
+}
+
+// The flood bound counts an IPv6 source by its /64, as the connection cap
+// does: a host holds its /64 whole and could otherwise take a fresh
+// budget, and escape its ban, with every address. Exemption is by the
+// exact address.
+func TestFloodCountsIPv6By64(t *testing.T) {
+	carrier := netip.MustParseAddr("2001:db8::ff")
+	s, err := New(Config{Listen: []string{"udp://127.0.0.1:5999"}, Shards: 1,
+		Flood: FloodConfig{PerSecond: 5, Ban: time.Minute, Exempt: func(a netip.Addr) bool { return a == carrier }}},
+		func(*Shard) Handler { return Handler{} }, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := s.Shards()[0]
+	now := time.Hour
+	dropped := 0
+	for i := range 20 {
+		a := netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 15: byte(i + 1)})
+		if sh.floodDrop(a, now) {
+			dropped++
+		}
+	}
+	if dropped != 15 {
+		t.Fatalf("%d of 20 messages from 20 addresses of one /64 dropped, want 15", dropped)
+	}
+	if sh.floodDrop(carrier, now) {
+		t.Fatal("a carrier in the banned /64 was dropped")
+	}
+	if sh.floodDrop(netip.MustParseAddr("2001:db8:0:1::1"), now) {
+		t.Fatal("another /64 was dropped")
+	}
+}
+
+// An outbound TCP connection leaves from the listen address, as UDP does
+// (the listening socket): it is the address sipedge advertises in its Via
+// and Contact, and the one carriers allow-list; the kernel's choice of
+// source (the route's) may be another of the host's addresses.
+func TestTCPDialFromListenAddress(t *testing.T) {
+	port := freePort(t)
+	s, err := New(Config{Shards: 1, Listen: []string{fmt.Sprintf("tcp://127.0.0.2:%d", port)}},
+		func(*Shard) Handler { return Handler{} }, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(t.Context(), nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	sh := s.Shards()[0]
+	to := ln.Addr().(*net.TCPAddr).AddrPort()
+	onShard(sh, func() {
+		sh.Send(Peer{Addr: netip.AddrPortFrom(to.Addr().Unmap(), to.Port()), Transport: TCP}, []byte("X\r\n"))
+	})
+	ln.(*net.TCPListener).SetDeadline(time.Now().Add(3 * time.Second))
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if from := c.RemoteAddr().(*net.TCPAddr).IP.String(); from != "127.0.0.2" {
+		t.Fatalf("the connection came from %s, not the listen address 127.0.0.2", from)
+	}
+	buf := make([]byte, 8)
+	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	if n, err := c.Read(buf); err != nil || string(buf[:n]) != "X\r\n" {
+		t.Fatalf("read %q, %v", buf[:n], err)
+	}
+}
+
+// dialFrom never binds a connection to a remote peer to a loopback listen
+// address, which could not reach it.
+func TestDialFrom(t *testing.T) {
+	s, err := New(Config{Shards: 1, Listen: []string{"tcp://127.0.0.1:5999", "udp://192.0.2.7:5999", "tcp://[2001:db8::7]:5999"}},
+		func(*Shard) Handler { return Handler{} }, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for peer, want := range map[string]string{"127.0.0.9": "127.0.0.1", "198.51.100.1": "192.0.2.7",
+		"2001:db8::9": "2001:db8::7", "::1": "invalid IP"} {
+		if got := s.dialFrom(netip.MustParseAddr(peer)).String(); got != want {
+			t.Errorf("to %s from %s, want %s", peer, got, want)
+		}
 	}
 }

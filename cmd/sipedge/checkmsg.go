@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/shard"
 )
 
 // supportedOptionTags are the option tags sipedge implements. A request that
@@ -47,8 +48,15 @@ func checkMsgCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 // checkMessage returns the verdict on one received message: "ok METHOD",
-// "ok CODE", "reject CODE REASON" or "drop REASON".
+// "ok CODE", "reject CODE REASON" or "drop REASON", as the server decides
+// it (shard.Reply) with the default limits.
 func checkMessage(buf []byte, stream bool) (string, bool) {
+	switch {
+	case !stream && len(buf) > parser.DefaultLimits.MaxMessageSize:
+		return "drop Message Too Large (an oversize datagram is dropped unanswered: RFC 3261 18.1.1 sends it over TCP)", false
+	case !stream && shard.IsKeepAlive(buf):
+		return "ok keep-alive", true
+	}
 	if stream {
 		kind, n, err := parser.Frame(buf, parser.DefaultLimits.MaxMessageSize)
 		switch {
@@ -67,8 +75,8 @@ func checkMessage(buf []byte, stream bool) (string, bool) {
 		err = m.Validate(supportedOptionTags)
 	}
 	if err != nil {
-		code, reason, drop := parser.Answer(&m, err)
-		if drop {
+		code, reason, reply := shard.Reply(&m, err)
+		if !reply {
 			return "drop " + reason, false
 		}
 		return fmt.Sprintf("reject %d %s", code, reason), false

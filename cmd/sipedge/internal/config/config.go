@@ -30,10 +30,12 @@ var Example string
 // Config is sipedge's whole configuration, as loaded and with its defaults.
 type Config struct {
 	// Listen holds the SIP sockets, "udp://host:port" or "tcp://host:port"
-	// (host an IP address, IPv6 in brackets). Default udp and tcp on
-	// 127.0.0.1:5060.
+	// (host an IP address, IPv6 in brackets; not 0.0.0.0 or [::]: the first
+	// of each transport is what sipedge writes into its Via and Contact).
+	// Default udp and tcp on 127.0.0.1:5060.
 	Listen []Listen `yaml:"listen"`
-	// Shards is the number of event loops; 0 means the number of CPUs.
+	// Shards is the number of event loops; 0 means the number of CPUs. At
+	// most 256 (shard.MaxShards).
 	Shards int `yaml:"shards"`
 
 	Admin          Admin          `yaml:"admin"`
@@ -66,10 +68,10 @@ type Log struct {
 
 // SIP holds transaction timers and parser limits.
 type SIP struct {
-	T1             time.Duration `yaml:"t1_ms"` // default 500 ms
-	T2             time.Duration `yaml:"t2_ms"` // default 4 s; not below T1
-	T4             time.Duration `yaml:"t4_ms"` // default 5 s
-	MaxMessageSize int           `yaml:"max_message_size"`
+	T1             time.Duration `yaml:"t1_ms"`            // default 500 ms
+	T2             time.Duration `yaml:"t2_ms"`            // default 4 s; not below T1
+	T4             time.Duration `yaml:"t4_ms"`            // default 5 s
+	MaxMessageSize int           `yaml:"max_message_size"` // default 16384, at most 65535
 	MaxHeaders     int           `yaml:"max_headers"`
 	MaxHeaderLine  int           `yaml:"max_header_line"`
 	MaxVias        int           `yaml:"max_vias"`

@@ -10,7 +10,8 @@ import (
 )
 
 // Listen is one SIP socket: "udp://host:port" or "tcp://host:port", the host
-// an IP address (IPv6 in brackets) and the port not 0.
+// an IP address (IPv6 in brackets), not unspecified (0.0.0.0, [::]): it is
+// the address sipedge advertises; the port not 0.
 type Listen struct {
 	Transport string // "udp" or "tcp"
 	Addr      netip.AddrPort
@@ -42,6 +43,12 @@ func (l *Listen) UnmarshalText(b []byte) error {
 	}
 	if port == 0 {
 		return fmt.Errorf("%q: port must not be 0", s)
+	}
+	if addr.IsUnspecified() {
+		// The listen address is the sent-by of sipedge's Vias and the host
+		// of its Contacts (RFC 3261 8.1.1.8, 18.2.1): peers send in-dialog
+		// requests (BYE) there.
+		return fmt.Errorf("%q: an unspecified address: sipedge writes it into its Via and Contact, where it reaches nobody; listen on the address peers send to", s)
 	}
 	*l = Listen{Transport: scheme, Addr: netip.AddrPortFrom(addr, port)}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/route/lcr"
+	"github.com/sipedge/sipedge/shard"
 )
 
 // Defaults come in two steps. preset puts in place, before decoding, the
@@ -118,6 +119,9 @@ func (c *Config) fill() {
 	orDefault(&c.CDR.Queue, 65536)
 }
 
+// maxMessageSize bounds sip.max_message_size.
+const maxMessageSize = 65535
+
 type validator struct {
 	lines map[string]int
 	errs  ErrorList
@@ -188,6 +192,13 @@ func (c *Config) validate(v *validator) {
 	if len(c.Listen) == 0 {
 		v.errorf("listen", "at least one address required")
 	}
+	if len(c.Listen) > shard.MaxListeners {
+		v.errorf("listen", "%d addresses: at most %d", len(c.Listen), shard.MaxListeners)
+	}
+	// A TCP connection's id holds its shard in 8 bits (shard.MaxShards).
+	if c.Shards > shard.MaxShards {
+		v.errorf("shards", "%d: at most %d", c.Shards, shard.MaxShards)
+	}
 	seenListen := map[Listen]int{}
 	for i, l := range c.Listen {
 		if j, dup := seenListen[l]; dup {
@@ -200,6 +211,11 @@ func (c *Config) validate(v *validator) {
 	s := c.SIP
 	if s.T2 < s.T1 {
 		v.errorf("sip.t2_ms", "%d: must not be below t1_ms (%d)", s.T2.Milliseconds(), s.T1.Milliseconds())
+	}
+	// Every event loop holds a read buffer of this size; 65535 is what a
+	// datagram can carry and Kamailio's largest buffer.
+	if s.MaxMessageSize > maxMessageSize {
+		v.errorf("sip.max_message_size", "%d: at most %d", s.MaxMessageSize, maxMessageSize)
 	}
 	if s.T1 > time.Hour {
 		v.errorf("sip.t1_ms", "%d: must not exceed one hour", s.T1.Milliseconds())
@@ -364,20 +380,26 @@ func (c *Config) validateRoute(v *validator, p string, r Route) {
 	if strings.HasPrefix(r.NextHop, "sips:") || r.GatewayGroup == "" && r.NextHop == "" && strings.HasPrefix(r.RURI, "sips:") {
 		v.errorf(p, "a sips: destination needs TLS, which sipedge does not speak: name a gateway group or a sip: next hop")
 	}
-	if r.NextHop != "" && !isSIPURI(r.NextHop) {
-		var hp HostPort
-		if err := hp.UnmarshalText([]byte(r.NextHop)); err != nil {
-			v.errorf(p+".next_hop", "%q: want a sip: URI or host:port", r.NextHop)
-		} else if !hostIsIP(r.NextHop) {
-			v.errorf(p+".next_hop", "%q: want an IP address: sipedge does no DNS on a call's path (name a gateway group instead: its names are resolved in the background)", r.NextHop)
-		}
-	} else if r.NextHop != "" && !hostIsIP(r.NextHop) {
+	var hp HostPort
+	switch isIP, portErr := ipDest(r.NextHop); {
+	case r.NextHop == "":
+	case !isSIPURI(r.NextHop) && hp.UnmarshalText([]byte(r.NextHop)) != nil:
+		v.errorf(p+".next_hop", "%q: want a sip: URI or host:port", r.NextHop)
+	case !isIP:
 		v.errorf(p+".next_hop", "%q: want an IP address: sipedge does no DNS on a call's path (name a gateway group instead: its names are resolved in the background)", r.NextHop)
+	case portErr != "":
+		v.errorf(p+".next_hop", "%q: %s", r.NextHop, portErr)
 	}
-	if r.RURI != "" && !isSIPURI(r.RURI) {
+	switch isIP, portErr := ipDest(r.RURI); {
+	case r.RURI == "":
+	case !isSIPURI(r.RURI):
 		v.errorf(p+".ruri", "%q: want a sip: or sips: URI", r.RURI)
-	} else if r.RURI != "" && r.GatewayGroup == "" && r.NextHop == "" && !hostIsIP(r.RURI) {
+	case r.GatewayGroup != "" || r.NextHop != "":
+		// Not where the call goes.
+	case !isIP:
 		v.errorf(p+".ruri", "%q: with no gateway_group or next_hop the call goes to its host, which must be an IP address (sipedge does no DNS on a call's path)", r.RURI)
+	case portErr != "":
+		v.errorf(p+".ruri", "%q: %s", r.RURI, portErr)
 	}
 	for _, name := range slices.Sorted(maps.Keys(r.Headers)) {
 		val := r.Headers[name]
@@ -435,9 +457,11 @@ func isToken(s string) bool {
 	return true
 }
 
-// hostIsIP reports whether the host of "sip:[user@]host[:port][;...]" or
-// "host[:port]" is an IP address.
-func hostIsIP(s string) bool {
+// ipDest reads the host and port of "sip:[user@]host[:port][;...]" or
+// "host[:port]", as the server's hopOf does: isIP reports whether the host
+// is an IP address, portErr what is wrong with the port ("" when it is
+// absent, for 5060, or fine).
+func ipDest(s string) (isIP bool, portErr string) {
 	if rest, ok := strings.CutPrefix(s, "sip:"); ok {
 		s = rest
 	} else if rest, ok := strings.CutPrefix(s, "sips:"); ok {
@@ -449,11 +473,26 @@ func hostIsIP(s string) bool {
 	if i := strings.IndexAny(s, ";?"); i >= 0 {
 		s = s[:i]
 	}
-	if _, err := netip.ParseAddrPort(s); err == nil {
-		return true
+	host, port, hasPort := s, "", false
+	if inner, ok := strings.CutPrefix(s, "["); ok {
+		var rest string
+		host, rest, _ = strings.Cut(inner, "]")
+		port, hasPort = strings.CutPrefix(rest, ":")
+	} else if strings.Count(s, ":") == 1 {
+		host, port, hasPort = strings.Cut(s, ":")
 	}
-	_, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]"))
-	return err == nil
+	if _, err := netip.ParseAddr(host); err != nil {
+		return false, ""
+	}
+	if hasPort {
+		switch p, err := parsePort(port); {
+		case err != nil:
+			return true, err.Error()
+		case p == 0:
+			return true, "port must not be 0"
+		}
+	}
+	return true, ""
 }
 
 func isSIPURI(s string) bool {

@@ -2,10 +2,13 @@ package server
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Without admin.token the admin API may be read from anywhere but changed
@@ -60,5 +63,34 @@ cdr: { file: %q }
 	}
 	if strings.Contains(logs.String(), "header=Allow") {
 		t.Error("Allow, which is copied, was warned of")
+	}
+}
+
+// A client that stops sending in the middle of a request body, or keeps an
+// idle connection, does not hold the admin API's connection (a socket, a
+// goroutine) for ever.
+func TestAdminStalledClientClosed(t *testing.T) {
+	defer func(r, i time.Duration) { adminReadTimeout, adminIdleTimeout = r, i }(adminReadTimeout, adminIdleTimeout)
+	adminReadTimeout, adminIdleTimeout = 300*time.Millisecond, 300*time.Millisecond
+	e, logs := newE2EBase(t)
+	e.run(fmt.Sprintf(`
+listen: ["udp://127.0.0.1:%d"]
+admin: { listen: "127.0.0.1:0" }
+cdr: { file: %q }
+`, e.port, e.cdrPath), logs)
+	for _, req := range []string{
+		"POST /v1/gateway/groups HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{",
+		"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+	} {
+		c, err := net.Dial("tcp", e.admin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.Write([]byte(req))
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.Copy(io.Discard, c); err != nil {
+			t.Fatalf("%q: the connection was not closed: %v", req, err)
+		}
 	}
 }

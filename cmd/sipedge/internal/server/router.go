@@ -202,7 +202,7 @@ func nextHop(r *route.Route) (b2bua.Target, string) {
 }
 
 // hopOf reads "sip:[user@]host[:port][;params]" or "host[:port]" with an
-// IP literal host (5060 when no port) and the transport parameter. A sips:
+// IP literal host (5060 when no port, never 0) and the transport parameter. A sips:
 // URI is refused: sipedge has no TLS transport to honour it with.
 func hopOf(s string) (txn.Peer, bool) {
 	if len(s) >= 5 && strings.EqualFold(s[:5], "sips:") {
@@ -230,6 +230,9 @@ func hopOf(s string) (txn.Peer, bool) {
 			return txn.Peer{}, false
 		}
 		ap = netip.AddrPortFrom(a, 5060)
+	}
+	if ap.Port() == 0 {
+		return txn.Peer{}, false // nothing listens there: skipped, not dialled
 	}
 	return txn.Peer{Addr: netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), Transport: tr}, true
 }

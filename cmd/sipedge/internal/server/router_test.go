@@ -32,6 +32,8 @@ func TestNextHop(t *testing.T) {
 		{"a name", route.Route{NextHop: "sip:gw.carrier.example:5060"}, "", false, "", route.ReasonUnresolvable},
 		{"ruri with a name", route.Route{RURI: "sip:1@gw.carrier.example"}, "", false, "", route.ReasonUnresolvable},
 		{"sips next_hop", route.Route{NextHop: "sips:192.0.2.5:5061"}, "", false, "", route.ReasonUnresolvable}, // no TLS
+		{"next_hop port 0", route.Route{NextHop: "192.0.2.5:0"}, "", false, "", route.ReasonUnresolvable},
+		{"ruri port 0", route.Route{RURI: "sip:1@[2001:db8::5]:0"}, "", false, "", route.ReasonUnresolvable},
 		{"SIP: in capitals", route.Route{NextHop: "SIP:192.0.2.5"}, "192.0.2.5:5060", false, "sip:192.0.2.5:5060", ""},
 	}
 	for _, c := range cases {

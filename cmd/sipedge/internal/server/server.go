@@ -261,7 +261,7 @@ func (s *Server) shardCount() int {
 	if s.cfg.Shards > 0 {
 		return s.cfg.Shards
 	}
-	return runtime.NumCPU()
+	return min(runtime.NumCPU(), shard.MaxShards) // as shard.Config defaults
 }
 
 // shardApp connects one shard to its engine.
@@ -537,7 +537,8 @@ func (s *Server) startAdmin() error {
 		return fmt.Errorf("admin.listen: %w", err)
 	}
 	s.adminAddr = ln.Addr()
-	s.admin = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	s.admin = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout: adminReadTimeout, IdleTimeout: adminIdleTimeout}
 	s.adminDone = make(chan struct{})
 	go func() {
 		defer close(s.adminDone)
@@ -547,6 +548,11 @@ func (s *Server) startAdmin() error {
 	}()
 	return nil
 }
+
+// adminReadTimeout bounds reading a whole admin request, body included,
+// and adminIdleTimeout a kept-alive connection between requests: without
+// them a client that stalls holds a socket and a goroutine for ever.
+var adminReadTimeout, adminIdleTimeout = 10 * time.Second, 60 * time.Second
 
 // bearer requires "Authorization: Bearer TOKEN" on every request.
 func bearer(token string, next http.Handler) http.Handler {
