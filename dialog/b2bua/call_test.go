@@ -503,19 +503,3 @@ func TestMergedInviteLoopDetected(t *testing.T) {
 		t.Fatalf("%d calls, want 1", r.e.Calls())
 	}
 }
-
-// A CANCEL that crosses the final response to the INVITE it cancels
-// matches a transaction that still exists: 200, with no effect (RFC 3261
-// 9.2), not 481, though the call is over.
-func TestCancelAfterFinalResponse200(t *testing.T) {
-	r := newRig(t, nil)
-	inv := callerInvite("1", "a-call-1", "15551234")
-	binv := r.startCall()
-	r.recv(carrier, carrierResponse(binv, 486, "Busy Here", ""))
-	r.take(carrier)
-	r.expect(caller, "SIP/2.0 486 Busy Here")
-	cancel := strings.Replace(strings.Replace(inv, "INVITE sip:", "CANCEL sip:", 1), "CSeq: 10 INVITE", "CSeq: 10 CANCEL", 1)
-	cancel = cancel[:strings.Index(cancel, "Content-Type")] + "Content-Length: 0\r\n\r\n"
-	r.recv(caller, cancel)
-	r.expect(caller, "SIP/2.0 200 OK")
-}
