@@ -259,8 +259,9 @@ func checkParseError(t *testing.T, data []byte, m *parser.Message, err error) {
 		if !drop || code != 0 {
 			t.Fatalf("Answer for a response: %d %q drop=%v, want dropped", code, reason, drop)
 		}
-	} else if drop || code != e.Code || reason != e.Reason {
-		t.Fatalf("Answer for a request: %d %q drop=%v, want %d %q", code, reason, drop, e.Code, e.Reason)
+	} else if ack := m.Method() == parser.MethodAck; drop != ack || code != e.Code || reason != e.Reason {
+		// An ACK is never answered (RFC 3261 17.1.1.3, 13.2.2.4).
+		t.Fatalf("Answer for a request (ACK %v): %d %q drop=%v, want %d %q drop=%v", ack, code, reason, drop, e.Code, e.Reason, ack)
 	}
 	if startsLikeResponse(data) && !drop {
 		t.Fatalf("a response (%q) failing Parse with %v would be answered %d, not dropped (RFC 3261 18.1.2)",
@@ -612,8 +613,9 @@ func checkValidate(t *testing.T, msg []byte, m *parser.Message) {
 	if err != nil {
 		e := sipError(t, "Validate", err)
 		code, _, drop := parser.Answer(m, err)
-		if drop != m.IsResponse() || !drop && code != e.Code {
-			t.Fatalf("Answer(%v) = %d drop=%v for a response=%v", err, code, drop, m.IsResponse())
+		// Responses and ACKs are never answered (RFC 3261 18.1.2, 17.1.1.3).
+		if unanswerable := m.IsResponse() || m.Method() == parser.MethodAck; drop != unanswerable || !drop && code != e.Code {
+			t.Fatalf("Answer(%v) = %d drop=%v for a response=%v, method %s", err, code, drop, m.IsResponse(), m.MethodBytes())
 		}
 		if err == parser.ErrBadExtension {
 			// The value of the 420's Unsupported: option-tag *(COMMA option-tag).
