@@ -241,21 +241,32 @@ func TestRedisBatch(t *testing.T) {
 	hi := n.register(t, "hi", Limit{Rate: 100, MaxWait: time.Second})
 	lo := n.register(t, "lo", Limit{Rate: 10, MaxWait: time.Second})
 	start := time.Now()
-	var slots []time.Duration
+	// Each slot read here lies between the time before its call and the
+	// time after, plus its wait: a loaded machine stalling this goroutine
+	// must not pass for two slots handed out together.
+	var slots, before, after []time.Duration
 	sources := map[Source]int{}
 	for range 40 {
+		t0 := time.Since(start)
 		d, err := n.Reserve(context.Background(), hi)
 		if err != nil || d.Over {
 			t.Fatalf("%+v %v", d, err)
 		}
+		t1 := time.Since(start)
 		sources[d.Source]++
-		slots = append(slots, time.Since(start)+d.Wait)
+		slots, before, after = append(slots, t1+d.Wait), append(before, t0+d.Wait), append(after, t1+d.Wait)
 	}
 	// Blocks of 1, 2, 4, 8, 8, 8, 8, 1 (the last cut to 40).
 	if calls := n.metric(t, "sipedge_ratelimit_redis_calls_total"); calls != 8 || sources[SourceHeld] != 32 {
 		t.Fatalf("%v round trips, sources %v", calls, sources)
 	}
-	checkWindows(t, slots, 100, 11500*time.Microsecond/2)
+	for i := 1; i < len(after); i++ {
+		// At most this far apart; at least half an interval (11.5 ms).
+		if gap := after[i] - before[i-1]; gap < 11500*time.Microsecond/2 {
+			t.Fatalf("slots %d and %d are at most %v apart, want at least 5.75 ms", i-1, i, gap)
+		}
+	}
+	checkWindows(t, slots, 100, 0)
 	// Below BatchMinRate, one slot per round trip.
 	for range 3 {
 		if d, _ := n.Reserve(context.Background(), lo); d.Source != SourceRedis {
