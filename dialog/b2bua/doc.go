@@ -31,7 +31,8 @@
 // B-leg ACK. In-dialog requests are matched by Call-ID and tags and relayed
 // to the other leg with that leg's identifiers; BYE from either side ends
 // both legs. CANCEL is answered 200, the B-leg is cancelled once it has sent
-// a provisional (RFC 3261 9.1), and the caller gets 487. A 2xx from a B-leg
+// a provisional (RFC 3261 9.1), with the caller's Reason when the header
+// policy allows Reason (RFC 3326), and the caller gets 487. A 2xx from a B-leg
 // the call no longer wants is ACKed and BYEd, so one call never reaches the
 // caller twice: a late or forked answer, one that crossed the call's end, or
 // one that came after the INVITE's transaction had ended (RFC 3261

@@ -796,7 +796,7 @@ func (e *Engine) onCancel(m *parser.Message, a *txn.Action) {
 		// A re-INVITE being relayed: 200 to the CANCEL, and the one sent on
 		// the other leg cancelled, whose 487 is relayed back (RFC 3261 9).
 		e.respond(a.Txn, m, 200, "OK", nil)
-		if r := &c.relays[role.slot]; r.out != 0 && e.txns.Cancel(r.out, e.now) == nil {
+		if r := &c.relays[role.slot]; r.out != 0 && e.txns.CancelWith(r.out, e.cancelHeaders(m), e.now) == nil {
 			e.after()
 		}
 		return
@@ -821,13 +821,27 @@ func (e *Engine) onCancel(m *parser.Message, a *txn.Action) {
 	if req := e.aInviteCopy(c); req != nil {
 		e.respond(c.aTxn, req, 487, "Request Terminated", c.a.localTag)
 	}
-	e.abandon(c)
+	e.abandon(c, m)
 }
 
-// abandon stops the sequence because the caller gave up: the carrier in
-// flight is cancelled (RFC 3261 9.1) and the call ends with its final
-// response, so that a 2xx crossing the CANCEL is ACKed and BYEd.
-func (e *Engine) abandon(c *Call) {
+// cancelHeaders returns the header lines of cancel, the caller's CANCEL,
+// that go on the CANCEL sipedge sends on the other leg: its Reason (RFC
+// 3326 2; "Call completed elsewhere" keeps the callee from showing a missed
+// call) when the header policy allows Reason. The rest of a CANCEL is its
+// INVITE's (RFC 3261 9.1). The lines are in e.out, for CancelWith to copy.
+func (e *Engine) cancelHeaders(cancel *parser.Message) []byte {
+	if !e.policy.kinds.Has(parser.HeaderReason) {
+		return nil
+	}
+	e.out = parser.AppendKind(e.out[:0], cancel, parser.HeaderReason)
+	return e.out
+}
+
+// abandon stops the sequence because the caller gave up with cancel, its
+// CANCEL: the carrier in flight is cancelled (RFC 3261 9.1) and the call
+// ends with its final response, so that a 2xx crossing the CANCEL is ACKed
+// and BYEd.
+func (e *Engine) abandon(c *Call, cancel *parser.Message) {
 	c.canceled = true
 	if c.seqTimer != 0 {
 		e.env.Clock.Stop(c.seqTimer)
@@ -839,7 +853,7 @@ func (e *Engine) abandon(c *Call) {
 		e.env.Policy.OnRouteFailure(c, &c.seq.Routes()[st.BurnedRoute], st.Attempt)
 	}
 	if c.bTxn != 0 {
-		if err := e.txns.Cancel(c.bTxn, e.now); err == nil {
+		if err := e.txns.CancelWith(c.bTxn, e.cancelHeaders(cancel), e.now); err == nil {
 			e.after()
 			return
 		}
