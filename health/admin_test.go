@@ -98,13 +98,13 @@ func TestAdminHandler(t *testing.T) {
 func TestGroupConfigJSON(t *testing.T) {
 	in := GroupConfig{Name: "g", Algorithm: AlgorithmRoundRobin, Transport: TransportUDP,
 		Probe:        ProbeConfig{Enabled: true, Interval: 20 * time.Millisecond, Timeout: 50 * time.Millisecond, FailureThreshold: 1, SuccessThreshold: 1, Jitter: 5 * time.Millisecond},
-		Passive:      PassiveConfig{Outcomes: []string{PassiveTransportError}, FailureThreshold: 2, HalfOpenCalls: 1, DownTime: 10 * time.Second},
+		Passive:      PassiveConfig{Outcomes: []string{PassiveTransportError}, FailureThreshold: 2, HalfOpenCalls: 1, DownTime: 10 * time.Second, MaxRetryAfter: 60 * time.Second},
 		Destinations: dests(1)}
 	b, err := json.Marshal(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{`"interval_secs":0.02`, `"timeout_ms":50`, `"jitter_ms":5`, `"failure_threshold":1`, `"down_secs":10`, `"outcomes":["transport_error"]`, `"address":"127.0.0.1:5061"`} {
+	for _, key := range []string{`"interval_secs":0.02`, `"timeout_ms":50`, `"jitter_ms":5`, `"failure_threshold":1`, `"down_secs":10`, `"max_retry_after_secs":60`, `"outcomes":["transport_error"]`, `"address":"127.0.0.1:5061"`} {
 		if !strings.Contains(string(b), key) {
 			t.Fatalf("%s lacks %s", b, key)
 		}
@@ -114,7 +114,7 @@ func TestGroupConfigJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	if out.Probe.Interval != in.Probe.Interval || out.Probe.Timeout != in.Probe.Timeout || out.Probe.Jitter != in.Probe.Jitter ||
-		out.Passive.DownTime != in.Passive.DownTime || out.Passive.Outcomes[0] != PassiveTransportError || out.Destinations[0] != in.Destinations[0] {
+		out.Passive.DownTime != in.Passive.DownTime || out.Passive.MaxRetryAfter != in.Passive.MaxRetryAfter || out.Passive.Outcomes[0] != PassiveTransportError || out.Destinations[0] != in.Destinations[0] {
 		t.Fatalf("round trip: %+v", out)
 	}
 }
@@ -145,6 +145,8 @@ func TestGroupConfigValidate(t *testing.T) {
 	f(func(g *GroupConfig) { g.Probe.Jitter = -time.Second }, "probe.jitter_ms")
 	f(func(g *GroupConfig) { g.Passive.Outcomes = []string{"busy"} }, `passive.outcomes[0]: "busy"`)
 	f(func(g *GroupConfig) { g.Passive.HalfOpenCalls = -2 }, "passive.half_open_calls")
+	f(func(g *GroupConfig) { g.Passive.MaxRetryAfter = 500 * time.Millisecond }, "passive.max_retry_after_secs: 500ms: want 1 s to 24h0m0s")
+	f(func(g *GroupConfig) { g.Passive.MaxRetryAfter = 25 * time.Hour }, "passive.max_retry_after_secs: 25h0m0s")
 	f(func(g *GroupConfig) { g.Destinations[1].URI = "tel:+12025550123" }, "destinations[1].uri")
 	f(func(g *GroupConfig) { g.Destinations[1].Address = "127.0.0.1" }, "destinations[1].address: \"127.0.0.1\": missing port")
 	f(func(g *GroupConfig) { g.Destinations[1].Address = "127.0.0.1:0" }, "want a port from 1 to 65535")
@@ -158,7 +160,7 @@ func TestGroupConfigValidate(t *testing.T) {
 	n, err := GroupConfig{Name: "g", Destinations: []DestConfig{{URI: "sip:a", Address: "1.2.3.4:5"}}}.normalize()
 	if err != nil || n.Algorithm != AlgorithmWeighted || n.Transport != TransportUDP || n.Probe.Timeout != DefaultProbeTimeout ||
 		n.Probe.SuccessThreshold != DefaultSuccessThreshold || n.Probe.Jitter != 0 || n.Passive.HalfOpenCalls != DefaultHalfOpenCalls ||
-		n.Passive.DownTime != DefaultPassiveDownTime || n.Destinations[0].Weight != 1 {
+		n.Passive.DownTime != DefaultPassiveDownTime || n.Passive.MaxRetryAfter != DefaultMaxRetryAfter || n.Destinations[0].Weight != 1 {
 		t.Fatalf("defaults: %+v %v", n, err)
 	}
 }

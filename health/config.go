@@ -47,6 +47,12 @@ const (
 	DefaultPassiveFailureThreshold = 3
 	DefaultHalfOpenCalls           = 3
 	DefaultPassiveDownTime         = 30 * time.Second
+	// DefaultMaxRetryAfter bounds the cooldown a 503's Retry-After buys: a
+	// carrier's "Retry-After: 86400" on one call must not take a gateway
+	// out of rotation for a day.
+	DefaultMaxRetryAfter = 300 * time.Second
+	// MaxRetryAfterLimit is the largest max_retry_after_secs accepted.
+	MaxRetryAfterLimit = 24 * time.Hour
 )
 
 // GroupConfig is a gateway group: one carrier's pool of destinations. It
@@ -85,7 +91,7 @@ type ProbeConfig struct {
 
 // PassiveConfig says which outcomes of real calls count against a member,
 // and how a member comes back (the YAML's gateway.groups[].passive). In
-// JSON down_secs is a number of seconds.
+// JSON down_secs and max_retry_after_secs are numbers of seconds.
 type PassiveConfig struct {
 	// Disabled turns passive signals off: calls never mark a member down.
 	Disabled bool
@@ -103,6 +109,10 @@ type PassiveConfig struct {
 	// down by calls stays down before it is given trial calls again; a
 	// probed group's members come back through probing. Default 30 s.
 	DownTime time.Duration
+	// MaxRetryAfter caps the cooldown that a 503's Retry-After (RFC 3261
+	// 21.5.4, 20.33) to a call or a probe puts a member in; longer ones are
+	// cut to it, logged and counted. Default 300 s, at most 24 h.
+	MaxRetryAfter time.Duration
 }
 
 // DestConfig is one member of a gateway group.
@@ -131,6 +141,7 @@ type passiveJSON struct {
 	FailureThreshold int      `json:"failure_threshold"`
 	HalfOpenCalls    int      `json:"half_open_calls"`
 	DownTime         float64  `json:"down_secs"`
+	MaxRetryAfter    float64  `json:"max_retry_after_secs"`
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -184,6 +195,7 @@ func (p PassiveConfig) MarshalJSON() ([]byte, error) {
 		FailureThreshold: p.FailureThreshold,
 		HalfOpenCalls:    p.HalfOpenCalls,
 		DownTime:         p.DownTime.Seconds(),
+		MaxRetryAfter:    p.MaxRetryAfter.Seconds(),
 	})
 }
 
@@ -195,6 +207,7 @@ func (p *PassiveConfig) UnmarshalJSON(b []byte) error {
 		FailureThreshold: p.FailureThreshold,
 		HalfOpenCalls:    p.HalfOpenCalls,
 		DownTime:         p.DownTime.Seconds(),
+		MaxRetryAfter:    p.MaxRetryAfter.Seconds(),
 	}
 	if err := strictUnmarshal(b, &j); err != nil {
 		return err
@@ -203,7 +216,11 @@ func (p *PassiveConfig) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return err
 	}
-	*p = PassiveConfig{Disabled: j.Disabled, Outcomes: j.Outcomes, FailureThreshold: j.FailureThreshold, HalfOpenCalls: j.HalfOpenCalls, DownTime: d}
+	ra, err := duration("max_retry_after_secs", j.MaxRetryAfter, time.Second)
+	if err != nil {
+		return err
+	}
+	*p = PassiveConfig{Disabled: j.Disabled, Outcomes: j.Outcomes, FailureThreshold: j.FailureThreshold, HalfOpenCalls: j.HalfOpenCalls, DownTime: d, MaxRetryAfter: ra}
 	return nil
 }
 
@@ -244,6 +261,7 @@ func (g GroupConfig) normalize() (GroupConfig, error) {
 	orDefault(&g.Passive.FailureThreshold, DefaultPassiveFailureThreshold)
 	orDefault(&g.Passive.HalfOpenCalls, DefaultHalfOpenCalls)
 	orDefault(&g.Passive.DownTime, DefaultPassiveDownTime)
+	orDefault(&g.Passive.MaxRetryAfter, DefaultMaxRetryAfter)
 	for i := range g.Destinations {
 		orDefault(&g.Destinations[i].Weight, 1)
 	}
@@ -301,6 +319,9 @@ func (g GroupConfig) normalize() (GroupConfig, error) {
 	}
 	if s.DownTime < 0 {
 		bad("passive.down_secs", "must not be negative")
+	}
+	if s.MaxRetryAfter < time.Second || s.MaxRetryAfter > MaxRetryAfterLimit {
+		bad("passive.max_retry_after_secs", "%v: want 1 s to %v", s.MaxRetryAfter, MaxRetryAfterLimit)
 	}
 	if len(g.Destinations) == 0 {
 		bad("destinations", "at least one destination required")

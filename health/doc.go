@@ -12,7 +12,8 @@
 //     allocate once that Selector has seen the group's current version.
 //   - ReportCall records what a real call said about the member Pick
 //     returned; call it exactly once per Member returned with OK.
-//   - Cooldown skips a member for a while (a 503 with Retry-After).
+//   - Cooldown skips a member for a while (a 503 with Retry-After), at
+//     most passive.max_retry_after_secs (default 300 s).
 //
 // The writers are the probe loop and the Prober's callbacks (the health of a
 // member), ReportCall (passive signals) and the control plane (AddGroup,
@@ -40,8 +41,11 @@
 // every member each interval plus a random jitter; failure_threshold failed
 // probes in a row (no reply, or a reply not in healthy_codes: by default
 // any reply but 503) mark a member down, and success_threshold good ones
-// bring a down member back. A 503 with Retry-After to a probe is a
-// cooldown for that long, neither a success nor a failure. The outcomes of
+// bring a down member back. A 503 with Retry-After to a probe or a call is a
+// cooldown for that long, neither a success nor a failure; a Retry-After
+// longer than the group's passive.max_retry_after_secs (default 300 s) is
+// cut to it, logged and counted, so that one reply cannot take a gateway
+// out for hours. The outcomes of
 // real calls the group's passive config counts (by default no response to
 // an INVITE, 503, transport errors) mark a member down after
 // passive.failure_threshold in a row, between probes. A member that comes
@@ -60,8 +64,9 @@
 // and counted. Per member, in the Options.Metrics set, labelled group, uri
 // and address: sipedge_gateway_member_up (1 when not down and resolvable),
 // sipedge_gateway_member_consecutive_failures{source="probe"|"call"},
-// sipedge_gateway_probe_rtt_seconds (histogram) and
-// sipedge_gateway_member_transitions_total{to="up"|"down"|"half_open"}. A
+// sipedge_gateway_probe_rtt_seconds (histogram),
+// sipedge_gateway_member_transitions_total{to="up"|"down"|"half_open"} and
+// sipedge_gateway_retry_after_capped_total (Retry-Afters cut to the cap). A
 // runtime group's metrics are created when it is added and unregistered
 // when it, or the member, is removed.
 //

@@ -72,8 +72,9 @@ type state struct {
 	metricNames []string
 	nextProbe   time.Duration
 
-	rtt         *metrics.Histogram
-	transitions [3]*metrics.Counter // by new state
+	rtt              *metrics.Histogram
+	transitions      [3]*metrics.Counter // by new state
+	retryAfterCapped *metrics.Counter    // Retry-Afters cut to passive.max_retry_after_secs
 }
 
 // health returns the member's state: stateUp, stateDown or stateHalfOpen.
@@ -182,9 +183,18 @@ func (r *Registry) toUp(st *state) {
 	}
 }
 
-// setCooldown makes Pick skip the member for d, logging when a cooldown
-// starts (not when a running one is extended).
+// setCooldown makes Pick skip the member for d (a 503's Retry-After), cut
+// to the group's passive.max_retry_after_secs: a carrier's Retry-After is
+// advice (RFC 3261 21.5.4), and one reply must not take a gateway out for
+// hours. It logs when a cooldown starts (not when a running one is
+// extended) and counts every cut.
 func (r *Registry) setCooldown(st *state, d time.Duration, why string) {
+	set := st.settings.Load()
+	asked := d
+	if max := set.passive.MaxRetryAfter; max > 0 && d > max {
+		d = max
+		st.retryAfterCapped.Inc()
+	}
 	now := int64(r.now())
 	until := now + int64(d)
 	for {
@@ -195,7 +205,11 @@ func (r *Registry) setCooldown(st *state, d time.Duration, why string) {
 		if st.cooldown.CompareAndSwap(old, until) {
 			st.word.Or(flagCooldown) // after the deadline: Pick reads it when the flag is set
 			if old <= now && !st.removed.Load() {
-				r.log.Info("gateway member in cooldown", append(st.logAttrs(st.settings.Load()), "by", why, "for", d)...)
+				attrs := append(st.logAttrs(set), "by", why, "for", d)
+				if asked != d {
+					attrs = append(attrs, "retry_after", asked, "capped_to", d)
+				}
+				r.log.Info("gateway member in cooldown", attrs...)
 			}
 			// The loop may sleep for up to a second: it wakes to clear the
 			// cooldown on time (Pick's fast path skips the clock then).
@@ -343,6 +357,7 @@ func (r *Registry) registerMetrics(st *state, group string) {
 		return float64(st.callFails.Load())
 	})
 	st.rtt = r.set.NewHistogram(name("sipedge_gateway_probe_rtt_seconds", ""))
+	st.retryAfterCapped = r.set.NewCounter(name("sipedge_gateway_retry_after_capped_total", ""))
 	for s, n := range stateNames {
 		st.transitions[s] = r.set.NewCounter(name("sipedge_gateway_member_transitions_total", `,to="`+n+`"`))
 	}

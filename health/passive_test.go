@@ -176,6 +176,44 @@ func TestCallCooldown(t *testing.T) {
 	}
 }
 
+// A Retry-After longer than passive.max_retry_after_secs, to a call or to a
+// probe, buys a cooldown of the cap only: one carrier 503 with
+// "Retry-After: 86400" must not take a gateway out for a day. The cut is
+// logged and counted.
+func TestRetryAfterCapped(t *testing.T) {
+	r, logs := newTestRegistry(t, Options{},
+		GroupConfig{Name: "def", Destinations: dests(1)},
+		GroupConfig{Name: "g", Destinations: dests(2), Passive: PassiveConfig{MaxRetryAfter: 60 * time.Second}})
+	cooldownLeft := func(s *state) time.Duration { return time.Duration(s.cooldown.Load()) - r.now() }
+	var sel Selector
+
+	m, _ := r.Pick("def", 0, &sel)
+	r.Cooldown(m, 24*time.Hour)
+	if left := cooldownLeft(m.st); left > DefaultMaxRetryAfter || left < DefaultMaxRetryAfter-time.Minute {
+		t.Fatalf("default cap: cooldown of %v, want about %v", left, DefaultMaxRetryAfter)
+	}
+	m, _ = r.Pick("g", 0, &sel)
+	r.Cooldown(m, 24*time.Hour)
+	if left := cooldownLeft(m.st); left > time.Minute || left < 50*time.Second {
+		t.Fatalf("call: cooldown of %v, want about 1m", left)
+	}
+	probed := st(t, r, "g", 1-m.Index)
+	r.probeDone(probed, ProbeResult{Code: 503, RetryAfter: 24 * time.Hour})
+	if left := cooldownLeft(probed); left > time.Minute || left < 50*time.Second {
+		t.Fatalf("probe: cooldown of %v, want about 1m", left)
+	}
+	r.Cooldown(m, 30*time.Second) // under the cap: honoured as asked, not counted
+	if n := m.st.retryAfterCapped.Get(); n != 1 {
+		t.Fatalf("%d capped Retry-Afters counted for the call's member, want 1", n)
+	}
+	if n := probed.retryAfterCapped.Get(); n != 1 {
+		t.Fatalf("%d capped Retry-Afters counted for the probed member, want 1", n)
+	}
+	if n := logs.count(`retry_after=24h0m0s capped_to=1m0s`); n != 2 {
+		t.Fatalf("%d log lines name the cap, want 2:\n%s", n, logs)
+	}
+}
+
 // A trial is reserved atomically: concurrent reservations never take more
 // than there are, even when they all passed the usable check.
 func TestTakeTrial(t *testing.T) {

@@ -503,3 +503,58 @@ func TestMergedInviteLoopDetected(t *testing.T) {
 		t.Fatalf("%d calls, want 1", r.e.Calls())
 	}
 }
+
+// The caller's CANCEL's Reason (RFC 3326 2: "Call completed elsewhere",
+// which tells the callee not to show a missed call) reaches the carrier on
+// sipedge's CANCEL when the header policy allows Reason, also when that
+// CANCEL waits for the carrier's first provisional (RFC 3261 9.1); nothing
+// else of the caller's CANCEL does.
+func TestCancelRelaysReason(t *testing.T) {
+	const reason = `SIP;cause=200;text="Call completed elsewhere"`
+	for _, allow := range []bool{true, false} {
+		r := newRig(t, func(c *Config) {
+			if allow {
+				c.HeaderAllow = append(c.HeaderAllow, "Reason")
+			}
+		})
+		inv := callerInvite("1", "a-call-1", "15551234")
+		binv := r.startCall()
+		cancel := strings.Replace(strings.Replace(inv, "INVITE sip:", "CANCEL sip:", 1), "CSeq: 10 INVITE", "CSeq: 10 CANCEL", 1)
+		r.recv(caller, cancel[:strings.Index(cancel, "Content-Type")]+"Reason: "+reason+"\r\nContent-Length: 0\r\n\r\n")
+		r.expect(caller, "SIP/2.0 200 OK", "SIP/2.0 487 Request Terminated")
+		r.expect(carrier) // held until a provisional
+		r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
+		bc := r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+		want := reason
+		if !allow {
+			want = ""
+		}
+		if got := hdr(bc, parser.HeaderReason); got != want {
+			t.Errorf("Reason allowed %v: the carrier's CANCEL has Reason %q, want %q", allow, got, want)
+		}
+		if bc.GetByName("X-Keep") != nil {
+			t.Errorf("the caller's X-Keep reached the carrier's CANCEL:\n%s", bc.Bytes())
+		}
+	}
+}
+
+// A CANCEL of a re-INVITE being relayed carries the caller's Reason too.
+func TestCancelReinviteRelaysReason(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.HeaderAllow = append(c.HeaderAllow, "Reason") })
+	_, aTag := r.answerCall()
+	r.recv(caller, inDialogFromCaller("INVITE", "re1", 11, aTag, sdp))
+	r.expect(caller, "SIP/2.0 100 Trying")
+	re := r.expect(carrier, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	r.recv(carrier, carrierResponse(re, 100, "Trying", ""))
+	r.recv(caller, "CANCEL sip:alice-contact@203.0.113.1 SIP/2.0\r\n"+
+		"Via: SIP/2.0/UDP caller.example.org:5061;branch=z9hG4bKCALLERre1\r\n"+
+		"Max-Forwards: 70\r\n"+
+		"From: \"Alice\" <sip:alice@caller.example.org>;tag=atag1\r\n"+
+		"To: <sip:15551234@203.0.113.1>;tag="+aTag+"\r\n"+
+		"Call-ID: a-call-1\r\nCSeq: 11 CANCEL\r\nReason: SIP;cause=487\r\nContent-Length: 0\r\n\r\n")
+	r.expect(caller, "SIP/2.0 200 OK")
+	bc := r.expect(carrier, "CANCEL sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	if got := hdr(bc, parser.HeaderReason); got != "SIP;cause=487" {
+		t.Errorf("the carrier's CANCEL has Reason %q, want the caller's", got)
+	}
+}

@@ -31,10 +31,18 @@
 // B-leg ACK. In-dialog requests are matched by Call-ID and tags and relayed
 // to the other leg with that leg's identifiers; BYE from either side ends
 // both legs. CANCEL is answered 200, the B-leg is cancelled once it has sent
-// a provisional (RFC 3261 9.1), and the caller gets 487. A 2xx from a B-leg
+// a provisional (RFC 3261 9.1), with the caller's Reason when the header
+// policy allows Reason (RFC 3326), and the caller gets 487. A 2xx from a B-leg
 // the call no longer wants is ACKed and BYEd, so one call never reaches the
-// caller twice: a late or forked answer, or one that crossed the call's
-// end. Every call ends in one CDR.
+// caller twice: a late or forked answer, one that crossed the call's end, or
+// one that came after the INVITE's transaction had ended (RFC 3261
+// 13.2.2.4, 15), then built from the 2xx alone and sent where it came from.
+// Each such dialog gets one BYE: while its transaction lives, a
+// retransmitted 2xx is only ACKed again; at most 64 run at once per shard,
+// and a 2xx beyond them is left for the peer to retransmit. Counted in
+// sipedge_late_answers_total, sipedge_late_answers_stray_total (after the
+// transaction) and sipedge_late_answers_over_cap_total. Every call ends in
+// one CDR.
 //
 // # Where messages go
 //

@@ -162,10 +162,11 @@ type Engine struct {
 	shared atomic.Int64 // live, readable from other goroutines (drain, admin)
 	// Transaction counts published for metrics after each input.
 	sharedTxns, sharedRtx, sharedAbsorbed atomic.Int64
-	byCallID                              map[uint64]int32      // xxhash(Call-ID) of either leg -> call
-	roles                                 []txnRole             // by txn.Handle.Index: the transactions the engine is waiting on
-	probes                                map[txn.Handle]*probe // gateway probes in flight
-	sentBy                                []sentBy              // what sipedge writes as its Vias' sent-by
+	byCallID                              map[uint64]int32       // xxhash(Call-ID) of either leg -> call
+	roles                                 []txnRole              // by txn.Handle.Index: the transactions the engine is waiting on
+	probes                                map[txn.Handle]*probe  // gateway probes in flight
+	sentBy                                []sentBy               // what sipedge writes as its Vias' sent-by
+	teardowns                             [maxTeardowns]teardown // dialogs endUnwanted is ending
 
 	acts    []txn.Action      // the table's spare action list (see runActions)
 	req     txn.Built         // the request being built: where appendRequestHead wrote what
@@ -301,7 +302,7 @@ func (e *Engine) Receive(m *parser.Message, from txn.Peer, now time.Duration) {
 			return
 		}
 		if err := e.txns.ReceiveResponse(m, now); err != nil {
-			e.strayResponse(m, err)
+			e.strayResponse(m, from, err)
 			return
 		}
 	} else if !e.admit(m, from) {
@@ -421,22 +422,23 @@ func (e *Engine) after() {
 	}
 }
 
-// strayResponse handles a response no client transaction matches: a
-// retransmitted 2xx that outlived its transaction (RFC 6026) is ACKed
-// again in a live dialog; nothing else is answered, since anyone can send
-// one.
-func (e *Engine) strayResponse(m *parser.Message, _ error) {
-	e.orphan2xx(m, false, txn.Peer{})
+// strayResponse handles a response no client transaction matches, its top
+// Via sipedge's own (Receive checked it): a 2xx to an INVITE that outlived
+// the transaction (RFC 6026 Timer M, or the 64*T1 after a CANCEL) is ACKed
+// again in a live dialog, or ACKed and BYEd where it came from when no call
+// keeps its dialog (orphan2xx). Nothing else is answered.
+func (e *Engine) strayResponse(m *parser.Message, from txn.Peer, _ error) {
+	e.orphan2xx(m, true, from)
 }
 
 // orphan2xx handles a 2xx to an INVITE no call watches: its transaction
-// ended, or the call or re-INVITE it answered is done with it. ours says it
-// matched one of sipedge's client transactions, from peer. In a live
-// dialog it is a retransmission, ACKed again once sipedge has ACKed it
-// (RFC 3261 13.2.2.4). Otherwise one of sipedge's INVITEs established a
-// dialog nobody keeps, as when a carrier's 200 crosses the call's CANCEL
-// or end: it is ACKed and BYEd.
-func (e *Engine) orphan2xx(m *parser.Message, ours bool, peer txn.Peer) {
+// ended (stray, from peer), or the call or re-INVITE it answered is done
+// with it (its transaction's peer). In a live dialog it is a
+// retransmission, ACKed again once sipedge has ACKed it (RFC 3261
+// 13.2.2.4). Otherwise one of sipedge's INVITEs established a dialog nobody
+// keeps, as when a carrier's 200 crosses the call's CANCEL or end, or comes
+// after its transaction: it is ACKed and BYEd (RFC 3261 13.2.2.4, 15).
+func (e *Engine) orphan2xx(m *parser.Message, stray bool, peer txn.Peer) {
 	if code := m.StatusCode(); code < 200 || code >= 300 {
 		return
 	}
@@ -455,9 +457,7 @@ func (e *Engine) orphan2xx(m *parser.Message, ours bool, peer txn.Peer) {
 			return
 		}
 	}
-	if ours {
-		e.endUnwanted(c, m, peer)
-	}
+	e.endUnwanted(c, m, peer, stray)
 }
 
 // rejectStateless answers a request the transaction layer refused.

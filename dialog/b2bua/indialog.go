@@ -199,7 +199,7 @@ func (e *Engine) onResponse(m *parser.Message, a *txn.Action) {
 	h := a.Txn
 	c, role := e.roleOf(h)
 	if c == nil {
-		e.orphan2xx(m, true, a.Peer)
+		e.orphan2xx(m, false, a.Peer)
 		return
 	}
 	switch role.kind {
@@ -326,8 +326,9 @@ func (e *Engine) onTxnFailure(h txn.Handle, transport bool) {
 
 // sendBye sends a BYE on leg l in a client transaction of the engine's own,
 // with the headers the policy relays of from, the other side's BYE, when
-// it answers one (a Reason, RFC 3326).
-func (e *Engine) sendBye(c *Call, l *leg, from *parser.Message) {
+// it answers one (a Reason, RFC 3326). It returns the BYE's transaction,
+// 0 when it could not be sent.
+func (e *Engine) sendBye(c *Call, l *leg, from *parser.Message) txn.Handle {
 	if c != nil && !l.acked && (l == &c.b && c.answered || len(c.ok2xx) > 0 && l == c.leg(opposite(c.rtxTo))) {
 		// The 2xx sipedge got on l and relayed, whose ACK it still awaits
 		// from the other side: ACKed first (RFC 3261 13.2.2.4), or the peer
@@ -340,12 +341,15 @@ func (e *Engine) sendBye(c *Call, l *leg, from *parser.Message) {
 		b = e.policy.appendAllowed(b, from)
 	}
 	e.out = parser.AppendBody(b, "", nil)
-	if h, err := e.sendBuilt(l.peer); err == nil {
-		if c != nil {
-			e.watch(h, c, roleBye, 0, -1)
-		}
-		e.after()
+	h, err := e.sendBuilt(l.peer)
+	if err != nil {
+		return 0
 	}
+	if c != nil {
+		e.watch(h, c, roleBye, 0, -1)
+	}
+	e.after()
+	return h
 }
 
 // hangup ends a confirmed call from sipedge's side: BYE on both legs.

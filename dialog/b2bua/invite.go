@@ -1,6 +1,7 @@
 package b2bua
 
 import (
+	"math/bits"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -411,7 +412,7 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 	code := m.StatusCode()
 	if h != c.bTxn || c.canceled {
 		if code >= 200 && code < 300 {
-			e.endUnwanted(c, m, peer)
+			e.endUnwanted(c, m, peer, false)
 		}
 		if h == c.bTxn && code >= 200 {
 			e.end(c, hangupCaller) // the caller cancelled; the carrier has answered
@@ -447,7 +448,7 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 				return
 			}
 			// A second dialog from a forking carrier: ACK and BYE it.
-			e.endUnwanted(c, m, peer)
+			e.endUnwanted(c, m, peer, false)
 			return
 		}
 		e.confirmLeg(&c.b, m)
@@ -503,18 +504,86 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 	}
 }
 
+// maxTeardowns bounds the dialogs an engine ends from a 2xx alone at once
+// (endUnwanted): a flood of 2xx responses, which anyone can send with
+// sipedge's Via, costs at most this many BYE transactions per shard.
+const maxTeardowns = 64
+
+// teardown is a dialog endUnwanted is ending: its BYE's client transaction
+// and the dialog's key (dialogKey). It lasts as long as the transaction
+// does, which is what lets a retransmitted 2xx be ACKed again without
+// another BYE.
+type teardown struct {
+	dialog uint64
+	bye    txn.Handle // 0: the slot is free
+}
+
+// dialogKey names the dialog a 2xx to one of sipedge's INVITEs establishes:
+// its Call-ID and To tag (RFC 3261 12), sipedge's From tag being unique per
+// Call-ID.
+func dialogKey(callID, toTag []byte) uint64 {
+	return xxhash.Sum64(callID) ^ bits.RotateLeft64(xxhash.Sum64(toTag), 1)
+}
+
 // endUnwanted ACKs and BYEs the dialog a 2xx establishes that no call keeps
-// (RFC 3261 13.2.2.4): a late answer from a carrier the call left, a second
-// dialog from a forking carrier, an answer that crossed the call's end. c
-// is the call the answer belongs to, nil when it has ended. The dialog is
-// built from the response alone in the engine's scratch leg, which never
-// shares a call's buffers: a call's leg copied into it would be rewritten.
-func (e *Engine) endUnwanted(c *Call, m *parser.Message, peer txn.Peer) {
-	e.m.lateAnswers.Inc()
+// (RFC 3261 13.2.2.4, 15): a late answer from a carrier the call left, a
+// second dialog from a forking carrier, an answer that crossed the call's
+// end, or one that came after its INVITE's transaction had ended (stray).
+// c is the call the answer belongs to, nil when it has ended; peer is where
+// the ACK and BYE go. The dialog is built from the response alone (RFC 3261
+// 12.1.2): its Contact as the Request-URI, its Record-Route reversed as the
+// route set, its From, To and Call-ID, the BYE's CSeq one above the
+// INVITE's. It is built in the engine's scratch leg, which never shares a
+// call's buffers: a call's leg copied into it would be rewritten.
+//
+// Once per dialog: while the BYE's transaction lives, a retransmission of
+// the 2xx is only ACKed again. At most maxTeardowns run at once; a 2xx
+// beyond them is left unanswered, and the peer, which retransmits it, gets
+// its ACK and BYE when a slot is free, or ends the dialog itself after
+// 64*T1 (RFC 3261 13.3.1.4).
+func (e *Engine) endUnwanted(c *Call, m *parser.Message, peer txn.Peer, stray bool) {
+	var to parser.Address
+	if m.To(&to) != nil || len(to.Tag) == 0 {
+		return // a 2xx without a To tag establishes no dialog to end
+	}
+	key := dialogKey(m.CallID(), to.Tag)
+	free := -1
+	for i := range e.teardowns {
+		td := &e.teardowns[i]
+		if td.bye != 0 {
+			if _, _, live := e.txns.State(td.bye); !live {
+				td.bye = 0
+			}
+		}
+		switch {
+		case td.bye == 0:
+			if free < 0 {
+				free = i
+			}
+		case td.dialog == key:
+			e.scratch.reset()
+			e.legFromResponse(&e.scratch, m, peer)
+			e.ack(&e.scratch, nil) // a retransmission: ACKed again, not BYEd again
+			return
+		}
+	}
+	if free < 0 {
+		e.m.teardownsOverCap.Inc()
+		return
+	}
 	e.scratch.reset()
 	e.legFromResponse(&e.scratch, m, peer)
+	if len(e.scratch.target) == 0 {
+		return // no SIP Contact: nowhere to address the ACK and BYE
+	}
+	e.m.lateAnswers.Inc()
+	if stray {
+		e.m.strayAnswers.Inc()
+	}
 	e.ack(&e.scratch, nil)
-	e.sendBye(c, &e.scratch, nil)
+	if h := e.sendBye(c, &e.scratch, nil); h != 0 {
+		e.teardowns[free] = teardown{dialog: key, bye: h}
+	}
 }
 
 // legFromResponse fills l with the dialog a 2xx to one of sipedge's
@@ -727,7 +796,7 @@ func (e *Engine) onCancel(m *parser.Message, a *txn.Action) {
 		// A re-INVITE being relayed: 200 to the CANCEL, and the one sent on
 		// the other leg cancelled, whose 487 is relayed back (RFC 3261 9).
 		e.respond(a.Txn, m, 200, "OK", nil)
-		if r := &c.relays[role.slot]; r.out != 0 && e.txns.Cancel(r.out, e.now) == nil {
+		if r := &c.relays[role.slot]; r.out != 0 && e.txns.CancelWith(r.out, e.cancelHeaders(m), e.now) == nil {
 			e.after()
 		}
 		return
@@ -752,13 +821,27 @@ func (e *Engine) onCancel(m *parser.Message, a *txn.Action) {
 	if req := e.aInviteCopy(c); req != nil {
 		e.respond(c.aTxn, req, 487, "Request Terminated", c.a.localTag)
 	}
-	e.abandon(c)
+	e.abandon(c, m)
 }
 
-// abandon stops the sequence because the caller gave up: the carrier in
-// flight is cancelled (RFC 3261 9.1) and the call ends with its final
-// response, so that a 2xx crossing the CANCEL is ACKed and BYEd.
-func (e *Engine) abandon(c *Call) {
+// cancelHeaders returns the header lines of cancel, the caller's CANCEL,
+// that go on the CANCEL sipedge sends on the other leg: its Reason (RFC
+// 3326 2; "Call completed elsewhere" keeps the callee from showing a missed
+// call) when the header policy allows Reason. The rest of a CANCEL is its
+// INVITE's (RFC 3261 9.1). The lines are in e.out, for CancelWith to copy.
+func (e *Engine) cancelHeaders(cancel *parser.Message) []byte {
+	if !e.policy.kinds.Has(parser.HeaderReason) {
+		return nil
+	}
+	e.out = parser.AppendKind(e.out[:0], cancel, parser.HeaderReason)
+	return e.out
+}
+
+// abandon stops the sequence because the caller gave up with cancel, its
+// CANCEL: the carrier in flight is cancelled (RFC 3261 9.1) and the call
+// ends with its final response, so that a 2xx crossing the CANCEL is ACKed
+// and BYEd.
+func (e *Engine) abandon(c *Call, cancel *parser.Message) {
 	c.canceled = true
 	if c.seqTimer != 0 {
 		e.env.Clock.Stop(c.seqTimer)
@@ -770,7 +853,7 @@ func (e *Engine) abandon(c *Call) {
 		e.env.Policy.OnRouteFailure(c, &c.seq.Routes()[st.BurnedRoute], st.Attempt)
 	}
 	if c.bTxn != 0 {
-		if err := e.txns.Cancel(c.bTxn, e.now); err == nil {
+		if err := e.txns.CancelWith(c.bTxn, e.cancelHeaders(cancel), e.now); err == nil {
 			e.after()
 			return
 		}

@@ -15,6 +15,8 @@ type engineMetrics struct {
 	rejected         *vm.Counter
 	unknownSource    *vm.Counter
 	lateAnswers      *vm.Counter
+	strayAnswers     *vm.Counter
+	teardownsOverCap *vm.Counter
 	retransmitted2xx *vm.Counter
 	orphans          *vm.Counter
 	attempts         *vm.Counter
@@ -49,6 +51,8 @@ func newMetrics(set *vm.Set, shard int) engineMetrics {
 		rejected:         set.NewCounter(name("sipedge_calls_rejected_total")),
 		unknownSource:    set.NewCounter(name("sipedge_unknown_source_invites_total")),
 		lateAnswers:      set.NewCounter(name("sipedge_late_answers_total")),
+		strayAnswers:     set.NewCounter(name("sipedge_late_answers_stray_total")),
+		teardownsOverCap: set.NewCounter(name("sipedge_late_answers_over_cap_total")),
 		retransmitted2xx: set.NewCounter(name("sipedge_2xx_retransmissions_total")),
 		orphans:          set.NewCounter(name("sipedge_orphan_calls_total")),
 		attempts:         set.NewCounter(name("sipedge_lcr_failed_attempts_total")),

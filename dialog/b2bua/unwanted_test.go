@@ -1,6 +1,7 @@
 package b2bua
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +56,8 @@ func TestForkedAnswerLeavesTheCallsDialog(t *testing.T) {
 	r.recv(carrier, carrierResponseTagged(binv, 200, "OK", sdp, "fork1"))
 	fork := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
 	wantTag(t, fork, "fork1")
+	r.recv(carrier, carrierResponseTagged(binv, 200, "OK", sdp, "fork1"))
+	wantTag(t, r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0"), "fork1") // ACKed again, not BYEd again
 
 	// A health probe reuses the scratch dialog.
 	r.e.Probe(txn.Peer{Addr: carrier, Transport: txn.TransportUDP}, "sip:198.51.100.20:5070", time.Second, r.now, func(int, time.Duration, time.Duration, error) {})
@@ -277,4 +280,120 @@ func TestByeAfterReinvite2xxAcknowledgesIt(t *testing.T) {
 	if got, want := hdr(ms[0], parser.HeaderCSeq), strings.Replace(hdr(reinv, parser.HeaderCSeq), "INVITE", "ACK", 1); got != want {
 		t.Fatalf("ACK CSeq %q, want %q", got, want)
 	}
+}
+
+// stray200 is the carrier's 200 to binv on a dialog of its own (To tag
+// tag) behind two proxies, as it arrives once the INVITE's client
+// transaction has ended: nothing but the response tells its dialog.
+func stray200(binv *parser.Message, tag string) string {
+	b := parser.AppendResponse(nil, binv, 200, "OK", []byte(tag))
+	b = append(b, "Record-Route: <sip:rr1.carrier.example.net;lr>\r\nRecord-Route: <sip:rr2.carrier.example.net;lr>\r\n"...)
+	b = append(b, "Contact: <sip:gw@carrier.example.net:5070>\r\nContent-Type: application/sdp\r\n"...)
+	return string(parser.AppendBody(b, "", []byte(sdp)))
+}
+
+// cancelAndOutliveInvite starts a call the carrier rings, has the caller
+// cancel it and the carrier never answer, and runs the clock until the
+// B-leg INVITE's client transaction has ended (64*T1 after the CANCEL,
+// RFC 3261 9.1). It returns the B-leg INVITE.
+func (r *rig) cancelAndOutliveInvite() *parser.Message {
+	r.t.Helper()
+	inv := callerInvite("1", "a-call-1", "15551234")
+	binv := r.startCall()
+	r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
+	r.expect(caller, "SIP/2.0 180 Ringing")
+	cancel := strings.Replace(strings.Replace(inv, "INVITE sip:", "CANCEL sip:", 1), "CSeq: 10 INVITE", "CSeq: 10 CANCEL", 1)
+	r.recv(caller, cancel[:strings.Index(cancel, "Content-Type")]+"Content-Length: 0\r\n\r\n")
+	r.expect(caller, "SIP/2.0 200 OK", "SIP/2.0 487 Request Terminated")
+	r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.advance(40 * time.Second)
+	r.take(carrier) // the CANCEL's retransmissions
+	r.take(caller)  // the 487's
+	if len(r.calls) != 1 || r.e.Calls() != 0 {
+		r.t.Fatalf("%d CDRs, %d calls up; want the call ended", len(r.calls), r.e.Calls())
+	}
+	return binv
+}
+
+// A 2xx that arrives after the INVITE's client transaction has ended, the
+// call long gone, is still one of sipedge's INVITEs establishing a dialog
+// nobody keeps (RFC 3261 13.2.2.4, 15): it is ACKed and BYEd from the 2xx
+// alone, where it came from; its retransmissions are ACKed again, not
+// BYEd again.
+func TestAnswerAfterTheInviteTransactionEndedIsAckedAndByed(t *testing.T) {
+	r := newRig(t, nil)
+	binv := r.cancelAndOutliveInvite()
+	var from parser.Address
+	if err := binv.From(&from); err != nil {
+		t.Fatal(err)
+	}
+	inviteCSeq, _ := binv.CSeq()
+
+	late := stray200(binv, "late1")
+	r.recv(carrierB, late) // the address it came from is where the ACK and BYE go
+	ms := r.expect(carrierB, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
+	r.expect(carrier)
+	r.expect(caller)
+	wantTag(t, ms, "late1")
+	ack, bye := ms[0], ms[1]
+	for _, m := range ms {
+		if got := tagOf(t, m, parser.HeaderFrom); got != string(from.Tag) {
+			t.Errorf("%s: From tag %q, want the INVITE's %q", firstLine(string(m.Bytes())), got, from.Tag)
+		}
+		if got, want := hdr(m, parser.HeaderCallID), hdr(binv, parser.HeaderCallID); got != want {
+			t.Errorf("%s: Call-ID %q, want %q", firstLine(string(m.Bytes())), got, want)
+		}
+		if !strings.Contains(string(m.Bytes()), "\r\nRoute: <sip:rr2.carrier.example.net;lr>, <sip:rr1.carrier.example.net;lr>\r\n") {
+			t.Errorf("%s: not routed by the reversed Record-Route (RFC 3261 12.1.2):\n%s", firstLine(string(m.Bytes())), m.Bytes())
+		}
+	}
+	if got, want := hdr(ack, parser.HeaderCSeq), fmt.Sprintf("%d ACK", inviteCSeq.Num); got != want {
+		t.Errorf("ACK CSeq %q, want %q", got, want)
+	}
+	if got, want := hdr(bye, parser.HeaderCSeq), fmt.Sprintf("%d BYE", inviteCSeq.Num+1); got != want {
+		t.Errorf("BYE CSeq %q, want %q", got, want)
+	}
+	if n := r.e.m.strayAnswers.Get(); n != 1 {
+		t.Errorf("stray answers counted %d, want 1", n)
+	}
+
+	r.recv(carrierB, late) // the ACK was lost: the carrier sends its 2xx again
+	r.expect(carrierB, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")
+	r.recv(carrierB, callerResponse(bye, 200, "OK"))
+	r.recv(carrierB, late) // still within the BYE's transaction (Timer K)
+	r.expect(carrierB, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")
+	if n := r.e.m.strayAnswers.Get(); n != 1 {
+		t.Errorf("stray answers counted %d after retransmissions, want 1", n)
+	}
+
+	// Nothing else is answered: a 2xx to another method, or one without a
+	// dialog to end.
+	r.recv(carrierB, strings.Replace(late, fmt.Sprintf("CSeq: %d INVITE", inviteCSeq.Num), "CSeq: 7 OPTIONS", 1))
+	r.recv(carrierB, strings.Replace(late, ";tag=late1", "", 1))
+	r.expect(carrierB)
+}
+
+// Stateless teardowns are bounded: at most maxTeardowns BYEs of dialogs
+// known from a 2xx alone are in flight per engine. A 2xx beyond them is
+// left unacknowledged (the carrier retransmits it, and ends the dialog
+// itself after 64*T1, RFC 3261 13.3.1.4) until one of them has finished.
+func TestStrayAnswerTeardownsCapped(t *testing.T) {
+	r := newRig(t, nil)
+	binv := r.cancelAndOutliveInvite()
+	var byes []*parser.Message
+	for i := range maxTeardowns {
+		r.recv(carrier, stray200(binv, fmt.Sprintf("fork%d", i)))
+		byes = append(byes, r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")[1])
+	}
+	over := stray200(binv, "one-too-many")
+	r.recv(carrier, over)
+	r.expect(carrier)
+	if n := r.e.m.teardownsOverCap.Get(); n != 1 {
+		t.Fatalf("teardowns over the cap counted %d, want 1", n)
+	}
+	r.recv(carrier, callerResponse(byes[0], 200, "OK"))
+	r.advance(6 * time.Second) // Timer K (T4) ends the answered BYE's transaction
+	r.take(carrier)            // the other BYEs' retransmissions
+	r.recv(carrier, over)
+	r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
 }

@@ -198,6 +198,15 @@ func (t *Table) ReceiveResponse(m *parser.Message, now time.Duration) error {
 // a no-op; cancelling after a final response returns ErrState. ErrFull means
 // the CANCEL could not be sent; the 64*T1 wait runs all the same.
 func (t *Table) Cancel(h Handle, now time.Duration) error {
+	return t.CancelWith(h, nil, now)
+}
+
+// CancelWith is Cancel with header lines for the CANCEL: complete lines,
+// each ending in CRLF, put after its CSeq, such as the Reason a B2BUA
+// relays from the CANCEL it received (RFC 3326 2). They are copied, and
+// kept with a CANCEL that waits for a provisional; a second cancel's are
+// ignored, like the cancel itself.
+func (t *Table) CancelWith(h Handle, headers []byte, now time.Duration) error {
 	t.begin(now)
 	i, ok := t.lookup(h)
 	if !ok {
@@ -206,14 +215,14 @@ func (t *Table) Cancel(h Handle, now time.Duration) error {
 	if t.txns[i].kind != KindInviteClient {
 		return ErrState
 	}
-	return t.step(i, &event{in: inCancel})
+	return t.step(i, &event{in: inCancel, data: headers})
 }
 
 // AppendCancel appends to dst the CANCEL for INVITE client transaction h,
 // built per RFC 3261 9.1: the INVITE's Request-URI, Call-ID, To, From and
 // CSeq number, CSeq method CANCEL, a single Via equal to the INVITE's top
-// Via, and the INVITE's Route headers. Cancel uses it; a TU that sends its
-// CANCEL itself may too.
+// Via, and the INVITE's Route headers, then the header lines CancelWith
+// was given. Cancel uses it; a TU that sends its CANCEL itself may too.
 func (t *Table) AppendCancel(dst []byte, h Handle) ([]byte, error) {
 	i, ok := t.lookup(h)
 	if !ok {
@@ -232,6 +241,7 @@ func (t *Table) AppendCancel(dst []byte, h Handle) ([]byte, error) {
 	dst = parser.AppendHeader(dst, "To", req.to)
 	dst = parser.AppendHeader(dst, "Call-ID", req.callID)
 	dst = appendCSeq(dst, req.cseq, "CANCEL")
+	dst = append(dst, t.txns[i].cancelHdrs...)
 	return parser.AppendBody(dst, "", nil), nil
 }
 
@@ -366,6 +376,7 @@ func (t *Table) ictCalling(i int32, e *event) error {
 		// RFC 3261 9.1: no CANCEL before a provisional response; hold it.
 		if x.cancel == cancelNone {
 			x.cancel = cancelPending
+			x.cancelHdrs = append(x.cancelHdrs[:0], e.data...)
 		}
 	}
 	return nil
@@ -385,7 +396,11 @@ func (t *Table) ictProceeding(i int32, e *event) error {
 		t.ictReject(i, e.m)
 	case inCancel:
 		// RFC 3261 9.1: a provisional has arrived, the CANCEL may be sent.
-		if x.cancel != cancelSent {
+		switch x.cancel {
+		case cancelNone:
+			x.cancelHdrs = append(x.cancelHdrs[:0], e.data...)
+			return t.sendCancel(i)
+		case cancelPending: // held in Calling: its headers are set
 			return t.sendCancel(i)
 		}
 	case inTimerCancel:

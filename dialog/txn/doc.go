@@ -25,7 +25,7 @@
 // It is not safe for concurrent use.
 //
 // Output. Every input method (ReceiveRequest, ReceiveResponse, SendRequest,
-// SendBuilt, Respond, Cancel, Timeout, TransportError, Terminate) first clears the
+// SendBuilt, Respond, Cancel, CancelWith, Timeout, TransportError, Terminate) first clears the
 // table's action list, then appends to it; the owner reads Actions after the
 // call and, before its next call on the Table, sends every ActSend to its
 // Peer and hands the other actions to the TU. Actions are plain values: no

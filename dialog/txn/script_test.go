@@ -28,7 +28,7 @@ import (
 //	recv-response CODE METHOD [branch=B] [cseq=N] [to-tag=T|none] [full]
 //	send-request TP METHOD [branch=B] [route] [built] [full]
 //	tu-respond NAME CODE [to-tag=T] [full]
-//	cancel NAME [full]
+//	cancel NAME [reason] [full]  reason: CancelWith a Reason (RFC 3326)
 //	terminate NAME
 //	transport-error NAME
 //	peer-failed TP      Table.PeerFailed for the peer send-request sends to
@@ -206,7 +206,7 @@ func (d *driver) run(line string) []string {
 			opts[k] = v
 		case a == "full":
 			d.full = true
-		case a == "route" || a == "built":
+		case a == "route" || a == "built" || a == "reason":
 			opts[a] = ""
 		default:
 			pos = append(pos, a)
@@ -239,7 +239,11 @@ func (d *driver) run(line string) []string {
 	case "tu-respond":
 		d.tuRespond(pos[0], pos[1], opts)
 	case "cancel":
-		d.check(d.tab.Cancel(d.handle(pos[0]), d.now))
+		if _, ok := opts["reason"]; ok {
+			d.check(d.tab.CancelWith(d.handle(pos[0]), []byte("Reason: SIP;cause=200;text=\"Call completed elsewhere\"\r\n"), d.now))
+		} else {
+			d.check(d.tab.Cancel(d.handle(pos[0]), d.now))
+		}
 	case "terminate":
 		d.check(d.tab.Terminate(d.handle(pos[0]), d.now))
 	case "transport-error":

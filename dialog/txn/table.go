@@ -16,6 +16,8 @@ type txn struct {
 	key  []byte // the index key; see the key functions below
 	msg  []byte // client: the request; server: the last response sent (empty if none)
 	ack  []byte // INVITE client: the ACK for a non-2xx response (RFC 3261 17.1.1.3)
+	// INVITE client: the header lines for its CANCEL (CancelWith).
+	cancelHdrs []byte
 
 	// RFC 2543 server transactions: the To tag of the last final response
 	// sent, which an ACK's must equal (that of the request is in the key).
@@ -53,6 +55,7 @@ func (x *txn) reset() {
 	x.key = x.key[:0]
 	x.msg = x.msg[:0]
 	x.ack = x.ack[:0]
+	x.cancelHdrs = x.cancelHdrs[:0]
 	x.respTag = x.respTag[:0]
 	x.peer = Peer{}
 	x.rtx, x.life, x.rtxID, x.lifeID = 0, 0, 0, 0

@@ -229,6 +229,9 @@ type Passive struct {
 	FailureThreshold int           `yaml:"failure_threshold"` // default 3
 	HalfOpenCalls    int           `yaml:"half_open_calls"`   // default 3
 	DownTime         time.Duration `yaml:"down_secs"`         // default 30 s
+	// MaxRetryAfter caps the cooldown a 503's Retry-After (to a call or a
+	// probe) puts a member in: a carrier asking for a day gets this long.
+	MaxRetryAfter time.Duration `yaml:"max_retry_after_secs"` // default 300 s, at most 86400
 }
 
 // CPS is an egress calls-per-second limit.

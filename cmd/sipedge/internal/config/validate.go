@@ -99,6 +99,7 @@ func (c *Config) fill() {
 		orDefault(&g.Passive.FailureThreshold, 3)
 		orDefault(&g.Passive.HalfOpenCalls, 3)
 		orDefault(&g.Passive.DownTime, 30*time.Second)
+		orDefault(&g.Passive.MaxRetryAfter, 300*time.Second)
 		orDefault(&g.CPS.Burst, 1)
 		for j := range g.Destinations {
 			orDefault(&g.Destinations[j].Weight, 1)
@@ -274,6 +275,9 @@ func (c *Config) validate(v *validator) {
 		}
 		for j, o := range g.Passive.Outcomes {
 			v.oneOf(fmt.Sprintf("%s.passive.outcomes[%d]", p, j), o, OutcomeNoResponse, OutcomeStatus503, OutcomeTransportError)
+		}
+		if ra := g.Passive.MaxRetryAfter; ra > 24*time.Hour {
+			v.errorf(p+".passive.max_retry_after_secs", "%d: at most 86400 (a day)", int64(ra/time.Second))
 		}
 		for j, r := range g.CPSReject {
 			if r.Code < 400 || r.Code > 699 {

@@ -96,7 +96,7 @@ func healthGroups(cfg *config.Config) []health.GroupConfig {
 				HealthyCodes: g.Probe.HealthyCodes, Jitter: g.Probe.Jitter},
 			Passive: health.PassiveConfig{Disabled: g.Passive.Disabled, Outcomes: g.Passive.Outcomes,
 				FailureThreshold: g.Passive.FailureThreshold, HalfOpenCalls: g.Passive.HalfOpenCalls,
-				DownTime: g.Passive.DownTime}}
+				DownTime: g.Passive.DownTime, MaxRetryAfter: g.Passive.MaxRetryAfter}}
 		for _, d := range g.Destinations {
 			hg.Destinations = append(hg.Destinations, health.DestConfig{URI: d.URI, Address: d.Address.String(),
 				Weight: d.Weight, Priority: d.Priority})
