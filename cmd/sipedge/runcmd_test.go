@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -123,5 +124,27 @@ func waitLog(t *testing.T, lines <-chan string, exited <-chan error, want string
 		case <-timeout:
 			t.Fatalf("no %q in sipedge's log", want)
 		}
+	}
+}
+
+// A CDR file that cannot be opened stops the start with the field that
+// names it, like every other configuration problem.
+func TestCDRFileErrorNamesField(t *testing.T) {
+	defer slog.SetDefault(slog.Default())
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "sipedge.yaml")
+	text := fmt.Sprintf(`listen: ["udp://%s"]
+admin: { listen: "" }
+cdr: { file: %q }
+`, freeUDP(t), filepath.Join(dir, "missing", "cdr.jsonl"))
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	if code := runCmd([]string{"-config", cfg}, &stderr); code != 1 {
+		t.Fatalf("exit %d, want 1; log:\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), `err="cdr.file: `) {
+		t.Fatalf("the error does not name cdr.file:\n%s", stderr.String())
 	}
 }
