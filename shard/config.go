@@ -26,7 +26,8 @@ type Config struct {
 	// Supported are the option tags the application implements; requests
 	// that Require others are answered 420 (RFC 3261 8.2.2.3).
 	Supported []string
-	// HandoffQueue is the capacity of each shard-to-shard queue (default 8192).
+	// HandoffQueue is the capacity of each shard-to-shard queue (default:
+	// HandoffQueueFor(Shards)).
 	HandoffQueue int
 	// TCP bounds stream connections.
 	TCP TCPConfig
@@ -64,7 +65,7 @@ func (c *Config) setDefaults() {
 		c.Limits = parser.DefaultLimits
 	}
 	if c.HandoffQueue <= 0 {
-		c.HandoffQueue = 8192
+		c.HandoffQueue = HandoffQueueFor(c.Shards)
 	}
 	if c.Flood.Ban <= 0 {
 		c.Flood.Ban = 60 * time.Second
@@ -91,6 +92,30 @@ func (c *Config) setDefaults() {
 	if t.IdleTimeout <= 0 {
 		t.IdleTimeout = 300 * time.Second
 	}
+}
+
+// Each shard has one hand-off ring from every other shard, so rings of a
+// fixed depth grow with the square of the shards (8192 slots of 8 bytes:
+// 1 GiB at 128 shards, all of it pointers the GC scans). The default depth
+// is instead bounded by handoffBudget, the slots all the rings into one
+// shard may hold together, so memory grows with the shards, not their
+// square: about 512 KiB a shard (shard/doc.go, "Hand-off queues").
+const (
+	handoffBudget   = 1 << 16 // slots into one shard, over its rings
+	handoffQueueMax = 8192    // a small node's depth: up to 9 shards
+	handoffQueueMin = 256     // reached at MaxShards only
+)
+
+// HandoffQueueFor returns the default capacity of each shard-to-shard
+// queue for a node of the given shards: the largest power of two from 8192
+// down to 256 with which the shards-1 rings into a shard hold at most
+// 65536 messages together.
+func HandoffQueueFor(shards int) int {
+	q := handoffQueueMax
+	for q > handoffQueueMin && q*(shards-1) > handoffBudget {
+		q >>= 1
+	}
+	return q
 }
 
 // parseListen parses "udp://host:port" or "tcp://host:port" (IPv6 in brackets).

@@ -15,6 +15,22 @@
 // that loop to its owner; one coalesced wake per batch makes the owner drain
 // its rings. No mutex is taken on the per-message path.
 //
+// # Hand-off queues
+//
+// Each shard has one ring from every other shard, so their number grows
+// with the square of the shards. Their depth is therefore not fixed: by
+// default (HandoffQueueFor) it is the largest power of two from 8192 down
+// to 256 with which the rings into one shard hold at most 65,536 messages
+// together. Up to 9 shards every ring keeps 8192; 16 shards get 4096, 64
+// get 1024, 128 get 512 and 256 (MaxShards) 256. The rings' memory is then
+// about 512 KiB a shard (64 MiB at 128 shards, where 8192 everywhere took
+// 1 GiB of pointer slots for the GC to scan), and a shard's backlog stays
+// bounded however many loops feed it. A burst from one loop spreads over
+// its rings by Call-ID, so it can still hand off about 65,536 messages at
+// once. A full ring drops the message (a retransmission recovers it) and
+// counts it in sipedge_shard_handoff_queue_full_total; Config.HandoffQueue
+// sets another depth.
+//
 // Call-IDs a shard mints (B-legs, probes) are drawn at random until one
 // hashes to the minting shard (MintCallID), so responses and in-dialog
 // requests for them arrive where their dialogs live.

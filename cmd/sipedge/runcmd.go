@@ -44,7 +44,16 @@ func checkConfigCmd(args []string, stdout, stderr io.Writer) int {
 
 // runCmd runs the server until SIGTERM or SIGINT, then drains; SIGHUP
 // reopens the CDR and log files.
+//
+// The signals are taken over before anything else: starting can take
+// seconds (Redis, DNS, binding), and a SIGHUP from logrotate in that window
+// would otherwise take Go's default action and kill the process. Signals
+// that arrive while starting wait in the channel and are handled once the
+// server runs.
 func runCmd(args []string, stderr io.Writer) int {
+	sig := make(chan os.Signal, 4)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer signal.Stop(sig)
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", "", "config file (default: the embedded example)")
@@ -80,10 +89,7 @@ func runCmd(args []string, stderr io.Writer) int {
 			logs.logger.Error("cannot reopen the log file", "err", err)
 		}
 	}
-	sig := make(chan os.Signal, 4)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	err = handleSignals(sig, logs.logger, reopen, func() error { return srv.Shutdown(context.Background()) })
-	signal.Stop(sig)
 	if err != nil {
 		logs.logger.Error("shutdown", "err", err)
 		return 1

@@ -3,9 +3,13 @@
 // reads the file and the environment through it and hands the libraries
 // typed option structs built from a *Config.
 //
-// The text is expanded first (${VAR}, ${VAR:-default}, $$ for a literal $),
-// then decoded node by node so that every error names the exact path of the
-// field (gateway.groups[1].destinations[0].address) and its line. Unknown
+// ${VAR}, ${VAR:-default} and $$ (a literal $) are expanded inside the
+// scalars of the parsed YAML, so a variable's value is only ever text: a
+// secret with " #", ": ", a newline or a quote in it arrives intact and
+// cannot add keys (expand.go). An unquoted ${VAR} is typed by its value
+// (a number, or unset when empty). The tree is decoded node by node so
+// that every error names the exact path of the field
+// (gateway.groups[1].destinations[0].address) and its line. Unknown
 // keys are errors. Defaults are filled in, then every rule is checked; all
 // problems are reported at once as an ErrorList.
 //

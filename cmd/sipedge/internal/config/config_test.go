@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // envOf returns a lookup over m, for Parse.
@@ -380,32 +382,63 @@ func TestLoadErrorNamesFile(t *testing.T) {
 	}
 }
 
+// expandA marks and parses in, expands the tree and returns the value of
+// its key a.
+func expandA(t *testing.T, in string, env map[string]string) (string, ErrorList) {
+	t.Helper()
+	x := &expander{env: envOf(env)}
+	text := x.mark([]byte(in))
+	if len(x.errs) > 0 {
+		return "", x.errs
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(text, &doc); err != nil {
+		t.Fatalf("%q: %v", text, err)
+	}
+	x.expand(&doc, "")
+	if len(x.errs) > 0 {
+		return "", x.errs
+	}
+	m := doc.Content[0]
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == "a" {
+			return m.Content[i+1].Value, nil
+		}
+	}
+	t.Fatalf("no key a in %q", in)
+	return "", nil
+}
+
 func TestExpand(t *testing.T) {
 	env := map[string]string{"HOST": "10.0.0.1", "EMPTY": "", "PORT": "5080"}
 	tests := []struct {
 		name    string
 		in      string
-		want    string // expanded text
+		want    string // the value of a
 		wantErr string
 	}{
-		{"plain", "a: ${HOST}", "a: 10.0.0.1", ""},
-		{"two on a line", "a: ${HOST}:${PORT}", "a: 10.0.0.1:5080", ""},
-		{"default unused", "a: ${HOST:-1.2.3.4}", "a: 10.0.0.1", ""},
-		{"default for unset", "a: ${NOPE:-1.2.3.4}", "a: 1.2.3.4", ""},
-		{"default for empty", "a: ${EMPTY:-x}", "a: x", ""},
-		{"empty default", "a: \"${NOPE:-}\"", "a: \"\"", ""},
-		{"set but empty", "a: \"${EMPTY}\"", "a: \"\"", ""},
-		{"default with colon", "a: ${NOPE:-http://h:8080/route}", "a: http://h:8080/route", ""},
-		{"escape", "a: pa$$word $$${HOST}", "a: pa$word $10.0.0.1", ""},
-		{"lone dollar kept", "a: $5 and $", "a: $5 and $", ""},
-		{"comment line untouched", "  # ${NOPE}\na: 1", "  # ${NOPE}\na: 1", ""},
-		{"unset", "a: 1\nb: 2\nc: \"Bearer ${TOKEN}\"\n", "", `line 3: ${TOKEN}: environment variable TOKEN is not set`},
+		{"plain", "a: ${HOST}", "10.0.0.1", ""},
+		{"two on a line", "a: ${HOST}:${PORT}", "10.0.0.1:5080", ""},
+		{"default unused", "a: ${HOST:-1.2.3.4}", "10.0.0.1", ""},
+		{"default for unset", "a: ${NOPE:-1.2.3.4}", "1.2.3.4", ""},
+		{"default for empty", "a: ${EMPTY:-x}", "x", ""},
+		{"empty default", "a: \"${NOPE:-}\"", "", ""},
+		{"set but empty", "a: \"${EMPTY}\"", "", ""},
+		{"default with colon", "a: ${NOPE:-http://h:8080/route}", "http://h:8080/route", ""},
+		{"escape", "a: pa$$word $$${HOST}", "pa$word $10.0.0.1", ""},
+		{"lone dollar kept", "a: $5 and $", "$5 and $", ""},
+		{"comment line untouched", "  # ${NOPE}\na: 1", "1", ""},
+		{"trailing comment needs no value", "a: 1 # ${NOPE}", "1", ""},
+		{"in a flow mapping", "{a: x${HOST}y}", "x10.0.0.1y", ""},
+		{"stem in the text", "b: Xsipedgeenv0_\na: ${HOST}", "10.0.0.1", ""},
+		{"unset", "a: 1\nb: 2\nc: \"Bearer ${TOKEN}\"\n", "", `line 3: c: ${TOKEN}: environment variable TOKEN is not set`},
+		{"unset on a later line of a scalar", "a: |\n  x\n  ${TOKEN}\n", "", `line 3: a: ${TOKEN}: environment variable TOKEN is not set`},
 		{"unterminated", "a: ${HOST", "", `line 1: "${HOST": unterminated ${`},
 		{"bad name", "a: ${1X}", "", `line 1: ${1X}: invalid variable name "1X"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, errs := expand([]byte(tt.in), envOf(env))
+			got, errs := expandA(t, tt.in, env)
 			if tt.wantErr != "" {
 				if len(errs) == 0 || !strings.Contains(errs.Error(), tt.wantErr) {
 					t.Fatalf("errors %v, want %q", errs, tt.wantErr)
@@ -415,8 +448,8 @@ func TestExpand(t *testing.T) {
 			if len(errs) > 0 {
 				t.Fatal(errs)
 			}
-			if string(out) != tt.want {
-				t.Fatalf("got %q, want %q", out, tt.want)
+			if got != tt.want {
+				t.Fatalf("got %q, want %q", got, tt.want)
 			}
 		})
 	}
@@ -434,8 +467,53 @@ admin: { listen: "${ADMIN:-127.0.0.1:9191}", token: "a$$b" }
 		t.Errorf("admin = %+v", c.Admin)
 	}
 	_, err := Parse([]byte(text), nil)
-	if err == nil || err.Error() != "line 1: ${SIP_PORT}: environment variable SIP_PORT is not set (use ${SIP_PORT:-default} for a default)" {
+	if err == nil || err.Error() != "line 1: listen[0]: ${SIP_PORT}: environment variable SIP_PORT is not set (use ${SIP_PORT:-default} for a default)" {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestExpandTypesPlainScalars checks that an unquoted ${VAR} is typed by
+// its value, as if the value were written there: a number is a number and
+// an empty value leaves the key unset (its default), while a quoted one
+// stays a string.
+func TestExpandTypesPlainScalars(t *testing.T) {
+	c := mustParse(t, "shards: ${N}\nadmin: { listen: ${NONE:-} }\n", map[string]string{"N": "4"})
+	if c.Shards != 4 || c.Admin.Listen.String() != "127.0.0.1:9090" {
+		t.Errorf("shards = %d, admin.listen = %q: want 4 and the default", c.Shards, c.Admin.Listen)
+	}
+	c = mustParse(t, "admin: { listen: \"${NONE:-}\" }\n", nil)
+	if c.Admin.Listen.String() != "" {
+		t.Errorf("admin.listen = %q, want empty (no admin API)", c.Admin.Listen)
+	}
+}
+
+// TestExpandValueIsOpaque checks that a variable's value only ever becomes
+// the text of the scalar it is written in: YAML syntax in a secret (" #",
+// ": ", a newline, quotes) neither cuts it short nor adds keys, wherever
+// the ${VAR} stands.
+func TestExpandValueIsOpaque(t *testing.T) {
+	const tricky = "a #b: c\nshards: 7\n  bogus: 'x\" }"
+	tests := []struct{ name, text, want string }{
+		{"block", "admin:\n  token: ${T}\n", tricky},
+		{"block with text around", "admin:\n  token: pre ${T} post\n", "pre " + tricky + " post"},
+		{"flow", "admin: { token: ${T} }\n", tricky},
+		{"flow list neighbour", "listen: [udp://${H}:5060]\nadmin: { token: ${T} }\n", tricky},
+		{"double quoted", "admin: { token: \"${T}\" }\n", tricky},
+		{"single quoted", "admin: { token: '${T}' }\n", tricky},
+		{"literal block", "admin:\n  token: |-\n    x\n    ${T}\n", "x\n" + tricky},
+		{"comment not cut", "admin:\n  token: ${COMMENT}\n", "a #b"},
+		{"key not added", "admin:\n  token: ${INJECT}\n", "x\nshards: 7"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := mustParse(t, tt.text, map[string]string{"T": tricky, "H": "127.0.0.1", "COMMENT": "a #b", "INJECT": "x\nshards: 7"})
+			if c.Admin.Token != tt.want {
+				t.Errorf("admin.token = %q, want %q", c.Admin.Token, tt.want)
+			}
+			if c.Shards != 0 {
+				t.Errorf("shards = %d: the value added a key", c.Shards)
+			}
+		})
 	}
 }
 

@@ -30,17 +30,19 @@ func Load(path string) (*Config, error) {
 	return c, err
 }
 
-// Parse expands data (${VAR}, ${VAR:-default}, $$) with env, decodes it,
-// fills in the defaults and validates the result. env reports a variable's
+// Parse decodes data, expanding ${VAR}, ${VAR:-default} and $$ with env
+// inside its scalars (expand.go), fills in the defaults and validates the
+// result. env reports a variable's
 // value and whether it is set, like os.LookupEnv; nil means an empty
 // environment. Every problem found is returned at once as an ErrorList.
 func Parse(data []byte, env func(string) (string, bool)) (*Config, error) {
 	if env == nil {
 		env = func(string) (string, bool) { return "", false }
 	}
-	text, errs := expand(data, env)
-	if len(errs) > 0 {
-		return nil, errs
+	x := &expander{env: env}
+	text := x.mark(data)
+	if len(x.errs) > 0 {
+		return nil, x.errs
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(text))
 	var root yaml.Node
@@ -60,6 +62,11 @@ func Parse(data []byte, env func(string) (string, bool)) (*Config, error) {
 	doc := &root
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
 		doc = doc.Content[0]
+	}
+	x.expand(doc, "")
+	if len(x.errs) > 0 {
+		x.errs.sort()
+		return nil, x.errs
 	}
 	if isNull(doc) {
 		return nil, ErrorList{{Line: doc.Line, Msg: "the configuration is empty"}}

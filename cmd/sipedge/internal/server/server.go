@@ -88,7 +88,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	maxSize := int64(cfg.CDR.MaxSizeMB) << 20
 	if s.cdr, err = cdr.New(cdr.Options{Path: cfg.CDR.File, MaxSize: maxSize, MaxBackups: cfg.CDR.MaxBackups,
 		Queue: cfg.CDR.Queue, Metrics: s.cdrSet, Log: log}); err != nil {
-		return fail(err)
+		return fail(fmt.Errorf("cdr.file: %w", err))
 	}
 	sc := shard.Config{Shards: cfg.Shards, Supported: nil,
 		Limits: parser.Limits{MaxMessageSize: cfg.SIP.MaxMessageSize, MaxHeaders: cfg.SIP.MaxHeaders,

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestMain makes the test binary sipedge itself when SIPEDGE_TEST_MAIN is
+// set, so that a test can run the command as a real child process and
+// signal it, without building a second binary.
+func TestMain(m *testing.M) {
+	if os.Getenv("SIPEDGE_TEST_MAIN") == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// A SIGHUP that arrives while sipedge starts (logrotate's postrotate does
+// not know sipedge is still dialling Redis or binding) must not kill it:
+// it is handled once sipedge runs, and SIGTERM then stops it cleanly. The
+// child is held inside its start by a Redis that accepts the connection and
+// never answers, so the signal lands there every time.
+func TestSIGHUPDuringStartup(t *testing.T) {
+	redis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer redis.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "sipedge.yaml")
+	text := fmt.Sprintf(`listen: ["udp://%s"]
+admin: { listen: "" }
+ratelimit: { redis: "redis://%s" }
+cdr: { file: %q }
+`, freeUDP(t), redis.Addr(), filepath.Join(dir, "cdr.jsonl"))
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	cmd := exec.Command(os.Args[0], "run", "-config", cfg)
+	cmd.Env = append(os.Environ(), "SIPEDGE_TEST_MAIN=1")
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	lines := make(chan string, 1000)
+	go func() {
+		defer close(lines)
+		s := bufio.NewScanner(pr)
+		for s.Scan() {
+			lines <- s.Text()
+		}
+	}()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		pw.Close()
+		exited <- err
+	}()
+	defer cmd.Process.Kill()
+
+	redis.(*net.TCPListener).SetDeadline(time.Now().Add(10 * time.Second))
+	conn, err := redis.Accept()
+	if err != nil {
+		t.Fatalf("sipedge never dialled Redis: %v", err)
+	}
+	defer conn.Close()
+	// sipedge is inside its start now, waiting for Redis to answer.
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, lines, exited, "sipedge started")
+	waitLog(t, lines, exited, "SIGHUP: reopening")
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("did not stop on SIGTERM")
+	}
+}
+
+// freeUDP returns a loopback UDP address that was free a moment ago (the
+// configuration refuses port 0).
+func freeUDP(t *testing.T) string {
+	t.Helper()
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.LocalAddr().String()
+}
+
+// waitLog waits for a log line of the child containing want, failing if
+// the child exits first.
+func waitLog(t *testing.T, lines <-chan string, exited <-chan error, want string) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("sipedge exited before logging %q: %v", want, <-exited)
+			}
+			if strings.Contains(l, want) {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no %q in sipedge's log", want)
+		}
+	}
+}
+
+// A CDR file that cannot be opened stops the start with the field that
+// names it, like every other configuration problem.
+func TestCDRFileErrorNamesField(t *testing.T) {
+	defer slog.SetDefault(slog.Default())
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "sipedge.yaml")
+	text := fmt.Sprintf(`listen: ["udp://%s"]
+admin: { listen: "" }
+cdr: { file: %q }
+`, freeUDP(t), filepath.Join(dir, "missing", "cdr.jsonl"))
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	if code := runCmd([]string{"-config", cfg}, &stderr); code != 1 {
+		t.Fatalf("exit %d, want 1; log:\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), `err="cdr.file: `) {
+		t.Fatalf("the error does not name cdr.file:\n%s", stderr.String())
+	}
+}
