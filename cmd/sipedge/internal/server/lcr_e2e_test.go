@@ -680,3 +680,55 @@ func TestLCRTransportErrorFailsOverAtOnce(t *testing.T) {
 	checkCDR(t, rec, 200, "caller")
 	checkAttempts(t, rec, wantAttempt{"dead", 503, true, ""})
 }
+
+// TestLCRCallerCancelDuringCPSWaitNotDialled: a caller who gives up while
+// the carrier in flight waits for its CPS slot leaves an attempt with
+// dialed false (seed: "An attempt's dialed says whether siphon actually put
+// an INVITE on the wire for that carrier"), so the carrier's ASR does not
+// count a call it never saw.
+func TestLCRCallerCancelDuringCPSWaitNotDialled(t *testing.T) {
+	// carrier-b's account: one call per 2 s; a call waits up to 5 s for it.
+	api := newLCRAPI(t, 200, `{"routes":[`+
+		`{"carrier_id":"carrier-a","gateway_group":"carrier-a","rate":0.004},`+
+		`{"carrier_id":"carrier-b","gateway_group":"carrier-b","rate":0.005,"cps":{"rate":0.5,"max_wait_ms":5000}}]}`)
+	r := newLCR(t, lcrOpts{lcr: fmt.Sprintf("lcr: { api_url: %q, timeout_ms: 1000 }", api.url())})
+
+	// The first call takes carrier-b's slot.
+	c := r.call(dialed, "")
+	c.reject(r.a, c.invite(r.a, dialed), 503, "Service Unavailable")
+	c.reject(r.b, c.invite(r.b, dialed), 486, "Busy Here")
+	c.final(486)
+
+	// The second fails over to carrier-b, which waits for its slot: the
+	// shard paces it while handling carrier-a's 503, before the ACK taken
+	// here, so the CANCEL finds it waiting.
+	c = r.call(dialed, "")
+	c.reject(r.a, c.invite(r.a, dialed), 503, "Service Unavailable")
+	r.caller.send(c.fix(c.u.cancel()))
+	if ok := r.caller.expect("SIP/2.0 200 OK", waitMsg); cseqOf(t, ok).Method != parser.MethodCancel {
+		t.Fatalf("200 is not for the CANCEL:\n%s", ok.Bytes())
+	}
+	c.final(487)
+	r.b.expectNothing(0)
+
+	// The attempt is counted on the shard right after the caller's 487
+	// left: wait for it, then check it counted as not dialled.
+	undialled := `carrier="carrier-b",code="487",dialed="false"`
+	for end := time.Now().Add(waitMsg); r.metricWith("sipedge_lcr_attempts_total", undialled) == 0 && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := r.metricWith("sipedge_lcr_attempts_total", undialled); got != 1 {
+		t.Errorf("carrier-b {%s} attempts %v, want 1", undialled, got)
+	}
+	if got := r.metricWith("sipedge_lcr_attempts_total", `carrier="carrier-b",code="487",dialed="true"`); got != 0 {
+		t.Errorf(`carrier-b {code="487",dialed="true"} attempts %v, want 0`, got)
+	}
+
+	rec := r.cdrOf(c.u.callID)
+	checkCDR(t, rec, 487, "caller")
+	got := checkAttempts(t, rec, wantAttempt{"carrier-a", 503, true, ""},
+		wantAttempt{"carrier-b", 487, false, "caller_cancelled"})
+	if ms := elapsedMs(got[1]); ms != 0 {
+		t.Errorf("undialled carrier-b elapsed_ms %d, want 0", ms)
+	}
+}
