@@ -30,9 +30,10 @@ type Request struct {
 	To           string     `json:"to"`
 	DialedNumber string     `json:"dialed_number"`
 	Source       CallSource `json:"source"`
-	// Attributes are free-form key/values from the policy (the names in
-	// Options.KeyAttributes are also part of the cache key). Omitted from
-	// the JSON when empty.
+	// Attributes are the call's attributes: its trunk's static
+	// trunks[].attributes (ValidAttributeName, ValidAttributeValue). Those
+	// named in Options.KeyAttributes are also part of the cache key.
+	// Omitted from the JSON when empty.
 	Attributes map[string]string `json:"attributes,omitempty"`
 }
 
@@ -182,6 +183,41 @@ const MinCPSRate = float64(time.Second) * cpsMargin / cpsMaxSpan
 
 // cpsInterval is the limiter's space between calls at rate, in ns.
 func cpsInterval(rate float64) float64 { return math.Ceil(float64(time.Second) / rate * cpsMargin) }
+
+// Bounds of a call's attributes (Request.Attributes): how many, and the
+// length of a name and of a value, in characters.
+const (
+	MaxAttributes     = 16
+	MaxAttributeName  = 64
+	MaxAttributeValue = 128
+)
+
+// ValidAttributeName reports whether s can name an attribute: 1 to
+// MaxAttributeName ASCII letters, digits, '_', '-' or '.'. A name is a key
+// of the request's JSON and part of the cache key, where ':', ',' and '='
+// separate.
+func ValidAttributeName(s string) bool {
+	if s == "" || len(s) > MaxAttributeName {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || c == '-' || c == '.' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidAttributeValue reports whether s can be an attribute's value: up to
+// MaxAttributeValue printable characters of valid UTF-8 but ',' and ':'.
+// The cache key ends in ":name=value,name=value": a value with either could
+// make the key of one trunk's values, or of a crafted dialled number, that
+// of another's, and one trunk would get the decision cached for another.
+func ValidAttributeValue(s string) bool {
+	return utf8.ValidString(s) && utf8.RuneCountInString(s) <= MaxAttributeValue &&
+		!strings.ContainsFunc(s, func(r rune) bool { return r == ',' || r == ':' || !strconv.IsPrint(r) })
+}
 
 // MaxCarrierID bounds a carrier_id, in characters: a metric label and a
 // CDR field.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -400,6 +401,53 @@ func TestLCRCacheHitAvoidsAPI(t *testing.T) {
 		redis := redistest.Start(t)
 		lcrSharedByTwoNodes(t, redis.URL(), func(string) *redistest.Server { return redis })
 	})
+}
+
+// TestLCRTrunkAttributes: a trunk's attributes (trunks[].attributes) are the
+// API request's attributes for its calls, and those lcr.attributes names
+// are part of the cache key: trunks that differ in a keyed attribute do
+// not share a cached decision, trunks equal in every keyed one do.
+func TestLCRTrunkAttributes(t *testing.T) {
+	api := newLCRAPI(t, 200, `{"routes":[`+lcrCacheRoutes+`],"cache_ttl_secs":60}`)
+	r := newLCR(t, lcrOpts{
+		lcr: fmt.Sprintf("lcr: { api_url: %q, attributes: [customer, tier] }", api.url()),
+		trunks: `  - { name: acme-eu, trunk_group: cust-trunks, sources: ["127.0.0.1/32"], attributes: { customer: acme, region: eu } }
+  - { name: acme-us, trunk_group: cust-trunks, sources: ["127.0.0.2/32"], attributes: { customer: acme, region: us } }
+  - { name: globex, trunk_group: cust-trunks, sources: ["127.0.0.3/32"], attributes: { customer: globex } }
+  - { name: plain, trunk_group: cust-trunks, sources: ["127.0.0.4/32"] }`,
+	})
+	callers := map[string]*sipPeer{"acme-eu": r.caller}
+	for name, ip := range map[string]string{"acme-us": "127.0.0.2", "globex": "127.0.0.3", "plain": "127.0.0.4"} {
+		callers[name] = newUDPPeer(t, name, ip, r.sip)
+		callers[name].forbid(carrierSecrets...)
+	}
+	for _, step := range []struct {
+		trunk string
+		hits  int64             // API requests so far
+		attrs map[string]string // the last request's attributes
+	}{
+		{"acme-eu", 1, map[string]string{"customer": "acme", "region": "eu"}},
+		{"acme-us", 1, nil}, // region is not keyed: acme-eu's decision
+		{"globex", 2, map[string]string{"customer": "globex"}},
+		{"plain", 3, nil},  // keyed customer= and tier=, sent no attributes
+		{"globex", 3, nil}, // its own cached decision
+	} {
+		r.caller = callers[step.trunk]
+		lcrBusyCall(t, r)
+		if n := api.hits.Load(); n != step.hits {
+			t.Fatalf("after a call from %s: %d API requests, want %d", step.trunk, n, step.hits)
+		}
+		reqs := api.requests()
+		if last := reqs[len(reqs)-1]; step.attrs != nil && !reflect.DeepEqual(last.Attributes, step.attrs) {
+			t.Errorf("call from %s: API request attributes %v, want %v", step.trunk, last.Attributes, step.attrs)
+		}
+	}
+	if last := api.requests()[2]; last.Attributes != nil {
+		t.Errorf("call from a trunk without attributes: API request attributes %v, want none", last.Attributes)
+	}
+	if n := r.metricWith("sipedge_lcr_cache_hits_total", `tier="local"`); n != 2 {
+		t.Errorf(`sipedge_lcr_cache_hits_total{tier="local"} %v, want 2`, n)
+	}
 }
 
 // lcrSharedByTwoNodes: a decision one node got from the API is stored in
