@@ -43,11 +43,13 @@ type CPS struct {
 
 // Attempt is one failed carrier attempt: an entry of call.route_attempts
 // and of the CDR's lcr_attempts. Status is the carrier's final response,
-// 408 for a ring timeout, 487 for a carrier cancelled because the caller
-// gave up, and 503 for a carrier that was never dialled (Dialed false: the
-// status is sipedge's verdict on the route, not something the carrier said).
-// ElapsedMs runs from the dial to the final response or timeout; it is 0
-// for an undialled carrier. Reason is a machine-readable cause: one of the
+// 408 for a ring timeout, 487 for a carrier the caller gave up on, and 503
+// for a carrier that could not be dialled. Dialed is false when no INVITE
+// left for the carrier: it could not be dialled, or the caller gave up
+// while it waited for a CPS slot; the status is then sipedge's verdict,
+// not something the carrier said. ElapsedMs runs from the dial (the INVITE
+// leaving) to the final response or timeout; it is 0 for an undialled
+// carrier. Reason is a machine-readable cause: one of the
 // Reason constants or the B2BUA's own for an undialled carrier, empty for a
 // final response from the carrier. PDD, the post-dial delay, runs from the
 // dial to the carrier's first 101-199; it is 0 when none came, and not part

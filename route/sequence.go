@@ -103,7 +103,7 @@ type Step struct {
 	Deadline time.Duration
 
 	// Cancel asks the B2BUA to CANCEL the B-leg of BurnedRoute (RFC 3261
-	// 9.1): its deadline passed, or the caller gave up.
+	// 9.1): its deadline passed, or the caller gave up after its INVITE left.
 	Cancel bool
 	// Burned reports that this input failed the carrier BurnedRoute and
 	// Attempt was recorded for it (the last entry of Attempts): the
@@ -192,6 +192,7 @@ type Sequence struct {
 	state    state
 	cur      int           // the route in flight or last selected; -1 before Next
 	dialAt   time.Duration // when routes[cur] was dialled
+	sent     bool          // its INVITE has left: Dialed, or a response from it
 	progress time.Duration // when it first sent 101-199; 0 before
 	deadline time.Duration // when routes[cur] times out; NoDeadline: never
 
@@ -219,7 +220,7 @@ func (s *Sequence) init(routes []Route, opt SequenceOptions) {
 	default:
 		s.ring = opt.RingTimeout
 	}
-	s.state, s.cur, s.dialAt, s.deadline = stIdle, -1, 0, NoDeadline
+	s.state, s.cur, s.dialAt, s.deadline, s.sent = stIdle, -1, 0, NoDeadline, false
 	s.base = len(s.attempts)
 }
 
@@ -268,8 +269,15 @@ func (s *Sequence) Undialable(now time.Duration, reason string) Step {
 // (seed: deadlines "counted from when that carrier was dialled"): its
 // deadline moves by the wait and elapsed_ms starts here. The Step's own
 // Deadline is stale from then: the caller arms the carrier's wait from now.
+// Call it on every dial, with the Step's own time when the INVITE left at
+// once: until then a caller who gives up (Abandon) finds the carrier not
+// dialled.
 func (s *Sequence) Dialed(now time.Duration) {
-	if s.state != stCalling || now <= s.dialAt {
+	if s.state != stCalling {
+		return
+	}
+	s.sent = true
+	if now <= s.dialAt {
 		return
 	}
 	if s.deadline != NoDeadline {
@@ -311,9 +319,11 @@ func (s *Sequence) Timeout(now time.Duration) Step {
 }
 
 // Abandon reports at time now that the caller gave up. The carrier in
-// flight is CANCELled and recorded as a 487 attempt (the response RFC 3261
-// 9.2 gives a cancelled INVITE), and the sequence ends on sipedge's own 487
-// for the A-leg's INVITE. After the sequence ended it is ignored.
+// flight is recorded as a 487 attempt (the response RFC 3261 9.2 gives a
+// cancelled INVITE) and, if its INVITE left (Dialed), CANCELled; one whose
+// INVITE had not left (a wait for a CPS slot) is recorded not dialled. The
+// sequence ends on sipedge's own 487 for the A-leg's INVITE. After the
+// sequence ended it is ignored.
 func (s *Sequence) Abandon(now time.Duration) Step {
 	return s.step(event{in: inAbandon, now: now})
 }
@@ -391,6 +401,10 @@ func (s *Sequence) idle(e event) Step {
 
 // calling: a carrier dialled, no progress from it yet.
 func (s *Sequence) calling(e event) Step {
+	switch e.in {
+	case inProgress, inFinal:
+		s.sent = true // a response: its INVITE left, Dialed or not
+	}
 	switch e.in {
 	case inProgress:
 		if e.code == 100 {
@@ -553,18 +567,23 @@ func (s *Sequence) final(e event) Step {
 	return s.fail(st, code, phrase, s.notes[i].own)
 }
 
-// abandon: the caller gave up while a carrier was in flight.
+// abandon: the caller gave up while a carrier was in flight, its INVITE
+// sent or still waiting for a CPS slot.
 func (s *Sequence) abandon(now time.Duration) Step {
 	// RFC 3261 9.1: CANCEL the pending INVITE; 9.2: it ends in a 487, which
 	// the carrier's attempt records and the A-leg's INVITE is answered with.
-	st := s.burn(now, 487, true, ReasonCallerCancelled, "Request Terminated", true)
-	st.Cancel = true
+	// Seed, Not every burned carrier is the carrier's fault: "An attempt's
+	// dialed says whether siphon actually put an INVITE on the wire for that
+	// carrier": a carrier whose INVITE had not left is not dialled, and has
+	// no INVITE to CANCEL.
+	st := s.burn(now, 487, s.sent, ReasonCallerCancelled, "Request Terminated", true)
+	st.Cancel = s.sent
 	return s.fail(st, 487, "Request Terminated", true)
 }
 
 // dial selects route i, dialled at now, and makes st a StepDial for it.
 func (s *Sequence) dial(now time.Duration, i int, st Step) Step {
-	s.state, s.cur, s.dialAt, s.progress = stCalling, i, now, 0
+	s.state, s.cur, s.dialAt, s.progress, s.sent = stCalling, i, now, 0, false
 	s.deadline = now + s.progressWait(&s.routes[i])
 	st.Kind, st.Route, st.Deadline = StepDial, i, s.deadline
 	return st

@@ -27,7 +27,7 @@ import (
 //	routes SPEC ...     NewSequence over the routes
 //	restart SPEC ...    Restart over the routes
 //	next T              Next at time T (a duration: 0s, 6s, 1m)
-//	dialed T            Dialed at time T: the INVITE left later (CPS wait)
+//	dialed T            Dialed at time T: the INVITE left (later: a CPS wait)
 //	undialable T REASON
 //	progress T CODE
 //	final T CODE [PHRASE ...]

@@ -3,8 +3,10 @@ package lcr
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/sipedge/sipedge/route"
@@ -28,9 +30,10 @@ type Request struct {
 	To           string     `json:"to"`
 	DialedNumber string     `json:"dialed_number"`
 	Source       CallSource `json:"source"`
-	// Attributes are free-form key/values from the policy (the names in
-	// Options.KeyAttributes are also part of the cache key). Omitted from
-	// the JSON when empty.
+	// Attributes are the call's attributes: its trunk's static
+	// trunks[].attributes (ValidAttributeName, ValidAttributeValue). Those
+	// named in Options.KeyAttributes are also part of the cache key.
+	// Omitted from the JSON when empty.
 	Attributes map[string]string `json:"attributes,omitempty"`
 }
 
@@ -94,7 +97,8 @@ func (r *Response) Validate() error {
 // ruri to dial; rate and timeout_secs not negative; reroute_causes 300-699;
 // and that what goes into the carrier's INVITE can go there: caller_id a
 // number, tech_prefix and ruri free of the characters that would end a URI
-// or a header line (the config's checks, for the API's routes). An unknown
+// or a header line (the config's checks, for the API's routes); a cps the
+// CPS limiter can pace (see MinCPSRate). An unknown
 // caller_id_presentation is not an error (see the constants).
 func ValidateRoute(rt *route.Route) error {
 	if rt.CarrierID == "" {
@@ -130,8 +134,13 @@ func ValidateRoute(rt *route.Route) error {
 		switch {
 		case c.Rate < 0 || c.Rate != c.Rate:
 			return fmt.Errorf("%w: carrier %q: cps.rate %v is not >= 0", ErrInvalidResponse, rt.CarrierID, c.Rate)
+		case c.Rate > 0 && cpsInterval(c.Rate) > cpsMaxSpan:
+			return fmt.Errorf("%w: carrier %q: cps.rate %v is under one call an hour (calls are spaced 1/rate × %v): want 0 or at least %g",
+				ErrInvalidResponse, rt.CarrierID, c.Rate, cpsMargin, MinCPSRate)
 		case c.Burst < 0:
 			return fmt.Errorf("%w: carrier %q: cps.burst %d is negative", ErrInvalidResponse, rt.CarrierID, c.Burst)
+		case c.Rate > 0 && float64(max(c.Burst, 1)-1)*max(cpsInterval(c.Rate), float64(time.Microsecond)) > cpsMaxSpan:
+			return fmt.Errorf("%w: carrier %q: cps.burst %d at cps.rate %v: more than an hour of calls at once", ErrInvalidResponse, rt.CarrierID, c.Burst, c.Rate)
 		case c.MaxWaitMs != nil && (*c.MaxWaitMs < 0 || *c.MaxWaitMs > maxCPSWaitMs):
 			return fmt.Errorf("%w: carrier %q: cps.max_wait_ms %d is not 0-%d", ErrInvalidResponse, rt.CarrierID, *c.MaxWaitMs, maxCPSWaitMs)
 		case len(c.Key) > maxCPSKey || strings.ContainsFunc(c.Key, func(r rune) bool { return r <= ' ' || r == 0x7f }):
@@ -157,6 +166,58 @@ const (
 	maxCPSWaitMs = 60000
 	maxCPSKey    = 128
 )
+
+// The CPS limiter's bounds (ratelimit.Limit), which lcr may not import: it
+// spaces an account's calls 1/rate × cpsMargin apart (its DefaultMargin),
+// at most an hour, and takes a burst of at most an hour of calls at once.
+// A route it refused would go unpaced, so ValidateRoute refuses it first;
+// the server's TestRouteCPSValidIsPaced keeps the two in step.
+const (
+	cpsMargin  = 1.15
+	cpsMaxSpan = float64(time.Hour)
+)
+
+// MinCPSRate is the slowest cps.rate a route may ask for: one call an
+// hour, margin included.
+const MinCPSRate = float64(time.Second) * cpsMargin / cpsMaxSpan
+
+// cpsInterval is the limiter's space between calls at rate, in ns.
+func cpsInterval(rate float64) float64 { return math.Ceil(float64(time.Second) / rate * cpsMargin) }
+
+// Bounds of a call's attributes (Request.Attributes): how many, and the
+// length of a name and of a value, in characters.
+const (
+	MaxAttributes     = 16
+	MaxAttributeName  = 64
+	MaxAttributeValue = 128
+)
+
+// ValidAttributeName reports whether s can name an attribute: 1 to
+// MaxAttributeName ASCII letters, digits, '_', '-' or '.'. A name is a key
+// of the request's JSON and part of the cache key, where ':', ',' and '='
+// separate.
+func ValidAttributeName(s string) bool {
+	if s == "" || len(s) > MaxAttributeName {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || c == '-' || c == '.' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidAttributeValue reports whether s can be an attribute's value: up to
+// MaxAttributeValue printable characters of valid UTF-8 but ',' and ':'.
+// The cache key ends in ":name=value,name=value": a value with either could
+// make the key of one trunk's values, or of a crafted dialled number, that
+// of another's, and one trunk would get the decision cached for another.
+func ValidAttributeValue(s string) bool {
+	return utf8.ValidString(s) && utf8.RuneCountInString(s) <= MaxAttributeValue &&
+		!strings.ContainsFunc(s, func(r rune) bool { return r == ',' || r == ':' || !strconv.IsPrint(r) })
+}
 
 // MaxCarrierID bounds a carrier_id, in characters: a metric label and a
 // CDR field.

@@ -137,6 +137,15 @@ func TestValidate(t *testing.T) {
 	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","cps":{"rate":5,"max_wait_ms":-5}}]}`, "cps.max_wait_ms -5")
 	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","cps":{"rate":5,"max_wait_ms":600000}}]}`, "cps.max_wait_ms 600000")
 	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","cps":{"rate":5,"key":"two words"}}]}`, `cps.key "two words"`)
+	// What the CPS limiter cannot pace is refused, not left unpaced: a rate
+	// under one call an hour (with its 15 % margin), an hour of calls at once.
+	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","cps":{"rate":0.001,"burst":3}}]}`, "")
+	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","cps":{"rate":0}}]}`, "") // the group's applies
+	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","cps":{"rate":0.0002}}]}`, "cps.rate 0.0002")
+	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","cps":{"rate":0.0002777777777777778}}]}`, "cps.rate") // 1/3600
+	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","cps":{"rate":1e-300}}]}`, "cps.rate 1e-300")
+	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","cps":{"rate":1,"burst":10000}}]}`, "cps.burst 10000")
+	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","cps":{"rate":1e300,"burst":4000000000}}]}`, "cps.burst 4000000000")
 }
 
 // A route's cps decodes with max_wait_ms absent apart from 0.

@@ -85,8 +85,9 @@ type Options struct {
 	// (lcr.cache_ttl_secs). 0 means such answers are not cached.
 	CacheTTL time.Duration
 	// KeyAttributes are the Request.Attributes names that are part of the
-	// cache key (lcr.attributes). They are sorted, so the order in which
-	// they are listed does not matter.
+	// cache key (lcr.attributes): up to MaxAttributes, each a
+	// ValidAttributeName. They are sorted, so the order in which they are
+	// listed does not matter; a name a request lacks is keyed empty.
 	KeyAttributes []string
 	// FallbackGatewayGroup, when set, is the one route of the decision
 	// given when the API fails (lcr.fallback_gateway_group). "" means the
@@ -190,6 +191,14 @@ func New(opts Options) (*Resolver, error) {
 	}
 	if opts.RedisURL != "" && opts.Redis != nil {
 		return nil, fmt.Errorf("%w: both RedisURL and Redis are set", ErrInvalidOption)
+	}
+	if len(opts.KeyAttributes) > MaxAttributes {
+		return nil, fmt.Errorf("%w: %d key attributes: at most %d", ErrInvalidOption, len(opts.KeyAttributes), MaxAttributes)
+	}
+	for _, name := range opts.KeyAttributes {
+		if !ValidAttributeName(name) {
+			return nil, fmt.Errorf("%w: key attribute %q: want 1 to %d letters, digits, '_', '-' or '.'", ErrInvalidOption, name, MaxAttributeName)
+		}
 	}
 	if opts.APIURL != "" {
 		u, err := url.Parse(opts.APIURL)

@@ -204,6 +204,23 @@ func TestCacheKeyAttributes(t *testing.T) {
 	}
 }
 
+// TestKeyAttributesValidated: a key name that could blur the key's
+// separators, or too many, is refused at New.
+func TestKeyAttributesValidated(t *testing.T) {
+	many := make([]string, MaxAttributes+1)
+	for i := range many {
+		many[i] = fmt.Sprint("a", i)
+	}
+	for _, names := range [][]string{{"customer", "a,b"}, {""}, {"x=y"}, many} {
+		if r, err := New(Options{KeyAttributes: names}); !errors.Is(err, ErrInvalidOption) {
+			if r != nil {
+				r.Close()
+			}
+			t.Errorf("KeyAttributes %q: error %v, want ErrInvalidOption", names, err)
+		}
+	}
+}
+
 // TestCacheTTL: cache_ttl_secs 0 and absent-without-a-default do not cache;
 // absent uses Options.CacheTTL.
 func TestCacheTTL(t *testing.T) {

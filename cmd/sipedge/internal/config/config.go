@@ -164,6 +164,10 @@ type Trunk struct {
 	// E.164 as a call begins: what routing looks up and caches, what the
 	// carriers' policies start from, what the CDR records; "" = as sent.
 	NumberPolicy string `yaml:"number_policy"`
+	// Attributes are the trunk's static attributes (customer: acme), sent
+	// to the LCR API as the request's attributes for its calls; those named
+	// in lcr.attributes are part of the decision's cache key.
+	Attributes map[string]string `yaml:"attributes"`
 }
 
 // TrunkLimits are a trunk's ingress limits; 0 = unlimited.
@@ -275,7 +279,8 @@ type LCR struct {
 	FallbackGatewayGroup string `yaml:"fallback_gateway_group"`
 	// RerouteCauses are the codes that fail over (empty = DefaultRerouteCauses).
 	RerouteCauses []int `yaml:"reroute_causes"`
-	// Attributes are attribute names included in the cache key.
+	// Attributes are the names of the trunk attributes (trunks[].attributes)
+	// that are part of the cache key; a trunk without one keys it empty.
 	Attributes   []string      `yaml:"attributes"`
 	StaticRoutes []StaticRoute `yaml:"static_routes"`
 }

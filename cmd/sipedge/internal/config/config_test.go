@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -218,6 +219,11 @@ func TestRejects(t *testing.T) {
 		{"trunk no sources", "trunks:\n  - { name: t }", `line 2: trunks[0].sources: at least one source required`},
 		{"trunk duplicate", "trunks:\n  - { name: t, sources: [10.0.0.1] }\n  - { name: t, sources: [10.0.0.2] }", `line 3: trunks[1].name: "t": duplicate name`},
 		{"trunk limits negative", "trunks:\n  - { name: t, sources: [10.0.0.1], limits: { cps: -5 } }", `trunks[0].limits.cps: -5: must not be negative`},
+		{"trunk attribute name", "trunks:\n  - name: t\n    sources: [10.0.0.1]\n    attributes: { \"cust omer\": acme }", `line 4: trunks[0].attributes["cust omer"]: "cust omer": want 1 to 64 letters, digits, '_', '-' or '.'`},
+		{"trunk attribute value separator", "trunks:\n  - { name: t, sources: [10.0.0.1], attributes: { customer: \"acme,tier=gold\" } }", `trunks[0].attributes.customer: "acme,tier=gold": want up to 128 printable characters but ',' and ':'`},
+		{"trunk attribute value control", "trunks:\n  - { name: t, sources: [10.0.0.1], attributes: { customer: \"a\\tb\" } }", `trunks[0].attributes.customer: "a\tb": want up to 128 printable characters`},
+		{"trunk attribute value long", "trunks:\n  - { name: t, sources: [10.0.0.1], attributes: { customer: " + strings.Repeat("v", 129) + " } }", `trunks[0].attributes.customer: "` + strings.Repeat("v", 129) + `": want up to 128 printable characters`},
+		{"trunk attributes too many", "trunks:\n  - name: t\n    sources: [10.0.0.1]\n    attributes: {" + strings.Repeat(" a:,", 0) + manyAttributes(17) + "}", `line 4: trunks[0].attributes: 17 attributes: at most 16`},
 		// gateway groups
 		{"group address port", group + `    - name: carrier-b
       destinations:
@@ -278,6 +284,9 @@ func TestRejects(t *testing.T) {
 		{"lcr api_url password not shown", "lcr: { api_url: \"ftp://u:s3cret@x/route\" }", `lcr.api_url: "ftp://u:xxxxx@x/route": want an http:// or https:// URL`},
 		{"lcr timeout negative", "lcr: { timeout_ms: -1 }", `lcr.timeout_ms: -1: must not be negative`},
 		{"lcr reroute cause", "lcr:\n  reroute_causes: [408, 299]", `line 2: lcr.reroute_causes[1]: 299: want a SIP failure code, 300 to 699`},
+		{"lcr attribute name", "lcr:\n  attributes: [customer, \"a,b\"]", `line 2: lcr.attributes[1]: "a,b": want 1 to 64 letters, digits, '_', '-' or '.'`},
+		{"lcr attribute empty", "lcr:\n  attributes: [\"\"]", `line 2: lcr.attributes[0]: "": want 1 to 64 letters`},
+		{"lcr attributes too many", "lcr:\n  attributes: [" + manyAttributeNames(17) + "]", `line 2: lcr.attributes: 17 names: at most 16`},
 		// cache, ratelimit, cdr
 		{"cache url", "cache:\n  - { name: lcr, url: \"http://127.0.0.1:6379\" }", `line 2: cache[0].url: "http://127.0.0.1:6379": want a redis:// URL`},
 		{"cache no url", "cache:\n  - { name: lcr }", `cache[0].url: "": want a redis:// URL`},
@@ -325,6 +334,24 @@ func TestRejects(t *testing.T) {
 			}
 		})
 	}
+}
+
+// manyAttributes is n attributes of a flow mapping: "a0: v, a1: v, ...".
+func manyAttributes(n int) string {
+	var parts []string
+	for i := range n {
+		parts = append(parts, fmt.Sprintf("a%d: v", i))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// manyAttributeNames is n names of a flow sequence: "a0, a1, ...".
+func manyAttributeNames(n int) string {
+	var parts []string
+	for i := range n {
+		parts = append(parts, fmt.Sprintf("a%d", i))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func TestUnknownKeys(t *testing.T) {
@@ -654,6 +681,7 @@ trunks:
     limits: { cps: 2.5, burst: 5, max_concurrent_calls: 100 }
     number_policy: national
     force_rport: true
+    attributes: { customer: acme, tier: "Gold 2", empty: "" }
 gateway:
   groups:
     - name: carrier-a
@@ -758,6 +786,9 @@ func TestPrintRoundTrip(t *testing.T) {
 		}
 		if !c.Trunks[0].ForceRPort {
 			t.Error("trunks[0].force_rport not decoded")
+		}
+		if want := map[string]string{"customer": "acme", "tier": "Gold 2", "empty": ""}; !reflect.DeepEqual(c.Trunks[0].Attributes, want) {
+			t.Errorf("trunks[0].attributes = %v, want %v", c.Trunks[0].Attributes, want)
 		}
 		if c.Trunks[0].NumberPolicy != "national" {
 			t.Errorf("trunks[0].number_policy = %q", c.Trunks[0].NumberPolicy)

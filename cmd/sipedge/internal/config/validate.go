@@ -259,6 +259,17 @@ func (c *Config) validate(v *validator) {
 		if t.NumberPolicy != "" && c.NumberPolicy(t.NumberPolicy) == nil {
 			v.errorf(p+".number_policy", "unknown number policy %q", t.NumberPolicy)
 		}
+		if n := len(t.Attributes); n > lcr.MaxAttributes {
+			v.errorf(p+".attributes", "%d attributes: at most %d", n, lcr.MaxAttributes)
+		}
+		for _, name := range slices.Sorted(maps.Keys(t.Attributes)) {
+			ap := mapKeyPath(p+".attributes", name)
+			if !lcr.ValidAttributeName(name) {
+				v.errorf(ap, "%q: want 1 to %d letters, digits, '_', '-' or '.'", name, lcr.MaxAttributeName)
+			} else if val := t.Attributes[name]; !lcr.ValidAttributeValue(val) {
+				v.errorf(ap, "%q: want up to %d printable characters but ',' and ':' (the cache key's separators)", val, lcr.MaxAttributeValue)
+			}
+		}
 	}
 
 	seen = map[string]string{}
@@ -314,9 +325,12 @@ func (c *Config) validate(v *validator) {
 		v.errorf("lcr.fallback_gateway_group", "unknown group %q", l.FallbackGatewayGroup)
 	}
 	v.causes("lcr.reroute_causes", l.RerouteCauses)
+	if n := len(l.Attributes); n > lcr.MaxAttributes {
+		v.errorf("lcr.attributes", "%d names: at most %d", n, lcr.MaxAttributes)
+	}
 	for i, a := range l.Attributes {
-		if a == "" {
-			v.errorf(fmt.Sprintf("lcr.attributes[%d]", i), "empty attribute name")
+		if !lcr.ValidAttributeName(a) {
+			v.errorf(fmt.Sprintf("lcr.attributes[%d]", i), "%q: want 1 to %d letters, digits, '_', '-' or '.'", a, lcr.MaxAttributeName)
 		}
 	}
 	prefixes := map[string]string{}

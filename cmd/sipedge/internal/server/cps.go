@@ -126,10 +126,7 @@ func (c *cps) routeKey(r *route.Route) (ratelimit.Key, bool) {
 	if name == "" {
 		name = r.CarrierID
 	}
-	lim := ratelimit.Limit{Rate: r.CPS.Rate, Burst: r.CPS.Burst, MaxWait: time.Second}
-	if w := r.CPS.MaxWaitMs; w != nil {
-		lim.MaxWait = time.Duration(*w) * time.Millisecond
-	}
+	lim := routeLimit(r.CPS)
 	if m := c.routeKeys.Load(); m != nil {
 		if rk, ok := (*m)[name]; ok && rk.lim == lim {
 			return rk.key, true
@@ -157,6 +154,15 @@ func (c *cps) routeKey(r *route.Route) (ratelimit.Key, bool) {
 	next[name] = routeKey{key: k, lim: lim}
 	c.routeKeys.Store(&next)
 	return k, true
+}
+
+// routeLimit is the limit of a route's own cps: max_wait_ms absent is 1 s.
+func routeLimit(c *route.CPS) ratelimit.Limit {
+	lim := ratelimit.Limit{Rate: c.Rate, Burst: c.Burst, MaxWait: time.Second}
+	if w := c.MaxWaitMs; w != nil {
+		lim.MaxWait = time.Duration(*w) * time.Millisecond
+	}
+	return lim
 }
 
 // pace is the engines' Env.Pace: a slot of the carrier account's budget.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/ratelimit"
 	"github.com/sipedge/sipedge/route"
+	"github.com/sipedge/sipedge/route/lcr"
 )
 
 // A route from the API may carry its own cps (issue 7): its account is
@@ -113,5 +115,36 @@ func TestCPSRejectMatchAndBackoff(t *testing.T) {
 	}
 	if r := c.limiter.Rate(gk); r < before-1 { // it only recovers meanwhile (AIMD)
 		t.Errorf("the group's account backed off (%v -> %v) for a route with its own cps", before, r)
+	}
+}
+
+// TestRouteCPSValidIsPaced: a route's cps that the API validation accepts
+// registers in the limiter, and one the limiter refuses is refused by the
+// validation (the whole answer is an API failure, as for any invalid
+// field): an accepted route that failed to register would not be paced at
+// all, the opposite of what the API asked. lcr cannot import ratelimit, so
+// the two bounds are checked together here, around each of them.
+func TestRouteCPSValidIsPaced(t *testing.T) {
+	l, err := ratelimit.NewLocal(ratelimit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hour := 1.15 / 3600 // the slowest rate: 1/rate × 1.15 is an hour
+	var cases []route.CPS
+	for _, r := range []float64{hour * (1 - 1e-9), hour, hour * (1 + 1e-9), 1.0 / 3600, 0.0002, 0.001, 1, 50, 1e6, 1e300, 1e-300} {
+		cases = append(cases, route.CPS{Rate: r}, route.CPS{Rate: r, Burst: 2})
+	}
+	for b := 3125; b <= 3135; b++ { // an hour of calls at 1/s, spaced 1.15 s
+		cases = append(cases, route.CPS{Rate: 1, Burst: b})
+	}
+	for _, b := range []int{3_599_999_999, 3_600_000_000, 3_600_000_001, 3_600_000_002} { // 1 µs apart
+		cases = append(cases, route.CPS{Rate: 1e300, Burst: b})
+	}
+	for i, c := range cases {
+		valid := lcr.ValidateRoute(&route.Route{CarrierID: "a", GatewayGroup: "g", CPS: &c})
+		_, reg := l.Register(fmt.Sprint("k", i), routeLimit(&c))
+		if (valid == nil) != (reg == nil) {
+			t.Errorf("cps %+v: API validation %v, limiter %v", c, valid, reg)
+		}
 	}
 }

@@ -43,6 +43,9 @@ type lcrOpts struct {
 	lcr   string // the lcr: section, from column 0
 	b2bua string // more entries of the b2bua: flow map, e.g. "ring_timeout_secs: 2"
 	extra string // more top-level YAML: cache:, number_policies:
+	// trunks are the trunks: entries, one "  - {...}" line each; "" = one
+	// trunk, local, for 127.0.0.1, trunk_group cust-trunks.
+	trunks string
 }
 
 type lcrRig struct {
@@ -76,6 +79,10 @@ func newLCR(t *testing.T, o lcrOpts) *lcrRig {
 	r := newCarrierPair(t, "carrier-a", "carrier-b")
 	e, logs := r.e2e, r.logs
 
+	trunks := o.trunks
+	if trunks == "" {
+		trunks = `  - { name: local, trunk_group: cust-trunks, sources: ["127.0.0.1/32"] }`
+	}
 	b2 := "drain_timeout_secs: 1"
 	if o.b2bua != "" {
 		b2 += ", " + o.b2bua
@@ -87,7 +94,7 @@ admin: { listen: "127.0.0.1:0" }
 log: { level: debug }
 b2bua: { %[2]s }
 trunks:
-  - { name: local, trunk_group: cust-trunks, sources: ["127.0.0.1/32"] }
+%[8]s
 gateway:
   groups:
     - name: carrier-a
@@ -99,7 +106,7 @@ gateway:
 %[5]s
 %[6]s
 cdr: { file: %[7]q }
-`, e.port, b2, r.a.addr().Port(), r.b.addr().Port(), o.lcr, o.extra, e.cdrPath)
+`, e.port, b2, r.a.addr().Port(), r.b.addr().Port(), o.lcr, o.extra, e.cdrPath, trunks)
 	e.run(yaml, logs)
 	e.caller = newUDPPeer(t, "caller", "127.0.0.1", e.sip)
 	e.caller.forbid(carrierSecrets...)

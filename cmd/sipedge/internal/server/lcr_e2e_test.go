@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -402,6 +403,53 @@ func TestLCRCacheHitAvoidsAPI(t *testing.T) {
 	})
 }
 
+// TestLCRTrunkAttributes: a trunk's attributes (trunks[].attributes) are the
+// API request's attributes for its calls, and those lcr.attributes names
+// are part of the cache key: trunks that differ in a keyed attribute do
+// not share a cached decision, trunks equal in every keyed one do.
+func TestLCRTrunkAttributes(t *testing.T) {
+	api := newLCRAPI(t, 200, `{"routes":[`+lcrCacheRoutes+`],"cache_ttl_secs":60}`)
+	r := newLCR(t, lcrOpts{
+		lcr: fmt.Sprintf("lcr: { api_url: %q, attributes: [customer, tier] }", api.url()),
+		trunks: `  - { name: acme-eu, trunk_group: cust-trunks, sources: ["127.0.0.1/32"], attributes: { customer: acme, region: eu } }
+  - { name: acme-us, trunk_group: cust-trunks, sources: ["127.0.0.2/32"], attributes: { customer: acme, region: us } }
+  - { name: globex, trunk_group: cust-trunks, sources: ["127.0.0.3/32"], attributes: { customer: globex } }
+  - { name: plain, trunk_group: cust-trunks, sources: ["127.0.0.4/32"] }`,
+	})
+	callers := map[string]*sipPeer{"acme-eu": r.caller}
+	for name, ip := range map[string]string{"acme-us": "127.0.0.2", "globex": "127.0.0.3", "plain": "127.0.0.4"} {
+		callers[name] = newUDPPeer(t, name, ip, r.sip)
+		callers[name].forbid(carrierSecrets...)
+	}
+	for _, step := range []struct {
+		trunk string
+		hits  int64             // API requests so far
+		attrs map[string]string // the last request's attributes
+	}{
+		{"acme-eu", 1, map[string]string{"customer": "acme", "region": "eu"}},
+		{"acme-us", 1, nil}, // region is not keyed: acme-eu's decision
+		{"globex", 2, map[string]string{"customer": "globex"}},
+		{"plain", 3, nil},  // keyed customer= and tier=, sent no attributes
+		{"globex", 3, nil}, // its own cached decision
+	} {
+		r.caller = callers[step.trunk]
+		lcrBusyCall(t, r)
+		if n := api.hits.Load(); n != step.hits {
+			t.Fatalf("after a call from %s: %d API requests, want %d", step.trunk, n, step.hits)
+		}
+		reqs := api.requests()
+		if last := reqs[len(reqs)-1]; step.attrs != nil && !reflect.DeepEqual(last.Attributes, step.attrs) {
+			t.Errorf("call from %s: API request attributes %v, want %v", step.trunk, last.Attributes, step.attrs)
+		}
+	}
+	if last := api.requests()[2]; last.Attributes != nil {
+		t.Errorf("call from a trunk without attributes: API request attributes %v, want none", last.Attributes)
+	}
+	if n := r.metricWith("sipedge_lcr_cache_hits_total", `tier="local"`); n != 2 {
+		t.Errorf(`sipedge_lcr_cache_hits_total{tier="local"} %v, want 2`, n)
+	}
+}
+
 // lcrSharedByTwoNodes: a decision one node got from the API is stored in
 // the Redis at url (on the server owner says holds a key) and used by a
 // second node without asking the API.
@@ -679,4 +727,56 @@ func TestLCRTransportErrorFailsOverAtOnce(t *testing.T) {
 	rec := r.cdrOf(c.u.callID)
 	checkCDR(t, rec, 200, "caller")
 	checkAttempts(t, rec, wantAttempt{"dead", 503, true, ""})
+}
+
+// TestLCRCallerCancelDuringCPSWaitNotDialled: a caller who gives up while
+// the carrier in flight waits for its CPS slot leaves an attempt with
+// dialed false (seed: "An attempt's dialed says whether siphon actually put
+// an INVITE on the wire for that carrier"), so the carrier's ASR does not
+// count a call it never saw.
+func TestLCRCallerCancelDuringCPSWaitNotDialled(t *testing.T) {
+	// carrier-b's account: one call per 2 s; a call waits up to 5 s for it.
+	api := newLCRAPI(t, 200, `{"routes":[`+
+		`{"carrier_id":"carrier-a","gateway_group":"carrier-a","rate":0.004},`+
+		`{"carrier_id":"carrier-b","gateway_group":"carrier-b","rate":0.005,"cps":{"rate":0.5,"max_wait_ms":5000}}]}`)
+	r := newLCR(t, lcrOpts{lcr: fmt.Sprintf("lcr: { api_url: %q, timeout_ms: 1000 }", api.url())})
+
+	// The first call takes carrier-b's slot.
+	c := r.call(dialed, "")
+	c.reject(r.a, c.invite(r.a, dialed), 503, "Service Unavailable")
+	c.reject(r.b, c.invite(r.b, dialed), 486, "Busy Here")
+	c.final(486)
+
+	// The second fails over to carrier-b, which waits for its slot: the
+	// shard paces it while handling carrier-a's 503, before the ACK taken
+	// here, so the CANCEL finds it waiting.
+	c = r.call(dialed, "")
+	c.reject(r.a, c.invite(r.a, dialed), 503, "Service Unavailable")
+	r.caller.send(c.fix(c.u.cancel()))
+	if ok := r.caller.expect("SIP/2.0 200 OK", waitMsg); cseqOf(t, ok).Method != parser.MethodCancel {
+		t.Fatalf("200 is not for the CANCEL:\n%s", ok.Bytes())
+	}
+	c.final(487)
+	r.b.expectNothing(0)
+
+	// The attempt is counted on the shard right after the caller's 487
+	// left: wait for it, then check it counted as not dialled.
+	undialled := `carrier="carrier-b",code="487",dialed="false"`
+	for end := time.Now().Add(waitMsg); r.metricWith("sipedge_lcr_attempts_total", undialled) == 0 && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := r.metricWith("sipedge_lcr_attempts_total", undialled); got != 1 {
+		t.Errorf("carrier-b {%s} attempts %v, want 1", undialled, got)
+	}
+	if got := r.metricWith("sipedge_lcr_attempts_total", `carrier="carrier-b",code="487",dialed="true"`); got != 0 {
+		t.Errorf(`carrier-b {code="487",dialed="true"} attempts %v, want 0`, got)
+	}
+
+	rec := r.cdrOf(c.u.callID)
+	checkCDR(t, rec, 487, "caller")
+	got := checkAttempts(t, rec, wantAttempt{"carrier-a", 503, true, ""},
+		wantAttempt{"carrier-b", 487, false, "caller_cancelled"})
+	if ms := elapsedMs(got[1]); ms != 0 {
+		t.Errorf("undialled carrier-b elapsed_ms %d, want 0", ms)
+	}
 }

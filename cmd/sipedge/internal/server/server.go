@@ -270,7 +270,8 @@ type shardApp struct {
 	sh     *shard.Shard
 	eng    *b2bua.Engine
 	keyBuf []byte
-	sel    health.Selector // this shard's gateway selection state
+	sel    health.Selector                    // this shard's gateway selection state
+	attrs  map[*b2bua.Trunk]map[string]string // trunkAttributes' memo
 
 	carriers *carrierPolicy // per-carrier attempts and times (the Policy hooks)
 }
@@ -289,13 +290,15 @@ func (a *shardApp) route(r *b2bua.RouteRequest) b2bua.Decision {
 		}
 		return b2bua.Decision{Routes: routes, Source: "static"}
 	}
-	a.keyBuf = a.s.lcr.AppendKey(a.keyBuf[:0], group, string(r.Dialed), nil)
+	attrs := a.trunkAttributes(r.Trunk)
+	a.keyBuf = a.s.lcr.AppendKey(a.keyBuf[:0], group, string(r.Dialed), attrs)
 	if d, ok := a.s.lcr.LookupCached(a.keyBuf); ok {
 		return decisionOf(d)
 	}
+	// attrs is the configuration's, shared read-only with the resolver.
 	req := &lcr.Request{CallID: string(r.CallID), From: string(r.From), DialedNumber: string(r.Dialed),
 		To: string(r.To), Source: lcr.CallSource{IP: r.Source.Addr.Addr().String(), Port: int(r.Source.Addr.Port()),
-			Transport: strings.ToLower(r.Source.Transport.String()), TrunkGroup: group}}
+			Transport: strings.ToLower(r.Source.Transport.String()), TrunkGroup: group}, Attributes: attrs}
 	ref, sh, eng := r.Ref, a.sh, a.eng
 	a.s.lcr.Lookup(req, func(d lcr.Decision) {
 		sh.Post(func() { eng.Decided(ref, decisionOf(d), sh.Now()) })
@@ -303,8 +306,31 @@ func (a *shardApp) route(r *b2bua.RouteRequest) b2bua.Decision {
 	return b2bua.Decision{Pending: true}
 }
 
+// trunkAttributes returns the attributes of the trunk a call came from
+// (trunks[].attributes), nil for none: the LCR request's attributes and,
+// for the names in lcr.attributes, part of the cache key. The engine's
+// trunks are pointers into its configuration, fixed for its life; they key
+// a memo of this shard's, filled on a trunk's first call, so that a call
+// hashes no trunk name and takes no lock.
+func (a *shardApp) trunkAttributes(t *b2bua.Trunk) map[string]string {
+	if t == nil {
+		return nil
+	}
+	attrs, ok := a.attrs[t]
+	if !ok {
+		for i := range a.s.cfg.Trunks {
+			if a.s.cfg.Trunks[i].Name == t.Name {
+				attrs = a.s.cfg.Trunks[i].Attributes
+			}
+		}
+		a.attrs[t] = attrs
+	}
+	return attrs
+}
+
 func (s *Server) newShardApp(sh *shard.Shard) (shard.Handler, error) {
-	a := &shardApp{s: s, sh: sh, carriers: newCarrierPolicy(s.engineSet)}
+	a := &shardApp{s: s, sh: sh, carriers: newCarrierPolicy(s.engineSet),
+		attrs: make(map[*b2bua.Trunk]map[string]string)}
 	local := ""
 	for _, l := range s.cfg.Listen {
 		local = l.Addr.Addr().String()

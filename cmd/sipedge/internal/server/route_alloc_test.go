@@ -1,0 +1,50 @@
+//go:build !race
+
+package server
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
+	"github.com/sipedge/sipedge/dialog/b2bua"
+	"github.com/sipedge/sipedge/route/lcr"
+)
+
+// A call whose decision is in the in-process cache is routed without an
+// allocation, its trunk's attributes in the key included: it runs on the
+// shard for every call.
+func TestRouteCacheHitAllocs(t *testing.T) {
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, `{"routes":[{"carrier_id":"a","gateway_group":"a"}],"cache_ttl_secs":60}`)
+	}))
+	defer api.Close()
+	res, err := lcr.New(lcr.Options{APIURL: api.URL, KeyAttributes: []string{"customer", "tier"},
+		Metrics: metrics.NewSet(), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Close()
+	cfg := &config.Config{Trunks: []config.Trunk{{Name: "t", TrunkGroup: "tg",
+		Attributes: map[string]string{"customer": "acme", "region": "eu"}}}}
+	a := &shardApp{s: &Server{cfg: cfg, lcr: res}, attrs: make(map[*b2bua.Trunk]map[string]string)}
+	rr := &b2bua.RouteRequest{Trunk: &b2bua.Trunk{Name: "t", Group: "tg"}, Dialed: []byte("+12025550123")}
+
+	got := make(chan lcr.Decision, 1)
+	res.Lookup(&lcr.Request{DialedNumber: "+12025550123", Source: lcr.CallSource{TrunkGroup: "tg"},
+		Attributes: cfg.Trunks[0].Attributes}, func(d lcr.Decision) { got <- d })
+	if d := <-got; len(d.Routes) != 1 {
+		t.Fatalf("priming lookup: %+v", d)
+	}
+	if d := a.route(rr); d.Pending || len(d.Routes) != 1 {
+		t.Fatalf("not a cache hit: %+v", d)
+	}
+	if n := testing.AllocsPerRun(1000, func() { a.route(rr) }); n != 0 {
+		t.Errorf("%v allocations per cached route, want 0", n)
+	}
+}
