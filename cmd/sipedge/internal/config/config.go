@@ -126,11 +126,13 @@ type HeaderPolicy struct {
 	Allow []string `yaml:"allow"`
 }
 
-// DefaultAllow is the default b2bua.header_policy.allow.
-// Identity headers (P-Asserted-Identity, P-Preferred-Identity, Privacy,
+// DefaultAllow is the default b2bua.header_policy.allow. Reason (RFC 3326)
+// carries a carrier's Q.850 cause on failures and BYEs, and the caller's
+// "call completed elsewhere" on CANCEL: what either side needs to know why
+// a call ended. Identity headers (P-Asserted-Identity, P-Preferred-Identity, Privacy,
 // Remote-Party-ID) are never copied, listed or not: sipedge writes the
 // B-leg's identity itself.
-var DefaultAllow = []string{"Allow", "Supported", "Session-Expires", "Min-SE", "User-Agent"}
+var DefaultAllow = []string{"Allow", "Supported", "Session-Expires", "Min-SE", "User-Agent", "Reason"}
 
 // Number policy formats.
 const (

@@ -564,7 +564,7 @@ func TestDefaults(t *testing.T) {
 		{"b2bua.drain_timeout_secs", c.B2BUA.DrainTimeout, 30 * time.Second},
 		{"b2bua.unknown_source", c.B2BUA.UnknownSource, "drop"},
 		{"b2bua.refer_response", c.B2BUA.ReferResponse, 603},
-		{"b2bua.header_policy.allow", c.B2BUA.HeaderPolicy.Allow, []string{"Allow", "Supported", "Session-Expires", "Min-SE", "User-Agent"}},
+		{"b2bua.header_policy.allow", c.B2BUA.HeaderPolicy.Allow, []string{"Allow", "Supported", "Session-Expires", "Min-SE", "User-Agent", "Reason"}},
 		{"b2bua.assert_identity", c.B2BUA.AssertIdentity, true},
 		{"b2bua.ring_timeout_secs", c.B2BUA.RingTimeout, 30 * time.Second},
 		{"group algorithm", g.Algorithm, "weighted"},
