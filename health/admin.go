@@ -21,7 +21,9 @@ const maxBody = 1 << 20
 //	DELETE /v1/gateway/groups/{name}  204 removed, 404 unknown, 409 a YAML group
 //
 // Errors are {"error": "..."}. A POSTed group's absent probe.jitter_ms is
-// 500 ms, as in the YAML; unknown keys are errors. Authentication and the
+// 500 ms, as in the YAML; unknown keys are errors. Its cps and cps_reject
+// are stored for Options.OnAdd, which applies them (the server paces the
+// group's dials as a YAML group's) or refuses the group (400). Authentication and the
 // listening socket are the caller's.
 func (r *Registry) Handler() http.Handler {
 	mux := http.NewServeMux()

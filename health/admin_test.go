@@ -2,6 +2,7 @@ package health
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -162,5 +163,73 @@ func TestGroupConfigValidate(t *testing.T) {
 		n.Probe.SuccessThreshold != DefaultSuccessThreshold || n.Probe.Jitter != 0 || n.Passive.HalfOpenCalls != DefaultHalfOpenCalls ||
 		n.Passive.DownTime != DefaultPassiveDownTime || n.Passive.MaxRetryAfter != DefaultMaxRetryAfter || n.Destinations[0].Weight != 1 {
 		t.Fatalf("defaults: %+v %v", n, err)
+	}
+}
+
+// A group's cps and cps_reject, as in the YAML, are stored and shown, not
+// interpreted: OnAdd hears of a runtime group once it is valid and may
+// refuse it (the server registers the limit there), OnRemove of its
+// removal; YAML groups are the server's own business at start.
+func TestAdminGroupCPS(t *testing.T) {
+	var added []GroupConfig
+	var removed []string
+	refuse := false
+	r, _ := newTestRegistry(t, Options{
+		OnAdd: func(g GroupConfig) error {
+			if refuse {
+				return errors.New("the limiter says no")
+			}
+			added = append(added, g)
+			return nil
+		},
+		OnRemove: func(name string) { removed = append(removed, name) },
+	}, GroupConfig{Name: "yaml", Destinations: dests(1), CPS: &CPSConfig{Rate: 5}})
+	if len(added) != 0 {
+		t.Fatalf("OnAdd heard of the YAML group: %+v", added)
+	}
+	h := r.Handler()
+	do := func(method, path, body string) (int, string) {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(method, path, strings.NewReader(body)))
+		return w.Code, w.Body.String()
+	}
+	const group = `{"name": "paced", "cps": {"rate": 2.5, "burst": 3, "max_wait_ms": 0, "key": "acct-1"},
+		"cps_reject": [{"code": 503, "reason": "CPS"}, {"code": 480}],
+		"destinations": [{"uri": "sip:b1.example.com", "address": "127.0.0.1:5090"}]}`
+	code, body := do("POST", "/v1/gateway/groups", group)
+	if code != 201 || !strings.Contains(body, `"cps":{"rate":2.5,"burst":3,"max_wait_ms":0,"key":"acct-1"}`) ||
+		!strings.Contains(body, `"cps_reject":[{"code":503,"reason":"CPS"},{"code":480}]`) {
+		t.Fatalf("POST: %d %s", code, body)
+	}
+	cps, rejects := r.CPS("paced")
+	if len(added) != 1 || cps == nil || cps.Rate != 2.5 || cps.Burst != 3 || cps.MaxWait() != 0 || cps.Key != "acct-1" || len(rejects) != 2 {
+		t.Fatalf("stored %+v %+v, OnAdd %d times", cps, rejects, len(added))
+	}
+	if c, _ := r.CPS("yaml"); c == nil || c.MaxWait() != time.Second {
+		t.Fatalf("YAML group's cps %+v, want rate 5 and the default max wait of 1 s", c)
+	}
+	for _, bad := range []struct{ edit, want string }{
+		{`"rate": 0`, "cps.rate"},
+		{`"burst": -1`, "cps.burst"},
+		{`"max_wait_ms": -5`, "cps.max_wait_ms"},
+		{`"code": 200`, "cps_reject[0].code"},
+	} {
+		old := map[string]string{"cps.rate": `"rate": 2.5`, "cps.burst": `"burst": 3`, "cps.max_wait_ms": `"max_wait_ms": 0`, "cps_reject[0].code": `"code": 503`}[bad.want]
+		if code, body := do("POST", "/v1/gateway/groups", strings.Replace(group, old, bad.edit, 1)); code != 400 || !strings.Contains(body, bad.want) {
+			t.Errorf("%s: %d %s, want 400 naming %s", bad.edit, code, body, bad.want)
+		}
+	}
+	refuse = true
+	if code, body := do("POST", "/v1/gateway/groups", strings.Replace(group, `"paced"`, `"other"`, 1)); code != 400 || !strings.Contains(body, "the limiter says no") {
+		t.Fatalf("OnAdd refusing: %d %s", code, body)
+	}
+	if _, ok := r.Group("other"); ok {
+		t.Fatal("a group OnAdd refused was added")
+	}
+	if code, _ := do("DELETE", "/v1/gateway/groups/paced", ""); code != 204 || len(removed) != 1 || removed[0] != "paced" {
+		t.Fatalf("DELETE: %d, OnRemove %v", code, removed)
+	}
+	if c, _ := r.CPS("paced"); c != nil {
+		t.Fatal("a removed group still has a cps")
 	}
 }

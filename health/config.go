@@ -70,6 +70,38 @@ type GroupConfig struct {
 	Probe         ProbeConfig   `json:"probe"`
 	Passive       PassiveConfig `json:"passive"`
 	Destinations  []DestConfig  `json:"destinations"`
+	// CPS is the carrier account's calls-per-second limit and CPSReject
+	// the carrier's rejects that say it was exceeded (seed 003), as the
+	// YAML's gateway.groups[].cps and cps_reject. The health package only
+	// stores them, for the pacing of dials (see Options.OnAdd); nil CPS =
+	// unpaced.
+	CPS       *CPSConfig  `json:"cps,omitempty"`
+	CPSReject []CPSReject `json:"cps_reject,omitempty"`
+}
+
+// CPSConfig is a group's CPS limit. MaxWaitMs nil is 1000 (1 s); 0 never
+// waits. Key names the carrier account the limit is shared under (empty:
+// the group's name).
+type CPSConfig struct {
+	Rate      float64 `json:"rate"`
+	Burst     int     `json:"burst,omitempty"`
+	MaxWaitMs *int64  `json:"max_wait_ms,omitempty"`
+	Key       string  `json:"key,omitempty"`
+}
+
+// MaxWait returns the CPS limit's max wait.
+func (c *CPSConfig) MaxWait() time.Duration {
+	if c.MaxWaitMs == nil {
+		return time.Second
+	}
+	return time.Duration(*c.MaxWaitMs) * time.Millisecond
+}
+
+// CPSReject matches a carrier's CPS reject: a status code and, optionally,
+// text that the Reason header or the reason phrase must contain.
+type CPSReject struct {
+	Code   int    `json:"code"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // ProbeConfig configures OPTIONS probing of a group's members. In JSON the
@@ -245,6 +277,15 @@ func (g GroupConfig) clone() GroupConfig {
 	g.Probe.HealthyCodes = slices.Clone(g.Probe.HealthyCodes)
 	g.Passive.Outcomes = slices.Clone(g.Passive.Outcomes)
 	g.Destinations = slices.Clone(g.Destinations)
+	if g.CPS != nil {
+		c := *g.CPS
+		if c.MaxWaitMs != nil {
+			w := *c.MaxWaitMs
+			c.MaxWaitMs = &w
+		}
+		g.CPS = &c
+	}
+	g.CPSReject = slices.Clone(g.CPSReject)
 	return g
 }
 
@@ -322,6 +363,29 @@ func (g GroupConfig) normalize() (GroupConfig, error) {
 	}
 	if s.MaxRetryAfter < time.Second || s.MaxRetryAfter > MaxRetryAfterLimit {
 		bad("passive.max_retry_after_secs", "%v: want 1 s to %v", s.MaxRetryAfter, MaxRetryAfterLimit)
+	}
+	if c := g.CPS; c != nil {
+		// The limiter checks the rest (Options.OnAdd).
+		if !(c.Rate > 0) || math.IsInf(c.Rate, 0) {
+			bad("cps.rate", "%v: want calls per second above 0 (no cps: unpaced)", c.Rate)
+		}
+		if c.Burst < 0 {
+			bad("cps.burst", "%d: must not be negative", c.Burst)
+		}
+		if c.MaxWaitMs != nil && (*c.MaxWaitMs < 0 || *c.MaxWaitMs > 3600_000) {
+			bad("cps.max_wait_ms", "%d: want 0 to 3600000", *c.MaxWaitMs)
+		}
+		if !printable(c.Key, 128) {
+			bad("cps.key", "%q: want up to 128 printable characters", c.Key)
+		}
+	}
+	for i, r := range g.CPSReject {
+		if r.Code < 400 || r.Code > 699 {
+			bad(fmt.Sprintf("cps_reject[%d].code", i), "%d: want a SIP failure code, 400 to 699", r.Code)
+		}
+		if !printable(r.Reason, 256) {
+			bad(fmt.Sprintf("cps_reject[%d].reason", i), "%q: want up to 256 printable characters", r.Reason)
+		}
 	}
 	if len(g.Destinations) == 0 {
 		bad("destinations", "at least one destination required")
@@ -403,6 +467,19 @@ func validDNSName(s string) bool {
 			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
 				return false
 			}
+		}
+	}
+	return true
+}
+
+// printable reports whether s is at most n bytes of printable ASCII.
+func printable(s string, n int) bool {
+	if len(s) > n {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] > '~' {
+			return false
 		}
 	}
 	return true

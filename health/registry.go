@@ -49,6 +49,13 @@ type Options struct {
 	Logger *slog.Logger
 	// Metrics receives the per-member metrics (default a new set).
 	Metrics *metrics.Set
+	// OnAdd and OnRemove hear of the groups added, replaced and removed at
+	// run time (not the YAML's), under the registry's lock: the user of
+	// what the registry stores without interpreting (a group's CPS limit)
+	// applies it there. OnAdd is called once the group is known to be
+	// valid and before it is published; its error refuses the group.
+	OnAdd    func(GroupConfig) error
+	OnRemove func(name string)
 }
 
 // Registry holds the gateway groups and their members' health.
@@ -64,6 +71,8 @@ type Registry struct {
 	set   *metrics.Set
 
 	prober         Prober
+	onAdd          func(GroupConfig) error
+	onRemove       func(string)
 	resolve        func(ctx context.Context, host string) ([]netip.Addr, error)
 	resolveEvery   time.Duration
 	resolveTimeout time.Duration
@@ -128,6 +137,8 @@ func New(opts Options) (*Registry, error) {
 		log:            opts.Logger,
 		set:            opts.Metrics,
 		prober:         opts.Prober,
+		onAdd:          opts.OnAdd,
+		onRemove:       opts.OnRemove,
 		resolve:        opts.Resolve,
 		resolveEvery:   cmp.Or(opts.ResolveInterval, 60*time.Second),
 		resolveTimeout: cmp.Or(opts.ResolveTimeout, 5*time.Second),
@@ -220,6 +231,12 @@ func (r *Registry) addGroup(cfg GroupConfig, fixed bool) (bool, error) {
 	prev := old.groups[cfg.Name]
 	if prev != nil && prev.fixed {
 		return false, fmt.Errorf("cannot replace group %q: %w", cfg.Name, ErrFixedGroup)
+	}
+	if !fixed && r.onAdd != nil {
+		// Last check, first change: nothing below fails.
+		if err := r.onAdd(cfg); err != nil {
+			return false, fmt.Errorf("cannot add group %q: %w: %w", cfg.Name, ErrInvalidGroup, err)
+		}
 	}
 	set := &settings{group: cfg.Name, transport: cfg.Transport, probe: cfg.Probe, passive: cfg.Passive}
 	if !cfg.Passive.Disabled {
@@ -351,6 +368,9 @@ func (r *Registry) RemoveGroup(name string) error {
 	}
 	r.snap.Store(next)
 	r.rebuildKnown()
+	if r.onRemove != nil {
+		r.onRemove(name)
+	}
 	for i := range g.members {
 		r.retire(g.members[i].st)
 	}
@@ -383,6 +403,16 @@ func (r *Registry) kick() {
 	case r.wake <- struct{}{}:
 	default:
 	}
+}
+
+// CPS returns the CPS limit and CPS rejects of the group called name, YAML
+// or added at run time (nil when it has none or does not exist). Lock-free;
+// the values are the group's own and must not be changed.
+func (r *Registry) CPS(name string) (*CPSConfig, []CPSReject) {
+	if g := r.snap.Load().groups[name]; g != nil {
+		return g.cfg.CPS, g.cfg.CPSReject
+	}
+	return nil, nil
 }
 
 // RerouteCauses returns the reroute causes of the group called name, YAML

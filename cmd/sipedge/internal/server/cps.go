@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
 	"github.com/sipedge/sipedge/dialog/b2bua"
+	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/ratelimit"
 	"github.com/sipedge/sipedge/route"
 )
@@ -24,8 +26,12 @@ type cps struct {
 	log     *slog.Logger
 	ingress *ratelimit.Local         // trunks' ingress CPS: in process, no Redis on the way in
 	trunks  map[string]ratelimit.Key // trunk name -> its key in ingress
-	keys    map[string]ratelimit.Key // gateway group -> its account's key
-	rejects map[string][]config.CPSReject
+
+	// groups maps a gateway group to its account's key and its CPS reject
+	// matchers. Read lock-free on every paced dial; replaced whole, under
+	// groupMu, when a group is added, replaced or removed at run time.
+	groups  atomic.Pointer[map[string]groupLimit]
+	groupMu sync.Mutex
 
 	// routeKeys maps an account name to its routeKey: the accounts of
 	// routes' own cps. Read lock-free on every paced dial (a sync.Map would
@@ -34,6 +40,14 @@ type cps struct {
 	routeKeys  atomic.Pointer[map[string]routeKey]
 	routeMu    sync.Mutex
 	routeNames int // accounts registered for routes; guarded by routeMu
+}
+
+// groupLimit is a gateway group's CPS: its account's key when paced, and
+// the rejects that say its limit was exceeded.
+type groupLimit struct {
+	key     ratelimit.Key
+	paced   bool
+	rejects []health.CPSReject
 }
 
 // routeKey is an account a route's cps registered, with the limit it did.
@@ -47,8 +61,7 @@ type routeKey struct {
 const maxRouteAccounts = 10000
 
 func newCPS(cfg *config.Config, s *Server) (*cps, error) {
-	c := &cps{keys: make(map[string]ratelimit.Key), rejects: make(map[string][]config.CPSReject),
-		trunks: make(map[string]ratelimit.Key), log: s.log}
+	c := &cps{trunks: make(map[string]ratelimit.Key), log: s.log}
 	var err error
 	if c.ingress, err = ratelimit.NewLocal(ratelimit.Options{}); err != nil {
 		return nil, err
@@ -73,26 +86,64 @@ func newCPS(cfg *config.Config, s *Server) (*cps, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ratelimit: %w", err)
 	}
-	for _, g := range cfg.Gateway.Groups {
-		if len(g.CPSReject) > 0 {
-			c.rejects[g.Name] = g.CPSReject
-		}
-		if g.CPS.Rate <= 0 {
-			continue
-		}
-		name := g.CPS.Key
-		if name == "" {
-			name = g.Name
-		}
-		k, ok := c.limiter.Lookup(name)
-		if !ok {
-			if k, err = c.limiter.Register(name, ratelimit.Limit{Rate: g.CPS.Rate, Burst: g.CPS.Burst, MaxWait: g.CPS.MaxWait}); err != nil {
-				return nil, fmt.Errorf("gateway.groups[%s].cps: %w", g.Name, err)
+	groups := make(map[string]groupLimit)
+	for _, g := range healthGroups(cfg) {
+		gl := groupLimit{rejects: g.CPSReject}
+		if g.CPS != nil {
+			// A YAML group sharing an account with one before it draws
+			// from that account at its limit.
+			name := cmp.Or(g.CPS.Key, g.Name)
+			k, ok := c.limiter.Lookup(name)
+			if !ok {
+				if k, err = c.limiter.Register(name, limitOf(g.CPS)); err != nil {
+					return nil, fmt.Errorf("gateway.groups[%s].cps: %w", g.Name, err)
+				}
 			}
+			gl.key, gl.paced = k, true
 		}
-		c.keys[g.Name] = k
+		groups[g.Name] = gl
 	}
+	c.groups.Store(&groups)
 	return c, nil
+}
+
+// limitOf is the limiter's limit for a group's cps.
+func limitOf(c *health.CPSConfig) ratelimit.Limit {
+	return ratelimit.Limit{Rate: c.Rate, Burst: c.Burst, MaxWait: c.MaxWait()}
+}
+
+// addGroup is the health registry's OnAdd: a group added or replaced at run
+// time draws from its account at the limit it names, which becomes the
+// account's (as a route's cps does); an invalid limit refuses the group.
+func (c *cps) addGroup(g health.GroupConfig) error {
+	gl := groupLimit{rejects: g.CPSReject}
+	if g.CPS != nil {
+		k, err := c.limiter.Register(cmp.Or(g.CPS.Key, g.Name), limitOf(g.CPS))
+		if err != nil {
+			return fmt.Errorf("cps: %w", err)
+		}
+		gl.key, gl.paced = k, true
+	}
+	c.setGroup(g.Name, &gl)
+	return nil
+}
+
+// removeGroup is the health registry's OnRemove. The account's key stays
+// registered: other groups and routes may share it.
+func (c *cps) removeGroup(name string) { c.setGroup(name, nil) }
+
+// setGroup publishes a copy of the groups with name's entry set to gl, or
+// deleted when gl is nil.
+func (c *cps) setGroup(name string, gl *groupLimit) {
+	c.groupMu.Lock()
+	defer c.groupMu.Unlock()
+	next := maps.Clone(*c.groups.Load())
+	if gl == nil {
+		delete(next, name)
+	} else {
+		next[name] = *gl
+	}
+	c.groups.Store(&next)
 }
 
 // admit is the engines' Env.Admit: the trunk's ingress CPS.
@@ -113,8 +164,8 @@ func (c *cps) keyOf(r *route.Route, t *b2bua.Target) (ratelimit.Key, bool) {
 	if r != nil && r.CPS != nil && r.CPS.Rate > 0 {
 		return c.routeKey(r)
 	}
-	k, ok := c.keys[t.Group]
-	return k, ok
+	g := (*c.groups.Load())[t.Group]
+	return g.key, g.paced
 }
 
 // routeKey returns the account of a route's own cps, registering it on
@@ -187,7 +238,7 @@ func (a *shardApp) pace(r *route.Route, t *b2bua.Target, ref uint64) b2bua.PaceR
 // or the group's (AIMD), and retries after a jittered delay (the seed's
 // 0.6 to 1.6 s).
 func (a *shardApp) cpsReject(r *route.Route, t *b2bua.Target, code int, phrase, reason []byte) (time.Duration, bool) {
-	for _, m := range a.s.cps.rejects[t.Group] {
+	for _, m := range (*a.s.cps.groups.Load())[t.Group].rejects {
 		if m.Code != code || m.Reason != "" && !containsFold(phrase, m.Reason) && !containsFold(reason, m.Reason) {
 			continue
 		}

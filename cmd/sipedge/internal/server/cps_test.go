@@ -11,6 +11,7 @@ import (
 
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
 	"github.com/sipedge/sipedge/dialog/b2bua"
+	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/ratelimit"
 	"github.com/sipedge/sipedge/route"
 	"github.com/sipedge/sipedge/route/lcr"
@@ -33,7 +34,7 @@ func TestRouteCPS(t *testing.T) {
 	own := &route.Route{CarrierID: "wholesale-b", CPS: &route.CPS{Rate: 2, MaxWaitMs: &none}}
 
 	gk, ok := c.keyOf(&route.Route{CarrierID: "carrier-a"}, &group)
-	if !ok || gk != c.keys["carrier-a"] {
+	if !ok || gk != (*c.groups.Load())["carrier-a"].key {
 		t.Fatal("a route without cps draws from its group's account")
 	}
 	k, ok := c.keyOf(own, &group)
@@ -100,7 +101,7 @@ func TestCPSRejectMatchAndBackoff(t *testing.T) {
 	if _, ok := a.cpsReject(plain, target, 503, []byte("CPS_Limit"), nil); !ok {
 		t.Error("the reason phrase's text did not match")
 	}
-	gk := c.keys["carrier-a"]
+	gk := (*c.groups.Load())["carrier-a"].key
 	if r := c.limiter.Rate(gk); r >= 50 {
 		t.Errorf("the group's account rate %v after two rejects, want it backed off", r)
 	}
@@ -146,5 +147,40 @@ func TestRouteCPSValidIsPaced(t *testing.T) {
 		if (valid == nil) != (reg == nil) {
 			t.Errorf("cps %+v: API validation %v, limiter %v", c, valid, reg)
 		}
+	}
+}
+
+// A group added at run time paces its dials from its account, at the
+// limit it names, and its CPS rejects are matched; removed, it paces
+// nothing. An invalid limit refuses the group.
+func TestRuntimeGroupCPS(t *testing.T) {
+	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil)), cpsSet: metrics.NewSet()}
+	c, err := newCPS(&config.Config{}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.limiter.Close()
+	tgt := b2bua.Target{Group: "rt"}
+	if _, ok := c.keyOf(nil, &tgt); ok {
+		t.Fatal("an unknown group is paced")
+	}
+	if err := c.addGroup(health.GroupConfig{Name: "rt", CPS: &health.CPSConfig{Rate: 0.00001}}); err == nil {
+		t.Fatal("a limit the limiter refuses was accepted")
+	}
+	g := health.GroupConfig{Name: "rt", CPS: &health.CPSConfig{Rate: 5, Key: "acct"},
+		CPSReject: []health.CPSReject{{Code: 503, Reason: "cps"}}}
+	if err := c.addGroup(g); err != nil {
+		t.Fatal(err)
+	}
+	k, ok := c.keyOf(nil, &tgt)
+	if acct, _ := c.limiter.Lookup("acct"); !ok || k != acct {
+		t.Fatalf("runtime group key %v %v, want the account acct's", k, ok)
+	}
+	if rj := (*c.groups.Load())["rt"].rejects; len(rj) != 1 || rj[0].Code != 503 {
+		t.Fatalf("rejects %+v", rj)
+	}
+	c.removeGroup("rt")
+	if _, ok := c.keyOf(nil, &tgt); ok {
+		t.Fatal("a removed group is still paced")
 	}
 }

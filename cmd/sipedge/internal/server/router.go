@@ -97,6 +97,13 @@ func healthGroups(cfg *config.Config) []health.GroupConfig {
 			Passive: health.PassiveConfig{Disabled: g.Passive.Disabled, Outcomes: g.Passive.Outcomes,
 				FailureThreshold: g.Passive.FailureThreshold, HalfOpenCalls: g.Passive.HalfOpenCalls,
 				DownTime: g.Passive.DownTime, MaxRetryAfter: g.Passive.MaxRetryAfter}}
+		if g.CPS.Rate > 0 {
+			w := g.CPS.MaxWait.Milliseconds()
+			hg.CPS = &health.CPSConfig{Rate: g.CPS.Rate, Burst: g.CPS.Burst, MaxWaitMs: &w, Key: g.CPS.Key}
+		}
+		for _, r := range g.CPSReject {
+			hg.CPSReject = append(hg.CPSReject, health.CPSReject{Code: r.Code, Reason: r.Reason})
+		}
 		for _, d := range g.Destinations {
 			hg.Destinations = append(hg.Destinations, health.DestConfig{URI: d.URI, Address: d.Address.String(),
 				Weight: d.Weight, Priority: d.Priority})

@@ -78,8 +78,11 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	if cfg.LCR.APIURL == "" {
 		s.static = table
 	}
+	// Groups added at run time (the admin API, once started) pace their
+	// dials as the YAML's do.
 	if s.health, err = health.New(health.Options{Groups: healthGroups(cfg), Prober: prober{s},
-		Logger: log, Metrics: s.healthSet}); err != nil {
+		Logger: log, Metrics: s.healthSet,
+		OnAdd: func(g health.GroupConfig) error { return s.cps.addGroup(g) }, OnRemove: func(name string) { s.cps.removeGroup(name) }}); err != nil {
 		return fail(fmt.Errorf("gateway.groups: %w", err))
 	}
 	if s.cps, err = newCPS(cfg, s); err != nil {
