@@ -397,3 +397,31 @@ func TestStrayAnswerTeardownsCapped(t *testing.T) {
 	r.recv(carrier, over)
 	r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
 }
+
+// The cap on stateless teardowns is for 2xx responses no transaction of
+// sipedge's matches, which anyone can send with sipedge's Via: a flood of
+// them, from an address that never answers the BYEs, must not keep sipedge
+// from ending a dialog its own INVITE established, such as a carrier's 200
+// crossing the caller's CANCEL (RFC 3261 13.2.2.4, 15): unACKed, the carrier
+// connects a callee nobody hears, and bills it.
+func TestStrayAnswerFloodLeavesOwnTeardowns(t *testing.T) {
+	r := newRig(t, nil)
+	binv := r.cancelAndOutliveInvite()
+	for i := range maxTeardowns {
+		r.recv(stranger, stray200(binv, fmt.Sprintf("flood%d", i)))
+	}
+	r.take(stranger)
+
+	inv := callerInvite("2", "a-call-2", "15551234")
+	r.recv(caller, inv)
+	r.expect(caller, "SIP/2.0 100 Trying")
+	binv2 := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(carrier, carrierResponse(binv2, 180, "Ringing", ""))
+	r.expect(caller, "SIP/2.0 180 Ringing")
+	cancel := strings.Replace(strings.Replace(inv, "INVITE sip:", "CANCEL sip:", 1), "CSeq: 10 INVITE", "CSeq: 10 CANCEL", 1)
+	r.recv(caller, cancel[:strings.Index(cancel, "Content-Type")]+"Content-Length: 0\r\n\r\n")
+	r.expect(caller, "SIP/2.0 200 OK", "SIP/2.0 487 Request Terminated")
+	r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.recv(carrier, carrierResponse(binv2, 200, "OK", sdp)) // crossed the CANCEL
+	r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
+}
