@@ -425,3 +425,28 @@ func TestStrayAnswerFloodLeavesOwnTeardowns(t *testing.T) {
 	r.recv(carrier, carrierResponse(binv2, 200, "OK", sdp)) // crossed the CANCEL
 	r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
 }
+
+// While the carrier's BYE waits for the caller's ACK, only the caller's
+// own BYE ends the call at once: a second BYE from the carrier (a new
+// transaction: its first's 200 lost over TCP, or a UA that re-sends) must
+// not end it without a BYE to the caller, whose leg would stay up.
+func TestCarrierSecondByeBeforeCallersACKStillWaits(t *testing.T) {
+	r := newRig(t, nil)
+	binv, aTag := r.ringAndAnswer()
+	r.recv(carrier, inDialogFromCarrier(t, binv, "BYE", 1))
+	byeAt := r.now
+	r.expect(carrier, "SIP/2.0 200 OK")
+	r.advance(100 * time.Millisecond)
+	r.recv(carrier, strings.Replace(inDialogFromCarrier(t, binv, "BYE", 2), "z9hG4bKCARRIERBYE", "z9hG4bKCARRIERbye2", 1))
+	r.expect(carrier, "SIP/2.0 200 OK")
+	r.expect(caller)
+	r.recv(caller, ackFromCaller(aTag))
+	r.take(carrier)
+	r.expect(caller, "BYE sip:alice@caller.example.org:5061 SIP/2.0")
+	if len(r.calls) != 1 || r.calls[0].HangupSide != "callee" || r.e.Calls() != 0 {
+		t.Fatalf("CDRs %+v, %d calls left", r.calls, r.e.Calls())
+	}
+	if r.calls[0].End != byeAt {
+		t.Fatalf("the call ended at %v, want the carrier's first BYE at %v", r.calls[0].End, byeAt)
+	}
+}
