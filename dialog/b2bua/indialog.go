@@ -90,6 +90,7 @@ func (e *Engine) inDialog(m *parser.Message, a *txn.Action) {
 			// and the 2xx goes on, which it may not have had.
 			if !c.byeOnAck { // else a second BYE: the call ended at the first
 				c.hangup, c.byeOnAck, c.tEnd = hangup, true, e.now
+				c.byeHdrs = e.policy.appendAllowed(e.getBuf(), m) // its Reason, for the BYE that waits
 			}
 			return
 		default:
@@ -343,6 +344,8 @@ func (e *Engine) sendBye(c *Call, l *leg, from *parser.Message) txn.Handle {
 	b := e.appendRequestHead(e.out[:0], "BYE", l, l.cseq, 70)
 	if from != nil {
 		b = e.policy.appendAllowed(b, from)
+	} else if c != nil && c.byeOnAck && l == c.leg(c.rtxTo) {
+		b = append(b, c.byeHdrs...) // the other side's BYE, which waited for this side's ACK
 	}
 	e.out = parser.AppendBody(b, "", nil)
 	h, err := e.sendBuilt(l.peer)

@@ -450,3 +450,34 @@ func TestCarrierSecondByeBeforeCallersACKStillWaits(t *testing.T) {
 		t.Fatalf("the call ended at %v, want the carrier's first BYE at %v", r.calls[0].End, byeAt)
 	}
 }
+
+// The carrier's BYE that waits for the caller's ACK reaches the caller
+// with the headers the policy relays, as one that does not wait does: its
+// Reason (RFC 3326), the cause the caller's network bills and reports on.
+func TestCarrierByeBeforeCallersACKKeepsItsReason(t *testing.T) {
+	const reason = `Q.850;cause=16;text="Normal call clearing"`
+	for _, how := range []string{"ack", "no ack"} {
+		t.Run(how, func(t *testing.T) {
+			r := newRig(t, func(c *Config) { c.HeaderAllow = append(c.HeaderAllow, "Reason") })
+			binv, aTag := r.ringAndAnswer()
+			r.recv(carrier, strings.Replace(inDialogFromCarrier(t, binv, "BYE", 1), "Content-Length: 0", "Reason: "+reason+"\r\nContent-Length: 0", 1))
+			r.expect(carrier, "SIP/2.0 200 OK")
+			if how == "ack" {
+				r.recv(caller, ackFromCaller(aTag))
+			} else {
+				r.advance(40 * time.Second)
+				r.take(carrier)
+			}
+			ms := r.take(caller)
+			var bye string
+			for _, m := range ms {
+				if strings.HasPrefix(m, "BYE ") {
+					bye = m
+				}
+			}
+			if !strings.Contains(bye, "\r\nReason: "+reason+"\r\n") {
+				t.Fatalf("the caller's BYE lacks the carrier's Reason:\n%s", bye)
+			}
+		})
+	}
+}
