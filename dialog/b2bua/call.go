@@ -136,6 +136,7 @@ type Call struct {
 	maxDur  uint64        // the maximum-duration timer
 
 	byeOnAck bool    // the other side hung up before rtxTo ACKed ok2xx: its BYE waits for the ACK
+	byeHdrs  []byte  // the headers the policy relays of that BYE, for the one it waits to send (a pooled buffer)
 	reinvite [2]bool // a re-INVITE is in flight from A, from B (glare: 491)
 	relays   [maxRelays]relay
 
@@ -375,6 +376,7 @@ func (e *Engine) end(c *Call, hangup string) {
 	e.keepAck(&c.b, nil)
 	e.releaseInvite(c)
 	e.putBuf(c.ok2xx)
+	e.putBuf(c.byeHdrs)
 	i := c.idx
 	gen := c.gen
 	a, b := c.a, c.b

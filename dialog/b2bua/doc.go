@@ -38,8 +38,9 @@
 // one that came after the INVITE's transaction had ended (RFC 3261
 // 13.2.2.4, 15), then built from the 2xx alone and sent where it came from.
 // Each such dialog gets one BYE: while its transaction lives, a
-// retransmitted 2xx is only ACKed again; at most 64 run at once per shard,
-// and a 2xx beyond them is left for the peer to retransmit. Counted in
+// retransmitted 2xx is only ACKed again; at most 64 of those after the
+// transaction (which anyone can send) run at once per shard, and one beyond
+// them is left for the peer to retransmit. Counted in
 // sipedge_late_answers_total, sipedge_late_answers_stray_total (after the
 // transaction) and sipedge_late_answers_over_cap_total. Every call ends in
 // one CDR.

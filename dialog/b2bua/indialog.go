@@ -81,12 +81,17 @@ func (e *Engine) inDialog(m *parser.Message, a *txn.Action) {
 			return
 		}
 		switch {
-		case c.byeOnAck: // the other side hung up first
+		case c.byeOnAck && s == c.rtxTo:
+			// The other side hung up first, and this one, whose ACK its BYE
+			// waited for, hangs up too: nobody is left to send a BYE to.
 		case len(c.ok2xx) > 0 && c.rtxTo == opposite(s):
 			// The other side has not ACKed sipedge's 2xx: no BYE to it
 			// until the ACK comes or the retransmissions end (RFC 3261 15),
 			// and the 2xx goes on, which it may not have had.
-			c.hangup, c.byeOnAck, c.tEnd = hangup, true, e.now
+			if !c.byeOnAck { // else a second BYE: the call ended at the first
+				c.hangup, c.byeOnAck, c.tEnd = hangup, true, e.now
+				c.byeHdrs = e.policy.appendAllowed(e.getBuf(), m) // its Reason, for the BYE that waits
+			}
 			return
 		default:
 			e.sendBye(c, c.leg(opposite(s)), m)
@@ -339,6 +344,8 @@ func (e *Engine) sendBye(c *Call, l *leg, from *parser.Message) txn.Handle {
 	b := e.appendRequestHead(e.out[:0], "BYE", l, l.cseq, 70)
 	if from != nil {
 		b = e.policy.appendAllowed(b, from)
+	} else if c != nil && c.byeOnAck && l == c.leg(c.rtxTo) {
+		b = append(b, c.byeHdrs...) // the other side's BYE, which waited for this side's ACK
 	}
 	e.out = parser.AppendBody(b, "", nil)
 	h, err := e.sendBuilt(l.peer)

@@ -537,10 +537,13 @@ func dialogKey(callID, toTag []byte) uint64 {
 // call's buffers: a call's leg copied into it would be rewritten.
 //
 // Once per dialog: while the BYE's transaction lives, a retransmission of
-// the 2xx is only ACKed again. At most maxTeardowns run at once; a 2xx
-// beyond them is left unanswered, and the peer, which retransmits it, gets
-// its ACK and BYE when a slot is free, or ends the dialog itself after
-// 64*T1 (RFC 3261 13.3.1.4).
+// the 2xx is only ACKed again. At most maxTeardowns run at once; a stray
+// 2xx beyond them is left unanswered, and the peer, which retransmits it,
+// gets its ACK and BYE when a slot is free, or ends the dialog itself after
+// 64*T1 (RFC 3261 13.3.1.4). A 2xx that matched one of sipedge's client
+// transactions is never left so: strays, which anyone can send, would
+// otherwise keep sipedge from ending the dialogs it did establish (a 200
+// crossing a CANCEL); without a free slot it is torn down unrecorded.
 func (e *Engine) endUnwanted(c *Call, m *parser.Message, peer txn.Peer, stray bool) {
 	var to parser.Address
 	if m.To(&to) != nil || len(to.Tag) == 0 {
@@ -567,7 +570,7 @@ func (e *Engine) endUnwanted(c *Call, m *parser.Message, peer txn.Peer, stray bo
 			return
 		}
 	}
-	if free < 0 {
+	if free < 0 && stray {
 		e.m.teardownsOverCap.Inc()
 		return
 	}
@@ -581,7 +584,7 @@ func (e *Engine) endUnwanted(c *Call, m *parser.Message, peer txn.Peer, stray bo
 		e.m.strayAnswers.Inc()
 	}
 	e.ack(&e.scratch, nil)
-	if h := e.sendBye(c, &e.scratch, nil); h != 0 {
+	if h := e.sendBye(c, &e.scratch, nil); h != 0 && free >= 0 {
 		e.teardowns[free] = teardown{dialog: key, bye: h}
 	}
 }

@@ -397,3 +397,87 @@ func TestStrayAnswerTeardownsCapped(t *testing.T) {
 	r.recv(carrier, over)
 	r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
 }
+
+// The cap on stateless teardowns is for 2xx responses no transaction of
+// sipedge's matches, which anyone can send with sipedge's Via: a flood of
+// them, from an address that never answers the BYEs, must not keep sipedge
+// from ending a dialog its own INVITE established, such as a carrier's 200
+// crossing the caller's CANCEL (RFC 3261 13.2.2.4, 15): unACKed, the carrier
+// connects a callee nobody hears, and bills it.
+func TestStrayAnswerFloodLeavesOwnTeardowns(t *testing.T) {
+	r := newRig(t, nil)
+	binv := r.cancelAndOutliveInvite()
+	for i := range maxTeardowns {
+		r.recv(stranger, stray200(binv, fmt.Sprintf("flood%d", i)))
+	}
+	r.take(stranger)
+
+	inv := callerInvite("2", "a-call-2", "15551234")
+	r.recv(caller, inv)
+	r.expect(caller, "SIP/2.0 100 Trying")
+	binv2 := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(carrier, carrierResponse(binv2, 180, "Ringing", ""))
+	r.expect(caller, "SIP/2.0 180 Ringing")
+	cancel := strings.Replace(strings.Replace(inv, "INVITE sip:", "CANCEL sip:", 1), "CSeq: 10 INVITE", "CSeq: 10 CANCEL", 1)
+	r.recv(caller, cancel[:strings.Index(cancel, "Content-Type")]+"Content-Length: 0\r\n\r\n")
+	r.expect(caller, "SIP/2.0 200 OK", "SIP/2.0 487 Request Terminated")
+	r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.recv(carrier, carrierResponse(binv2, 200, "OK", sdp)) // crossed the CANCEL
+	r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
+}
+
+// While the carrier's BYE waits for the caller's ACK, only the caller's
+// own BYE ends the call at once: a second BYE from the carrier (a new
+// transaction: its first's 200 lost over TCP, or a UA that re-sends) must
+// not end it without a BYE to the caller, whose leg would stay up.
+func TestCarrierSecondByeBeforeCallersACKStillWaits(t *testing.T) {
+	r := newRig(t, nil)
+	binv, aTag := r.ringAndAnswer()
+	r.recv(carrier, inDialogFromCarrier(t, binv, "BYE", 1))
+	byeAt := r.now
+	r.expect(carrier, "SIP/2.0 200 OK")
+	r.advance(100 * time.Millisecond)
+	r.recv(carrier, strings.Replace(inDialogFromCarrier(t, binv, "BYE", 2), "z9hG4bKCARRIERBYE", "z9hG4bKCARRIERbye2", 1))
+	r.expect(carrier, "SIP/2.0 200 OK")
+	r.expect(caller)
+	r.recv(caller, ackFromCaller(aTag))
+	r.take(carrier)
+	r.expect(caller, "BYE sip:alice@caller.example.org:5061 SIP/2.0")
+	if len(r.calls) != 1 || r.calls[0].HangupSide != "callee" || r.e.Calls() != 0 {
+		t.Fatalf("CDRs %+v, %d calls left", r.calls, r.e.Calls())
+	}
+	if r.calls[0].End != byeAt {
+		t.Fatalf("the call ended at %v, want the carrier's first BYE at %v", r.calls[0].End, byeAt)
+	}
+}
+
+// The carrier's BYE that waits for the caller's ACK reaches the caller
+// with the headers the policy relays, as one that does not wait does: its
+// Reason (RFC 3326), the cause the caller's network bills and reports on.
+func TestCarrierByeBeforeCallersACKKeepsItsReason(t *testing.T) {
+	const reason = `Q.850;cause=16;text="Normal call clearing"`
+	for _, how := range []string{"ack", "no ack"} {
+		t.Run(how, func(t *testing.T) {
+			r := newRig(t, func(c *Config) { c.HeaderAllow = append(c.HeaderAllow, "Reason") })
+			binv, aTag := r.ringAndAnswer()
+			r.recv(carrier, strings.Replace(inDialogFromCarrier(t, binv, "BYE", 1), "Content-Length: 0", "Reason: "+reason+"\r\nContent-Length: 0", 1))
+			r.expect(carrier, "SIP/2.0 200 OK")
+			if how == "ack" {
+				r.recv(caller, ackFromCaller(aTag))
+			} else {
+				r.advance(40 * time.Second)
+				r.take(carrier)
+			}
+			ms := r.take(caller)
+			var bye string
+			for _, m := range ms {
+				if strings.HasPrefix(m, "BYE ") {
+					bye = m
+				}
+			}
+			if !strings.Contains(bye, "\r\nReason: "+reason+"\r\n") {
+				t.Fatalf("the caller's BYE lacks the carrier's Reason:\n%s", bye)
+			}
+		})
+	}
+}
