@@ -71,6 +71,14 @@ func newScriptArgs(ivus, burst, maxWaitUS int64, n int) scriptArgs {
 	}
 }
 
+// Validate returns the error Register would return for lim, registering
+// nothing: a configuration checks its limits with it before they are
+// registered.
+func (lim Limit) Validate() error {
+	_, err := lim.params()
+	return err
+}
+
 func (lim Limit) params() (*params, error) {
 	if !(lim.Rate > 0) || math.IsInf(lim.Rate, 0) {
 		return nil, fmt.Errorf("%w: rate %v: want a positive number of calls per second", ErrInvalid, lim.Rate)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -48,12 +49,15 @@ func checkConfigCmd(args []string, stdout, stderr io.Writer) int {
 // The signals are taken over before anything else: starting can take
 // seconds (Redis, DNS, binding), and a SIGHUP from logrotate in that window
 // would otherwise take Go's default action and kill the process. Signals
-// that arrive while starting wait in the channel and are handled once the
+// that arrive while starting wait (relaySignals) and are handled once the
 // server runs.
 func runCmd(args []string, stderr io.Writer) int {
 	sig := make(chan os.Signal, 4)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer signal.Stop(sig)
+	done := make(chan struct{})
+	defer close(done)
+	relayed := relaySignals(sig, done)
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", "", "config file (default: the embedded example)")
@@ -89,12 +93,43 @@ func runCmd(args []string, stderr io.Writer) int {
 			logs.logger.Error("cannot reopen the log file", "err", err)
 		}
 	}
-	err = handleSignals(sig, logs.logger, reopen, func() error { return srv.Shutdown(context.Background()) })
+	err = handleSignals(relayed, logs.logger, reopen, func() error { return srv.Shutdown(context.Background()) })
 	if err != nil {
 		logs.logger.Error("shutdown", "err", err)
 		return 1
 	}
 	return 0
+}
+
+// relaySignals reads sig from the first moment and passes its signals on,
+// in order, to the channel it returns, holding those not taken yet; a
+// signal already held is not held twice. Nothing reads the returned
+// channel while sipedge starts, and os/signal drops what a full channel
+// cannot take: left in sig, a few SIGHUPs (logrotate signals once per
+// rotated file) would fill it and a SIGTERM behind them would be lost.
+func relaySignals(sig <-chan os.Signal, done <-chan struct{}) <-chan os.Signal {
+	out := make(chan os.Signal)
+	go func() {
+		var held []os.Signal
+		for {
+			var send chan<- os.Signal
+			var next os.Signal
+			if len(held) > 0 {
+				send, next = out, held[0]
+			}
+			select {
+			case s := <-sig:
+				if !slices.Contains(held, s) {
+					held = append(held, s)
+				}
+			case send <- next:
+				held = held[1:]
+			case <-done:
+				return
+			}
+		}
+	}()
+	return out
 }
 
 // handleSignals reopens on SIGHUP until SIGTERM or SIGINT, then runs

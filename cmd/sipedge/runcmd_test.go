@@ -31,11 +31,47 @@ func TestMain(m *testing.M) {
 // child is held inside its start by a Redis that accepts the connection and
 // never answers, so the signal lands there every time.
 func TestSIGHUPDuringStartup(t *testing.T) {
+	cmd, lines, exited := runStalledInStart(t)
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, lines, exited, "sipedge started")
+	waitLog(t, lines, exited, "SIGHUP: reopening")
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitExit(t, exited)
+}
+
+// A SIGTERM that arrives while sipedge starts, behind a few SIGHUPs (one
+// logrotate run signals once per rotated file), stops it once it runs:
+// os/signal drops what a full channel cannot take, so the signals must be
+// read while sipedge starts, not left to fill the channel.
+func TestSIGTERMBehindSIGHUPsDuringStartup(t *testing.T) {
+	cmd, lines, exited := runStalledInStart(t)
+	for range 6 {
+		if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond) // each one received on its own
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, lines, exited, "sipedge started")
+	waitExit(t, exited)
+}
+
+// runStalledInStart runs sipedge as a child process and returns once it is
+// inside its start: held there by a Redis that accepts the connection and
+// never answers, so that a signal sent then lands while it starts.
+func runStalledInStart(t *testing.T) (*exec.Cmd, <-chan string, <-chan error) {
+	t.Helper()
 	redis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer redis.Close()
+	t.Cleanup(func() { redis.Close() })
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "sipedge.yaml")
 	text := fmt.Sprintf(`listen: ["udp://%s"]
@@ -68,23 +104,20 @@ cdr: { file: %q }
 		pw.Close()
 		exited <- err
 	}()
-	defer cmd.Process.Kill()
+	t.Cleanup(func() { cmd.Process.Kill() })
 
 	redis.(*net.TCPListener).SetDeadline(time.Now().Add(10 * time.Second))
 	conn, err := redis.Accept()
 	if err != nil {
 		t.Fatalf("sipedge never dialled Redis: %v", err)
 	}
-	defer conn.Close()
-	// sipedge is inside its start now, waiting for Redis to answer.
-	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
-		t.Fatal(err)
-	}
-	waitLog(t, lines, exited, "sipedge started")
-	waitLog(t, lines, exited, "SIGHUP: reopening")
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { conn.Close() })
+	return cmd, lines, exited
+}
+
+// waitExit waits for the child to exit cleanly.
+func waitExit(t *testing.T, exited <-chan error) {
+	t.Helper()
 	select {
 	case err := <-exited:
 		if err != nil {

@@ -244,6 +244,11 @@ func TestRejects(t *testing.T) {
 		{"probe interval negative", group + "      probe: { interval_secs: -15 }", `gateway.groups[0].probe.interval_secs: -15: must not be negative`},
 		{"probe healthy code", group + "      probe: { healthy_codes: [200, 99] }", `gateway.groups[0].probe.healthy_codes[1]: 99: want a SIP status code, 100 to 699`},
 		{"cps rate negative", group + "      cps: { rate: -1 }", `line 7: gateway.groups[0].cps.rate: -1: must not be negative`},
+		// The limiter's bounds (ratelimit.Limit), checked here so that check-config
+		// finds them with the field's path and line, not the start.
+		{"cps burst over an hour", group + "      cps: { rate: 1, burst: 5000 }", `line 7: gateway.groups[0].cps: burst 5000 at rate 1: more than an hour of calls at once`},
+		{"cps rate under one an hour", group + "      cps: { rate: 0.0001 }", `line 7: gateway.groups[0].cps: rate 0.0001: one call an hour or more`},
+		{"trunk limits burst over an hour", "trunks:\n  - { name: t, sources: [10.0.0.1], limits: { cps: 1, burst: 4000 } }", `line 2: trunks[0].limits: burst 4000 at rate 1: more than an hour of calls at once`},
 		{"cps rate not a number", group + "      cps: { rate: fast }", `gateway.groups[0].cps.rate: want a number, got "fast"`},
 		{"cps_reject code", group + "      cps_reject: [{ code: 429 }, { code: 180 }]", `gateway.groups[0].cps_reject[1].code: 180: want a SIP failure code, 400 to 699`},
 		// lcr

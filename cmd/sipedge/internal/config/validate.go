@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sipedge/sipedge/ratelimit"
 	"github.com/sipedge/sipedge/route/lcr"
 	"github.com/sipedge/sipedge/shard"
 )
@@ -189,6 +190,14 @@ func (v *validator) name(path, name string, seen map[string]string) {
 	seen[name] = path
 }
 
+// limit checks a CPS limit against the limiter's bounds (ratelimit.Limit),
+// which the server would otherwise meet only as it registers the limit.
+func (v *validator) limit(path string, lim ratelimit.Limit) {
+	if err := lim.Validate(); err != nil {
+		v.errorf(path, "%s", strings.TrimPrefix(err.Error(), ratelimit.ErrInvalid.Error()+": "))
+	}
+}
+
 func (c *Config) validate(v *validator) {
 	if len(c.Listen) == 0 {
 		v.errorf("listen", "at least one address required")
@@ -259,6 +268,9 @@ func (c *Config) validate(v *validator) {
 		if t.NumberPolicy != "" && c.NumberPolicy(t.NumberPolicy) == nil {
 			v.errorf(p+".number_policy", "unknown number policy %q", t.NumberPolicy)
 		}
+		if l := t.Limits; l.CPS > 0 {
+			v.limit(p+".limits", ratelimit.Limit{Rate: l.CPS, Burst: l.Burst, Margin: 1}) // as the server registers it
+		}
 		if n := len(t.Attributes); n > lcr.MaxAttributes {
 			v.errorf(p+".attributes", "%d attributes: at most %d", n, lcr.MaxAttributes)
 		}
@@ -286,6 +298,9 @@ func (c *Config) validate(v *validator) {
 		}
 		for j, o := range g.Passive.Outcomes {
 			v.oneOf(fmt.Sprintf("%s.passive.outcomes[%d]", p, j), o, OutcomeNoResponse, OutcomeStatus503, OutcomeTransportError)
+		}
+		if g.CPS.Rate > 0 {
+			v.limit(p+".cps", ratelimit.Limit{Rate: g.CPS.Rate, Burst: g.CPS.Burst, MaxWait: g.CPS.MaxWait}) // as the server registers it
 		}
 		if ra := g.Passive.MaxRetryAfter; ra > 24*time.Hour {
 			v.errorf(p+".passive.max_retry_after_secs", "%d: at most 86400 (a day)", int64(ra/time.Second))
