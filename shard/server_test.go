@@ -153,8 +153,15 @@ func TestUDPMalformedRequestAnswered400(t *testing.T) {
 	local := c.LocalAddr().(*net.UDPAddr).Port
 	bad := strings.Replace(options("bad@test", "x1", "UDP", local), "CSeq: 1 OPTIONS", "CSeq: 1 INVITE", 1)
 	c.Write([]byte(bad))
-	if reply := readUDP(t, c); !strings.HasPrefix(reply, "SIP/2.0 400 CSeq Method Mismatch\r\n") {
+	reply := readUDP(t, c)
+	if !strings.HasPrefix(reply, "SIP/2.0 400 CSeq Method Mismatch\r\n") {
 		t.Fatalf("reply: %q", reply)
+	}
+	// A To tag, as on every response but a 100 (RFC 3261 8.2.6.2).
+	var m parser.Message
+	var to parser.Address
+	if m.Parse([]byte(reply)) != nil || m.To(&to) != nil || len(to.Tag) == 0 {
+		t.Fatalf("400 without a To tag: %q", reply)
 	}
 	// A malformed response is dropped silently, and counted.
 	c.Write([]byte("SIP/2.0 2000 OK\r\nVia: SIP/2.0/UDP 127.0.0.1;branch=z9hG4bKx\r\n\r\n"))

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,6 +84,7 @@ type Shard struct {
 
 	msg       parser.Message // the message being parsed on this loop
 	out       []byte         // scratch for stateless replies
+	tag       []byte         // scratch for their To tag
 	sa4       unix.SockaddrInet4
 	sa6       unix.SockaddrInet6
 	conns     map[ConnID]*tcpConn
@@ -243,7 +245,9 @@ func (sh *Shard) reject(m *parser.Message, err error, from Peer) {
 	}
 	var via parser.Via
 	_ = m.TopVia(&via) // Reply read it
-	b := parser.AppendResponse(sh.out[:0], m, code, reason, nil)
+	// A To tag, as on every response but a 100 (RFC 3261 8.2.6.2).
+	sh.tag = strconv.AppendUint(sh.tag[:0], rand.Uint64(), 36)
+	b := parser.AppendResponse(sh.out[:0], m, code, reason, sh.tag)
 	if code == 420 {
 		b = append(b, "Unsupported: "...)
 		b = parser.AppendUnsupported(b, m, sh.srv.cfg.Supported)

@@ -447,13 +447,18 @@ func TestDialogResponsesEchoRecordRoute(t *testing.T) {
 func TestForwardedFailureKeepsAllowedHeaders(t *testing.T) {
 	r := newRig(t, func(c *Config) { c.HeaderAllow = append(c.HeaderAllow, "Min-SE") })
 	binv := r.startCall()
-	resp := carrierResponse(binv, 422, "Session Interval Too Small", "")
+	resp := carrierResponse(binv, 422, "Session Interval Too Small", "gw7.carrier.internal: session timer policy\r\n")
+	resp = strings.Replace(resp, "Content-Type: application/sdp", "Content-Type: text/plain", 1)
 	resp = strings.Replace(resp, "Content-Length:", "Min-SE: 1800\r\nX-Keep: carrier\r\nX-Drop: no\r\nContent-Length:", 1)
 	r.recv(carrier, resp)
 	r.take(carrier) // the ACK
 	got := r.expect(caller, "SIP/2.0 422 Session Interval Too Small")[0]
 	if got.GetByName("Min-SE") == nil || got.GetByName("X-Keep") == nil || got.GetByName("X-Drop") != nil {
 		t.Fatalf("the carrier's 422 relayed without its allowed headers:\n%s", got.Bytes())
+	}
+	// Its body stays with the carrier: an error text may name its network.
+	if len(got.Body()) != 0 || got.Get(parser.HeaderContentType) != nil {
+		t.Fatalf("the carrier's failure body reached the caller:\n%s", got.Bytes())
 	}
 	if hdr(got, parser.HeaderContact) != "" {
 		t.Fatal("a failure carries a Contact")
@@ -497,10 +502,14 @@ func TestMergedInviteLoopDetected(t *testing.T) {
 	r := newRig(t, nil)
 	r.startCall()
 	r.recv(caller, callerInvite("2", "a-call-1", "15551234"))
-	r.expect(caller, "SIP/2.0 100 Trying", "SIP/2.0 482 Loop Detected")
+	got := r.expect(caller, "SIP/2.0 100 Trying", "SIP/2.0 482 Loop Detected")
 	r.expect(carrier)
 	if r.e.Calls() != 1 {
 		t.Fatalf("%d calls, want 1", r.e.Calls())
+	}
+	// RFC 3261 8.2.6.2: a UAS adds a To tag to every response but a 100.
+	if tagOf(t, got[1], parser.HeaderTo) == "" {
+		t.Fatalf("482 without a To tag:\n%s", got[1].Bytes())
 	}
 }
 

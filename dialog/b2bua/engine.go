@@ -175,6 +175,7 @@ type Engine struct {
 	id      identity          // the identity of the B-leg being dialled
 	failure *parser.Message   // the carrier's final failure being handled, for failCall
 	out     []byte            // scratch for outgoing messages
+	tag     []byte            // scratch for the To tag of a response that ends no dialog (tagFor)
 	bufs    [][]byte          // message buffers calls borrow (getBuf)
 	msgs    []*parser.Message // parsed INVITEs calls borrow
 	rr      RouteRequest      // the Router's request, reused
@@ -476,7 +477,7 @@ func (e *Engine) rejectStateless(m *parser.Message, from txn.Peer, err error) {
 	if m.TopVia(&via) != nil {
 		return
 	}
-	b := parser.AppendResponse(e.out[:0], m, code, reason, nil)
+	b := parser.AppendResponse(e.out[:0], m, code, reason, e.tagFor(nil))
 	e.out = parser.AppendBody(b, "", nil)
 	e.env.Send(e.replyTo(m, from), e.out)
 }

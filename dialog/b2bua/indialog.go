@@ -34,7 +34,7 @@ func (e *Engine) inDialog(m *parser.Message, a *txn.Action) {
 		if m.Method() == parser.MethodOptions {
 			code, reason = 200, "OK"
 		}
-		e.out = parser.AppendResponse(e.out[:0], m, code, reason, nil)
+		e.out = parser.AppendResponse(e.out[:0], m, code, reason, e.tagFor(nil))
 		e.out = append(e.out, allowHeader...)
 		e.out = parser.AppendBody(e.out, "", nil)
 		if e.txns.Respond(a.Txn, e.out, e.now) == nil {

@@ -64,10 +64,21 @@ func (e *Engine) onRequest(m *parser.Message, a *txn.Action) {
 
 // respond sends sipedge's own response on server transaction h.
 func (e *Engine) respond(h txn.Handle, req *parser.Message, code int, reason string, toTag []byte) {
-	e.out = appendResponse(e.out[:0], req, code, reason, toTag)
+	e.out = appendResponse(e.out[:0], req, code, reason, e.tagFor(toTag))
 	if err := e.txns.Respond(h, e.out, e.now); err == nil {
 		e.after()
 	}
+}
+
+// tagFor returns toTag, or when it is nil a fresh random tag: every
+// response but a 100 has a To tag (RFC 3261 8.2.6.2), also one that ends
+// no dialog (AppendResponse adds it only when the request's To has none).
+func (e *Engine) tagFor(toTag []byte) []byte {
+	if toTag != nil {
+		return toTag
+	}
+	e.tag = randomToken(e.tag[:0], 10)
+	return e.tag
 }
 
 // respondLimited refuses a call over an ingress limit: 503 with
@@ -79,7 +90,7 @@ func (e *Engine) respondLimited(h txn.Handle, req *parser.Message, retry time.Du
 // respondRetry answers on server transaction h with code and a
 // Retry-After of secs seconds (RFC 3261 20.33).
 func (e *Engine) respondRetry(h txn.Handle, req *parser.Message, code int, reason string, secs int) {
-	b := parser.AppendResponse(e.out[:0], req, code, reason, nil)
+	b := parser.AppendResponse(e.out[:0], req, code, reason, e.tagFor(nil))
 	b = parser.AppendHeaderUint(b, "Retry-After", uint64(secs))
 	e.out = parser.AppendBody(b, "", nil)
 	if e.txns.Respond(h, e.out, e.now) == nil {
@@ -393,8 +404,11 @@ func (e *Engine) failCall(c *Call, code int, reason string) {
 		if f := e.failure; f != nil && f.StatusCode() == code {
 			// The carrier's failure reaches the caller as it is, with the
 			// headers the policy relays: a 422's Min-SE (RFC 4028 6), a
-			// Retry-After, a Reason (RFC 3326).
-			e.out = e.appendRelayedResponse(e.out[:0], req, f, c.a.localTag, &c.a)
+			// Retry-After, a Reason (RFC 3326). Not its body: an error
+			// text may name the carrier's network.
+			b := parser.AppendResponse(e.out[:0], req, code, string(f.ReasonPhrase()), c.a.localTag)
+			b = e.policy.appendAllowed(b, f)
+			e.out = parser.AppendBody(b, "", nil)
 			if e.txns.Respond(c.aTxn, e.out, e.now) == nil {
 				e.after()
 			}
