@@ -361,7 +361,17 @@ func (e *Engine) sendBye(c *Call, l *leg, from *parser.Message) txn.Handle {
 
 // hangup ends a confirmed call from sipedge's side: BYE on both legs.
 func (e *Engine) hangup(c *Call, side string) {
-	if c.answered {
+	switch {
+	case c.answered && c.byeOnAck:
+		// One side hung up already, its BYE answered, and the other's BYE
+		// waits for that side's ACK: it goes now, and the side that hung
+		// up gets no BYE back (it would answer 481), only the ACK its 2xx
+		// may still lack (RFC 3261 13.2.2.4).
+		if l := c.leg(opposite(c.rtxTo)); !l.acked {
+			e.ack(l, nil)
+		}
+		e.sendBye(c, c.leg(c.rtxTo), nil)
+	case c.answered:
 		e.sendBye(c, &c.a, nil)
 		e.sendBye(c, &c.b, nil)
 	}

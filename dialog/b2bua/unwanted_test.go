@@ -481,3 +481,23 @@ func TestCarrierByeBeforeCallersACKKeepsItsReason(t *testing.T) {
 		})
 	}
 }
+
+// A call ended by sipedge (a drain, the maximum duration) while a BYE
+// waits for the caller's ACK: the carrier, who hung up, gets no BYE of its
+// own back (it would answer 481), only the ACK of its 2xx; the caller gets
+// the BYE it was owed.
+func TestEndAllWhileByeWaitsForACK(t *testing.T) {
+	r := newRig(t, nil)
+	binv, _ := r.ringAndAnswer()
+	r.recv(carrier, inDialogFromCarrier(t, binv, "BYE", 1))
+	r.expect(carrier, "SIP/2.0 200 OK")
+	r.expect(caller)
+	if n := r.e.EndAll(r.now); n != 1 {
+		t.Fatalf("EndAll ended %d calls, want 1", n)
+	}
+	r.expect(caller, "BYE sip:alice@caller.example.org:5061 SIP/2.0")
+	r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0") // its 2xx, which the caller never ACKed
+	if len(r.calls) != 1 || r.calls[0].HangupSide != "callee" {
+		t.Fatalf("CDRs %+v, want the carrier's hang-up", r.calls)
+	}
+}
