@@ -34,7 +34,10 @@
 // sipedge_cdr_written_total (flushed to the file), sipedge_cdr_dropped_total
 // (refused by Write) and sipedge_cdr_write_errors_total (lost to an I/O
 // error, which is logged at most once a second). After an I/O error the file
-// is reopened for the next record.
+// is reopened for the next record. A line an error cut short (a full disk
+// takes what fits) stays in the file, counted as lost; whenever the file is
+// opened and does not end in a newline, one is written first, so that such a
+// line (or one a crash cut) spoils only itself, not the next record.
 //
 // # Rotation
 //

@@ -41,7 +41,33 @@ func (s *fileSink) open() error {
 	}
 	s.f, s.size = f, st.Size()
 	s.bw.Reset(f)
+	if st.Mode().IsRegular() && st.Size() > 0 && !endsInNewline(s.path, st) {
+		// A line cut short (a write error such as a full disk, or a crash
+		// mid-write) is ended here, so that it spoils itself only and not
+		// the next record too.
+		s.bw.WriteByte('\n')
+		s.size++
+	}
 	return nil
+}
+
+// endsInNewline reports whether the file at path, which is st, ends in a
+// newline. When that cannot be read, it says so (true): adding a newline is
+// only a repair.
+func endsInNewline(path string, st fs.FileInfo) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return true
+	}
+	defer f.Close()
+	var last [1]byte
+	if rst, err := f.Stat(); err != nil || !os.SameFile(st, rst) {
+		return true
+	}
+	if _, err := f.ReadAt(last[:], st.Size()-1); err != nil {
+		return true
+	}
+	return last[0] == '\n'
 }
 
 // needsRotation reports whether writing n more bytes would take the file past
