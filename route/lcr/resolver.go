@@ -251,7 +251,13 @@ func New(opts Options) (*Resolver, error) {
 		tr.MaxIdleConnsPerHost = opts.MaxInFlight
 		tr.ResponseHeaderTimeout = opts.Timeout
 		r.transport = tr
-		r.client = &http.Client{Transport: tr}
+		// A 3xx is an answer like any other non-2xx (API.md): following it
+		// would re-send the call, and the Authorization, to its Location
+		// (as a GET without the body for 301-303) and cache that answer
+		// as this key's decision.
+		r.client = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		}}
 		if opts.LocalTTL >= 0 {
 			r.local = newLocalCache(opts.LocalMaxEntries)
 			r.bg.Add(1)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -584,5 +585,35 @@ func TestOptionsErrors(t *testing.T) {
 	r := newTestResolver(t, Options{})
 	if _, err := New(Options{Metrics: r.set}); !errors.Is(err, ErrMetricsInUse) {
 		t.Fatalf("shared metrics set: %v", err)
+	}
+}
+
+// TestAPIRedirectNotFollowed: a 3xx is a non-2xx status like any other
+// (API.md): sipedge neither re-sends the call, and its Authorization, to the
+// Location, nor takes that answer as the API's.
+func TestAPIRedirectNotFollowed(t *testing.T) {
+	t.Parallel()
+	for _, code := range []int{301, 302, 303, 307, 308} {
+		t.Run(strconv.Itoa(code), func(t *testing.T) {
+			t.Parallel()
+			elsewhere := newAPIServer(t, nil) // would answer a valid route
+			api := newAPIServer(t, func(w http.ResponseWriter, _ []byte) {
+				w.Header().Set("Location", elsewhere.URL+"/route")
+				w.WriteHeader(code)
+			})
+			r := newTestResolver(t, Options{APIURL: api.URL, AuthHeader: "Bearer s3cret", FallbackGatewayGroup: "fb"})
+			if d := r.lookup(t, testRequest("+12025550123")); d.Source != SourceFallback {
+				t.Fatalf("decision %+v, want the fallback", d)
+			}
+			if n := elsewhere.requests.Load(); n != 0 {
+				t.Fatalf("the redirect was followed: %d requests to its Location", n)
+			}
+			if n := r.failures(t, "status"); n != 1 {
+				t.Fatalf("failures{kind=status} %v", n)
+			}
+			if !strings.Contains(r.log.String(), "status="+strconv.Itoa(code)) {
+				t.Fatalf("log %q", r.log.String())
+			}
+		})
 	}
 }
