@@ -186,10 +186,15 @@ func TestAppendJSONCDRFieldsDoNotClobber(t *testing.T) {
 		"account":      "42",
 		"zz":           "last",
 		"a\"b":         "quoted key",
+		// Go's encoding/json matches keys case-insensitively, the last
+		// one winning: a billing consumer in Go would read these as the
+		// built-in fields.
+		"Carrier_ID": "cheaper-carrier",
+		"RATE":       "0",
 	}
 	line, shadowed := r.appendJSON(nil)
-	if shadowed != 6 {
-		t.Fatalf("shadowed = %d, want 6", shadowed)
+	if shadowed != 8 {
+		t.Fatalf("shadowed = %d, want 8", shadowed)
 	}
 	keys, m := decode(t, line)
 	if got, want := keys[len(FieldNames):], []string{"a\"b", "account", "zz"}; !slices.Equal(got, want) {

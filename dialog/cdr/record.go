@@ -3,6 +3,7 @@ package cdr
 import (
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -44,7 +45,7 @@ type Record struct {
 
 	// CDRFields are the winning route's cdr_fields from the LCR API. They are
 	// written flat, as extra top-level keys in sorted order, after the built-in
-	// fields. A key that names a built-in field (FieldNames, or "cdr_fields")
+	// fields. A key that names a built-in field in any case (FieldNames, or "cdr_fields")
 	// is left out and counted in sipedge_cdr_fields_shadowed_total: the API
 	// cannot overwrite what sipedge measured. The map is only read, never
 	// changed, and Reset drops the reference instead of clearing it, so it may
@@ -66,7 +67,7 @@ type Attempt struct {
 }
 
 // FieldNames lists the built-in top-level keys of a record in the order they
-// are written. A CDRFields key equal to one of these (or to "cdr_fields") is
+// are written. A CDRFields key equal to one of these in any case (or to "cdr_fields") is
 // not written. Treat it as read-only.
 var FieldNames = [...]string{
 	"a_call_id", "b_call_id", "trunk", "trunk_group", "caller", "callee", "dialed_number", "source_ip",
@@ -77,13 +78,17 @@ var FieldNames = [...]string{
 
 // reserved reports whether k may not be used as a CDRFields key. It must
 // agree with FieldNames (a test checks).
+// Names are compared ignoring case: Go's encoding/json matches keys so,
+// the last one winning, and a consumer in Go would read a "Carrier_ID"
+// written after the built-in fields as the carrier.
 func reserved(k string) bool {
-	switch k {
-	case "a_call_id", "b_call_id", "trunk", "trunk_group", "caller", "callee", "dialed_number", "source_ip",
-		"time_invite", "time_first_provisional", "time_answer", "time_end", "duration_ms", "pdd_ms",
-		"final_code", "final_reason", "hangup_side", "route", "carrier_id", "rate", "currency",
-		"route_source", "lcr_attempts", "cdr_fields":
+	if strings.EqualFold(k, "cdr_fields") {
 		return true
+	}
+	for _, f := range FieldNames {
+		if strings.EqualFold(k, f) {
+			return true
+		}
 	}
 	return false
 }
