@@ -420,6 +420,14 @@ func (r *Resolver) Lookup(req *Request, done func(Decision)) {
 		r.m.coalesced.Inc()
 		return
 	}
+	// A flight for the key may have ended since the cache missed above: it
+	// caches its answer before it ends (fly), so look again, or a hot key
+	// would send a second request.
+	if d, ok := r.LookupCached(kb); ok {
+		r.mu.Unlock()
+		done(d)
+		return
+	}
 	if r.redis == nil && r.br.failingFast() {
 		r.mu.Unlock()
 		r.m.misses.Inc()

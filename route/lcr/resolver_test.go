@@ -338,6 +338,38 @@ func TestCoalescing(t *testing.T) {
 	}
 }
 
+// TestLookupRacingTheEndOfAFlight: a lookup that missed the cache while a
+// flight for its key was about to end finds the flight's answer in the
+// cache once it has the lock, rather than send a second request (API.md:
+// lookups of a key in progress share one request). The lock is held here
+// while the flight ends as fly ends it: its answer cached, the flight gone.
+func TestLookupRacingTheEndOfAFlight(t *testing.T) {
+	api := newAPIServer(t, nil)
+	r := newTestResolver(t, Options{APIURL: api.URL})
+	first := r.lookup(t, testRequest("+12025550999")) // a decision to cache, from another key
+	req := testRequest("+12025550123")
+	key := string(r.AppendKey(nil, req.Source.TrunkGroup, req.DialedNumber, req.Attributes))
+
+	r.mu.Lock()
+	got := make(chan Decision, 1)
+	go r.Lookup(req, func(d Decision) { got <- d })
+	time.Sleep(50 * time.Millisecond) // the lookup misses the cache and waits for the lock
+	now := r.coarseNow()
+	r.local.put(key, first, now+int64(time.Minute), now)
+	r.mu.Unlock()
+	select {
+	case d := <-got:
+		if d.Source != SourceLCR || carriers(d.Routes) != "carrier-a" {
+			t.Fatalf("decision %+v", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no decision")
+	}
+	if n := api.requests.Load(); n != 1 {
+		t.Fatalf("%d API requests, want 1: the lookup did not look at the cache again", n)
+	}
+}
+
 // TestAPIDown: an unreachable, slow, failing or garbled API gives the
 // fallback when configured, NoDecision otherwise, and is counted by kind.
 func TestAPIDown(t *testing.T) {
