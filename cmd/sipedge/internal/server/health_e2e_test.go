@@ -147,20 +147,28 @@ func checkAPIError(t *testing.T, what, body string, want ...string) {
 // next call away while the call already up through it completes normally;
 // the YAML's groups cannot be removed.
 //
-// The routes come from the routing API: the config validator refuses a
-// static route whose gateway_group is not in the YAML unless it has a
-// next_hop, which would be dialled instead of the route being burned.
-func TestHealthRuntimeGroupsThroughAdminAPI(t *testing.T) {
+// newRuntimeGroupRig starts sipedge with one YAML group, carrier-a (r.a),
+// and a routing API that routes every call to carrier-x, through the group
+// runtime-x that the test adds at run time (r.b), then to carrier-a.
+func newRuntimeGroupRig(t *testing.T) *lcrRig {
+	t.Helper()
 	api := newLCRAPI(t, 200, `{"routes":[`+
 		`{"carrier_id":"carrier-x","gateway_group":"runtime-x","rate":0.001,"currency":"USD"},`+
 		`{"carrier_id":"carrier-a","gateway_group":"carrier-a","rate":0.004,"currency":"USD"}]}`)
-	r := newHealthRig(t, "carrier-a", "carrier-x", healthToken, func(a, _ *sipPeer) string {
+	return newHealthRig(t, "carrier-a", "carrier-x", healthToken, func(a, _ *sipPeer) string {
 		return fmt.Sprintf(`gateway:
   groups:
     - name: carrier-a
       destinations:
         - { uri: "sip:127.0.0.1:%[1]d", address: "127.0.0.1:%[1]d" }`, a.addr().Port())
 	}, fmt.Sprintf("lcr: { api_url: %q, timeout_ms: 1000 }", api.url()))
+}
+
+// The routes come from the routing API: the config validator refuses a
+// static route whose gateway_group is not in the YAML unless it has a
+// next_hop, which would be dialled instead of the route being burned.
+func TestHealthRuntimeGroupsThroughAdminAPI(t *testing.T) {
+	r := newRuntimeGroupRig(t)
 	x := r.b
 
 	// (1) runtime-x does not exist yet: carrier-x is burned without an

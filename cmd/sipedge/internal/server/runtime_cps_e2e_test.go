@@ -14,16 +14,7 @@ import (
 // (cps_limited), and carrier-a takes it. An invalid limit refuses the
 // group; removing the group drops its pacing with it.
 func TestHealthRuntimeGroupCPS(t *testing.T) {
-	api := newLCRAPI(t, 200, `{"routes":[`+
-		`{"carrier_id":"carrier-x","gateway_group":"runtime-x","rate":0.001,"currency":"USD"},`+
-		`{"carrier_id":"carrier-a","gateway_group":"carrier-a","rate":0.004,"currency":"USD"}]}`)
-	r := newHealthRig(t, "carrier-a", "carrier-x", healthToken, func(a, _ *sipPeer) string {
-		return fmt.Sprintf(`gateway:
-  groups:
-    - name: carrier-a
-      destinations:
-        - { uri: "sip:127.0.0.1:%[1]d", address: "127.0.0.1:%[1]d" }`, a.addr().Port())
-	}, fmt.Sprintf("lcr: { api_url: %q, timeout_ms: 1000 }", api.url()))
+	r := newRuntimeGroupRig(t)
 	x := r.b
 	group := fmt.Sprintf(`{"name": "runtime-x", "cps": {"rate": 1, "max_wait_ms": 0, "key": "acct-x"},
 		"cps_reject": [{"code": 503, "reason": "CPS"}],
