@@ -103,13 +103,16 @@ func (e *Engine) sendBuilt(to txn.Peer) (txn.Handle, error) {
 	return h, err
 }
 
-// appendBodyOf appends m's Content-Type and body and ends the message.
+// appendBodyOf appends m's Content-Type (unfolded, see appendUnfolded) and
+// body and ends the message.
 func appendBodyOf(dst []byte, m *parser.Message) []byte {
 	if m == nil || len(m.Body()) == 0 {
 		return parser.AppendBody(dst, "", nil)
 	}
 	if ct := m.Get(parser.HeaderContentType); ct != nil {
-		dst = parser.AppendHeader(dst, "Content-Type", ct)
+		dst = append(dst, "Content-Type: "...)
+		dst = appendUnfolded(dst, ct)
+		dst = append(dst, "\r\n"...)
 	}
 	return parser.AppendBody(dst, "", m.Body())
 }
