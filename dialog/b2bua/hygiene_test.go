@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/route"
 )
 
 // headerLines returns the header lines of a message sipedge sent, split on
@@ -63,6 +64,31 @@ func TestCallerDisplayNameControlNotRelayed(t *testing.T) {
 		var a parser.Address
 		if err := m.From(&a); err != nil || !bytes.HasPrefix(a.Display, []byte("A")) {
 			t.Errorf("From %q: the carrier's From display %q (%v), want the caller's, cleaned", from, a.Display, err)
+		}
+	}
+}
+
+// A caller may split its Privacy over two header lines (RFC 3261 7.3.1
+// reads them as one value); parser.Message.Privacy combines them. The
+// B2BUA read the first line alone, so "Privacy: none" followed by
+// "Privacy: id" sent the caller's number to the carrier in the clear.
+// Every line counts (RFC 3323 4.2, RFC 3325 9.3).
+func TestShapingCallerPrivacyOverLines(t *testing.T) {
+	plain := route.Route{CarrierID: "carrier-a", GatewayGroup: "carrier-a"}
+	for _, c := range []struct {
+		extra, want string
+	}{
+		{"Privacy: none\r\nPrivacy: id\r\n", "id"},
+		{"Privacy: session\r\nPrivacy: user\r\n", "session;user;id"},
+	} {
+		_, m := shapedInviteWith(t, plain, nil, c.extra)
+		var from parser.Address
+		m.From(&from)
+		if string(from.URI) != "sip:anonymous@anonymous.invalid" {
+			t.Errorf("caller %q: From %s, want anonymous", c.extra, from.URI)
+		}
+		if got := hdr(m, parser.HeaderPrivacy); got != c.want {
+			t.Errorf("caller %q: carrier's Privacy %q, want %q", c.extra, got, c.want)
 		}
 	}
 }
