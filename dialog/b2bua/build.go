@@ -103,13 +103,16 @@ func (e *Engine) sendBuilt(to txn.Peer) (txn.Handle, error) {
 	return h, err
 }
 
-// appendBodyOf appends m's Content-Type and body and ends the message.
+// appendBodyOf appends m's Content-Type (unfolded, see appendUnfolded) and
+// body and ends the message.
 func appendBodyOf(dst []byte, m *parser.Message) []byte {
 	if m == nil || len(m.Body()) == 0 {
 		return parser.AppendBody(dst, "", nil)
 	}
 	if ct := m.Get(parser.HeaderContentType); ct != nil {
-		dst = parser.AppendHeader(dst, "Content-Type", ct)
+		dst = append(dst, "Content-Type: "...)
+		dst = appendUnfolded(dst, ct)
+		dst = append(dst, "\r\n"...)
 	}
 	return parser.AppendBody(dst, "", m.Body())
 }
@@ -149,21 +152,46 @@ func dialogForming(m parser.Method) bool {
 }
 
 // appendNameAddr appends "display" <uri> for an address: the identity of a
-// dialog's URI without its tag or other parameters.
+// dialog's URI without its tag or other parameters. The display name is
+// written clean (appendDisplay): the caller's goes on the carrier's From.
 func appendNameAddr(dst []byte, a *parser.Address) []byte {
 	if len(a.Display) > 0 {
 		if a.Quoted {
 			dst = append(dst, '"')
-			dst = append(dst, a.Display...)
+			dst = appendDisplay(dst, a.Display)
 			dst = append(dst, "\" "...)
 		} else {
-			dst = append(dst, a.Display...)
+			dst = appendDisplay(dst, a.Display)
 			dst = append(dst, ' ')
 		}
 	}
 	dst = append(dst, '<')
 	dst = append(dst, a.URI...)
 	return append(dst, '>')
+}
+
+// appendDisplay appends a display name as Address holds it (the inside of
+// a quoted string, or tokens and LWS) without its control bytes. A
+// quoted-pair may escape any byte but CR and LF (RFC 3261 25.1), and RFC
+// 4475 3.1.1.2 has a valid display name carry a NUL and a DEL that way, so
+// Validate lets them through; relayed, a NUL ends the header early at
+// some parsers and starts a forged one at others. Such a quoted-pair is
+// left out whole (no backslash left to escape the closing quote), and a
+// fold (RFC 3261 7.3.1) keeps only its white space.
+func appendDisplay(dst, d []byte) []byte {
+	for i := 0; i < len(d); i++ {
+		switch c := d[i]; {
+		case c == '\\' && i+1 < len(d):
+			if e := d[i+1]; e >= ' ' && e != 0x7f || e == '\t' {
+				dst = append(dst, c, e)
+			}
+			i++
+		case c == '\r' || c == '\n': // only in a fold, by Parse
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
 }
 
 // appendRouteSet appends the Record-Route values of m, joined with ", ",

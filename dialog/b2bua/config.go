@@ -1,6 +1,7 @@
 package b2bua
 
 import (
+	"bytes"
 	"errors"
 	"net/netip"
 	"slices"
@@ -203,10 +204,30 @@ func (p *headerPolicy) appendAllowedExcept(dst []byte, m *parser.Message, skip p
 			dst = append(dst, h.Kind.String()...)
 		}
 		dst = append(dst, ": "...)
-		dst = append(dst, h.Value...)
+		dst = appendUnfolded(dst, h.Value)
 		dst = append(dst, "\r\n"...)
 	}
 	return dst
+}
+
+// appendUnfolded appends a header value with its folds (RFC 3261 7.3.1)
+// undone: each CRLF is left out and the white space after it kept, which
+// is what a fold means. Parse lets CR and LF into a value only as a
+// fold's. Relayed folded, a value is read two ways: a continuation line of
+// white space alone ("\r\n \r\n") ends the header section for a parser
+// that trims lines, and the headers after it become a body.
+func appendUnfolded(dst, v []byte) []byte {
+	for {
+		i := bytes.IndexByte(v, '\r')
+		if i < 0 {
+			return append(dst, v...)
+		}
+		dst = append(dst, v[:i]...)
+		v = v[i+1:]
+		if len(v) > 0 && v[0] == '\n' {
+			v = v[1:]
+		}
+	}
 }
 
 // appendSupported appends a Supported header with the option tags of v but
@@ -226,7 +247,7 @@ func appendSupported(dst, v []byte) []byte {
 		if !first {
 			dst = append(dst, ", "...)
 		}
-		dst = append(dst, tag...)
+		dst = appendUnfolded(dst, tag)
 		first = false
 	}
 	if first {

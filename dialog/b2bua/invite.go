@@ -850,7 +850,12 @@ func (e *Engine) cancelHeaders(cancel *parser.Message) []byte {
 	if !e.policy.kinds.Has(parser.HeaderReason) {
 		return nil
 	}
-	e.out = parser.AppendKind(e.out[:0], cancel, parser.HeaderReason)
+	e.out = e.out[:0]
+	for i := 0; i < cancel.Count(parser.HeaderReason); i++ {
+		e.out = append(e.out, "Reason: "...)
+		e.out = appendUnfolded(e.out, cancel.Nth(parser.HeaderReason, i))
+		e.out = append(e.out, "\r\n"...)
+	}
 	return e.out
 }
 

@@ -123,9 +123,16 @@ func (e *Engine) shape(id *identity, c *Call, r *route.Route) {
 	// 4. Anonymise: "restricted", any presentation not understood (a
 	// withheld call going out with the real number is the failure that
 	// matters), and a caller that asks for it with Privacy.
-	id.anon = false
+	id.anon, id.privacy = false, id.privacy[:0]
 	if ainv := e.aInviteCopy(c); ainv != nil {
-		id.privacy, id.anon = callerPrivacy(id.privacy[:0], ainv.Get(parser.HeaderPrivacy))
+		// Every Privacy line: one value split over several reads as one
+		// (RFC 3261 7.3.1), as parser.Message.Privacy reads it; the first
+		// alone let "Privacy: none" hide a following "Privacy: id".
+		for i := 0; i < ainv.Count(parser.HeaderPrivacy); i++ {
+			var withhold bool
+			id.privacy, withhold = callerPrivacy(id.privacy, ainv.Nth(parser.HeaderPrivacy, i))
+			id.anon = id.anon || withhold
+		}
 	}
 	if r != nil {
 		switch r.CallerIDPresentation {
