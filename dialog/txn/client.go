@@ -32,6 +32,7 @@ func (t *Table) SendRequest(m *parser.Message, to Peer, now time.Duration) (Hand
 	}
 	x := &t.txns[i]
 	x.msg = append(x.msg, m.Bytes()...)
+	t.charge(x)
 	t.start(i)
 	return t.handle(i), nil
 }
@@ -67,6 +68,7 @@ func (t *Table) SendBuilt(r *Built, to Peer, now time.Duration) (Handle, error) 
 	}
 	x := &t.txns[i]
 	x.msg = append(x.msg, r.Data...)
+	t.charge(x)
 	if x.kind == KindInviteClient {
 		t.keepInvite(x, r)
 	}
@@ -333,6 +335,7 @@ func (t *Table) sendCancel(i int32) error {
 		c := &t.txns[j] // after alloc: the slab may have moved
 		c.internal = true
 		c.msg, _ = t.AppendCancel(c.msg[:0], t.handle(i))
+		t.charge(c)
 		t.start(j)
 	}
 	return nil
@@ -377,6 +380,7 @@ func (t *Table) ictCalling(i int32, e *event) error {
 		if x.cancel == cancelNone {
 			x.cancel = cancelPending
 			x.cancelHdrs = append(x.cancelHdrs[:0], e.data...)
+			t.charge(x)
 		}
 	}
 	return nil
@@ -399,6 +403,7 @@ func (t *Table) ictProceeding(i int32, e *event) error {
 		switch x.cancel {
 		case cancelNone:
 			x.cancelHdrs = append(x.cancelHdrs[:0], e.data...)
+			t.charge(x)
 			return t.sendCancel(i)
 		case cancelPending: // held in Calling: its headers are set
 			return t.sendCancel(i)
@@ -436,6 +441,7 @@ func (t *Table) ictReject(i int32, resp *parser.Message) {
 	t.stopLife(x)
 	x.state = StateCompleted
 	x.ack = t.appendAck(x.ack[:0], i, resp)
+	t.charge(x)
 	t.dropInvite(x)
 	t.send(i, x.ack)
 	t.tu(ActResponse, i)

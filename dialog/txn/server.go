@@ -86,6 +86,7 @@ func (t *Table) receiveRequest(m *parser.Message, from Peer, replyTo *Peer, now 
 		// provisional or final response within 200 ms": always, at once.
 		x.msg = parser.AppendResponse(x.msg, m, 100, "Trying", nil)
 		x.msg = parser.AppendBody(x.msg, "", nil)
+		t.charge(x)
 		t.send(i, x.msg)
 	}
 	a := Action{Kind: ActRequest, Txn: t.handle(i), Peer: from}
@@ -215,6 +216,7 @@ func (t *Table) respond(i int32, e *event) {
 	if e.in != inTUProvisional {
 		x.respTag = append(x.respTag[:0], e.toTag...)
 	}
+	t.charge(x)
 	t.send(i, x.msg)
 }
 
@@ -368,9 +370,24 @@ func (t *Table) nistProceeding(i int32, e *event) error {
 // nistComplete sends a final response from Trying or Proceeding (RFC 3261
 // 17.2.2): Completed answers retransmissions for Timer J (zero on reliable
 // transports).
+//
+// Over the stored-bytes budget (Config.MaxStoredBytes), Timer J is taken
+// as zero on UDP too: the transaction terminates with its response sent.
+// Completed exists only to answer retransmissions of the request from the
+// stored response (17.2.2); without it a retransmission reaches the TU as
+// a new transaction (17.2.3 matches none) and is answered again, which for
+// what fills a table under a spoofed flood (OPTIONS, 405, 481) is the same
+// answer. The TU sees one more ActRequest, never a wrong state. INVITE
+// transactions are not shortened: their Completed state carries the ACK
+// handshake (17.2.1).
 func (t *Table) nistComplete(i int32, e *event) {
 	t.respond(i, e)
 	t.txns[i].state = StateCompleted
+	if t.held > t.budget && !t.txns[i].peer.Transport.Reliable() {
+		t.stats.BudgetShortcuts++
+		t.terminate(i)
+		return
+	}
 	t.linger(i, inTimerJ, t.long)
 }
 

@@ -25,6 +25,10 @@ type txn struct {
 
 	peer Peer
 
+	// held is the capacity of the buffers above as last charged to
+	// Table.held (see charge); it stays with the slot, as they do.
+	held int
+
 	// At most one retransmission timer (A, E, G) and one lifetime timer
 	// (the others) run at a time; rtxID and lifeID are 0 when not armed.
 	rtx, life     uint64
@@ -67,6 +71,25 @@ func (x *txn) reset() {
 	x.cancel = cancelNone
 }
 
+// charge brings Table.held up to date with x's buffers after a store. It
+// is the budget's whole cost on the hot path: a few adds, no scan. The
+// capacity is counted, not the length, since a reused slot keeps the
+// buffers of its largest message.
+func (t *Table) charge(x *txn) {
+	n := cap(x.key) + cap(x.msg) + cap(x.ack) + cap(x.cancelHdrs) + cap(x.respTag)
+	t.held += n - x.held
+	x.held = n
+}
+
+// release gives x's buffers back to the garbage collector and takes them
+// off Table.held. The actions of the current call may still view them; they
+// keep the memory alive until cleared, as the GC sees to.
+func (t *Table) release(x *txn) {
+	t.held -= x.held
+	x.held = 0
+	x.key, x.msg, x.ack, x.cancelHdrs, x.respTag = nil, nil, nil, nil, nil
+}
+
 // handle packs generation and index: gen<<32 | index. Indexes stay below
 // 1<<24 so that bits 24-31 can carry a timer id in a timer argument.
 func (t *Table) handle(i int32) Handle { return Handle(uint64(t.txns[i].gen)<<32 | uint64(i)) }
@@ -88,6 +111,13 @@ func (t *Table) lookup(h Handle) (int32, bool) {
 // buffers keep their capacity.
 func (t *Table) alloc(kind Kind, state State, peer Peer) (int32, error) {
 	if t.live >= t.max {
+		return -1, ErrFull
+	}
+	if t.held > t.hard {
+		// Over twice the budget, which only transactions the budget never
+		// shortens (INVITE, client) can bring about: refuse new ones, which
+		// the owner answers 503 statelessly, rather than grow further.
+		t.stats.BudgetRefused++
 		return -1, ErrFull
 	}
 	i := t.free
@@ -128,6 +158,11 @@ func (t *Table) terminate(i int32) {
 	}
 	t.limbo = append(t.limbo, i)
 	t.live--
+	if t.held > t.budget {
+		// Over budget, a slot does not keep its buffers for reuse: the
+		// table shrinks back to its budget as transactions end.
+		t.release(x)
+	}
 }
 
 // Keys. A transaction is indexed by a 64-bit hash of its key bytes; the key
@@ -293,6 +328,7 @@ func (t *Table) insert(i int32, h uint64) {
 	x := &t.txns[i]
 	x.hash = h
 	x.key = append(x.key[:0], t.key...)
+	t.charge(x)
 	x.inIndex = true
 	t.place(i)
 	t.indexed++

@@ -186,6 +186,17 @@ type Config struct {
 	MaxTransactions int
 	// Capacity is the initial slab capacity, to avoid growth on warm-up.
 	Capacity int
+	// MaxStoredBytes is the table's budget for the messages its
+	// transactions keep to retransmit: the capacity of their buffers
+	// (responses, requests, ACKs, keys), live slots and free ones alike.
+	// Over it, a non-INVITE server transaction that sends its final
+	// response on UDP terminates at once instead of waiting out Timer J in
+	// Completed, and a terminating transaction gives its buffers back to
+	// the garbage collector; at twice it, new transactions are refused
+	// with ErrFull. INVITE and client transactions are never shortened.
+	// See the package documentation. Default DefaultMaxStoredBytes;
+	// negative is refused.
+	MaxStoredBytes int
 }
 
 // Defaults (RFC 3261 17.1.1.1, Table 4).
@@ -196,6 +207,16 @@ const (
 	maxTransactions = 1<<24 - 1
 	minTimerD       = 32 * time.Second // RFC 3261 17.1.1.2: "at least 32 seconds"
 )
+
+// DefaultMaxStoredBytes is the default budget of a table (one shard):
+// 64 MiB. A non-INVITE server transaction keeps its final response for
+// Timer J (64*T1, 32 s); a shard answering 1,000 non-INVITE requests a
+// second with responses of about 1 KB (the buffer's capacity, key
+// included) keeps some 32 MB, and the INVITE transactions of 100 calls
+// a second a few MB more: the default leaves that load twice its room.
+// A spoofed flood of 15 KB responses would keep 535 MB at the same
+// rate; the budget holds it near 64 MiB, and 128 MiB at most, a shard.
+const DefaultMaxStoredBytes = 64 << 20
 
 // Errors. Parse errors of the message itself are the parser's *parser.Error
 // values, returned as they are.
@@ -222,7 +243,11 @@ type Table struct {
 	long       time.Duration // 64*T1: Timers B, F, H, J, L, M and the RFC 3261 9.1 wait
 	max        int
 	timers     Timers
-	seed       maphash.Seed
+	// held is the capacity of every slot's buffers (txn.held summed), kept
+	// up to date at each store (charge) and release: no scan. budget and
+	// hard are Config.MaxStoredBytes and twice it.
+	held, budget, hard int
+	seed               maphash.Seed
 
 	txns  []txn
 	free  int32   // free list head, -1 if none
@@ -263,6 +288,12 @@ func New(cfg Config, timers Timers) (*Table, error) {
 	if cfg.MaxTransactions <= 0 || cfg.MaxTransactions > maxTransactions {
 		cfg.MaxTransactions = maxTransactions
 	}
+	if cfg.MaxStoredBytes < 0 {
+		return nil, fmt.Errorf("txn: cannot use a stored-bytes budget of %d", cfg.MaxStoredBytes)
+	}
+	if cfg.MaxStoredBytes == 0 {
+		cfg.MaxStoredBytes = DefaultMaxStoredBytes
+	}
 	if cfg.Capacity < 0 || cfg.Capacity > cfg.MaxTransactions {
 		return nil, fmt.Errorf("txn: cannot use capacity %d", cfg.Capacity)
 	}
@@ -273,6 +304,8 @@ func New(cfg Config, timers Timers) (*Table, error) {
 		long:       64 * cfg.T1,
 		timerD:     max(minTimerD, 64*cfg.T1),
 		max:        cfg.MaxTransactions,
+		budget:     cfg.MaxStoredBytes,
+		hard:       2 * min(cfg.MaxStoredBytes, math.MaxInt/2),
 		timers:     timers,
 		seed:       maphash.MakeSeed(),
 		free:       -1,
@@ -291,10 +324,24 @@ func New(cfg Config, timers Timers) (*Table, error) {
 type Stats struct {
 	Retransmissions uint64 // messages re-sent: timers A, E, G, and answers to retransmitted requests
 	Absorbed        uint64 // retransmitted requests absorbed by their server transaction
+	// BudgetShortcuts counts non-INVITE server transactions terminated at
+	// their final response, Timer J skipped, because the table was over
+	// its stored-bytes budget (Config.MaxStoredBytes).
+	BudgetShortcuts uint64
+	// BudgetRefused counts new transactions refused with ErrFull because
+	// the table held twice its budget.
+	BudgetRefused uint64
+	// StoredBytes is the capacity of the buffers the table keeps now (a
+	// gauge, not a count): what MaxStoredBytes bounds.
+	StoredBytes int
 }
 
 // Stats returns the table's counts.
-func (t *Table) Stats() Stats { return t.stats }
+func (t *Table) Stats() Stats {
+	st := t.stats
+	st.StoredBytes = t.held
+	return st
+}
 
 // Actions returns the outputs of the last input method, in order. The slice
 // and the Data views are valid until the next call on the Table.
