@@ -49,8 +49,36 @@
 // open-addressing hash table (maphash with a per-table seed over key bytes
 // built in a scratch buffer, the key compared in full on lookup, deletion
 // by backward shift). A table allocates only when it holds more
-// transactions, or longer messages, than ever before: a steady state makes
-// no allocation per transaction, as the allocation tests check.
+// transactions, or longer messages, than ever before, or when it is over
+// its budget (below): a steady state makes no allocation per transaction,
+// as the allocation tests check.
+//
+// # Memory budget
+//
+// What a table keeps is bounded in bytes as well as in transactions. Each
+// slot's buffers (the stored request or response, the ACK, the key) count
+// by capacity toward Config.MaxStoredBytes (default 64 MiB a table), added
+// at each store and taken off when a slot gives its buffers up, with no
+// scan. The budget is there for floods from spoofed sources, which a
+// per-source limit cannot see: each large out-of-dialog request (OPTIONS,
+// one answered 405 or 481) would otherwise keep its response, which echoes
+// every Via, for Timer J. Over the budget:
+//
+//   - a non-INVITE server transaction on UDP terminates as it sends its
+//     final response, as if Timer J were zero (its value on reliable
+//     transports, RFC 3261 17.2.2). A retransmission of its request then
+//     matches nothing (17.2.3) and reaches the TU as a new request, which
+//     the TU answers again; Stats.BudgetShortcuts counts these;
+//   - a terminating transaction's buffers are released to the garbage
+//     collector instead of kept for the slot's next occupant, so the table
+//     shrinks back to its budget;
+//   - at twice the budget, new transactions of any kind are refused with
+//     ErrFull (Stats.BudgetRefused), which the owner answers 503.
+//
+// INVITE transactions, whose Completed and Accepted states carry the ACK
+// handshake (17.2.1, RFC 6026 7.1), and client transactions, whose state
+// the TU relies on, are never shortened: only the hard limit bounds them.
+// Transactions already in Completed keep their Timer J.
 //
 // # Matching
 //
