@@ -168,6 +168,12 @@ type Engine struct {
 	sentBy                                []sentBy               // what sipedge writes as its Vias' sent-by
 	teardowns                             [maxTeardowns]teardown // dialogs endUnwanted is ending
 
+	// The transaction table's memory budget (txn.Config.MaxStoredBytes),
+	// published the same way; budgetLogged and budgetLogAt pace its log.
+	sharedStored, sharedShortcuts, sharedRefused atomic.Int64
+	budgetLogged                                 uint64
+	budgetLogAt                                  time.Duration
+
 	acts    []txn.Action      // the table's spare action list (see runActions)
 	req     txn.Built         // the request being built: where appendRequestHead wrote what
 	areq    parser.Message    // scratch for requests the engine re-reads to answer them
@@ -370,6 +376,27 @@ func (e *Engine) publish() {
 	e.sharedTxns.Store(int64(e.txns.Len()))
 	e.sharedRtx.Store(int64(st.Retransmissions))
 	e.sharedAbsorbed.Store(int64(st.Absorbed))
+	e.sharedStored.Store(int64(st.StoredBytes))
+	e.sharedShortcuts.Store(int64(st.BudgetShortcuts))
+	e.sharedRefused.Store(int64(st.BudgetRefused))
+	if n := st.BudgetShortcuts + st.BudgetRefused; n != e.budgetLogged &&
+		(e.budgetLogged == 0 || e.now-e.budgetLogAt >= budgetLogInterval) {
+		e.logBudget(st, n)
+	}
+}
+
+// budgetLogInterval paces the warning that the transaction table is over
+// its memory budget: once a minute at most, however hard the flood.
+const budgetLogInterval = time.Minute
+
+// logBudget warns that the transaction table went over its memory budget
+// since the last warning: a flood, most likely from spoofed sources.
+func (e *Engine) logBudget(st txn.Stats, n uint64) {
+	e.env.Log.Warn("transaction table over its memory budget: non-INVITE transactions end without Timer J, new ones beyond twice the budget are refused",
+		"shard", e.cfg.Shard, "stored_bytes", st.StoredBytes,
+		"shortcuts", st.BudgetShortcuts, "refused", st.BudgetRefused,
+		"since_last", n-e.budgetLogged)
+	e.budgetLogged, e.budgetLogAt = n, e.now
 }
 
 // runActions carries out what the transaction layer asked for. m is the

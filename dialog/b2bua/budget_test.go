@@ -1,0 +1,115 @@
+package b2bua
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	vm "github.com/VictoriaMetrics/metrics"
+
+	"github.com/sipedge/sipedge/parser"
+)
+
+// spoofedRequest is the flood of the security review: an out-of-dialog
+// request of ~15 KB, 36 Vias of some 400 bytes, from a forged source.
+func spoofedRequest(method, branch, toTag string, from netip.AddrPort) string {
+	pad := strings.Repeat("x", 340)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s sip:sipedge@203.0.113.1 SIP/2.0\r\n", method)
+	fmt.Fprintf(&b, "Via: SIP/2.0/UDP %s;branch=z9hG4bK%s;p=%s\r\n", from, branch, pad)
+	for k := 1; k < 36; k++ {
+		fmt.Fprintf(&b, "Via: SIP/2.0/UDP 198.51.100.%d:5060;branch=z9hG4bKhop%d;p=%s\r\n", k, k, pad)
+	}
+	to := "<sip:sipedge@203.0.113.1>"
+	if toTag != "" {
+		to += ";tag=" + toTag
+	}
+	fmt.Fprintf(&b, "Max-Forwards: 70\r\nTo: %s\r\nFrom: <sip:x@flood.example>;tag=f\r\n"+
+		"Call-ID: %s@flood\r\nCSeq: 1 %s\r\nContent-Length: 0\r\n\r\n", to, branch, method)
+	return b.String()
+}
+
+// TestTxnBudgetUnderFlood floods the engine with large out-of-dialog
+// requests from spoofed sources (OPTIONS answered 200, INFO with a forged To
+// tag answered 481, MESSAGE answered 405) while a call is being set up: the
+// transaction table keeps no more than its budget, says so once in the log
+// and in sipedge_txn_budget_shortcuts_total, a request answered before the
+// flood still has its retransmissions absorbed (Timer J, RFC 3261 17.2.2),
+// and the call's INVITE server transaction runs its course untouched.
+func TestTxnBudgetUnderFlood(t *testing.T) {
+	const budget = 1 << 20
+	set := vm.NewSet()
+	r := newRig(t, func(c *Config) { c.Txn.MaxStoredBytes = budget; c.Metrics = set })
+	var logs bytes.Buffer
+	r.e.env.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	const overBudget = "transaction table over its memory budget"
+
+	binv := r.startCall()
+	early := spoofedRequest("OPTIONS", "early", "", stranger)
+	r.recv(stranger, early)
+	r.expect(stranger, "SIP/2.0 200 OK")
+
+	flood := func(n int, tag string) {
+		kinds := []struct{ method, toTag, answer string }{
+			{"OPTIONS", "", "SIP/2.0 200 OK"},
+			{"INFO", "forged", "SIP/2.0 481 Call/Transaction Does Not Exist"},
+			{"MESSAGE", "", "SIP/2.0 405 Method Not Allowed"},
+		}
+		for k := range n {
+			src := netip.AddrPortFrom(netip.AddrFrom4([4]byte{203, 0, 113, byte(100 + k%100)}), uint16(1024+k))
+			kd := kinds[k%len(kinds)]
+			r.recv(src, spoofedRequest(kd.method, fmt.Sprint(tag, k), kd.toTag, src))
+			r.expect(src, kd.answer)
+			r.now += 10 * time.Millisecond
+			if st := r.e.txns.Stats(); st.StoredBytes > budget+64<<10 {
+				t.Fatalf("after %d requests the table keeps %d bytes, budget %d", k+1, st.StoredBytes, budget)
+			}
+		}
+	}
+	flood(300, "flood")
+	if r.e.sharedShortcuts.Load() == 0 {
+		t.Fatal("no transaction shortened: the flood put no pressure on the table")
+	}
+	if n := strings.Count(logs.String(), overBudget); n != 1 {
+		t.Errorf("%d warnings about the budget in 3 s, want 1:\n%s", n, logs.String())
+	}
+	var metrics bytes.Buffer
+	set.WritePrometheus(&metrics)
+	if !strings.Contains(metrics.String(), `sipedge_txn_budget_shortcuts_total{shard="0"} `) ||
+		!strings.Contains(metrics.String(), `sipedge_txn_stored_bytes{shard="0"} `) {
+		t.Errorf("budget metrics missing:\n%s", metrics.String())
+	}
+
+	// Within Timer J, the request answered before the flood is still absorbed.
+	absorbed := r.e.txns.Stats().Absorbed
+	r.recv(stranger, early)
+	r.expect(stranger, "SIP/2.0 200 OK")
+	if r.e.txns.Stats().Absorbed != absorbed+1 {
+		t.Error("a retransmission within Timer J was not absorbed by its transaction")
+	}
+
+	// The call goes on: 180, 200 relayed, the caller's ACK reaches the carrier.
+	r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
+	aTag := tagOf(t, r.expect(caller, "SIP/2.0 180 Ringing")[0], parser.HeaderTo)
+	flood(100, "more") // still over budget
+	r.recv(carrier, carrierResponse(binv, 200, "OK", sdp))
+	r.expect(caller, "SIP/2.0 200 OK")
+	r.recv(caller, ackFromCaller(aTag))
+	r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")
+	if st := r.e.txns.Stats(); st.StoredBytes > budget+64<<10 {
+		t.Fatalf("the table keeps %d bytes, budget %d", st.StoredBytes, budget)
+	}
+
+	// A minute on, the flood goes on and is told of once more.
+	r.advance(time.Minute)
+	r.take(caller)
+	r.take(carrier)
+	flood(100, "later")
+	if n := strings.Count(logs.String(), overBudget); n != 2 {
+		t.Errorf("%d warnings about the budget after a minute more, want 2:\n%s", n, logs.String())
+	}
+}
