@@ -80,7 +80,12 @@ type SIP struct {
 	MaxHeaderLine  int           `yaml:"max_header_line"`
 	MaxVias        int           `yaml:"max_vias"`
 	MaxURILength   int           `yaml:"max_uri_length"`
-	TCP            SIPTCP        `yaml:"tcp"`
+	// MaxTxnMemoryMB is each shard's budget, in MiB, for the messages its
+	// transactions keep to answer retransmissions (txn.Config.MaxStoredBytes):
+	// over it, non-INVITE server transactions skip Timer J, and at twice it
+	// new transactions are refused 503. Default 64, at most 65536.
+	MaxTxnMemoryMB int    `yaml:"max_txn_memory_mb"`
+	TCP            SIPTCP `yaml:"tcp"`
 }
 
 // SIPTCP bounds stream connections. Zero fields take the defaults.

@@ -195,6 +195,8 @@ func TestRejects(t *testing.T) {
 		// sip
 		{"t2 below t1", "sip: { t1_ms: 1000, t2_ms: 500 }", `sip.t2_ms: 500: must not be below t1_ms (1000)`},
 		{"max_message_size too large", "sip:\n  max_message_size: 1000000000", `line 2: sip.max_message_size: 1000000000: at most 65535`},
+		{"max_txn_memory_mb too large", "sip:\n  max_txn_memory_mb: 65537", `line 2: sip.max_txn_memory_mb: 65537: at most 65536`},
+		{"max_txn_memory_mb negative", "sip: { max_txn_memory_mb: -1 }", `sip.max_txn_memory_mb: -1: must not be negative`},
 		{"t1 fractional", "sip:\n  t1_ms: 1.5", `line 2: sip.t1_ms: want a whole number of milliseconds, got "1.5"`},
 		{"tcp timeout negative", "sip:\n  tcp:\n    idle_timeout_ms: -1", `line 3: sip.tcp.idle_timeout_ms: -1: must not be negative`},
 		{"duration too large", "b2bua: { drain_timeout_secs: 99999999999999 }", `b2bua.drain_timeout_secs: 99999999999999: too large`},
@@ -562,6 +564,7 @@ func TestDefaults(t *testing.T) {
 		{"sip.t1_ms", c.SIP.T1, 500 * time.Millisecond},
 		{"sip.t2_ms", c.SIP.T2, 4 * time.Second},
 		{"sip.t4_ms", c.SIP.T4, 5 * time.Second},
+		{"sip.max_txn_memory_mb", c.SIP.MaxTxnMemoryMB, 64},
 		{"sip limits", [5]int{c.SIP.MaxMessageSize, c.SIP.MaxHeaders, c.SIP.MaxHeaderLine, c.SIP.MaxVias, c.SIP.MaxURILength}, [5]int{16384, 128, 4096, 64, 512}},
 		{"sip.tcp", c.SIP.TCP, SIPTCP{10000, 100, 5 * time.Second, 10 * time.Second, 300 * time.Second}},
 		{"b2bua.max_concurrent_calls", c.B2BUA.MaxConcurrentCalls, 10000},
@@ -665,6 +668,7 @@ sip:
   max_header_line: 2048
   max_vias: 32
   max_uri_length: 256
+  max_txn_memory_mb: 16
   tcp: { max_conns: 500, max_conns_per_ip: 10, first_data_timeout_ms: 1000, message_timeout_ms: 2000, idle_timeout_ms: 60000 }
 b2bua:
   max_concurrent_calls: 50

@@ -74,6 +74,7 @@ func (c *Config) fill() {
 	orDefault(&s.MaxHeaderLine, 4096)
 	orDefault(&s.MaxVias, 64)
 	orDefault(&s.MaxURILength, 512)
+	orDefault(&s.MaxTxnMemoryMB, 64) // txn.DefaultMaxStoredBytes
 	orDefault(&s.TCP.MaxConns, 10000)
 	orDefault(&s.TCP.MaxConnsPerIP, 100)
 	orDefault(&s.TCP.FirstDataTimeout, 5*time.Second)
@@ -123,6 +124,10 @@ func (c *Config) fill() {
 
 // maxMessageSize bounds sip.max_message_size.
 const maxMessageSize = 65535
+
+// maxTxnMemoryMB bounds sip.max_txn_memory_mb: 64 GiB a shard, far beyond
+// any host, and twice it in bytes still fits an int.
+const maxTxnMemoryMB = 65536
 
 type validator struct {
 	lines map[string]int
@@ -229,6 +234,9 @@ func (c *Config) validate(v *validator) {
 	}
 	if s.T1 > time.Hour {
 		v.errorf("sip.t1_ms", "%d: must not exceed one hour", s.T1.Milliseconds())
+	}
+	if s.MaxTxnMemoryMB > maxTxnMemoryMB {
+		v.errorf("sip.max_txn_memory_mb", "%d: at most %d", s.MaxTxnMemoryMB, maxTxnMemoryMB)
 	}
 
 	b := c.B2BUA
