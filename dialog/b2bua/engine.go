@@ -392,7 +392,7 @@ const budgetLogInterval = time.Minute
 // logBudget warns that the transaction table went over its memory budget
 // since the last warning: a flood, most likely from spoofed sources.
 func (e *Engine) logBudget(st txn.Stats, n uint64) {
-	e.env.Log.Warn("transaction table over its memory budget: non-INVITE transactions end without Timer J, new ones beyond twice the budget are refused",
+	e.env.Log.Warn("transaction table over its memory budget: non-INVITE transactions end without Timer J, new requests beyond twice the budget are refused 503",
 		"shard", e.cfg.Shard, "stored_bytes", st.StoredBytes,
 		"shortcuts", st.BudgetShortcuts, "refused", st.BudgetRefused,
 		"since_last", n-e.budgetLogged)

@@ -260,4 +260,12 @@ func TestBudgetSparesInvite(t *testing.T) {
 	if r.tab.Stats().BudgetRefused == 0 {
 		t.Error("refusal not counted")
 	}
+	// The TU's own requests still go out: a client transaction is no new
+	// work from the network, and may be what ends a call.
+	if err := r.m.Parse(benchUAC); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.tab.SendRequest(&r.m, benchPeer, r.now); err != nil {
+		t.Errorf("a client transaction at the hard limit: %v, want it sent", err)
+	}
 }

@@ -72,8 +72,10 @@
 //   - a terminating transaction's buffers are released to the garbage
 //     collector instead of kept for the slot's next occupant, so the table
 //     shrinks back to its budget;
-//   - at twice the budget, new transactions of any kind are refused with
-//     ErrFull (Stats.BudgetRefused), which the owner answers 503.
+//   - at twice the budget, new server transactions are refused with
+//     ErrFull (Stats.BudgetRefused), which the owner answers 503. The TU's
+//     own requests (SendRequest, SendBuilt, Cancel) are not: they end
+//     calls and probe gateways, and the requests admitted bound them.
 //
 // INVITE transactions, whose Completed and Accepted states carry the ACK
 // handshake (17.2.1, RFC 6026 7.1), and client transactions, whose state

@@ -113,10 +113,13 @@ func (t *Table) alloc(kind Kind, state State, peer Peer) (int32, error) {
 	if t.live >= t.max {
 		return -1, ErrFull
 	}
-	if t.held > t.hard {
+	if t.held > t.hard && !kind.client() {
 		// Over twice the budget, which only transactions the budget never
-		// shortens (INVITE, client) can bring about: refuse new ones, which
-		// the owner answers 503 statelessly, rather than grow further.
+		// shortens (INVITE, client) can bring about: refuse new requests
+		// from the network, which the owner answers 503 statelessly,
+		// rather than grow further. The TU's own requests (a BYE ending a
+		// call, a CANCEL, a gateway probe) go on: they free state, and
+		// the requests the table admits bound them.
 		t.stats.BudgetRefused++
 		return -1, ErrFull
 	}

@@ -192,8 +192,9 @@ type Config struct {
 	// Over it, a non-INVITE server transaction that sends its final
 	// response on UDP terminates at once instead of waiting out Timer J in
 	// Completed, and a terminating transaction gives its buffers back to
-	// the garbage collector; at twice it, new transactions are refused
-	// with ErrFull. INVITE and client transactions are never shortened.
+	// the garbage collector; at twice it, new server transactions are
+	// refused with ErrFull. INVITE and client transactions are never
+	// shortened.
 	// See the package documentation. Default DefaultMaxStoredBytes;
 	// negative is refused.
 	MaxStoredBytes int

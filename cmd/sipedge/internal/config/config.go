@@ -83,7 +83,7 @@ type SIP struct {
 	// MaxTxnMemoryMB is each shard's budget, in MiB, for the messages its
 	// transactions keep to answer retransmissions (txn.Config.MaxStoredBytes):
 	// over it, non-INVITE server transactions skip Timer J, and at twice it
-	// new transactions are refused 503. Default 64, at most 65536.
+	// new requests are refused 503. Default 64, at most 65536.
 	MaxTxnMemoryMB int    `yaml:"max_txn_memory_mb"`
 	TCP            SIPTCP `yaml:"tcp"`
 }
