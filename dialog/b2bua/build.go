@@ -9,7 +9,7 @@ import (
 
 // localHost returns sipedge's host:port for a leg's transport.
 func (e *Engine) localHost(l *leg) string {
-	if l.transport == "TCP" && e.cfg.LocalTCP != "" {
+	if l.peer.Transport == txn.TransportTCP && e.cfg.LocalTCP != "" {
 		return e.cfg.LocalTCP
 	}
 	return e.cfg.LocalUDP
@@ -21,7 +21,7 @@ func (e *Engine) appendContact(dst []byte, l *leg) []byte {
 	dst = append(dst, e.cfg.User...)
 	dst = append(dst, '@')
 	dst = append(dst, e.localHost(l)...)
-	if l.transport == "TCP" {
+	if l.peer.Transport == txn.TransportTCP {
 		dst = append(dst, ";transport=tcp"...)
 	}
 	return append(dst, ">\r\n"...)
@@ -46,7 +46,7 @@ func (e *Engine) appendRequestHead(dst []byte, method string, l *leg, cseq uint3
 	dst = append(dst, " SIP/2.0\r\nVia: "...)
 	at = len(dst)
 	dst = append(dst, "SIP/2.0/"...)
-	dst = append(dst, l.transport...)
+	dst = append(dst, transportName(l.peer.Transport)...)
 	dst = append(dst, ' ')
 	dst = append(dst, e.localHost(l)...)
 	dst = append(dst, ";branch="...)

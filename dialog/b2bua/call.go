@@ -28,12 +28,20 @@ const (
 	stateEnding              // BYE sent; waiting for the other side
 )
 
-// Hangup sides, as the CDR names them.
+// hangupSide is the side that ended a call; String names it as the CDR
+// does. A byte, not a string: every Call holds one (see Call).
+type hangupSide uint8
+
 const (
-	hangupCaller = "caller"
-	hangupCallee = "callee"
-	hangupSystem = "system"
+	hangupNone hangupSide = iota
+	hangupCaller
+	hangupCallee
+	hangupSystem
 )
+
+var hangupNames = [...]string{hangupNone: "", hangupCaller: "caller", hangupCallee: "callee", hangupSystem: "system"}
+
+func (h hangupSide) String() string { return hangupNames[h] }
 
 // leg is one dialog of a call, seen from sipedge.
 type leg struct {
@@ -44,19 +52,18 @@ type leg struct {
 	remoteURI  []byte // the peer's name-addr, without tag
 	target     []byte // the peer's Contact URI: the Request-URI of requests on this leg
 	routes     []byte // the route set, as Route header values joined with ", "
+	ackCopy    []byte // the ACK below when it carried a body (an SDP answer), to send again (a pooled buffer)
+	peer       txn.Peer
 	cseq       uint32 // the CSeq of the last request sipedge sent on this leg
 	inviteCSeq uint32 // the CSeq of the last INVITE sipedge sent on this leg, for its ACK
-	peer       txn.Peer
-	acked      bool   // sipedge has ACKed the 2xx to that INVITE; its retransmissions are ACKed again
-	ackCopy    []byte // that ACK when it carried a body (an SDP answer), to send again (a pooled buffer)
 	remoteCSeq uint32 // the CSeq of the last request the peer sent on this leg; 0: none yet
-	transport  string // "UDP" or "TCP", for Via
+	acked      bool   // sipedge has ACKed the 2xx to that INVITE; its retransmissions are ACKed again
 }
 
 func (l *leg) reset() {
 	l.callID, l.localTag, l.remoteTag = l.callID[:0], l.localTag[:0], l.remoteTag[:0]
 	l.localURI, l.remoteURI, l.target, l.routes = l.localURI[:0], l.remoteURI[:0], l.target[:0], l.routes[:0]
-	l.cseq, l.inviteCSeq, l.peer, l.acked, l.transport = 0, 0, txn.Peer{}, false, ""
+	l.cseq, l.inviteCSeq, l.peer, l.acked = 0, 0, txn.Peer{}, false
 	l.remoteCSeq = 0 // empty: the next dialog's first request sets it (RFC 3261 12.2.2)
 }
 
@@ -97,37 +104,43 @@ const maxRelays = 2 // in-dialog requests in flight per call; more get 500 (RFC 
 // byte slices keep their capacity across reuse, so a warm engine allocates
 // nothing per call.
 type Call struct {
-	idx    int32 // in Engine.calls
-	gen    uint32
-	next   int32
-	state  callState
-	trunk  *Trunk
-	target Target
-	a, b   leg
+	idx     int32 // in Engine.calls
+	gen     uint32
+	next    int32
+	state   callState
+	hangup  hangupSide // who ended the call, for the CDR
+	srcPort uint16     // the caller's INVITE's source port (a.peer has the reply port)
+	trunk   *Trunk
+	target  Target
+	a, b    leg
 
-	seq        route.Sequence // the carriers to try (the seed's call.route)
-	seqTimer   uint64         // its deadline for the carrier in flight
-	route      *route.Route   // the route of the carrier in flight (in seq.Routes())
-	reported   bool           // the outcome of the carrier in flight went to Env.Outcome
-	progress   bool           // the carrier in flight sent 101-199
-	trying     bool           // the carrier in flight sent 100
-	pacing     bool           // waiting for a CPS slot before dialling
-	paceTimer  uint64         // the wait for that slot, or for a CPS-reject retry
-	seqWait    time.Duration  // the carrier's deadline, from its dial; -1 for none
-	cpsRetries int            // CPS rejects retried on the carrier in flight
-	source     string         // where the decision came from
-	maxFwd     int            // Max-Forwards for B-leg INVITEs
-	key        uint64         // spreads hash selection of gateways per call
+	seq       route.Sequence // the carriers to try (the seed's call.route)
+	seqTimer  uint64         // its deadline for the carrier in flight
+	route     *route.Route   // the route of the carrier in flight (in seq.Routes())
+	paceTimer uint64         // the wait for a CPS slot, or for a CPS-reject retry
+	seqWait   time.Duration  // the carrier's deadline, from its dial; -1 for none
+	source    string         // where the decision came from
+	key       uint64         // spreads hash selection of gateways per call
 
-	aInvite  []byte          // the caller's INVITE, to build responses from (a pooled buffer)
-	ainv     *parser.Message // it, parsed once (a pooled message); nil once the caller ACKs
-	aTxn     txn.Handle      // its server transaction
-	bTxn     txn.Handle      // the B-leg INVITE client transaction
-	canceled bool            // the caller cancelled, or the call no longer wants the B-leg
-	answered bool
-	rtxTo    side   // where ok2xx goes: the side that sent the INVITE it answers
-	rtxCSeq  uint32 // that INVITE's CSeq, which its ACK carries
-	srcPort  uint16 // the caller's INVITE's source port (a.peer has the reply port)
+	// The small fields, together: each Call is a heap object of its own,
+	// and its size class decides ConcurrentCalls' bytes per call.
+	reported   bool    // the outcome of the carrier in flight went to Env.Outcome
+	progress   bool    // the carrier in flight sent 101-199
+	trying     bool    // the carrier in flight sent 100
+	pacing     bool    // waiting for a CPS slot before dialling
+	canceled   bool    // the caller cancelled, or the call no longer wants the B-leg
+	answered   bool    //
+	byeOnAck   bool    // the other side hung up before rtxTo ACKed ok2xx: its BYE waits for the ACK
+	rtxTo      side    // where ok2xx goes: the side that sent the INVITE it answers
+	reinvite   [2]bool // a re-INVITE is in flight from A, from B (glare: 491)
+	cpsRetries uint8   // CPS rejects retried on the carrier in flight
+	maxFwd     uint8   // Max-Forwards for B-leg INVITEs
+	rtxCSeq    uint32  // the CSeq of the INVITE ok2xx answers, which its ACK carries
+
+	aInvite []byte          // the caller's INVITE, to build responses from (a pooled buffer)
+	ainv    *parser.Message // it, parsed once (a pooled message); nil once the caller ACKs
+	aTxn    txn.Handle      // its server transaction
+	bTxn    txn.Handle      // the B-leg INVITE client transaction
 
 	ok2xx   []byte        // the last 2xx sipedge relayed to an INVITE, retransmitted until its ACK
 	rtx     uint64        // its retransmission timer, 0 when none
@@ -135,16 +148,13 @@ type Call struct {
 	rtxEnd  time.Duration // when to give up (64*T1)
 	maxDur  uint64        // the maximum-duration timer
 
-	byeOnAck bool    // the other side hung up before rtxTo ACKed ok2xx: its BYE waits for the ACK
-	byeHdrs  []byte  // the headers the policy relays of that BYE, for the one it waits to send (a pooled buffer)
-	reinvite [2]bool // a re-INVITE is in flight from A, from B (glare: 491)
-	relays   [maxRelays]relay
+	byeHdrs []byte // the headers the policy relays of the BYE byeOnAck holds, for the one it waits to send (a pooled buffer)
+	relays  [maxRelays]relay
 
 	// CDR facts.
 	tInvite, tProvisional, tAnswer, tEnd time.Duration
 	finalCode                            int
 	finalReason                          []byte
-	hangup                               string
 	caller, callee                       []byte
 	fromURI                              []byte
 }
@@ -179,7 +189,7 @@ func (c *Call) Summary() Summary {
 	}
 	return Summary{Dialed: dialed, Progress: progress, Route: c.route, ACallID: c.a.callID, BCallID: c.b.callID, Trunk: c.trunk, Caller: c.caller, Callee: c.callee,
 		Source: c.sourceAddr(), Target: c.target, Attempts: c.seq.Attempts(), RouteSource: c.source, Invite: c.tInvite, FirstProvisional: c.tProvisional, Answer: c.tAnswer, End: c.tEnd,
-		FinalCode: c.finalCode, FinalReason: c.finalReason, HangupSide: c.hangup}
+		FinalCode: c.finalCode, FinalReason: c.finalReason, HangupSide: c.hangup.String()}
 }
 
 // allocCall takes a call from the free list.
@@ -340,14 +350,14 @@ func (e *Engine) EndAll(now time.Duration) int {
 }
 
 // end finishes a call: CDR, timers, indexes, and back to the free list.
-func (e *Engine) end(c *Call, hangup string) {
+func (e *Engine) end(c *Call, hangup hangupSide) {
 	if c.state == stateFree {
 		return
 	}
 	if c.tEnd == 0 { // else the call ended earlier, its last BYE waiting for an ACK
 		c.tEnd = e.now
 	}
-	if c.hangup == "" {
+	if c.hangup == hangupNone {
 		c.hangup = hangup
 	}
 	e.settle(c)

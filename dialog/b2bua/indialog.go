@@ -360,7 +360,7 @@ func (e *Engine) sendBye(c *Call, l *leg, from *parser.Message) txn.Handle {
 }
 
 // hangup ends a confirmed call from sipedge's side: BYE on both legs.
-func (e *Engine) hangup(c *Call, side string) {
+func (e *Engine) hangup(c *Call, side hangupSide) {
 	switch {
 	case c.answered && c.byeOnAck:
 		// One side hung up already, its BYE answered, and the other's BYE

@@ -172,7 +172,7 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	_, c := e.allocCall()
 	c.state = stateRouting
 	c.trunk = trunk
-	c.maxFwd = mf - 1
+	c.maxFwd = uint8(mf - 1) // Validate bounds Max-Forwards to 0-255; 0 was answered 483
 	c.key = xxhash.Sum64(m.CallID())
 	c.tInvite = e.now
 	c.aTxn = a.Txn
@@ -203,7 +203,6 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	A.routes = appendRouteSet(A.routes, m, false)
 	A.peer = e.replyTo(m, a.Peer)
 	c.srcPort = a.Peer.Addr.Port()
-	A.transport = transportName(a.Peer.Transport)
 	e.indexLeg(c, A)
 	e.watch(a.Txn, c, roleAInvite, 0, -1)
 	e.m.started.Inc()
@@ -295,7 +294,6 @@ func (e *Engine) dial(c *Call) bool {
 	B.callID = e.env.MintCallID(B.callID[:0])
 	B.localTag = randomToken(B.localTag[:0], 10)
 	B.peer = c.target.Peer
-	B.transport = transportName(B.peer.Transport)
 	host := trimScheme(c.target.URI)
 	if r != nil && r.RURI != "" {
 		// The route's own Request-URI; its number is still shaped.
@@ -334,7 +332,7 @@ func (e *Engine) dial(c *Call) bool {
 	// the caller sees the carriers as forks).
 	c.a.localTag = randomToken(c.a.localTag[:0], 10)
 
-	b := e.appendRequestHead(e.out[:0], "INVITE", B, B.cseq, c.maxFwd)
+	b := e.appendRequestHead(e.out[:0], "INVITE", B, B.cseq, int(c.maxFwd))
 	b = e.appendContact(b, B)
 	b = e.policy.appendAllowedExcept(b, ainv, identityHeaders)
 	b = e.appendIdentity(b, id, B, ainv)
@@ -416,7 +414,7 @@ func (e *Engine) failCall(c *Call, code int, reason string) {
 			e.respond(c.aTxn, req, code, reason, c.a.localTag)
 		}
 	}
-	e.end(c, "")
+	e.end(c, hangupNone)
 }
 
 // onBInviteResponse handles a response to a B-leg INVITE: the current
@@ -619,7 +617,6 @@ func (e *Engine) legFromResponse(l *leg, m *parser.Message, peer txn.Peer) {
 		l.inviteCSeq, l.cseq = cseq.Num, cseq.Num
 	}
 	l.peer = peer
-	l.transport = transportName(peer.Transport)
 }
 
 // confirmLeg records the B-leg dialog a 2xx, or a 1xx for an early
@@ -700,7 +697,7 @@ func (e *Engine) retransmit2xx(c *Call) {
 		e.env.Log.Info("no ACK for the 2xx; ending the call", "call_id", string(c.a.callID))
 		if c.byeOnAck { // the other side has hung up already
 			e.sendBye(c, c.leg(c.rtxTo), nil)
-			e.end(c, "")
+			e.end(c, hangupNone)
 			return
 		}
 		e.hangup(c, hangupSystem)
@@ -762,7 +759,7 @@ func (e *Engine) onAck(m *parser.Message, _ *txn.Action) {
 	if c.byeOnAck && s == c.rtxTo {
 		// The other side hung up while this one's ACK was awaited.
 		e.sendBye(c, c.leg(s), nil)
-		e.end(c, "")
+		e.end(c, hangupNone)
 	}
 }
 

@@ -31,7 +31,7 @@ func (e *Engine) Probe(to txn.Peer, uri string, timeout time.Duration, now time.
 	e.now = now
 	l := &e.scratch
 	l.reset()
-	l.transport = transportName(to.Transport)
+	l.peer = to
 	l.target = append(l.target, uri...)
 	l.callID = e.env.MintCallID(l.callID)
 	l.localTag = randomToken(l.localTag, 10)

@@ -201,7 +201,7 @@ func TestEndAll(t *testing.T) {
 		t.Fatalf("%d calls up, %d CDRs; want 0 and 2", r.e.Calls(), len(r.calls))
 	}
 	for _, s := range r.calls {
-		if s.HangupSide != hangupSystem {
+		if s.HangupSide != hangupSystem.String() {
 			t.Errorf("call %s hung up by %q, want %q", s.ACallID, s.HangupSide, hangupSystem)
 		}
 	}
