@@ -27,6 +27,17 @@ func TestSupportedWithout100rel(t *testing.T) {
 	f("100rel", "")
 }
 
+// reinviteCancel is the caller's CANCEL of its re-INVITE "re1" (CSeq 11),
+// with extra header lines.
+func reinviteCancel(aTag, extra string) string {
+	return "CANCEL sip:alice-contact@203.0.113.1 SIP/2.0\r\n" +
+		"Via: SIP/2.0/UDP caller.example.org:5061;branch=z9hG4bKCALLERre1\r\n" +
+		"Max-Forwards: 70\r\n" +
+		"From: \"Alice\" <sip:alice@caller.example.org>;tag=atag1\r\n" +
+		"To: <sip:15551234@203.0.113.1>;tag=" + aTag + "\r\n" +
+		"Call-ID: a-call-1\r\nCSeq: 11 CANCEL\r\n" + extra + "Content-Length: 0\r\n\r\n"
+}
+
 // CANCEL of a re-INVITE being relayed: 200 to the CANCEL, the relayed
 // re-INVITE cancelled, and its 487 relayed back (RFC 3261 9).
 func TestCancelReinvite(t *testing.T) {
@@ -36,12 +47,7 @@ func TestCancelReinvite(t *testing.T) {
 	r.expect(caller, "SIP/2.0 100 Trying")
 	re := r.expect(carrier, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
 	r.recv(carrier, carrierResponse(re, 100, "Trying", ""))
-	r.recv(caller, "CANCEL sip:alice-contact@203.0.113.1 SIP/2.0\r\n"+
-		"Via: SIP/2.0/UDP caller.example.org:5061;branch=z9hG4bKCALLERre1\r\n"+
-		"Max-Forwards: 70\r\n"+
-		"From: \"Alice\" <sip:alice@caller.example.org>;tag=atag1\r\n"+
-		"To: <sip:15551234@203.0.113.1>;tag="+aTag+"\r\n"+
-		"Call-ID: a-call-1\r\nCSeq: 11 CANCEL\r\nContent-Length: 0\r\n\r\n")
+	r.recv(caller, reinviteCancel(aTag, ""))
 	r.expect(caller, "SIP/2.0 200 OK")
 	r.expect(carrier, "CANCEL sip:gw@carrier.example.net:5070 SIP/2.0")
 	r.recv(carrier, carrierResponse(re, 487, "Request Terminated", ""))
