@@ -479,9 +479,7 @@ func (e *Engine) orphan2xx(m *parser.Message, stray bool, peer txn.Peer) {
 		l := c.leg(s)
 		var to parser.Address
 		if m.To(&to) == nil && string(to.Tag) == string(l.remoteTag) {
-			if l.acked && cseq.Num == l.inviteCSeq {
-				e.reack(l)
-			}
+			e.ackAgain(l, cseq.Num)
 			return
 		}
 	}

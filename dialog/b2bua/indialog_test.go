@@ -309,3 +309,31 @@ func TestStaleAckDoesNotAcknowledgeTheReinvite(t *testing.T) {
 	r.recv(caller, strings.Replace(ackFromCaller(aTag), "CSeq: 10 ACK", "CSeq: 11 ACK", 1))
 	r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")
 }
+
+// A carrier that missed sipedge's ACK retransmits its 2xx (RFC 3261
+// 13.2.2.4); after the caller's re-INVITE went to it, the ACK for the
+// first INVITE's 2xx must still carry that INVITE's CSeq, not the
+// re-INVITE's, or the carrier matches it to nothing and goes on.
+func TestReAckAfterReinviteKeepsTheFirstCSeq(t *testing.T) {
+	r := newRig(t, nil)
+	binv, aTag := r.answerCall()
+	r.recv(caller, inDialogFromCaller("INVITE", "re1", 11, aTag, sdp))
+	r.expect(caller, "SIP/2.0 100 Trying")
+	re := r.expect(carrier, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	cseqOf := func(m *parser.Message) parser.CSeq {
+		c, err := m.CSeq()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	first, second := cseqOf(binv).Num, cseqOf(re).Num
+	if first == second {
+		t.Fatalf("the re-INVITE reuses CSeq %d", first)
+	}
+	r.recv(carrier, carrierResponse(binv, 200, "OK", sdp)) // the first 2xx again
+	ack := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	if got := cseqOf(ack); got.Num != first || got.Method != parser.MethodAck {
+		t.Fatalf("ACK for the first 2xx has CSeq %d %s, want %d ACK", got.Num, got.MethodRaw, first)
+	}
+}

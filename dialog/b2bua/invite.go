@@ -454,8 +454,8 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 			if string(to.Tag) == string(c.b.remoteTag) {
 				// A retransmission of the 2xx (RFC 6026 Timer M): the ACK
 				// was lost, or the caller has not ACKed yet.
-				if c.b.acked {
-					e.reack(&c.b)
+				if cseq, err := m.CSeq(); err == nil {
+					e.ackAgain(&c.b, cseq.Num)
 				}
 				return
 			}
@@ -773,6 +773,24 @@ func (e *Engine) ack(l *leg, from *parser.Message) {
 	l.acked = true
 	e.keepAck(l, from)
 	e.env.Send(l.peer, e.out)
+}
+
+// ackAgain answers a retransmission of a 2xx to an INVITE of leg l's
+// dialog with CSeq cseq, whose ACK was lost (RFC 3261 13.2.2.4): the ACK
+// again once sipedge has sent it. The 2xx of an INVITE before l's last
+// (a re-INVITE followed it, so it was ACKed, RFC 3261 14.1) gets an ACK
+// of its own CSeq, which is what the peer matches it by.
+func (e *Engine) ackAgain(l *leg, cseq uint32) {
+	switch {
+	case cseq == l.inviteCSeq:
+		if l.acked {
+			e.reack(l)
+		}
+	case cseq < l.inviteCSeq:
+		b := e.appendRequestHead(e.out[:0], "ACK", l, cseq, 70)
+		e.out = parser.AppendBody(b, "", nil)
+		e.env.Send(l.peer, e.out)
+	}
 }
 
 // reack ACKs again the retransmitted 2xx to leg l's last INVITE: the same
