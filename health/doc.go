@@ -57,7 +57,8 @@
 // Addresses that are DNS names are resolved when the group is added and
 // again every Options.ResolveInterval by a goroutine of their own. A
 // re-resolution that times out or fails at the server keeps the address
-// (logged once); a name that no longer resolves makes the member
+// (logged once, and sipedge_gateway_member_address_stale is 1 meanwhile);
+// a name that no longer resolves makes the member
 // unresolvable.
 //
 // Every state change is logged once (slog, with the group, uri and address)

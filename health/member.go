@@ -356,6 +356,14 @@ func (r *Registry) registerMetrics(st *state, group string) {
 	r.set.NewGauge(name("sipedge_gateway_member_consecutive_failures", `,source="call"`), func() float64 {
 		return float64(st.callFails.Load())
 	})
+	// 1 while failed re-resolutions (a timeout, a SERVFAIL) leave the
+	// member on its last address: logged once, visible for as long.
+	r.set.NewGauge(name("sipedge_gateway_member_address_stale", ""), func() float64 {
+		if st.stale.Load() {
+			return 1
+		}
+		return 0
+	})
 	st.rtt = r.set.NewHistogram(name("sipedge_gateway_probe_rtt_seconds", ""))
 	st.retryAfterCapped = r.set.NewCounter(name("sipedge_gateway_retry_after_capped_total", ""))
 	for s, n := range stateNames {

@@ -354,7 +354,13 @@ func TestRerouteCauses(t *testing.T) {
 func TestDNSTemporaryFailureKeepsAddress(t *testing.T) {
 	dns := &fakeDNS{names: map[string][]netip.Addr{}}
 	dns.set("gw.example.net", "192.0.2.1")
-	r, logs := newTestRegistry(t, Options{Resolve: dns.resolve, ResolveInterval: 20 * time.Millisecond})
+	set := metrics.NewSet()
+	r, logs := newTestRegistry(t, Options{Resolve: dns.resolve, ResolveInterval: 20 * time.Millisecond, Metrics: set})
+	stale := func() bool {
+		var buf bytes.Buffer
+		set.WritePrometheus(&buf)
+		return strings.Contains(buf.String(), `sipedge_gateway_member_address_stale{group="g",uri="sip:gw.example.net",address="gw.example.net:5060"} 1`)
+	}
 	if err := r.AddGroup(GroupConfig{Name: "g", Destinations: []DestConfig{{URI: "sip:gw.example.net", Address: "gw.example.net:5060"}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -369,6 +375,12 @@ func TestDNSTemporaryFailureKeepsAddress(t *testing.T) {
 	if n := logs.count(`msg="gateway member unresolvable"`); n != 0 {
 		t.Fatalf("%d unresolvable lines for a resolver timeout:\n%s", n, logs)
 	}
+	// Observable: the log line once, and a gauge while it lasts.
+	if !stale() {
+		t.Fatal("sipedge_gateway_member_address_stale is not 1 while re-resolution fails")
+	}
+	dns.fail("gw.example.net", nil) // the resolver answers again
+	waitFor(t, time.Second, "the stale gauge back at 0", func() bool { return !stale() })
 	dns.fail("gw.example.net", &net.DNSError{Err: "no such host", Name: "gw.example.net", IsNotFound: true})
 	waitFor(t, time.Second, "unresolvable", func() bool { _, res := r.Pick("g", 0, &sel); return res == Unresolvable })
 }
