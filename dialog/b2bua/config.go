@@ -60,8 +60,13 @@ type Config struct {
 
 // Trunk is a configured source of calls.
 type Trunk struct {
-	Name    string
-	Group   string // trunk_group: what routing keys on
+	Name  string
+	Group string // trunk_group: what routing keys on
+	// Index is the trunk's place in the application's own list of trunks,
+	// for its per-trunk tables (its ingress CPS key, its LCR attributes):
+	// an index rather than a name to hash on every INVITE. The engine
+	// does not read it.
+	Index   int
 	Sources []Source
 	// MaxCalls bounds the trunk's concurrent calls; 0: unlimited. They are
 	// counted in Calls, which the engines of one node share (the owner sets

@@ -32,7 +32,7 @@ func TestRouteCacheHitAllocs(t *testing.T) {
 	defer res.Close()
 	cfg := &config.Config{Trunks: []config.Trunk{{Name: "t", TrunkGroup: "tg",
 		Attributes: map[string]string{"customer": "acme", "region": "eu"}}}}
-	a := &shardApp{s: &Server{cfg: cfg, lcr: res}, attrs: make(map[*b2bua.Trunk]map[string]string)}
+	a := &shardApp{s: &Server{cfg: cfg, lcr: res}}
 	rr := &b2bua.RouteRequest{Trunk: &b2bua.Trunk{Name: "t", Group: "tg"}, Dialed: []byte("+12025550123")}
 
 	got := make(chan lcr.Decision, 1)

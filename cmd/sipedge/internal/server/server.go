@@ -196,8 +196,8 @@ func (s *Server) b2buaConfig(shardIdx int) b2bua.Config {
 	if bc.LocalUDP == "" {
 		bc.LocalUDP = bc.LocalTCP
 	}
-	for _, t := range cfg.Trunks {
-		bt := b2bua.Trunk{Name: t.Name, Group: t.TrunkGroup, ForceRPort: t.ForceRPort,
+	for i, t := range cfg.Trunks {
+		bt := b2bua.Trunk{Name: t.Name, Group: t.TrunkGroup, Index: i, ForceRPort: t.ForceRPort,
 			MaxCalls: t.Limits.MaxConcurrentCalls, Calls: s.trunkCalls(t.Name)}
 		for _, src := range t.Sources {
 			bt.Sources = append(bt.Sources, b2bua.Source{Prefix: src.Prefix, Port: src.Port})
@@ -274,8 +274,7 @@ type shardApp struct {
 	sh     *shard.Shard
 	eng    *b2bua.Engine
 	keyBuf []byte
-	sel    health.Selector                    // this shard's gateway selection state
-	attrs  map[*b2bua.Trunk]map[string]string // trunkAttributes' memo
+	sel    health.Selector // this shard's gateway selection state
 
 	carriers *carrierPolicy // per-carrier attempts and times (the Policy hooks)
 }
@@ -312,29 +311,16 @@ func (a *shardApp) route(r *b2bua.RouteRequest) b2bua.Decision {
 
 // trunkAttributes returns the attributes of the trunk a call came from
 // (trunks[].attributes), nil for none: the LCR request's attributes and,
-// for the names in lcr.attributes, part of the cache key. The engine's
-// trunks are pointers into its configuration, fixed for its life; they key
-// a memo of this shard's, filled on a trunk's first call, so that a call
-// hashes no trunk name and takes no lock.
+// for the names in lcr.attributes, part of the cache key.
 func (a *shardApp) trunkAttributes(t *b2bua.Trunk) map[string]string {
-	if t == nil {
+	if t == nil || t.Index >= len(a.s.cfg.Trunks) {
 		return nil
 	}
-	attrs, ok := a.attrs[t]
-	if !ok {
-		for i := range a.s.cfg.Trunks {
-			if a.s.cfg.Trunks[i].Name == t.Name {
-				attrs = a.s.cfg.Trunks[i].Attributes
-			}
-		}
-		a.attrs[t] = attrs
-	}
-	return attrs
+	return a.s.cfg.Trunks[t.Index].Attributes
 }
 
 func (s *Server) newShardApp(sh *shard.Shard) (shard.Handler, error) {
-	a := &shardApp{s: s, sh: sh, carriers: newCarrierPolicy(s.engineSet),
-		attrs: make(map[*b2bua.Trunk]map[string]string)}
+	a := &shardApp{s: s, sh: sh, carriers: newCarrierPolicy(s.engineSet)}
 	local := ""
 	for _, l := range s.cfg.Listen {
 		local = l.Addr.Addr().String()
