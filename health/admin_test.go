@@ -233,3 +233,35 @@ func TestAdminGroupCPS(t *testing.T) {
 		t.Fatal("a removed group still has a cps")
 	}
 }
+
+// A group's account is stored for Registry.Auth and checked, and its
+// password is write-only: the admin API never shows it.
+func TestAdminGroupAuth(t *testing.T) {
+	r, _ := newTestRegistry(t, Options{})
+	h := r.Handler()
+	do := func(method, path, body string) (int, string) {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(method, path, strings.NewReader(body)))
+		return w.Code, w.Body.String()
+	}
+	const group = `{"name": "authed", "auth": {"username": "acct-1", "password": "s3cret-pw", "realm": "carrier.example"},
+		"destinations": [{"uri": "sip:b1.example.com", "address": "127.0.0.1:5090"}]}`
+	code, body := do("POST", "/v1/gateway/groups", group)
+	if code != 201 || !strings.Contains(body, `"auth":{"username":"acct-1","realm":"carrier.example"}`) || strings.Contains(body, "s3cret-pw") {
+		t.Fatalf("POST: %d %s", code, body)
+	}
+	for _, path := range []string{"/v1/gateway/groups", "/v1/gateway/groups/authed"} {
+		if code, body := do("GET", path, ""); code != 200 || !strings.Contains(body, `"username":"acct-1"`) || strings.Contains(body, "s3cret-pw") {
+			t.Fatalf("GET %s: %d %s", path, code, body)
+		}
+	}
+	if a := r.Auth("authed"); a == nil || *a != (AuthConfig{Username: "acct-1", Password: "s3cret-pw", Realm: "carrier.example"}) {
+		t.Fatalf("stored %+v", a)
+	}
+	if r.Auth("nope") != nil {
+		t.Fatal("an unknown group has an account")
+	}
+	if code, body := do("POST", "/v1/gateway/groups", strings.Replace(group, `"s3cret-pw"`, `""`, 1)); code != 400 || !strings.Contains(body, "auth.password") {
+		t.Fatalf("no password: %d %s", code, body)
+	}
+}

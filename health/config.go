@@ -77,6 +77,43 @@ type GroupConfig struct {
 	// unpaced.
 	CPS       *CPSConfig  `json:"cps,omitempty"`
 	CPSReject []CPSReject `json:"cps_reject,omitempty"`
+	// Auth is the account sipedge holds with the carrier, to answer its
+	// Digest challenges to INVITEs (the YAML's gateway.groups[].auth). The
+	// health package only stores it (Registry.Auth).
+	Auth *AuthConfig `json:"auth,omitempty"`
+}
+
+// AuthConfig is an account with a carrier. Realm, when set, is the only
+// realm its credentials answer. The password is write-only: it is never
+// marshalled, so the admin API does not show it.
+type AuthConfig struct {
+	Username string `json:"username"`
+	Password string `json:"password"`
+	Realm    string `json:"realm,omitempty"`
+}
+
+// Check reports each of a's problems to bad, with its field (username,
+// password or realm) and why.
+func (a *AuthConfig) Check(bad func(field, problem string)) {
+	// The username and realm go out in quoted strings; the password never
+	// leaves (an empty one is most likely an unset ${VAR}).
+	if a.Username == "" || !printable(a.Username, 256) {
+		bad("username", fmt.Sprintf("%q: want 1 to 256 printable characters", a.Username))
+	}
+	if a.Password == "" || len(a.Password) > 256 {
+		bad("password", fmt.Sprintf("want 1 to 256 bytes, got %d", len(a.Password)))
+	}
+	if !printable(a.Realm, 256) {
+		bad("realm", fmt.Sprintf("%q: want up to 256 printable characters", a.Realm))
+	}
+}
+
+// MarshalJSON writes a without its password.
+func (a AuthConfig) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Username string `json:"username"`
+		Realm    string `json:"realm,omitempty"`
+	}{a.Username, a.Realm})
 }
 
 // CPSConfig is a group's CPS limit. MaxWaitMs nil is 1000 (1 s); 0 never
@@ -286,6 +323,10 @@ func (g GroupConfig) clone() GroupConfig {
 		g.CPS = &c
 	}
 	g.CPSReject = slices.Clone(g.CPSReject)
+	if g.Auth != nil {
+		a := *g.Auth
+		g.Auth = &a
+	}
 	return g
 }
 
@@ -386,6 +427,9 @@ func (g GroupConfig) normalize() (GroupConfig, error) {
 		if !printable(r.Reason, 256) {
 			bad(fmt.Sprintf("cps_reject[%d].reason", i), "%q: want up to 256 printable characters", r.Reason)
 		}
+	}
+	if a := g.Auth; a != nil {
+		a.Check(func(field, problem string) { bad("auth."+field, "%s", problem) })
 	}
 	if len(g.Destinations) == 0 {
 		bad("destinations", "at least one destination required")

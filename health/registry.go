@@ -415,6 +415,16 @@ func (r *Registry) CPS(name string) (*CPSConfig, []CPSReject) {
 	return nil, nil
 }
 
+// Auth returns the account of the group called name, YAML or added at run
+// time (nil when it has none or does not exist). Lock-free; the value is
+// the group's own and must not be changed.
+func (r *Registry) Auth(name string) *AuthConfig {
+	if g := r.snap.Load().groups[name]; g != nil {
+		return g.cfg.Auth
+	}
+	return nil
+}
+
 // RerouteCauses returns the reroute causes of the group called name, YAML
 // or added at run time (nil when it has none or does not exist). Lock-free;
 // the slice is the group's own and must not be changed.

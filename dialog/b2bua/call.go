@@ -135,6 +135,7 @@ type Call struct {
 	reinvite   [2]bool // a re-INVITE is in flight from A, from B (glare: 491)
 	cpsRetries uint8   // CPS rejects retried on the carrier in flight
 	maxFwd     uint8   // Max-Forwards for B-leg INVITEs
+	authTries  uint8   // the carrier in flight's challenges answered (answerChallenge)
 	rtxCSeq    uint32  // the CSeq of the INVITE ok2xx answers, which its ACK carries
 
 	aInvite []byte          // the caller's INVITE, to build responses from (a pooled buffer)

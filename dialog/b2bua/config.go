@@ -145,7 +145,8 @@ func ParseSource(s string) (Source, error) {
 }
 
 // never are the headers no policy may copy: the B2BUA writes them itself
-// (RFC 3261 dialog state, topology), they are hop-by-hop, or they are
+// (RFC 3261 dialog state, topology), they are hop-by-hop, they are
+// credentials or challenges (a carrier's is for sipedge's account), or they are
 // identity from a peer sipedge does not trust (RFC 3325 5): the B-leg's
 // identity is sipedge's own (appendIdentity), and trunks and carriers hear
 // none of each other's, in any request or response.
@@ -154,6 +155,7 @@ var never = parser.NewHeaderSet(parser.HeaderVia, parser.HeaderFrom, parser.Head
 	parser.HeaderRecordRoute, parser.HeaderMaxForwards, parser.HeaderContentLength,
 	parser.HeaderContentType, parser.HeaderPath, parser.HeaderRSeq, parser.HeaderRAck,
 	parser.HeaderAuthorization, parser.HeaderProxyAuthorization, parser.HeaderProxyRequire,
+	parser.HeaderWWWAuthenticate, parser.HeaderProxyAuthenticate,
 	parser.HeaderPAssertedIdentity, parser.HeaderPPreferredIdentity, parser.HeaderPrivacy)
 
 // neverNames are headers of no parser kind that no policy may copy: the

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/sipedge/sipedge/dialog/digest"
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/parser"
@@ -55,6 +56,11 @@ type Env struct {
 	// per dialled target: a final status, or an Outcome constant, with the
 	// response's Retry-After (optional).
 	Outcome func(t *Target, code int, retryAfter time.Duration)
+	// Credentials returns the account sipedge holds with t's carrier, to
+	// answer its Digest challenges to the INVITE (RFC 3261 22.2): ok false
+	// when it holds none. A non-empty realm is the only one it answers
+	// (optional).
+	Credentials func(t *Target) (cr digest.Credentials, realm string, ok bool)
 	// Policy holds the optional hooks of a routing policy.
 	Policy   Policy
 	Draining func() bool // new calls get 503 while true (optional)
@@ -179,6 +185,7 @@ type Engine struct {
 	areq    parser.Message    // scratch for requests the engine re-reads to answer them
 	scratch leg               // a dialog the engine ends without keeping (a forked 2xx)
 	id      identity          // the identity of the B-leg being dialled
+	auth    challenge         // the carrier's challenge being answered (answerChallenge)
 	failure *parser.Message   // the carrier's final failure being handled, for failCall
 	out     []byte            // scratch for outgoing messages
 	tag     []byte            // scratch for the To tag of a response that ends no dialog (tagFor)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sipedge/sipedge/dialog/digest"
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/route"
@@ -29,6 +30,10 @@ type rig struct {
 	routes  []route.Route // the Router's answer; nil: carrier-a alone
 	pending bool          // the Router answers later: refs collects the calls
 	refs    []uint64
+	// creds are the accounts of gateway groups (Env.Credentials), for
+	// realm when it is set.
+	creds map[string]digest.Credentials
+	realm string
 }
 
 // gateways are the gateway groups the rig's Resolve knows; an invalid
@@ -91,6 +96,10 @@ func newRig(t *testing.T, mod func(*Config)) *rig {
 				routes = []route.Route{{CarrierID: "carrier-a", GatewayGroup: "carrier-a", Rate: 0.004}}
 			}
 			return Decision{Routes: routes, Source: "static"}
+		},
+		Credentials: func(t *Target) (digest.Credentials, string, bool) {
+			cr, ok := r.creds[t.Group]
+			return cr, r.realm, ok
 		},
 		Resolve: func(rt *route.Route, _ uint64) (Target, string) {
 			addr, ok := gateways[rt.GatewayGroup]

@@ -288,12 +288,23 @@ func (e *Engine) dial(c *Call) bool {
 	}
 	B := &c.b
 	e.unindexLeg(c, B)
-	r := c.route
-	id := &e.id
-	e.shape(id, c, r)
 	B.callID = e.env.MintCallID(B.callID[:0])
 	B.localTag = randomToken(B.localTag[:0], 10)
 	B.peer = c.target.Peer
+	B.cseq = 0
+	c.authTries = 0
+	e.indexLeg(c, B)
+	return e.sendInvite(c, ainv, nil)
+}
+
+// sendInvite sends an INVITE in c's B-leg dialog (its Call-ID and From tag)
+// with the next CSeq: the first, or the same request again with the
+// credentials answering the carrier's challenge (RFC 3261 22.2).
+func (e *Engine) sendInvite(c *Call, ainv *parser.Message, auth *challenge) bool {
+	B := &c.b
+	r := c.route
+	id := &e.id
+	e.shape(id, c, r)
 	host := trimScheme(c.target.URI)
 	if r != nil && r.RURI != "" {
 		// The route's own Request-URI; its number is still shaped.
@@ -325,9 +336,11 @@ func (e *Engine) dial(c *Call) bool {
 		B.localURI = append(B.localURI, hostOnly(e.localHost(B))...)
 		B.localURI = append(B.localURI, '>')
 	}
+	// No early dialog yet (a challenged INVITE's ended with it), no remote
+	// CSeq (RFC 3261 12.2.2).
 	B.remoteTag, B.routes, B.acked = B.remoteTag[:0], B.routes[:0], false
-	B.cseq, B.inviteCSeq, B.remoteCSeq = 1, 1, 0 // a fresh dialog: no remote CSeq yet (RFC 3261 12.2.2)
-	e.indexLeg(c, B)
+	B.cseq++
+	B.inviteCSeq, B.remoteCSeq = B.cseq, 0
 	// Each B-leg early dialog gets its own A-leg To tag (RFC 3261 12.1.1:
 	// the caller sees the carriers as forks).
 	c.a.localTag = randomToken(c.a.localTag[:0], 10)
@@ -337,6 +350,9 @@ func (e *Engine) dial(c *Call) bool {
 	b = e.policy.appendAllowedExcept(b, ainv, identityHeaders)
 	b = e.appendIdentity(b, id, B, ainv)
 	b = e.appendRouteHeaders(b, c, r)
+	if auth != nil {
+		b = auth.appendCredentials(b, B.target, ainv.Body())
+	}
 	b = appendBodyOf(b, ainv)
 	e.out = b
 	h, err := e.sendBuilt(B.peer)
@@ -397,6 +413,12 @@ func hostOnly(hp string) string {
 
 // failCall answers the caller with code and ends the call.
 func (e *Engine) failCall(c *Call, code int, reason string) {
+	if code == 401 || code == 407 {
+		// A carrier's challenge was for sipedge's account with it, which
+		// the caller cannot answer; and a 401 or 407 without its challenge
+		// would break RFC 3261 22.1. sipedge does not challenge callers.
+		code, reason = 403, "Forbidden"
+	}
 	c.finalCode, c.finalReason = code, append(c.finalReason[:0], reason...)
 	if req := c.ainv; req != nil && !c.canceled {
 		if f := e.failure; f != nil && f.StatusCode() == code {
@@ -482,6 +504,9 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 		// The transaction layer ACKs the failure (RFC 3261 17.1.1.3); the
 		// sequence decides between the next carrier and the caller.
 		c.bTxn = 0
+		if (code == 401 || code == 407) && e.answerChallenge(c, m, code) {
+			return
+		}
 		cpsReject := false
 		// After a 101-199 the carrier had taken the call: its failure is
 		// no CPS reject, and a retry would ring the callee again from a

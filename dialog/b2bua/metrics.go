@@ -24,7 +24,9 @@ type engineMetrics struct {
 	cpsRejects       *vm.Counter
 	trunkLimited     *vm.Counter
 	foreignVia       *vm.Counter
-	active           *vm.Gauge
+	// Carriers' challenges to B-leg INVITEs, by what became of them.
+	authAnswered, authNoCredentials, authUnanswerable, authRefused *vm.Counter
+	active                                                         *vm.Gauge
 }
 
 // txnMetrics export the transaction table's state, read when scraped.
@@ -49,21 +51,34 @@ func newMetrics(set *vm.Set, shard int) engineMetrics {
 	}
 	name := func(n string) string { return fmt.Sprintf(`%s{shard="%d"}`, n, shard) }
 	return engineMetrics{
-		started:          set.NewCounter(name("sipedge_calls_started_total")),
-		answered:         set.NewCounter(name("sipedge_calls_answered_total")),
-		ended:            set.NewCounter(name("sipedge_calls_ended_total")),
-		rejected:         set.NewCounter(name("sipedge_calls_rejected_total")),
-		unknownSource:    set.NewCounter(name("sipedge_unknown_source_invites_total")),
-		lateAnswers:      set.NewCounter(name("sipedge_late_answers_total")),
-		strayAnswers:     set.NewCounter(name("sipedge_late_answers_stray_total")),
-		teardownsOverCap: set.NewCounter(name("sipedge_late_answers_over_cap_total")),
-		retransmitted2xx: set.NewCounter(name("sipedge_2xx_retransmissions_total")),
-		orphans:          set.NewCounter(name("sipedge_orphan_calls_total")),
-		attempts:         set.NewCounter(name("sipedge_lcr_failed_attempts_total")),
-		cpsLimited:       set.NewCounter(name("sipedge_cps_limited_total")),
-		cpsRejects:       set.NewCounter(name("sipedge_cps_rejects_total")),
-		trunkLimited:     set.NewCounter(name("sipedge_trunk_limited_total")),
-		foreignVia:       set.NewCounter(name("sipedge_responses_foreign_via_total")),
-		active:           set.NewGauge(name("sipedge_calls_active"), nil),
+		started:           set.NewCounter(name("sipedge_calls_started_total")),
+		answered:          set.NewCounter(name("sipedge_calls_answered_total")),
+		ended:             set.NewCounter(name("sipedge_calls_ended_total")),
+		rejected:          set.NewCounter(name("sipedge_calls_rejected_total")),
+		unknownSource:     set.NewCounter(name("sipedge_unknown_source_invites_total")),
+		lateAnswers:       set.NewCounter(name("sipedge_late_answers_total")),
+		strayAnswers:      set.NewCounter(name("sipedge_late_answers_stray_total")),
+		teardownsOverCap:  set.NewCounter(name("sipedge_late_answers_over_cap_total")),
+		retransmitted2xx:  set.NewCounter(name("sipedge_2xx_retransmissions_total")),
+		orphans:           set.NewCounter(name("sipedge_orphan_calls_total")),
+		attempts:          set.NewCounter(name("sipedge_lcr_failed_attempts_total")),
+		cpsLimited:        set.NewCounter(name("sipedge_cps_limited_total")),
+		cpsRejects:        set.NewCounter(name("sipedge_cps_rejects_total")),
+		trunkLimited:      set.NewCounter(name("sipedge_trunk_limited_total")),
+		foreignVia:        set.NewCounter(name("sipedge_responses_foreign_via_total")),
+		active:            set.NewGauge(name("sipedge_calls_active"), nil),
+		authAnswered:      set.NewCounter(authName(shard, "answered")),
+		authNoCredentials: set.NewCounter(authName(shard, "no_credentials")),
+		authUnanswerable:  set.NewCounter(authName(shard, "unanswerable")),
+		authRefused:       set.NewCounter(authName(shard, "refused")),
 	}
+}
+
+// authName names the counter of carriers' challenges with result: answered;
+// no_credentials (the group holds none); unanswerable (no Digest challenge
+// sipedge can answer: another scheme, algorithm or realm, or malformed);
+// refused (challenged again after answering, the nonce not stale: the
+// credentials are wrong).
+func authName(shard int, result string) string {
+	return fmt.Sprintf(`sipedge_carrier_auth_challenges_total{shard="%d",result="%s"}`, shard, result)
 }

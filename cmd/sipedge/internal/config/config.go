@@ -211,12 +211,23 @@ type Group struct {
 	Transport string `yaml:"transport"` // udp (default) or tcp
 	// RerouteCauses overrides lcr.reroute_causes for this carrier (empty =
 	// inherit).
-	RerouteCauses []int         `yaml:"reroute_causes"`
-	Probe         Probe         `yaml:"probe"`
-	Passive       Passive       `yaml:"passive"`
-	CPS           CPS           `yaml:"cps"`
-	CPSReject     []CPSReject   `yaml:"cps_reject"`
-	Destinations  []Destination `yaml:"destinations"`
+	RerouteCauses []int       `yaml:"reroute_causes"`
+	Probe         Probe       `yaml:"probe"`
+	Passive       Passive     `yaml:"passive"`
+	CPS           CPS         `yaml:"cps"`
+	CPSReject     []CPSReject `yaml:"cps_reject"`
+	// Auth is the account sipedge holds with the carrier, to answer its
+	// Digest challenges to INVITEs (no username: none).
+	Auth         Auth          `yaml:"auth"`
+	Destinations []Destination `yaml:"destinations"`
+}
+
+// Auth is an account with a carrier: the username and password that answer
+// its 401 and 407 challenges, for realm only when it is set.
+type Auth struct {
+	Username string `yaml:"username"`
+	Password string `yaml:"password"` // "${VAR}" keeps it out of the file
+	Realm    string `yaml:"realm"`
 }
 
 // Probe configures OPTIONS health probing of a group's members.

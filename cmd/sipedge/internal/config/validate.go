@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/ratelimit"
 	"github.com/sipedge/sipedge/route/lcr"
 	"github.com/sipedge/sipedge/shard"
@@ -317,6 +318,10 @@ func (c *Config) validate(v *validator) {
 			if r.Code < 400 || r.Code > 699 {
 				v.errorf(fmt.Sprintf("%s.cps_reject[%d].code", p, j), "%d: want a SIP failure code, 400 to 699", r.Code)
 			}
+		}
+		if a := g.Auth; a != (Auth{}) {
+			ha := health.AuthConfig{Username: a.Username, Password: a.Password, Realm: a.Realm}
+			ha.Check(func(field, problem string) { v.errorf(p+".auth."+field, "%s", problem) })
 		}
 		if len(g.Destinations) == 0 {
 			v.errorf(p+".destinations", "at least one destination required")

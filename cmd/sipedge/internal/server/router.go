@@ -104,6 +104,9 @@ func healthGroups(cfg *config.Config) []health.GroupConfig {
 		for _, r := range g.CPSReject {
 			hg.CPSReject = append(hg.CPSReject, health.CPSReject{Code: r.Code, Reason: r.Reason})
 		}
+		if a := g.Auth; a != (config.Auth{}) {
+			hg.Auth = &health.AuthConfig{Username: a.Username, Password: a.Password, Realm: a.Realm}
+		}
 		for _, d := range g.Destinations {
 			hg.Destinations = append(hg.Destinations, health.DestConfig{URI: d.URI, Address: d.Address.String(),
 				Weight: d.Weight, Priority: d.Priority})

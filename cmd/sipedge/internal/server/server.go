@@ -22,6 +22,7 @@ import (
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
 	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/dialog/cdr"
+	"github.com/sipedge/sipedge/dialog/digest"
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/parser"
@@ -339,8 +340,15 @@ func (s *Server) newShardApp(sh *shard.Shard) (shard.Handler, error) {
 		Policy:     a.carriers.hooks(),
 		Admit:      a.admit,
 		CPSReject:  a.cpsReject,
-		Draining:   sh.Draining,
-		Log:        s.log,
+		Credentials: func(t *b2bua.Target) (digest.Credentials, string, bool) {
+			au := s.health.Auth(t.Group)
+			if au == nil {
+				return digest.Credentials{}, "", false
+			}
+			return digest.Credentials{Username: au.Username, Password: au.Password}, au.Realm, true
+		},
+		Draining: sh.Draining,
+		Log:      s.log,
 	})
 	if err != nil {
 		return shard.Handler{}, err

@@ -1,0 +1,247 @@
+package b2bua
+
+import (
+	"crypto/md5"
+	"encoding/hex"
+	"strings"
+	"testing"
+
+	"github.com/sipedge/sipedge/dialog/digest"
+	"github.com/sipedge/sipedge/parser"
+)
+
+var carrierAccount = digest.Credentials{Username: "acct-42", Password: "s3cret"}
+
+// challengeTo is the carrier's 401 or 407 to req with the given challenges.
+func challengeTo(req *parser.Message, code int, challenges ...string) string {
+	reason, name := "Unauthorized", "WWW-Authenticate: "
+	if code == 407 {
+		reason, name = "Proxy Authentication Required", "Proxy-Authenticate: "
+	}
+	b := parser.AppendResponse(nil, req, code, reason, []byte("btag9"))
+	for _, c := range challenges {
+		b = append(b, name+c+"\r\n"...)
+	}
+	return string(parser.AppendBody(b, "", nil))
+}
+
+// digestParams reads the credentials sipedge wrote: `Digest k="v", k=v`.
+func digestParams(t *testing.T, v string) map[string]string {
+	t.Helper()
+	rest, ok := strings.CutPrefix(v, "Digest ")
+	if !ok {
+		t.Fatalf("credentials %q: not Digest", v)
+	}
+	p := map[string]string{}
+	for _, kv := range strings.Split(rest, ", ") {
+		k, val, ok := strings.Cut(kv, "=")
+		if !ok {
+			t.Fatalf("credentials %q: param %q", v, kv)
+		}
+		p[k] = strings.Trim(val, `"`)
+	}
+	return p
+}
+
+func md5hex(s string) string {
+	h := md5.Sum([]byte(s))
+	return hex.EncodeToString(h[:])
+}
+
+// checkCredentials checks that inv answers the challenge for realm and
+// nonce with carrierAccount (RFC 2617 3.2.2, qop=auth, computed here on its
+// own) and returns its params.
+func checkCredentials(t *testing.T, inv *parser.Message, k parser.HeaderKind, realm, nonce string) map[string]string {
+	t.Helper()
+	if inv.Count(k) != 1 {
+		t.Fatalf("%d %v headers in\n%s", inv.Count(k), k, inv.Bytes())
+	}
+	p := digestParams(t, string(inv.Get(k)))
+	uri := string(inv.RequestURI())
+	ha1 := md5hex(carrierAccount.Username + ":" + realm + ":" + carrierAccount.Password)
+	ha2 := md5hex("INVITE:" + uri)
+	want := md5hex(ha1 + ":" + nonce + ":" + p["nc"] + ":" + p["cnonce"] + ":auth:" + ha2)
+	if p["username"] != carrierAccount.Username || p["realm"] != realm || p["nonce"] != nonce || p["uri"] != uri ||
+		p["qop"] != "auth" || p["nc"] != "00000001" || p["cnonce"] == "" || p["response"] != want {
+		t.Fatalf("credentials %v, want response %s for realm %q nonce %q uri %q", p, want, realm, nonce, uri)
+	}
+	return p
+}
+
+func cseqOf(t *testing.T, m *parser.Message) parser.CSeq {
+	t.Helper()
+	c, err := m.CSeq()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// viaBranch is the branch of m's top Via.
+func viaBranch(t *testing.T, m *parser.Message) string {
+	t.Helper()
+	var v parser.Via
+	if err := m.TopVia(&v); err != nil {
+		t.Fatal(err)
+	}
+	return string(v.Branch)
+}
+
+// A carrier that challenges the INVITE gets it again in the same dialog,
+// with the next CSeq and the group's credentials (RFC 3261 22.2); the call
+// then runs as any other, its ACK and BYE in that dialog at the CSeq after.
+func TestCarrierChallengeAnswered(t *testing.T) {
+	r := newRig(t, nil)
+	r.creds = map[string]digest.Credentials{"carrier-a": carrierAccount}
+	inv1 := r.startCall()
+	r.recv(carrier, carrierResponse(inv1, 100, "Trying", ""))
+	r.recv(carrier, challengeTo(inv1, 407,
+		`Basic realm="carrier.example.net"`,
+		`Digest realm="carrier.example.net", nonce="n0nce-1", qop="auth", algorithm=MD5, opaque="op4que"`))
+	msgs := r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0", "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.expect(caller) // the challenge is sipedge's business
+	inv2 := msgs[1]
+	if hdr(inv2, parser.HeaderCallID) != hdr(inv1, parser.HeaderCallID) || tagOf(t, inv2, parser.HeaderFrom) != tagOf(t, inv1, parser.HeaderFrom) ||
+		tagOf(t, inv2, parser.HeaderTo) != "" {
+		t.Fatalf("the answer to the challenge left the dialog:\n%s\n%s", inv1.Bytes(), inv2.Bytes())
+	}
+	if c := cseqOf(t, inv2); c.Num != 2 || c.Method != parser.MethodInvite {
+		t.Fatalf("CSeq %d %v, want 2 INVITE", c.Num, c.Method)
+	}
+	if viaBranch(t, inv2) == viaBranch(t, inv1) {
+		t.Fatal("the second INVITE reuses the first's branch: it is a new transaction")
+	}
+	if string(inv2.Body()) != sdp || inv2.Count(parser.HeaderAuthorization) != 0 {
+		t.Fatalf("second INVITE:\n%s", inv2.Bytes())
+	}
+	if p := checkCredentials(t, inv2, parser.HeaderProxyAuthorization, "carrier.example.net", "n0nce-1"); p["opaque"] != "op4que" || p["algorithm"] != "MD5" {
+		t.Fatalf("credentials %v: opaque and algorithm not echoed", p)
+	}
+
+	r.recv(carrier, carrierResponse(inv2, 180, "Ringing", ""))
+	r.expect(caller, "SIP/2.0 180 Ringing")
+	r.recv(carrier, carrierResponse(inv2, 200, "OK", sdp))
+	ok := r.expect(caller, "SIP/2.0 200 OK")[0]
+	aTag := tagOf(t, ok, parser.HeaderTo)
+	r.recv(caller, ackFromCaller(aTag))
+	ack := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	if c := cseqOf(t, ack); c.Num != 2 {
+		t.Fatalf("the ACK's CSeq is %d, want the answered INVITE's, 2", c.Num)
+	}
+	r.recv(caller, inDialogFromCaller("BYE", "bye", 11, aTag, ""))
+	bye := r.expect(carrier, "BYE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	if c := cseqOf(t, bye); c.Num != 3 {
+		t.Fatalf("the BYE's CSeq is %d, want 3", c.Num)
+	}
+	r.recv(carrier, carrierResponse(bye, 200, "OK", ""))
+	r.expect(caller, "SIP/2.0 200 OK")
+	if s := r.summary(); s.FinalCode != 200 || len(s.Attempts) != 0 {
+		t.Fatalf("final %d, attempts %+v", s.FinalCode, s.Attempts)
+	}
+	if got := r.e.m.authAnswered.Get(); got != 1 {
+		t.Fatalf("%d challenges counted answered, want 1", got)
+	}
+}
+
+// A challenge to the INVITE that carried the credentials, its nonce not
+// stale, is the carrier refusing them: the attempt fails with it, and the
+// caller, who cannot answer a challenge for sipedge's account, gets 403.
+func TestCarrierChallengeRefused(t *testing.T) {
+	r := newRig(t, nil)
+	r.creds = map[string]digest.Credentials{"carrier-a": carrierAccount}
+	inv1 := r.startCall()
+	r.recv(carrier, challengeTo(inv1, 401, `Digest realm="carrier.example.net", nonce="n1", qop="auth"`))
+	inv2 := r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0", "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[1]
+	checkCredentials(t, inv2, parser.HeaderAuthorization, "carrier.example.net", "n1")
+	r.recv(carrier, challengeTo(inv2, 401, `Digest realm="carrier.example.net", nonce="n2", qop="auth"`))
+	r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
+	f := r.expect(caller, "SIP/2.0 403 Forbidden")[0]
+	if f.Count(parser.HeaderWWWAuthenticate) != 0 {
+		t.Fatalf("the carrier's challenge reached the caller:\n%s", f.Bytes())
+	}
+	s := r.summary()
+	if s.FinalCode != 403 || len(s.Attempts) != 1 || s.Attempts[0].Status != 401 || !s.Attempts[0].Dialed {
+		t.Fatalf("final %d, attempts %+v", s.FinalCode, s.Attempts)
+	}
+	if got := r.e.m.authRefused.Get(); got != 1 {
+		t.Fatalf("%d challenges counted refused, want 1", got)
+	}
+}
+
+// stale=true says the nonce expired, not the credentials (RFC 7616 3.3):
+// sipedge answers the new nonce once more, and no further.
+func TestCarrierChallengeStale(t *testing.T) {
+	r := newRig(t, nil)
+	r.creds = map[string]digest.Credentials{"carrier-a": carrierAccount}
+	inv := r.startCall()
+	for i, nonce := range []string{"n1", "n2"} {
+		stale := ""
+		if i > 0 {
+			stale = ", stale=TRUE"
+		}
+		r.recv(carrier, challengeTo(inv, 407, `Digest realm="carrier.example.net", nonce="`+nonce+`", qop="auth"`+stale))
+		inv = r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0", "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[1]
+		checkCredentials(t, inv, parser.HeaderProxyAuthorization, "carrier.example.net", nonce)
+		if c := cseqOf(t, inv); c.Num != uint32(i+2) {
+			t.Fatalf("CSeq %d, want %d", c.Num, i+2)
+		}
+	}
+	r.recv(carrier, challengeTo(inv, 407, `Digest realm="carrier.example.net", nonce="n3", qop="auth", stale=true`))
+	r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.expect(caller, "SIP/2.0 403 Forbidden")
+}
+
+// Without credentials for the carrier, or with none for the realm it
+// names, the challenge is the attempt's failure: the caller gets 403, or
+// the next carrier is tried when the route reroutes on it.
+func TestCarrierChallengeUnanswered(t *testing.T) {
+	challenge := `Digest realm="carrier.example.net", nonce="n1"`
+	for _, tc := range []struct {
+		name  string
+		creds map[string]digest.Credentials
+		realm string
+		count func(e *Engine) uint64
+	}{
+		{"no credentials", nil, "", func(e *Engine) uint64 { return e.m.authNoCredentials.Get() }},
+		{"another realm", map[string]digest.Credentials{"carrier-a": carrierAccount}, "other.example", func(e *Engine) uint64 { return e.m.authUnanswerable.Get() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := twoCarriers(t, routeA, routeB)
+			r.creds, r.realm = tc.creds, tc.realm
+			inv := r.startCall()
+			r.recv(carrier, challengeTo(inv, 407, challenge))
+			r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
+			r.expect(carrierB)
+			f := r.expect(caller, "SIP/2.0 403 Forbidden")[0]
+			if f.Count(parser.HeaderProxyAuthenticate) != 0 {
+				t.Fatalf("the carrier's challenge reached the caller:\n%s", f.Bytes())
+			}
+			if s := r.summary(); len(s.Attempts) != 1 || s.Attempts[0].Status != 407 {
+				t.Fatalf("attempts %+v", s.Attempts)
+			}
+			if tc.count(r.e) != 1 {
+				t.Fatal("the challenge was not counted")
+			}
+		})
+	}
+	t.Run("rerouted", func(t *testing.T) {
+		a := routeA
+		a.RerouteCauses = []int{407}
+		r := twoCarriers(t, a, routeB)
+		inv := r.startCall()
+		r.recv(carrier, challengeTo(inv, 407, challenge))
+		r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
+		r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")
+		r.expect(caller)
+	})
+}
+
+// The header policy never relays credentials or challenges, listed or not.
+func TestAuthHeadersNeverRelayed(t *testing.T) {
+	for _, k := range []parser.HeaderKind{parser.HeaderWWWAuthenticate, parser.HeaderProxyAuthenticate,
+		parser.HeaderAuthorization, parser.HeaderProxyAuthorization} {
+		if p := compilePolicy([]string{k.String()}); p.kinds.Has(k) {
+			t.Errorf("a policy may relay %v", k)
+		}
+	}
+}
