@@ -63,7 +63,7 @@ var (
 	ErrDuplicate = errors.New("digest: duplicate parameter")
 )
 
-// Credentials are what a trunk authenticates with.
+// Credentials are sipedge's account with the server that challenges it.
 type Credentials struct{ Username, Password string }
 
 // The params ParseChallenge reads, by index; a bit per index spots duplicates.
