@@ -1,5 +1,6 @@
 // Package fuzz holds the go test -fuzz targets over sipedge's public parsing
-// API (package parser); it has no code of its own, only fuzz_test.go:
+// API (package parser, fuzz_test.go), the B2BUA engine (engine_test.go) and
+// the Digest challenge parser (digest_test.go); it has no code of its own:
 //
 //   - FuzzParse parses arbitrary bytes and runs Validate and every accessor
 //     on what parses: no panic, every returned view inside the input,
@@ -15,6 +16,14 @@
 //   - FuzzFrame frames arbitrary bytes as a stream with several maxSize
 //     values: progress on every unit, framing that ends, every prefix
 //     agreeing with the whole, and Parse seeing the framer's Content-Length.
+//   - FuzzEngine drives one b2bua.Engine with scripts of caller and carrier
+//     messages (challenges included) in any order and at any time: no
+//     panic, every message sipedge sends parses and validates, and once
+//     every timer has fired no call and no transaction is left.
+//   - FuzzChallenge parses arbitrary WWW-Authenticate values with
+//     dialog/digest: no panic, views inside the input, and every challenge
+//     that parses answered with credentials that parse back to the same
+//     realm, nonce and opaque, with no line break.
 //
 // Run one with, for example,
 //

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/dialog/b2bua"
+	digestauth "github.com/sipedge/sipedge/dialog/digest"
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/route"
@@ -25,6 +26,8 @@ func FuzzEngine(f *testing.F) {
 	f.Add([]byte{0, 15, 16, 12, 2, 20, 5, 4})          // failover, answer, re-INVITE, BYE
 	f.Add([]byte{0, 0, 1, 11, 12, 12, 2, 2, 17, 4, 4}) // retransmissions everywhere
 	f.Add([]byte{6, 7, 8, 9, 18, 19, 20, 21})          // out-of-dialog and stray messages
+	f.Add([]byte{0, 10, 24, 25, 24, 11, 12, 2, 4})     // challenges answered, one refused
+	f.Add([]byte{0, 24, 12, 2, 5, 24, 4})              // challenged INVITE answered, then a challenged re-INVITE
 	f.Fuzz(func(t *testing.T, script []byte) {
 		if len(script) > 200 {
 			return
@@ -98,6 +101,9 @@ func newEngineRig(t *testing.T) *engineRig {
 			}
 			return b2bua.Target{CarrierID: rt.CarrierID, Group: rt.GatewayGroup, URI: "sip:" + addr.String(),
 				Peer: txn.Peer{Addr: addr, Transport: txn.TransportUDP}}, ""
+		},
+		Credentials: func(t *b2bua.Target) (digestauth.Credentials, string, bool) {
+			return digestauth.Credentials{Username: "u", Password: "p"}, "", t.Group == "a"
 		},
 		Log: slog.New(slog.DiscardHandler),
 	}
@@ -214,7 +220,7 @@ func answer(req *parser.Message, code int, tag string) string {
 
 // step plays one action of the script.
 func (r *engineRig) step(op byte) {
-	switch op % 24 {
+	switch op % 26 {
 	case 0:
 		r.recv(fzCaller, r.callerReq("INVITE", 1, "", "inv1", true))
 	case 1: // a second call attempt with the same Call-ID and another branch
@@ -275,5 +281,23 @@ func (r *engineRig) step(op byte) {
 		r.advance(6 * time.Second)
 	case 23:
 		r.advance(40 * time.Second)
+	case 24: // the carrier challenges (carrier a's group has an account)
+		r.recv(r.lastBAt, challenge(r.lastB, 407, `Digest realm="c", nonce="n1", qop="auth"`))
+	case 25:
+		r.recv(r.lastBAt, challenge(r.lastB, 401, `Digest realm="c", nonce="n2", stale=true`))
 	}
+}
+
+// challenge builds a carrier's 401 or 407 to req with one challenge.
+func challenge(req *parser.Message, code int, ch string) string {
+	if req == nil {
+		return ""
+	}
+	name := "WWW-Authenticate: "
+	if code == 407 {
+		name = "Proxy-Authenticate: "
+	}
+	b := parser.AppendResponse(nil, req, code, "Auth", []byte("btag"))
+	b = append(b, name+ch+"\r\n"...)
+	return string(parser.AppendBody(b, "", nil))
 }

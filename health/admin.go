@@ -20,7 +20,8 @@ const maxBody = 1 << 20
 //	GET    /v1/gateway/groups/{name}  configuration and live member state; 404 unknown
 //	DELETE /v1/gateway/groups/{name}  204 removed, 404 unknown, 409 a YAML group
 //
-// Errors are {"error": "..."}. A POSTed group's absent probe.jitter_ms is
+// Errors are {"error": "..."}. A group's auth password is write-only: never
+// returned. A POSTed group's absent probe.jitter_ms is
 // 500 ms, as in the YAML; unknown keys are errors. Its cps and cps_reject
 // are stored for Options.OnAdd, which applies them (the server paces the
 // group's dials as a YAML group's) or refuses the group (400). Authentication and the

@@ -245,3 +245,20 @@ func TestAuthHeadersNeverRelayed(t *testing.T) {
 		}
 	}
 }
+
+// A carrier's challenge to a relayed re-INVITE reaches the caller as 403:
+// the caller could not answer it (its digest covers the B-leg's
+// Request-URI), and a 407 without its challenge breaks RFC 3261 22.1.
+func TestInDialogChallengeRelayedAs403(t *testing.T) {
+	r := newRig(t, nil)
+	_, aTag := r.answerCall()
+	r.recv(caller, inDialogFromCaller("INVITE", "re1", 11, aTag, sdp))
+	r.expect(caller, "SIP/2.0 100 Trying")
+	reinv := r.expect(carrier, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	r.recv(carrier, challengeTo(reinv, 407, `Digest realm="carrier.example.net", nonce="n1"`))
+	r.take(carrier) // the ACK
+	f := r.expect(caller, "SIP/2.0 403 Forbidden")[0]
+	if f.Count(parser.HeaderProxyAuthenticate) != 0 {
+		t.Fatalf("the carrier's challenge reached the caller:\n%s", f.Bytes())
+	}
+}

@@ -124,8 +124,15 @@ func appendBodyOf(dst []byte, m *parser.Message) []byte {
 // from (RFC 3261 12.1.1: copied into a response that establishes a
 // dialog; nothing of the other leg's).
 func (e *Engine) appendRelayedResponse(dst []byte, req, resp *parser.Message, toTag []byte, l *leg) []byte {
-	code := resp.StatusCode()
-	dst = parser.AppendResponse(dst, req, code, string(resp.ReasonPhrase()), toTag)
+	code, reason := resp.StatusCode(), string(resp.ReasonPhrase())
+	if code == 401 || code == 407 {
+		// A challenge is for the hop that received it: its digest covers
+		// that leg's Request-URI, and its header is never relayed (never),
+		// so the other side could not answer it; a 401 or 407 without it
+		// would break RFC 3261 22.1.
+		code, reason = 403, "Forbidden"
+	}
+	dst = parser.AppendResponse(dst, req, code, reason, toTag)
 	if code > 100 && code < 300 && dialogForming(req.Method()) {
 		dst = e.appendContact(dst, l)
 		dst = parser.AppendKind(dst, req, parser.HeaderRecordRoute)
