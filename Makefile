@@ -35,6 +35,7 @@ e2e:
 	bash bench/sipp/run.sh 200 10 udp
 	bash bench/sipp/run.sh 100 5 tcp
 	bash bench/sipp/failover.sh 50 10
+	bash bench/sipp/auth.sh 20 10
 
 # Parser benchmarks and the sipgo baseline measured in the same run; prints
 # the speed-up. The baseline lives in its own module (bench/sipgo) so that

@@ -1,4 +1,4 @@
-# Shared by bench/sipp/run.sh and bench/sipp/failover.sh; sourced, not run.
+# Shared by bench/sipp/run.sh, failover.sh and auth.sh; sourced, not run.
 #
 # The sourcing script sets RATE, CALLS, UAC_TIMEOUT, LIMIT (the UAC's
 # simultaneous calls cap), TRANSPORT (udp|tcp), SIPP_T (SIPp's -t: u1|t1)
