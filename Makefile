@@ -65,13 +65,14 @@ lint:
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-# Tools the tests run against: a real redis-server and SIPp.
+# Tools the tests run against: a real redis-server and SIPp, and curl for
+# the SIPp scripts' admin API reads.
 deps:
-	@if ! command -v redis-server >/dev/null || ! command -v sipp >/dev/null; then \
-		echo "installing redis-server and sip-tester"; \
+	@if ! command -v redis-server >/dev/null || ! command -v sipp >/dev/null || ! command -v curl >/dev/null; then \
+		echo "installing redis-server, sip-tester and curl"; \
 		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 		$$SUDO apt-get update -qq && \
-		$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server sip-tester >/dev/null; \
+		$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server sip-tester curl >/dev/null; \
 	fi
 
 clean:

@@ -46,13 +46,6 @@ LIMIT=$((RATE * 4 > 200 ? RATE * 4 : 200))
 UAC_TIMEOUT=$((CALLS / RATE + 30))
 SIPP_LOGS="uac uas"
 
-# uas_running: the carrier UAS still runs.
-uas_running() {
-	local pid
-	for pid in $UAS_PIDS; do kill -0 "$pid" 2>/dev/null && return 0; done
-	return 1
-}
-
 # auth_metric RESULT: sipedge_carrier_auth_challenges_total{result=RESULT} summed over shards, from WORK/metrics.txt.
 auth_metric() {
 	awk -v re="^sipedge_carrier_auth_challenges_total[{].*result=\"$1\"" '
@@ -117,11 +110,7 @@ log "SIPp UAC: $CALLS calls at $RATE/s (the carrier challenges each INVITE with 
 run_uac
 # The carrier has seen every call by now; give it a moment to finish its
 # last calls (-m) and exit on its own, then stop it if it did not.
-for ((i = 0; i < 50; i++)); do
-	uas_running || break
-	sleep 0.1
-done
-stop_uas
+wait_uas
 kill -0 "$SIPEDGE_PID" 2>/dev/null || fail "sipedge died during the run: $(tail -5 "$WORK/sipedge.out" "$WORK/sipedge.log" 2>/dev/null)"
 curl -fsS --max-time 5 -o "$WORK/metrics.txt" "http://127.0.0.1:$ADMIN_PORT/metrics" || log "cannot read /metrics"
 stop_sipedge # flushes the CDRs

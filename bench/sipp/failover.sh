@@ -49,13 +49,6 @@ carrier() {
 	start_uas "uas_$1" "$2" "$3" "$4" "${@:5}" -m "$CALLS" -trace_stat -stf "$WORK/uas_$1_stat.csv" -fd 1
 }
 
-# uas_running: some carrier UAS still runs.
-uas_running() {
-	local pid
-	for pid in $UAS_PIDS; do kill -0 "$pid" 2>/dev/null && return 0; done
-	return 1
-}
-
 # dump_errors: on failure, show the SIPp error traces and non-200 CDRs (called by finish).
 dump_errors() {
 	local f
@@ -93,11 +86,7 @@ log "SIPp UAC: $CALLS calls at $RATE/s (carrier-a answers 503, carrier-b answers
 run_uac
 # The carriers have seen every call by now; give them a moment to finish
 # their last calls (-m) and exit on their own, then stop what is left.
-for ((i = 0; i < 50; i++)); do
-	uas_running || break
-	sleep 0.1
-done
-stop_uas
+wait_uas
 kill -0 "$SIPEDGE_PID" 2>/dev/null || fail "sipedge died during the run: $(tail -5 "$WORK/sipedge.out" "$WORK/sipedge.log" 2>/dev/null)"
 stop_sipedge # flushes the CDRs
 

@@ -51,6 +51,19 @@ stop() {
 	wait "$pid" 2>/dev/null || true
 }
 
+# wait_uas: give the UAS that exit by themselves (-m) 5 s to finish their
+# last calls, then stop those left.
+wait_uas() {
+	local i pid up
+	for ((i = 0; i < 50; i++)); do
+		up=
+		for pid in $UAS_PIDS; do kill -0 "$pid" 2>/dev/null && up=1; done
+		[ -n "$up" ] || break
+		sleep 0.1
+	done
+	stop_uas
+}
+
 # stop_uas: stop every SIPp UAS still running.
 stop_uas() {
 	local pid
