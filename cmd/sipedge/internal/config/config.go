@@ -34,10 +34,16 @@ var Example string
 // Config is sipedge's whole configuration, as loaded and with its defaults.
 type Config struct {
 	// Listen holds the SIP sockets, "udp://host:port" or "tcp://host:port"
-	// (host an IP address, IPv6 in brackets; not 0.0.0.0 or [::]: the first
-	// of each transport is what sipedge writes into its Via and Contact).
-	// Default udp and tcp on 127.0.0.1:5060.
+	// (host an IP address, IPv6 in brackets; the first of each transport is
+	// what sipedge writes into its Via and Contact, unless Advertise is
+	// set). Default udp and tcp on 127.0.0.1:5060.
 	Listen []Listen `yaml:"listen"`
+	// Advertise is the address peers reach sipedge at, "IP" or "IP:port",
+	// when it is not the listen address: behind 1:1 NAT, or listening on
+	// 0.0.0.0 or [::], which needs it. sipedge writes it into its Via,
+	// Contact and From (RFC 3261 8.1.1.8, 18.2.1); without a port, each
+	// transport's listen port.
+	Advertise string `yaml:"advertise"`
 	// Shards is the number of event loops; 0 means the number of CPUs. At
 	// most 256 (shard.MaxShards).
 	Shards int `yaml:"shards"`

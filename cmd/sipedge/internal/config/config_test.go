@@ -183,8 +183,11 @@ func TestRejects(t *testing.T) {
 		{"listen empty", `listen: []`, `line 1: listen: at least one address required`},
 		{"listen duplicate", `listen: ["udp://127.0.0.1:5060", "udp://127.0.0.1:5060"]`, `listen[1]: "udp://127.0.0.1:5060": duplicate of listen[0]`},
 		{"listen not a list", `listen: udp://127.0.0.1:5060`, `line 1: listen: want a list, got "udp://127.0.0.1:5060"`},
-		{"listen unspecified", `listen: ["udp://0.0.0.0:5060"]`, `line 1: listen[0]: "udp://0.0.0.0:5060": an unspecified address`},
-		{"listen unspecified v6", "listen:\n  - udp://127.0.0.1:5060\n  - tcp://[::]:5060", `line 3: listen[1]: "tcp://[::]:5060": an unspecified address`},
+		{"listen unspecified", `listen: ["udp://0.0.0.0:5060"]`, `line 1: listen[0]: "udp://0.0.0.0:5060": an unspecified address needs advertise`},
+		{"listen unspecified v6", "listen:\n  - udp://127.0.0.1:5060\n  - tcp://[::]:5060", `line 3: listen[1]: "tcp://[::]:5060": an unspecified address needs advertise`},
+		{"advertise not an address", `advertise: sip.example.com`, `line 1: advertise: "sip.example.com": want an IP address, "IP:port" or "[IPv6]:port"`},
+		{"advertise unspecified", `advertise: "0.0.0.0:5060"`, `line 1: advertise: "0.0.0.0:5060": want the address peers send to`},
+		{"advertise port 0", `advertise: "192.0.2.1:0"`, `line 1: advertise: "192.0.2.1:0": port must not be 0`},
 		{"shards negative", `shards: -1`, `line 1: shards: -1: must not be negative`},
 		{"shards not a number", `shards: many`, `line 1: shards: want an integer, got "many"`},
 		{"shards too many", `shards: 257`, `line 1: shards: 257: at most 256`},
@@ -855,5 +858,30 @@ func TestSource(t *testing.T) {
 				t.Errorf("Contains wrong for %s / %s", tt.inside, tt.outside)
 			}
 		})
+	}
+}
+
+// advertise names the address sipedge writes into its Via and Contact: with
+// it, a socket may listen on every address.
+func TestAdvertise(t *testing.T) {
+	cfg, err := Parse([]byte("listen: [\"udp://0.0.0.0:5062\", \"tcp://[::]:5063\"]\nadvertise: 203.0.113.7\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		advertise string
+		port      uint16
+		want      string
+	}{
+		{"203.0.113.7", 5062, "203.0.113.7:5062"},
+		{"203.0.113.7:5080", 5062, "203.0.113.7:5080"},
+		{"2001:db8::1", 5063, "[2001:db8::1]:5063"},
+		{"[2001:db8::1]", 5063, "[2001:db8::1]:5063"},
+		{"[2001:db8::1]:5090", 5063, "[2001:db8::1]:5090"},
+	} {
+		cfg.Advertise = tc.advertise
+		if got, err := cfg.AdvertiseAddr(tc.port); err != nil || got.String() != tc.want {
+			t.Errorf("%q at port %d: %v %v, want %s", tc.advertise, tc.port, got, err, tc.want)
+		}
 	}
 }

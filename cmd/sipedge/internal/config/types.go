@@ -10,8 +10,9 @@ import (
 )
 
 // Listen is one SIP socket: "udp://host:port" or "tcp://host:port", the host
-// an IP address (IPv6 in brackets), not unspecified (0.0.0.0, [::]): it is
-// the address sipedge advertises; the port not 0.
+// an IP address (IPv6 in brackets), the port not 0. The address is what
+// sipedge advertises unless Config.Advertise says otherwise; an unspecified
+// one (0.0.0.0, [::]) needs Advertise (Config.validate).
 type Listen struct {
 	Transport string // "udp" or "tcp"
 	Addr      netip.AddrPort
@@ -43,12 +44,6 @@ func (l *Listen) UnmarshalText(b []byte) error {
 	}
 	if port == 0 {
 		return fmt.Errorf("%q: port must not be 0", s)
-	}
-	if addr.IsUnspecified() {
-		// The listen address is the sent-by of sipedge's Vias and the host
-		// of its Contacts (RFC 3261 8.1.1.8, 18.2.1): peers send in-dialog
-		// requests (BYE) there.
-		return fmt.Errorf("%q: an unspecified address: sipedge writes it into its Via and Contact, where it reaches nobody; listen on the address peers send to", s)
 	}
 	*l = Listen{Transport: scheme, Addr: netip.AddrPortFrom(addr, port)}
 	return nil
@@ -235,4 +230,27 @@ func (s *Source) UnmarshalText(b []byte) error {
 	}
 	*s = Source{Prefix: prefix, Port: port}
 	return nil
+}
+
+// AdvertiseAddr returns the address sipedge advertises for a socket
+// listening on port: Advertise, with that port when it names none. An
+// empty Advertise is an error; the caller uses the listen address then.
+func (c *Config) AdvertiseAddr(port uint16) (netip.AddrPort, error) {
+	if ap, err := netip.ParseAddrPort(c.Advertise); err == nil {
+		if ap.Port() == 0 {
+			return netip.AddrPort{}, errors.New("port must not be 0")
+		}
+		if ap.Addr().IsUnspecified() || ap.Addr().Zone() != "" {
+			return netip.AddrPort{}, errors.New("want the address peers send to: not unspecified, no zone")
+		}
+		return ap, nil
+	}
+	a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(c.Advertise, "["), "]"))
+	if err != nil {
+		return netip.AddrPort{}, errors.New(`want an IP address, "IP:port" or "[IPv6]:port"`)
+	}
+	if a.IsUnspecified() || a.Zone() != "" {
+		return netip.AddrPort{}, errors.New("want the address peers send to: not unspecified, no zone")
+	}
+	return netip.AddrPortFrom(a, port), nil
 }

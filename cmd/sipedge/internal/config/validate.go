@@ -221,6 +221,17 @@ func (c *Config) validate(v *validator) {
 			v.errorf(fmt.Sprintf("listen[%d]", i), "%q: duplicate of listen[%d]", l.String(), j)
 		}
 		seenListen[l] = i
+		if l.Addr.Addr().IsUnspecified() && c.Advertise == "" {
+			// The advertised address is the sent-by of sipedge's Vias and
+			// the host of its Contacts (RFC 3261 8.1.1.8, 18.2.1): peers
+			// send responses and in-dialog requests (BYE) there.
+			v.errorf(fmt.Sprintf("listen[%d]", i), "%q: an unspecified address needs advertise: the address peers send to, which sipedge writes into its Via and Contact", l.String())
+		}
+	}
+	if c.Advertise != "" {
+		if _, err := c.AdvertiseAddr(0); err != nil {
+			v.errorf("advertise", "%q: %v", c.Advertise, err)
+		}
 	}
 	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
 

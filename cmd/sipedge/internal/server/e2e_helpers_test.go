@@ -53,19 +53,23 @@ type e2eOpts struct {
 	callerTCP, carrierTCP bool
 	trunkSource           string // default 127.0.0.1/32
 	drainSecs             int    // default 1
+	listenHost            string // default 127.0.0.1
+	advertise             string // config advertise; default none
 }
 
 type e2e struct {
-	t        *testing.T
-	srv      *Server
-	port     int            // sipedge's SIP port, UDP and TCP
-	sip      netip.AddrPort // 127.0.0.1:port
-	admin    string
-	cdrPath  string
-	caller   *sipPeer
-	carrier  *sipPeer
-	stopOnce sync.Once
-	stopErr  error
+	t       *testing.T
+	srv     *Server
+	port    int            // sipedge's SIP port, UDP and TCP
+	sip     netip.AddrPort // 127.0.0.1:port
+	admin   string
+	cdrPath string
+	caller  *sipPeer
+	carrier *sipPeer
+	// advertised is the IP:port sipedge writes in its Via and Contact.
+	advertised string
+	stopOnce   sync.Once
+	stopErr    error
 }
 
 // newE2EBase prepares a Server's e2e on a free port, not started, and the
@@ -80,6 +84,7 @@ func newE2EBase(t *testing.T) (*e2e, *lockedBuffer) {
 	})
 	e := &e2e{t: t, port: e2eFreePort(t), cdrPath: filepath.Join(t.TempDir(), "cdr.jsonl")}
 	e.sip = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(e.port))
+	e.advertised = e.sip.String()
 	return e, logs
 }
 
@@ -93,7 +98,18 @@ func newE2E(t *testing.T, o e2eOpts) *e2e {
 	if o.drainSecs == 0 {
 		o.drainSecs = 1
 	}
+	if o.listenHost == "" {
+		o.listenHost = "127.0.0.1"
+	}
 	e, logs := newE2EBase(t)
+	advertise := ""
+	if o.advertise != "" {
+		advertise = fmt.Sprintf("advertise: %q", o.advertise)
+		e.advertised = o.advertise
+		if _, err := netip.ParseAddrPort(o.advertise); err != nil {
+			e.advertised = fmt.Sprintf("%s:%d", o.advertise, e.port)
+		}
+	}
 	if o.carrierTCP {
 		e.carrier = listenTCPPeer(t, "carrier", e.sip)
 	} else {
@@ -106,7 +122,8 @@ func newE2E(t *testing.T, o e2eOpts) *e2e {
 		transport = "tcp"
 	}
 	yaml := fmt.Sprintf(`
-listen: ["udp://127.0.0.1:%[1]d", "tcp://127.0.0.1:%[1]d"]
+listen: ["udp://%[7]s:%[1]d", "tcp://%[7]s:%[1]d"]
+%[8]s
 shards: 2
 admin: { listen: "127.0.0.1:0" }
 log: { level: debug }
@@ -125,7 +142,7 @@ lcr:
       routes:
         - { carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004 }
 cdr: { file: %[6]q }
-`, e.port, o.drainSecs, o.trunkSource, transport, e.carrier.addr().Port(), e.cdrPath)
+`, e.port, o.drainSecs, o.trunkSource, transport, e.carrier.addr().Port(), e.cdrPath, o.listenHost, advertise)
 	e.run(yaml, logs)
 
 	if o.callerTCP {
@@ -806,11 +823,11 @@ func (e *e2e) start() *call {
 	if n := c.binv.Count(parser.HeaderVia); n != 1 {
 		t.Fatalf("B-leg INVITE has %d Vias, want sipedge's only:\n%s", n, c.binv.Bytes())
 	}
-	if via := hdr(c.binv, parser.HeaderVia); !strings.Contains(via, fmt.Sprintf("127.0.0.1:%d", e.port)) ||
+	if via := hdr(c.binv, parser.HeaderVia); !strings.Contains(via, " "+e.advertised+";") ||
 		!strings.HasPrefix(via, "SIP/2.0/"+e.carrier.transport()) {
 		t.Fatalf("B-leg Via %q", via)
 	}
-	if ct := contactURI(t, c.binv); !strings.Contains(ct, fmt.Sprintf("@127.0.0.1:%d", e.port)) {
+	if ct := contactURI(t, c.binv); !strings.Contains(ct, "@"+e.advertised) {
 		t.Fatalf("B-leg Contact %q is not sipedge's", ct)
 	}
 	if string(c.binv.Body()) != callerSDP {
@@ -859,7 +876,7 @@ func (c *call) answer() (ok *parser.Message) {
 		t.Fatalf("200 SDP not relayed unchanged:\n%s", ok.Bytes())
 	}
 	c.u.target = contactURI(t, ok)
-	if !strings.Contains(c.u.target, fmt.Sprintf("@127.0.0.1:%d", c.e.port)) {
+	if !strings.Contains(c.u.target, "@"+c.e.advertised) {
 		t.Fatalf("200 Contact %q is not sipedge's", c.u.target)
 	}
 	// The caller's own Record-Route comes back (RFC 3261 12.1.1), never

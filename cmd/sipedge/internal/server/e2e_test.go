@@ -291,3 +291,33 @@ func TestE2EDrainTimeoutEndsCalls(t *testing.T) {
 	}
 	checkCDR(t, e.cdrOf(c.u.callID), 200, "system")
 }
+
+// Listening on every address, sipedge writes the advertised one into its
+// Via and Contact, and a call runs end to end: the carrier's responses and
+// BYE reach it, and so does the caller's ACK at the advertised Contact.
+func TestE2EListenOnEveryAddress(t *testing.T) {
+	e := newE2E(t, e2eOpts{listenHost: "0.0.0.0", advertise: "127.0.0.1"})
+	c := e.answered()
+	e.carrier.send(uasRequest(t, e.carrier, c.binv, "BYE", 1))
+	e.carrier.expect("SIP/2.0 200 OK", waitMsg)
+	bye := e.caller.expect("BYE sip:alice@caller.example.org:5061", waitMsg)
+	e.caller.send(c.u.answer(bye, 200, "OK"))
+	checkCDR(t, e.cdrOf(c.u.callID), 200, "callee")
+}
+
+// Behind 1:1 NAT sipedge advertises the public address: its Via, Contact
+// and From carry it, and the carrier's responses, whose Via is that
+// address, are still sipedge's own.
+func TestE2EAdvertisedAddress(t *testing.T) {
+	e := newE2E(t, e2eOpts{advertise: "198.51.100.7:5080"})
+	c := e.answered()
+	var from parser.Address
+	if err := c.binv.From(&from); err != nil || !strings.Contains(string(from.URI), "@198.51.100.7") {
+		t.Fatalf("B-leg From %q (%v) is not on the advertised host", from.URI, err)
+	}
+	if id := hdr(c.binv, parser.HeaderCallID); !strings.HasSuffix(id, "@198.51.100.7") {
+		t.Fatalf("B-leg Call-ID %q", id)
+	}
+	c.byeFromCaller(11)
+	checkCDR(t, e.cdrOf(c.u.callID), 200, "caller")
+}

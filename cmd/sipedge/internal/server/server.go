@@ -189,9 +189,9 @@ func (s *Server) b2buaConfig(shardIdx int) b2bua.Config {
 	for _, l := range cfg.Listen {
 		switch {
 		case l.Transport == "udp" && bc.LocalUDP == "":
-			bc.LocalUDP = l.Addr.String()
+			bc.LocalUDP = advertised(cfg, l).String()
 		case l.Transport == "tcp" && bc.LocalTCP == "":
-			bc.LocalTCP = l.Addr.String()
+			bc.LocalTCP = advertised(cfg, l).String()
 		}
 	}
 	if bc.LocalUDP == "" {
@@ -320,14 +320,18 @@ func (a *shardApp) trunkAttributes(t *b2bua.Trunk) map[string]string {
 	return a.s.cfg.Trunks[t.Index].Attributes
 }
 
+// advertised is the address sipedge writes into its Via and Contact for
+// the socket l: config.Advertise, else l's own.
+func advertised(cfg *config.Config, l config.Listen) netip.AddrPort {
+	if ap, err := cfg.AdvertiseAddr(l.Addr.Port()); err == nil {
+		return ap
+	}
+	return l.Addr
+}
+
 func (s *Server) newShardApp(sh *shard.Shard) (shard.Handler, error) {
 	a := &shardApp{s: s, sh: sh, carriers: newCarrierPolicy(s.engineSet)}
-	local := ""
-	for _, l := range s.cfg.Listen {
-		local = l.Addr.Addr().String()
-		break
-	}
-	suffix := "@" + local
+	suffix := "@" + advertised(s.cfg, s.cfg.Listen[0]).Addr().String()
 	eng, err := b2bua.New(s.b2buaConfig(sh.Index()), b2bua.Env{
 		Send:       a.send,
 		Clock:      wheelClock{sh.Timers()},
@@ -461,7 +465,7 @@ func (s *Server) Start() error {
 			return err
 		}
 	}
-	s.log.Info("sipedge started", "listen", fmt.Sprint(s.cfg.Listen), "shards", len(s.rt.Shards()), "admin", s.AdminAddr())
+	s.log.Info("sipedge started", "listen", fmt.Sprint(s.cfg.Listen), "advertise", s.cfg.Advertise, "shards", len(s.rt.Shards()), "admin", s.AdminAddr())
 	return nil
 }
 
