@@ -27,23 +27,8 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-# usage: print the usage line and exit 2.
-usage() {
-	echo "usage: $0 [CALLS [RATE]]" >&2
-	exit 2
-}
-
-[ $# -le 2 ] || usage
-CALLS=${1:-20}
-RATE=${2:-10}
-[[ $CALLS =~ ^[1-9][0-9]*$ ]] || usage
-[[ $RATE =~ ^[1-9][0-9]*$ ]] || usage
+udp_calls 20 "$@"
 AUTH_PASSWORD=${AUTH_PASSWORD:-s3cret}
-
-TRANSPORT=udp
-SIPP_T=u1
-LIMIT=$((RATE * 4 > 200 ? RATE * 4 : 200))
-UAC_TIMEOUT=$((CALLS / RATE + 30))
 SIPP_LOGS="uac uas"
 
 # auth_metric RESULT: sipedge_carrier_auth_challenges_total{result=RESULT} summed over shards, from WORK/metrics.txt.

@@ -26,22 +26,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-# usage: print the usage line and exit 2.
-usage() {
-	echo "usage: $0 [CALLS [RATE]]" >&2
-	exit 2
-}
-
-[ $# -le 2 ] || usage
-CALLS=${1:-50}
-RATE=${2:-10}
-[[ $CALLS =~ ^[1-9][0-9]*$ ]] || usage
-[[ $RATE =~ ^[1-9][0-9]*$ ]] || usage
-
-TRANSPORT=udp
-SIPP_T=u1
-LIMIT=$((RATE * 4 > 200 ? RATE * 4 : 200))
-UAC_TIMEOUT=$((CALLS / RATE + 30))
+udp_calls 50 "$@"
 SIPP_LOGS="uac uas_a uas_b"
 
 # carrier NAME PORT CP MP SCENARIO...: a UAS that exits by itself after CALLS calls (-m), writing its statistics.

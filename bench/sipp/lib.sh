@@ -2,7 +2,7 @@
 #
 # The sourcing script sets RATE, CALLS, UAC_TIMEOUT, LIMIT (the UAC's
 # simultaneous calls cap), TRANSPORT (udp|tcp), SIPP_T (SIPp's -t: u1|t1)
-# and SIPP_LOGS (the SIPp file prefixes in WORK that cleanup names), calls
+# (udp_calls sets them all for a UDP scenario) and SIPP_LOGS (the SIPp file prefixes in WORK that cleanup names), calls
 # setup_work, picks its ports with pick (SIP_PORT, ADMIN_PORT, UAC_PORT,
 # UAC_CP, UAC_MP and its own), then build_sipedge, write_config,
 # start_sipedge, start_uas, run_uac, read_uac_stats, and at the end finish,
@@ -21,6 +21,24 @@ UAC_PID=
 UAC_RC=0
 USED=
 PICKED=" "
+
+# udp_calls DEFAULT_CALLS "$@": the [CALLS [RATE]] arguments of a scenario
+# script (RATE default 10), and the UDP run settings they imply; a usage
+# line and exit 2 on bad arguments.
+udp_calls() {
+	local default=$1
+	shift
+	if [ $# -gt 2 ] || ! [[ ${1:-$default} =~ ^[1-9][0-9]*$ && ${2:-10} =~ ^[1-9][0-9]*$ ]]; then
+		echo "usage: $0 [CALLS [RATE]]" >&2
+		exit 2
+	fi
+	CALLS=${1:-$default}
+	RATE=${2:-10}
+	TRANSPORT=udp
+	SIPP_T=u1
+	LIMIT=$((RATE * 4 > 200 ? RATE * 4 : 200))
+	UAC_TIMEOUT=$((CALLS / RATE + 30))
+}
 
 # log MSG...: print MSG on stderr, prefixed with the script's name.
 log() { echo "$NAME: $*" >&2; }
