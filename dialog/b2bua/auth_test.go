@@ -320,3 +320,17 @@ func TestCarrierChallengeACKCarriesCredentials(t *testing.T) {
 		}
 	})
 }
+
+// A challenge whose answer cannot be sent (here the transaction table is
+// full) is not counted answered: the attempt fails with the challenge.
+func TestCarrierChallengeAnswerNotSent(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.Txn.MaxTransactions = 2 }) // the caller's INVITE and the first B-leg INVITE
+	r.creds = map[string]digest.Credentials{"carrier-a": carrierAccount}
+	inv1 := r.startCall()
+	r.recv(carrier, challengeTo(inv1, 401, `Digest realm="carrier.example.net", nonce="n1", qop="auth"`))
+	r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.expect(caller, "SIP/2.0 403 Forbidden")
+	if got := r.e.m.authAnswered.Get(); got != 0 {
+		t.Fatalf("%d challenges counted answered, none was", got)
+	}
+}
