@@ -334,3 +334,34 @@ func TestCarrierChallengeAnswerNotSent(t *testing.T) {
 		t.Fatalf("%d challenges counted answered, none was", got)
 	}
 }
+
+// A challenge after a 180: the answer is a new early dialog, which the
+// caller sees with a new To tag (as a fork, RFC 3261 12.1.1), and the
+// caller's CANCEL goes to the INVITE that answered the challenge, the one
+// in flight (RFC 3261 9.1).
+func TestCarrierChallengeAfterRingingCancelled(t *testing.T) {
+	r := newRig(t, nil)
+	r.creds = map[string]digest.Credentials{"carrier-a": carrierAccount}
+	inv := callerInvite("1", "a-call-1", "15551234")
+	r.recv(caller, inv)
+	r.expect(caller, "SIP/2.0 100 Trying")
+	inv1 := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(carrier, carrierResponse(inv1, 180, "Ringing", ""))
+	tag1 := tagOf(t, r.expect(caller, "SIP/2.0 180 Ringing")[0], parser.HeaderTo)
+	r.recv(carrier, challengeTo(inv1, 407, `Digest realm="carrier.example.net", nonce="n1", qop="auth"`))
+	inv2 := r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0", "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[1]
+	if tagOf(t, inv2, parser.HeaderTo) != "" {
+		t.Fatalf("the INVITE answering the challenge is in the challenged INVITE's early dialog:\n%s", inv2.Bytes())
+	}
+	r.recv(carrier, carrierResponse(inv2, 180, "Ringing", ""))
+	if tag2 := tagOf(t, r.expect(caller, "SIP/2.0 180 Ringing")[0], parser.HeaderTo); tag2 == tag1 {
+		t.Fatal("the second early dialog reached the caller with the first's To tag")
+	}
+	cancel := strings.Replace(strings.Replace(inv, "INVITE sip:", "CANCEL sip:", 1), "CSeq: 10 INVITE", "CSeq: 10 CANCEL", 1)
+	r.recv(caller, cancel[:strings.Index(cancel, "Content-Type")]+"Content-Length: 0\r\n\r\n")
+	r.expect(caller, "SIP/2.0 200 OK", "SIP/2.0 487 Request Terminated")
+	bc := r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	if viaBranch(t, bc) != viaBranch(t, inv2) || cseqOf(t, bc).Num != 2 {
+		t.Fatalf("the CANCEL is not the second INVITE's:\n%s", bc.Bytes())
+	}
+}
