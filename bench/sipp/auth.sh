@@ -8,7 +8,8 @@
 # per-call Digest challenge (realm carrier.example, qop auth, MD5), checks
 # the credentials of the INVITE sipedge sends again with SIPp's verifyauth
 # (user acct-42, password s3cret), and answers it if they are right, 403
-# and a failed call if not. The challenge is a 401 with WWW-Authenticate,
+# and a failed call if not; the ACK for its 200 must repeat the
+# Authorization (RFC 3261 13.2.2.4), or the call fails. The challenge is a 401 with WWW-Authenticate,
 # not a 407: SIPp 3.6.1's verifyauth reads the Authorization header only,
 # never Proxy-Authorization. sipedge routes "" to the gateway group
 # carrier-b, whose auth account is acct-42 with password AUTH_PASSWORD

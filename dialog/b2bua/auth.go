@@ -88,6 +88,9 @@ func (e *Engine) answerChallenge(c *Call, m *parser.Message, code int) bool {
 	}
 	c.authTries++
 	a.cr = cr
+	if !e.sendInvite(c, ainv, a) {
+		return false // logged; the challenge is the attempt's failure
+	}
 	e.m.authAnswered.Inc()
-	return e.sendInvite(c, ainv, a)
+	return true
 }

@@ -262,3 +262,106 @@ func TestInDialogChallengeRelayedAs403(t *testing.T) {
 		t.Fatalf("the carrier's challenge reached the caller:\n%s", f.Bytes())
 	}
 }
+
+// The ACK for the 2xx to the INVITE that carried credentials carries them
+// too (RFC 3261 13.2.2.4: "The ACK MUST contain the same credentials as the
+// INVITE"), and so does the one that answers its retransmission; the ACK
+// of a later re-INVITE, which carried none, carries none, nor does another
+// carrier's.
+func TestCarrierChallengeACKCarriesCredentials(t *testing.T) {
+	r := newRig(t, nil)
+	r.creds = map[string]digest.Credentials{"carrier-a": carrierAccount}
+	inv1 := r.startCall()
+	r.recv(carrier, challengeTo(inv1, 407, `Digest realm="carrier.example.net", nonce="n1", qop="auth"`))
+	inv2 := r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0", "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[1]
+	creds := hdr(inv2, parser.HeaderProxyAuthorization)
+	ok2xx := carrierResponse(inv2, 200, "OK", sdp)
+	r.recv(carrier, ok2xx)
+	ok := r.expect(caller, "SIP/2.0 200 OK")[0]
+	aTag := tagOf(t, ok, parser.HeaderTo)
+	r.recv(caller, ackFromCaller(aTag))
+	ack := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	if ack.Count(parser.HeaderProxyAuthorization) != 1 || hdr(ack, parser.HeaderProxyAuthorization) != creds {
+		t.Fatalf("the ACK does not repeat the INVITE's credentials %q:\n%s", creds, ack.Bytes())
+	}
+	r.recv(carrier, ok2xx) // the ACK was lost
+	again := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	if hdr(again, parser.HeaderProxyAuthorization) != creds {
+		t.Fatalf("the ACK sent again lacks the credentials:\n%s", again.Bytes())
+	}
+
+	r.recv(caller, inDialogFromCaller("INVITE", "re1", 11, aTag, sdp))
+	r.expect(caller, "SIP/2.0 100 Trying")
+	reinv := r.expect(carrier, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	r.recv(carrier, carrierResponse(reinv, 200, "OK", sdp))
+	r.expect(caller, "SIP/2.0 200 OK")
+	r.recv(caller, inDialogFromCaller("ACK", "re1ack", 11, aTag, ""))
+	reack := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	if reack.Count(parser.HeaderProxyAuthorization) != 0 || cseqOf(t, reack).Num != cseqOf(t, reinv).Num {
+		t.Fatalf("the re-INVITE's ACK:\n%s", reack.Bytes())
+	}
+
+	t.Run("another carrier", func(t *testing.T) {
+		a := routeA
+		a.RerouteCauses = []int{407}
+		r := twoCarriers(t, a, routeB)
+		r.creds = map[string]digest.Credentials{"carrier-a": carrierAccount}
+		inv1 := r.startCall()
+		r.recv(carrier, challengeTo(inv1, 407, `Digest realm="carrier.example.net", nonce="n1", qop="auth"`))
+		inv2 := r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0", "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[1]
+		r.recv(carrier, challengeTo(inv2, 407, `Digest realm="carrier.example.net", nonce="n2", qop="auth"`))
+		r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
+		binv := r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")[0]
+		r.recv(carrierB, carrierResponse(binv, 200, "OK", sdp))
+		ok := r.expect(caller, "SIP/2.0 200 OK")[0]
+		r.recv(caller, ackFromCaller(tagOf(t, ok, parser.HeaderTo)))
+		if ack := r.expect(carrierB, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]; ack.Count(parser.HeaderProxyAuthorization) != 0 {
+			t.Fatalf("carrier-a's credentials went to carrier-b:\n%s", ack.Bytes())
+		}
+	})
+}
+
+// A challenge whose answer cannot be sent (here the transaction table is
+// full) is not counted answered: the attempt fails with the challenge.
+func TestCarrierChallengeAnswerNotSent(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.Txn.MaxTransactions = 2 }) // the caller's INVITE and the first B-leg INVITE
+	r.creds = map[string]digest.Credentials{"carrier-a": carrierAccount}
+	inv1 := r.startCall()
+	r.recv(carrier, challengeTo(inv1, 401, `Digest realm="carrier.example.net", nonce="n1", qop="auth"`))
+	r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.expect(caller, "SIP/2.0 403 Forbidden")
+	if got := r.e.m.authAnswered.Get(); got != 0 {
+		t.Fatalf("%d challenges counted answered, none was", got)
+	}
+}
+
+// A challenge after a 180: the answer is a new early dialog, which the
+// caller sees with a new To tag (as a fork, RFC 3261 12.1.1), and the
+// caller's CANCEL goes to the INVITE that answered the challenge, the one
+// in flight (RFC 3261 9.1).
+func TestCarrierChallengeAfterRingingCancelled(t *testing.T) {
+	r := newRig(t, nil)
+	r.creds = map[string]digest.Credentials{"carrier-a": carrierAccount}
+	inv := callerInvite("1", "a-call-1", "15551234")
+	r.recv(caller, inv)
+	r.expect(caller, "SIP/2.0 100 Trying")
+	inv1 := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(carrier, carrierResponse(inv1, 180, "Ringing", ""))
+	tag1 := tagOf(t, r.expect(caller, "SIP/2.0 180 Ringing")[0], parser.HeaderTo)
+	r.recv(carrier, challengeTo(inv1, 407, `Digest realm="carrier.example.net", nonce="n1", qop="auth"`))
+	inv2 := r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0", "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[1]
+	if tagOf(t, inv2, parser.HeaderTo) != "" {
+		t.Fatalf("the INVITE answering the challenge is in the challenged INVITE's early dialog:\n%s", inv2.Bytes())
+	}
+	r.recv(carrier, carrierResponse(inv2, 180, "Ringing", ""))
+	if tag2 := tagOf(t, r.expect(caller, "SIP/2.0 180 Ringing")[0], parser.HeaderTo); tag2 == tag1 {
+		t.Fatal("the second early dialog reached the caller with the first's To tag")
+	}
+	cancel := strings.Replace(strings.Replace(inv, "INVITE sip:", "CANCEL sip:", 1), "CSeq: 10 INVITE", "CSeq: 10 CANCEL", 1)
+	r.recv(caller, cancel[:strings.Index(cancel, "Content-Type")]+"Content-Length: 0\r\n\r\n")
+	r.expect(caller, "SIP/2.0 200 OK", "SIP/2.0 487 Request Terminated")
+	bc := r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	if viaBranch(t, bc) != viaBranch(t, inv2) || cseqOf(t, bc).Num != 2 {
+		t.Fatalf("the CANCEL is not the second INVITE's:\n%s", bc.Bytes())
+	}
+}

@@ -52,18 +52,19 @@ type leg struct {
 	remoteURI  []byte // the peer's name-addr, without tag
 	target     []byte // the peer's Contact URI: the Request-URI of requests on this leg
 	routes     []byte // the route set, as Route header values joined with ", "
-	ackCopy    []byte // the ACK below when it carried a body (an SDP answer), to send again (a pooled buffer)
+	ackCopy    []byte // the ACK below when it carried a body (an SDP answer) or credentials, to send again; or see ackAuth (a pooled buffer)
 	peer       txn.Peer
 	cseq       uint32 // the CSeq of the last request sipedge sent on this leg
 	inviteCSeq uint32 // the CSeq of the last INVITE sipedge sent on this leg, for its ACK
 	remoteCSeq uint32 // the CSeq of the last request the peer sent on this leg; 0: none yet
 	acked      bool   // sipedge has ACKed the 2xx to that INVITE; its retransmissions are ACKed again
+	ackAuth    bool   // ackCopy holds the credentials lines of that INVITE, not yet ACKed: its ACK repeats them (RFC 3261 13.2.2.4)
 }
 
 func (l *leg) reset() {
 	l.callID, l.localTag, l.remoteTag = l.callID[:0], l.localTag[:0], l.remoteTag[:0]
 	l.localURI, l.remoteURI, l.target, l.routes = l.localURI[:0], l.remoteURI[:0], l.target[:0], l.routes[:0]
-	l.cseq, l.inviteCSeq, l.peer, l.acked = 0, 0, txn.Peer{}, false
+	l.cseq, l.inviteCSeq, l.peer, l.acked, l.ackAuth = 0, 0, txn.Peer{}, false, false
 	l.remoteCSeq = 0 // empty: the next dialog's first request sets it (RFC 3261 12.2.2)
 }
 
@@ -383,8 +384,8 @@ func (e *Engine) end(c *Call, hangup hangupSide) {
 	}
 	e.unindexLeg(c, &c.a)
 	e.unindexLeg(c, &c.b)
-	e.keepAck(&c.a, nil)
-	e.keepAck(&c.b, nil)
+	e.keepAck(&c.a, nil, false)
+	e.keepAck(&c.b, nil, false)
 	e.releaseInvite(c)
 	e.putBuf(c.ok2xx)
 	e.putBuf(c.byeHdrs)

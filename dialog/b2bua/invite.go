@@ -350,9 +350,21 @@ func (e *Engine) sendInvite(c *Call, ainv *parser.Message, auth *challenge) bool
 	b = e.policy.appendAllowedExcept(b, ainv, identityHeaders)
 	b = e.appendIdentity(b, id, B, ainv)
 	b = e.appendRouteHeaders(b, c, r)
-	if auth != nil {
+	switch {
+	case auth != nil:
+		at := len(b)
 		b = auth.appendCredentials(b, B.target, ainv.Body())
+		// Kept for the ACK of its 2xx, which must repeat them (RFC 3261
+		// 13.2.2.4).
+		if B.ackCopy == nil {
+			B.ackCopy = e.getBuf()
+		}
+		B.ackCopy = append(B.ackCopy[:0], b[at:]...)
+	case B.ackAuth: // an earlier carrier's
+		e.putBuf(B.ackCopy)
+		B.ackCopy = nil
 	}
+	B.ackAuth = auth != nil
 	b = appendBodyOf(b, ainv)
 	e.out = b
 	h, err := e.sendBuilt(B.peer)
@@ -794,9 +806,13 @@ func (e *Engine) onAck(m *parser.Message, _ *txn.Action) {
 // retransmitted 2xx is ACKed again with a rebuilt one.
 func (e *Engine) ack(l *leg, from *parser.Message) {
 	b := e.appendRequestHead(e.out[:0], "ACK", l, l.inviteCSeq, 70)
+	auth := l.ackAuth
+	if auth {
+		b = append(b, l.ackCopy...) // the INVITE's credentials (RFC 3261 13.2.2.4)
+	}
 	e.out = appendBodyOf(b, from)
-	l.acked = true
-	e.keepAck(l, from)
+	l.acked, l.ackAuth = true, false
+	e.keepAck(l, from, auth)
 	e.env.Send(l.peer, e.out)
 }
 
@@ -820,7 +836,8 @@ func (e *Engine) ackAgain(l *leg, cseq uint32) {
 
 // reack ACKs again the retransmitted 2xx to leg l's last INVITE: the same
 // ACK when it carried a body, since a 2xx with an offer must have its
-// answer in the ACK (RFC 3261 13.2.2.4) and the peer missed the first.
+// answer in the ACK (RFC 3261 13.2.2.4) and the peer missed the first, or
+// the INVITE's credentials, which are not kept apart once sent.
 func (e *Engine) reack(l *leg) {
 	if len(l.ackCopy) > 0 {
 		e.env.Send(l.peer, l.ackCopy)
@@ -830,10 +847,11 @@ func (e *Engine) reack(l *leg) {
 }
 
 // keepAck keeps the ACK in e.out for leg l when from, the other side's
-// ACK it relays, had a body; else l keeps none.
-func (e *Engine) keepAck(l *leg, from *parser.Message) {
+// ACK it relays, had a body, or when it carried credentials (auth); else
+// l keeps none.
+func (e *Engine) keepAck(l *leg, from *parser.Message, auth bool) {
 	switch {
-	case from != nil && len(from.Body()) > 0:
+	case auth || from != nil && len(from.Body()) > 0:
 		if l.ackCopy == nil {
 			l.ackCopy = e.getBuf()
 		}
