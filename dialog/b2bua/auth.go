@@ -1,6 +1,8 @@
 package b2bua
 
 import (
+	"time"
+
 	"github.com/sipedge/sipedge/dialog/digest"
 	"github.com/sipedge/sipedge/parser"
 )
@@ -72,14 +74,12 @@ func (e *Engine) answerChallenge(c *Call, m *parser.Message, code int) bool {
 	switch {
 	case !found:
 		e.m.authUnanswerable.Inc()
-		e.env.Log.Warn("carrier challenge sipedge cannot answer: no Digest challenge of a supported algorithm and the configured realm",
-			"carrier", c.target.CarrierID, "group", c.target.Group, "code", code, "call_id", string(c.a.callID))
+		e.warnAuth(c, "carrier challenge sipedge cannot answer: no Digest challenge of a supported algorithm and the configured realm",
+			code, string(m.Get(kind)))
 		return false
 	case c.authTries >= maxAuthTries || c.authTries > 0 && !a.ch.Stale:
 		e.m.authRefused.Inc()
-		e.env.Log.Warn("carrier refused sipedge's credentials",
-			"carrier", c.target.CarrierID, "group", c.target.Group, "code", code, "realm", string(a.ch.Realm),
-			"call_id", string(c.a.callID))
+		e.warnAuth(c, "carrier refused sipedge's credentials", code, string(m.Get(kind)))
 		return false
 	}
 	ainv := e.aInviteCopy(c)
@@ -93,4 +93,22 @@ func (e *Engine) answerChallenge(c *Call, m *parser.Message, code int) bool {
 	}
 	e.m.authAnswered.Inc()
 	return true
+}
+
+// authLogInterval paces the warnings of challenges sipedge could not
+// answer: a wrong password fails every call to the carrier, and one line a
+// minute per shard says so as well as thousands.
+const authLogInterval = time.Minute
+
+// warnAuth warns that a carrier's challenge was the attempt's failure, at
+// most once per authLogInterval; the lines it left out are counted in the
+// next (and all of them in sipedge_carrier_auth_challenges_total).
+func (e *Engine) warnAuth(c *Call, msg string, code int, challenge string) {
+	if e.authLogged && e.now-e.authLogAt < authLogInterval {
+		e.authSuppressed++
+		return
+	}
+	e.env.Log.Warn(msg, "carrier", c.target.CarrierID, "group", c.target.Group, "code", code,
+		"challenge", challenge, "call_id", string(c.a.callID), "suppressed_since_last", e.authSuppressed)
+	e.authLogged, e.authLogAt, e.authSuppressed = true, e.now, 0
 }

@@ -1,10 +1,14 @@
 package b2bua
 
 import (
+	"bytes"
 	"crypto/md5"
 	"encoding/hex"
+	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sipedge/sipedge/dialog/digest"
 	"github.com/sipedge/sipedge/parser"
@@ -363,5 +367,36 @@ func TestCarrierChallengeAfterRingingCancelled(t *testing.T) {
 	bc := r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
 	if viaBranch(t, bc) != viaBranch(t, inv2) || cseqOf(t, bc).Num != 2 {
 		t.Fatalf("the CANCEL is not the second INVITE's:\n%s", bc.Bytes())
+	}
+}
+
+// A challenge sipedge cannot answer fails every call to the carrier: its
+// warning comes once a minute per shard, with the count it left out.
+func TestCarrierChallengeWarningsPaced(t *testing.T) {
+	r := newRig(t, nil)
+	r.creds, r.realm = map[string]digest.Credentials{"carrier-a": carrierAccount}, "other.example"
+	var logs bytes.Buffer
+	r.e.env.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	call := func(n int) {
+		r.recv(caller, callerInvite(fmt.Sprint(n), fmt.Sprintf("a-call-%d", n), "15551234"))
+		r.take(caller)
+		inv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+		r.recv(carrier, challengeTo(inv, 407, `Digest realm="carrier.example.net", nonce="n1"`))
+		r.take(carrier)
+		r.expect(caller, "SIP/2.0 403 Forbidden")
+	}
+	for n := range 3 {
+		call(n)
+	}
+	if got := strings.Count(logs.String(), "cannot answer"); got != 1 {
+		t.Fatalf("%d warnings for 3 calls within a minute, want 1:\n%s", got, logs.String())
+	}
+	if !strings.Contains(logs.String(), `challenge="Digest realm=\"carrier.example.net\", nonce=\"n1\""`) {
+		t.Fatalf("the warning does not show the challenge:\n%s", logs.String())
+	}
+	r.advance(time.Minute)
+	call(3)
+	if got := strings.Count(logs.String(), "cannot answer"); got != 2 || !strings.Contains(logs.String(), "suppressed_since_last=2") {
+		t.Fatalf("after a minute: %d warnings, want 2, the second counting 2 left out:\n%s", got, logs.String())
 	}
 }

@@ -179,6 +179,10 @@ type Engine struct {
 	sharedStored, sharedShortcuts, sharedRefused atomic.Int64
 	budgetLogged                                 uint64
 	budgetLogAt                                  time.Duration
+	// warnAuth's pacing.
+	authLogged     bool
+	authLogAt      time.Duration
+	authSuppressed uint64
 
 	acts    []txn.Action      // the table's spare action list (see runActions)
 	req     txn.Built         // the request being built: where appendRequestHead wrote what
