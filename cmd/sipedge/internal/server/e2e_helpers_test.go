@@ -53,7 +53,8 @@ type e2eOpts struct {
 	callerTCP, carrierTCP bool
 	trunkSource           string // default 127.0.0.1/32
 	drainSecs             int    // default 1
-	listenHost            string // default 127.0.0.1
+	listenHost            string // default 127.0.0.1 (::1 with ipv6)
+	ipv6                  bool   // sipedge and the peers on ::1
 	advertise             string // config advertise; default none
 }
 
@@ -92,16 +93,26 @@ func newE2EBase(t *testing.T) (*e2e, *lockedBuffer) {
 // caller peer; t.Cleanup shuts them all down.
 func newE2E(t *testing.T, o e2eOpts) *e2e {
 	t.Helper()
+	loopback := "127.0.0.1"
+	if o.ipv6 {
+		loopback = "::1"
+	}
 	if o.trunkSource == "" {
-		o.trunkSource = "127.0.0.1/32"
+		o.trunkSource = netip.PrefixFrom(netip.MustParseAddr(loopback), 128).Masked().String()
+		if !o.ipv6 {
+			o.trunkSource = "127.0.0.1/32"
+		}
 	}
 	if o.drainSecs == 0 {
 		o.drainSecs = 1
 	}
 	if o.listenHost == "" {
-		o.listenHost = "127.0.0.1"
+		o.listenHost = loopback
 	}
 	e, logs := newE2EBase(t)
+	e.sip = netip.AddrPortFrom(netip.MustParseAddr(loopback), uint16(e.port))
+	e.advertised = e.sip.String()
+	listen := netip.AddrPortFrom(netip.MustParseAddr(o.listenHost), uint16(e.port))
 	advertise := ""
 	if o.advertise != "" {
 		advertise = fmt.Sprintf("advertise: %q", o.advertise)
@@ -113,7 +124,7 @@ func newE2E(t *testing.T, o e2eOpts) *e2e {
 	if o.carrierTCP {
 		e.carrier = listenTCPPeer(t, "carrier", e.sip)
 	} else {
-		e.carrier = newUDPPeer(t, "carrier", "127.0.0.1", e.sip)
+		e.carrier = newUDPPeer(t, "carrier", loopback, e.sip)
 	}
 	e.carrier.forbid(callerSecrets...)
 
@@ -122,7 +133,7 @@ func newE2E(t *testing.T, o e2eOpts) *e2e {
 		transport = "tcp"
 	}
 	yaml := fmt.Sprintf(`
-listen: ["udp://%[7]s:%[1]d", "tcp://%[7]s:%[1]d"]
+listen: ["udp://%[7]s", "tcp://%[7]s"]
 %[8]s
 shards: 2
 admin: { listen: "127.0.0.1:0" }
@@ -135,20 +146,20 @@ gateway:
     - name: carrier-a
       transport: %[4]s
       destinations:
-        - { uri: "sip:127.0.0.1:%[5]d", address: "127.0.0.1:%[5]d" }
+        - { uri: "sip:%[5]s", address: "%[5]s" }
 lcr:
   static_routes:
     - prefix: ""
       routes:
         - { carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004 }
 cdr: { file: %[6]q }
-`, e.port, o.drainSecs, o.trunkSource, transport, e.carrier.addr().Port(), e.cdrPath, o.listenHost, advertise)
+`, e.port, o.drainSecs, o.trunkSource, transport, e.carrier.addr(), e.cdrPath, listen, advertise)
 	e.run(yaml, logs)
 
 	if o.callerTCP {
 		e.caller = dialTCPPeer(t, "caller", e.sip)
 	} else {
-		e.caller = newUDPPeer(t, "caller", "127.0.0.1", e.sip)
+		e.caller = newUDPPeer(t, "caller", loopback, e.sip)
 	}
 	e.caller.forbid(carrierSecrets...)
 	return e
@@ -450,7 +461,8 @@ func (p *sipPeer) addr() netip.AddrPort {
 	default:
 		a = p.conn.LocalAddr()
 	}
-	return a.(interface{ AddrPort() netip.AddrPort }).AddrPort()
+	ap := a.(interface{ AddrPort() netip.AddrPort }).AddrPort()
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }
 
 // transport is the peer's Via transport.
@@ -817,7 +829,7 @@ func (e *e2e) start() *call {
 	c := &call{e: e, u: newUAC(e.caller, dialed)}
 	e.caller.send(c.u.invite())
 	e.caller.expect("SIP/2.0 100 Trying", waitMsg)
-	c.binv = e.carrier.expect(fmt.Sprintf("INVITE sip:%s@127.0.0.1:%d", dialed, e.carrier.addr().Port()), waitMsg)
+	c.binv = e.carrier.expect(fmt.Sprintf("INVITE sip:%s@%s", dialed, e.carrier.addr()), waitMsg)
 	// Nothing of the B dialog may go back to the caller.
 	e.caller.forbid(hdr(c.binv, parser.HeaderCallID), tagOf(t, c.binv, parser.HeaderFrom))
 	if n := c.binv.Count(parser.HeaderVia); n != 1 {

@@ -321,3 +321,29 @@ func TestE2EAdvertisedAddress(t *testing.T) {
 	c.byeFromCaller(11)
 	checkCDR(t, e.cdrOf(c.u.callID), 200, "caller")
 }
+
+// Over IPv6 a call runs end to end: sipedge's Via sent-by, Contact and
+// Request-URIs carry the address in brackets (RFC 3261 25.1 IPv6reference),
+// responses find their way back, and the carrier's BYE reaches the caller.
+func TestE2EIPv6(t *testing.T) {
+	for _, tcp := range []bool{false, true} {
+		t.Run(map[bool]string{false: "udp", true: "tcp caller"}[tcp], func(t *testing.T) { testE2EIPv6(t, tcp) })
+	}
+}
+
+func testE2EIPv6(t *testing.T, callerTCP bool) {
+	e := newE2E(t, e2eOpts{ipv6: true, callerTCP: callerTCP})
+	c := e.answered()
+	if via := hdr(c.binv, parser.HeaderVia); !strings.Contains(via, "[::1]:") {
+		t.Fatalf("B-leg Via %q", via)
+	}
+	e.carrier.send(uasRequest(t, e.carrier, c.binv, "BYE", 1))
+	e.carrier.expect("SIP/2.0 200 OK", waitMsg)
+	bye := e.caller.expect("BYE sip:alice@caller.example.org:5061", waitMsg)
+	e.caller.send(c.u.answer(bye, 200, "OK"))
+	r := e.cdrOf(c.u.callID)
+	checkCDR(t, r, 200, "callee")
+	if r["source_ip"] != "::1" {
+		t.Fatalf("CDR source_ip %v", r["source_ip"])
+	}
+}
