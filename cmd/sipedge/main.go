@@ -1,7 +1,7 @@
 // Command sipedge is the sipedge SIP B2BUA and edge SBC.
 //
 //	sipedge run [-config FILE]           run the server (default: the embedded example config)
-//	sipedge check-config [-config FILE]  validate a config and print it with its defaults
+//	sipedge check-config [-config FILE] [-redact]  validate a config and print it with its defaults
 //	sipedge check-msg [-transport udp|tcp] FILE...
 package main
 
@@ -13,7 +13,7 @@ import (
 
 const usage = `usage:
   sipedge run [-config FILE]                       run sipedge (default: the embedded example config)
-  sipedge check-config [-config FILE]              validate a config and print the effective config
+  sipedge check-config [-config FILE] [-redact]    validate a config and print the effective config
   sipedge check-msg [-transport udp|tcp] FILE...   check received messages as the server would
 `
 

@@ -28,6 +28,7 @@ func checkConfigCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("check-config", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", "", "config file (default: the embedded example)")
+	redact := fs.Bool("redact", false, "mask the secrets (tokens, passwords, URL passwords): for sharing the output")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -35,6 +36,9 @@ func checkConfigCmd(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
+	}
+	if *redact {
+		cfg = cfg.Redacted()
 	}
 	if err := cfg.Print(stdout); err != nil {
 		fmt.Fprintln(stderr, err)

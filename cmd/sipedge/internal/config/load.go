@@ -7,6 +7,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -117,6 +118,32 @@ func (c *Config) Print(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, strings.ReplaceAll(buf.String(), "$", "$$"))
 	return err
+}
+
+// Redacted returns a copy of c with its secrets masked, for showing it: the
+// admin token, the LCR API's Authorization header, carriers' passwords and
+// the passwords in URLs. What Print writes of it does not load back as c.
+func (c *Config) Redacted() *Config {
+	const mask = "REDACTED"
+	r := *c
+	secret := func(s *string) {
+		if *s != "" {
+			*s = mask
+		}
+	}
+	secret(&r.Admin.Token)
+	secret(&r.LCR.AuthHeader)
+	r.LCR.APIURL = redactedURL(r.LCR.APIURL)
+	r.RateLimit.Redis = redactedURL(r.RateLimit.Redis)
+	r.Cache = slices.Clone(r.Cache)
+	for i := range r.Cache {
+		r.Cache[i].URL = redactedURL(r.Cache[i].URL)
+	}
+	r.Gateway.Groups = slices.Clone(r.Gateway.Groups)
+	for i := range r.Gateway.Groups {
+		secret(&r.Gateway.Groups[i].Auth.Password)
+	}
+	return &r
 }
 
 // String returns what Print writes.
