@@ -70,6 +70,7 @@ const (
 	ReasonGroupDown       = "group_down"       // every member of the gateway group is down
 	ReasonUnresolvable    = "unresolvable"     // the next hop would not resolve
 	ReasonCPSLimited      = "cps_limited"      // the carrier's calls-per-second limit is reached
+	ReasonCallsLimited    = "calls_limited"    // the carrier's concurrent-call limit is reached
 	ReasonRingTimeout     = "ring_timeout"     // the carrier's deadline passed (status 408)
 	ReasonCallerCancelled = "caller_cancelled" // the caller gave up mid-attempt (status 487)
 )

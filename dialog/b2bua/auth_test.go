@@ -361,8 +361,7 @@ func TestCarrierChallengeAfterRingingCancelled(t *testing.T) {
 	if tag2 := tagOf(t, r.expect(caller, "SIP/2.0 180 Ringing")[0], parser.HeaderTo); tag2 == tag1 {
 		t.Fatal("the second early dialog reached the caller with the first's To tag")
 	}
-	cancel := strings.Replace(strings.Replace(inv, "INVITE sip:", "CANCEL sip:", 1), "CSeq: 10 INVITE", "CSeq: 10 CANCEL", 1)
-	r.recv(caller, cancel[:strings.Index(cancel, "Content-Type")]+"Content-Length: 0\r\n\r\n")
+	r.recv(caller, cancelOf(inv))
 	r.expect(caller, "SIP/2.0 200 OK", "SIP/2.0 487 Request Terminated")
 	bc := r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
 	if viaBranch(t, bc) != viaBranch(t, inv2) || cseqOf(t, bc).Num != 2 {

@@ -137,6 +137,7 @@ type Call struct {
 	cpsRetries uint8   // CPS rejects retried on the carrier in flight
 	maxFwd     uint8   // Max-Forwards for B-leg INVITEs
 	authTries  uint8   // the carrier in flight's challenges answered (answerChallenge)
+	channel    bool    // the carrier in flight counts this call against its limit (Env.TakeChannel)
 	rtxCSeq    uint32  // the CSeq of the INVITE ok2xx answers, which its ACK carries
 
 	aInvite []byte          // the caller's INVITE, to build responses from (a pooled buffer)
@@ -363,6 +364,7 @@ func (e *Engine) end(c *Call, hangup hangupSide) {
 		c.hangup = hangup
 	}
 	e.settle(c)
+	e.releaseChannel(c)
 	if c.rtx != 0 {
 		e.env.Clock.Stop(c.rtx)
 	}

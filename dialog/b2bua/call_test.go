@@ -77,8 +77,7 @@ func TestCancelBeforeAnswer(t *testing.T) {
 	binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
 	r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
 	r.expect(caller, "SIP/2.0 180 Ringing")
-	cancel := strings.Replace(strings.Replace(inv, "INVITE sip:", "CANCEL sip:", 1), "CSeq: 10 INVITE", "CSeq: 10 CANCEL", 1)
-	cancel = cancel[:strings.Index(cancel, "Content-Type")] + "Content-Length: 0\r\n\r\n"
+	cancel := cancelOf(inv)
 	r.recv(caller, cancel)
 	r.expect(caller, "SIP/2.0 200 OK", "SIP/2.0 487 Request Terminated")
 	bc := r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
@@ -118,8 +117,7 @@ func TestCancelCrossingFinal(t *testing.T) {
 	r.recv(carrier, carrierResponse(binv, 486, "Busy Here", ""))
 	r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
 	r.expect(caller, "SIP/2.0 486 Busy Here")
-	cancel := strings.Replace(strings.Replace(inv, "INVITE sip:", "CANCEL sip:", 1), "CSeq: 10 INVITE", "CSeq: 10 CANCEL", 1)
-	cancel = cancel[:strings.Index(cancel, "Content-Type")] + "Content-Length: 0\r\n\r\n"
+	cancel := cancelOf(inv)
 	r.recv(caller, cancel)
 	r.expect(caller, "SIP/2.0 200 OK")
 }
@@ -204,8 +202,7 @@ func TestLate200AfterCancelAckedAndByed(t *testing.T) {
 	binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
 	r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
 	r.take(caller)
-	cancel := strings.Replace(strings.Replace(inv, "INVITE sip:", "CANCEL sip:", 1), "CSeq: 10 INVITE", "CSeq: 10 CANCEL", 1)
-	cancel = cancel[:strings.Index(cancel, "Content-Type")] + "Content-Length: 0\r\n\r\n"
+	cancel := cancelOf(inv)
 	r.recv(caller, cancel)
 	r.expect(caller, "SIP/2.0 200 OK", "SIP/2.0 487 Request Terminated")
 	r.take(carrier) // the CANCEL

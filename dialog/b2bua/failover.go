@@ -8,6 +8,15 @@ import (
 	"github.com/sipedge/sipedge/route"
 )
 
+// releaseChannel gives back the channel c's carrier in flight counts it
+// in, if it does (Env.TakeChannel).
+func (e *Engine) releaseChannel(c *Call) {
+	if c.channel {
+		c.channel = false
+		e.env.ReleaseChannel(&c.target)
+	}
+}
+
 // carryOut does what the failover sequence asks (route.Step), in the
 // Step's field order: CANCEL the burned carrier, notify its failure, then
 // act on the kind. It loops while carriers are burned without being
@@ -57,12 +66,18 @@ func (e *Engine) carryOut(c *Call, st route.Step) {
 			// carrier while it waits for a CPS slot (dialNow arms its own).
 			e.stopPacing(c)
 			e.stopSequence(c)
+			e.releaseChannel(c) // the carrier left, if it had one
 			r := &c.seq.Routes()[st.Route]
 			tgt, reason := e.env.Resolve(r, c.key)
+			if reason == "" && e.env.TakeChannel != nil && !e.env.TakeChannel(&tgt) {
+				reason = route.ReasonCallsLimited
+				e.m.callsLimited.Inc()
+			}
 			if reason != "" {
 				st = c.seq.Undialable(e.now, reason)
 				continue
 			}
+			c.channel = e.env.TakeChannel != nil
 			c.target, c.route, c.reported, c.progress, c.trying = tgt, r, false, false, false
 			c.cpsRetries = 0
 			// The carrier's deadline counts from its dial, not from the

@@ -186,8 +186,7 @@ func TestFailoverCancelDuringSequence(t *testing.T) {
 	inv1 := r.startCall()
 	r.recv(carrier, carrierResponse(inv1, 180, "Ringing", ""))
 	r.take(caller)
-	cancel := strings.Replace(strings.Replace(inv, "INVITE sip:", "CANCEL sip:", 1), "CSeq: 10 INVITE", "CSeq: 10 CANCEL", 1)
-	cancel = cancel[:strings.Index(cancel, "Content-Type")] + "Content-Length: 0\r\n\r\n"
+	cancel := cancelOf(inv)
 	r.recv(caller, cancel)
 	r.expect(caller, "SIP/2.0 200 OK", "SIP/2.0 487 Request Terminated")
 	r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
@@ -241,8 +240,7 @@ func TestAsyncDecisionRejectAndCancelWhileRouting(t *testing.T) {
 	inv := callerInvite("1", "a-call-1", "15551234")
 	r.recv(caller, inv)
 	r.take(caller)
-	cancel := strings.Replace(strings.Replace(inv, "INVITE sip:", "CANCEL sip:", 1), "CSeq: 10 INVITE", "CSeq: 10 CANCEL", 1)
-	cancel = cancel[:strings.Index(cancel, "Content-Type")] + "Content-Length: 0\r\n\r\n"
+	cancel := cancelOf(inv)
 	r.recv(caller, cancel)
 	r.expect(caller, "SIP/2.0 200 OK", "SIP/2.0 487 Request Terminated")
 	r.e.Decided(r.refs[0], Decision{Routes: []route.Route{routeA}}, r.now) // too late

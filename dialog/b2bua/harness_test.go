@@ -259,6 +259,13 @@ func callerInvite(branch, callID, dialed string) string {
 		fmt.Sprintf("Content-Length: %d\r\n\r\n", len(sdp)) + sdp
 }
 
+// cancelOf is the caller's CANCEL of its INVITE inv (RFC 3261 9.1: its
+// Request-URI, Call-ID, From, To, Via and CSeq number).
+func cancelOf(inv string) string {
+	cancel := strings.Replace(strings.Replace(inv, "INVITE sip:", "CANCEL sip:", 1), "CSeq: 10 INVITE", "CSeq: 10 CANCEL", 1)
+	return cancel[:strings.Index(cancel, "Content-Type")] + "Content-Length: 0\r\n\r\n"
+}
+
 // inDialogFromCaller builds a request the caller sends in the dialog.
 func inDialogFromCaller(method, branch string, cseq int, toTag, body string) string {
 	s := method + " sip:alice-contact@203.0.113.1 SIP/2.0\r\n" +

@@ -21,6 +21,7 @@ type engineMetrics struct {
 	orphans          *vm.Counter
 	attempts         *vm.Counter
 	cpsLimited       *vm.Counter
+	callsLimited     *vm.Counter
 	cpsRejects       *vm.Counter
 	trunkLimited     *vm.Counter
 	foreignVia       *vm.Counter
@@ -63,6 +64,7 @@ func newMetrics(set *vm.Set, shard int) engineMetrics {
 		orphans:           set.NewCounter(name("sipedge_orphan_calls_total")),
 		attempts:          set.NewCounter(name("sipedge_lcr_failed_attempts_total")),
 		cpsLimited:        set.NewCounter(name("sipedge_cps_limited_total")),
+		callsLimited:      set.NewCounter(name("sipedge_calls_limited_total")),
 		cpsRejects:        set.NewCounter(name("sipedge_cps_rejects_total")),
 		trunkLimited:      set.NewCounter(name("sipedge_trunk_limited_total")),
 		foreignVia:        set.NewCounter(name("sipedge_responses_foreign_via_total")),

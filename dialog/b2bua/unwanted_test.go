@@ -302,8 +302,7 @@ func (r *rig) cancelAndOutliveInvite() *parser.Message {
 	binv := r.startCall()
 	r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
 	r.expect(caller, "SIP/2.0 180 Ringing")
-	cancel := strings.Replace(strings.Replace(inv, "INVITE sip:", "CANCEL sip:", 1), "CSeq: 10 INVITE", "CSeq: 10 CANCEL", 1)
-	r.recv(caller, cancel[:strings.Index(cancel, "Content-Type")]+"Content-Length: 0\r\n\r\n")
+	r.recv(caller, cancelOf(inv))
 	r.expect(caller, "SIP/2.0 200 OK", "SIP/2.0 487 Request Terminated")
 	r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
 	r.advance(40 * time.Second)
@@ -418,8 +417,7 @@ func TestStrayAnswerFloodLeavesOwnTeardowns(t *testing.T) {
 	binv2 := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
 	r.recv(carrier, carrierResponse(binv2, 180, "Ringing", ""))
 	r.expect(caller, "SIP/2.0 180 Ringing")
-	cancel := strings.Replace(strings.Replace(inv, "INVITE sip:", "CANCEL sip:", 1), "CSeq: 10 INVITE", "CSeq: 10 CANCEL", 1)
-	r.recv(caller, cancel[:strings.Index(cancel, "Content-Type")]+"Content-Length: 0\r\n\r\n")
+	r.recv(caller, cancelOf(inv))
 	r.expect(caller, "SIP/2.0 200 OK", "SIP/2.0 487 Request Terminated")
 	r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
 	r.recv(carrier, carrierResponse(binv2, 200, "OK", sdp)) // crossed the CANCEL
