@@ -22,8 +22,8 @@ const maxBody = 1 << 20
 //
 // Errors are {"error": "..."}. A group's auth password is write-only: never
 // returned. A POSTed group's absent probe.jitter_ms is
-// 500 ms, as in the YAML; unknown keys are errors. Its cps and cps_reject
-// are stored for Options.OnAdd, which applies them (the server paces the
+// 500 ms, as in the YAML; unknown keys are errors. Its cps, cps_reject and
+// max_concurrent_calls are stored for Options.OnAdd, which applies them (the server paces the
 // group's dials as a YAML group's) or refuses the group (400). Authentication and the
 // listening socket are the caller's.
 func (r *Registry) Handler() http.Handler {

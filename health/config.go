@@ -77,6 +77,10 @@ type GroupConfig struct {
 	// unpaced.
 	CPS       *CPSConfig  `json:"cps,omitempty"`
 	CPSReject []CPSReject `json:"cps_reject,omitempty"`
+	// MaxConcurrentCalls is the carrier's channel limit: the calls it
+	// takes at once (0: none). The health package only stores it (see
+	// Options.OnAdd).
+	MaxConcurrentCalls int `json:"max_concurrent_calls,omitempty"`
 	// Auth is the account sipedge holds with the carrier, to answer its
 	// Digest challenges to INVITEs (the YAML's gateway.groups[].auth). The
 	// health package only stores it (Registry.Auth).
@@ -427,6 +431,9 @@ func (g GroupConfig) normalize() (GroupConfig, error) {
 		if !printable(r.Reason, 256) {
 			bad(fmt.Sprintf("cps_reject[%d].reason", i), "%q: want up to 256 printable characters", r.Reason)
 		}
+	}
+	if g.MaxConcurrentCalls < 0 {
+		bad("max_concurrent_calls", "%d: must not be negative", g.MaxConcurrentCalls)
 	}
 	if a := g.Auth; a != nil {
 		a.Check(func(field, problem string) { bad("auth."+field, "%s", problem) })

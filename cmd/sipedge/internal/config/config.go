@@ -222,6 +222,10 @@ type Group struct {
 	Passive       Passive     `yaml:"passive"`
 	CPS           CPS         `yaml:"cps"`
 	CPSReject     []CPSReject `yaml:"cps_reject"`
+	// MaxConcurrentCalls is the carrier's channel limit, the calls it takes
+	// at once; at it, sipedge skips the carrier (calls_limited). Per node:
+	// each keeps to ceil(limit / ratelimit.nodes). 0: none.
+	MaxConcurrentCalls int `yaml:"max_concurrent_calls"`
 	// Auth is the account sipedge holds with the carrier, to answer its
 	// Digest challenges to INVITEs (no username: none).
 	Auth         Auth          `yaml:"auth"`

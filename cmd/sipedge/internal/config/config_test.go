@@ -248,6 +248,7 @@ func TestRejects(t *testing.T) {
 		{"group reroute cause", group + "      reroute_causes: [503, 200]", `line 7: gateway.groups[0].reroute_causes[1]: 200: want a SIP failure code, 300 to 699`},
 		{"probe interval negative", group + "      probe: { interval_secs: -15 }", `gateway.groups[0].probe.interval_secs: -15: must not be negative`},
 		{"probe healthy code", group + "      probe: { healthy_codes: [200, 99] }", `gateway.groups[0].probe.healthy_codes[1]: 99: want a SIP status code, 100 to 699`},
+		{"max_concurrent_calls negative", group + "      max_concurrent_calls: -1", `line 7: gateway.groups[0].max_concurrent_calls: -1: must not be negative`},
 		{"auth without password", group + "      auth: { username: acct-1 }", `line 7: gateway.groups[0].auth.password: want 1 to 256 bytes, got 0`},
 		{"auth without username", group + "      auth: { password: s3cret }", `line 7: gateway.groups[0].auth.username: "": want 1 to 256 printable characters`},
 		{"auth username control", group + "      auth: { username: \"a\\r\\nb\", password: x }", `gateway.groups[0].auth.username: "a\r\nb": want 1 to 256 printable characters`},

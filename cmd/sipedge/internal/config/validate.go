@@ -330,6 +330,9 @@ func (c *Config) validate(v *validator) {
 				v.errorf(fmt.Sprintf("%s.cps_reject[%d].code", p, j), "%d: want a SIP failure code, 400 to 699", r.Code)
 			}
 		}
+		if g.MaxConcurrentCalls < 0 {
+			v.errorf(p+".max_concurrent_calls", "%d: must not be negative", g.MaxConcurrentCalls)
+		}
 		if a := g.Auth; a != (Auth{}) {
 			ha := health.AuthConfig{Username: a.Username, Password: a.Password, Realm: a.Realm}
 			ha.Check(func(field, problem string) { v.errorf(p+".auth."+field, "%s", problem) })

@@ -55,6 +55,7 @@ type e2eOpts struct {
 	drainSecs             int    // default 1
 	listenHost            string // default 127.0.0.1 (::1 with ipv6)
 	ipv6                  bool   // sipedge and the peers on ::1
+	group                 string // more keys of carrier-a's group, as "key: value, ..."
 	advertise             string // config advertise; default none
 }
 
@@ -109,6 +110,10 @@ func newE2E(t *testing.T, o e2eOpts) *e2e {
 	if o.listenHost == "" {
 		o.listenHost = loopback
 	}
+	group := ""
+	if o.group != "" {
+		group = ", " + o.group
+	}
 	e, logs := newE2EBase(t)
 	e.sip = netip.AddrPortFrom(netip.MustParseAddr(loopback), uint16(e.port))
 	e.advertised = e.sip.String()
@@ -143,17 +148,14 @@ trunks:
   - { name: local, trunk_group: cust-trunks, sources: ["%[3]s"] }
 gateway:
   groups:
-    - name: carrier-a
-      transport: %[4]s
-      destinations:
-        - { uri: "sip:%[5]s", address: "%[5]s" }
+    - { name: carrier-a, transport: %[4]s, destinations: [{ uri: "sip:%[5]s", address: "%[5]s" }]%[9]s }
 lcr:
   static_routes:
     - prefix: ""
       routes:
         - { carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004 }
 cdr: { file: %[6]q }
-`, e.port, o.drainSecs, o.trunkSource, transport, e.carrier.addr(), e.cdrPath, listen, advertise)
+`, e.port, o.drainSecs, o.trunkSource, transport, e.carrier.addr(), e.cdrPath, listen, advertise, group)
 	e.run(yaml, logs)
 
 	if o.callerTCP {

@@ -96,7 +96,8 @@ func healthGroups(cfg *config.Config) []health.GroupConfig {
 				HealthyCodes: g.Probe.HealthyCodes, Jitter: g.Probe.Jitter},
 			Passive: health.PassiveConfig{Disabled: g.Passive.Disabled, Outcomes: g.Passive.Outcomes,
 				FailureThreshold: g.Passive.FailureThreshold, HalfOpenCalls: g.Passive.HalfOpenCalls,
-				DownTime: g.Passive.DownTime, MaxRetryAfter: g.Passive.MaxRetryAfter}}
+				DownTime: g.Passive.DownTime, MaxRetryAfter: g.Passive.MaxRetryAfter},
+			MaxConcurrentCalls: g.MaxConcurrentCalls}
 		if g.CPS.Rate > 0 {
 			w := g.CPS.MaxWait.Milliseconds()
 			hg.CPS = &health.CPSConfig{Rate: g.CPS.Rate, Burst: g.CPS.Burst, MaxWaitMs: &w, Key: g.CPS.Key}

@@ -61,3 +61,28 @@ func TestHealthRuntimeGroupCPS(t *testing.T) {
 	}
 	r.a.expectNothing(0)
 }
+
+// A gateway group added through the admin API carries its channel limit:
+// with one channel and a call up on it, the next call skips it undialled
+// (calls_limited) and carrier-a takes it.
+func TestHealthRuntimeGroupChannels(t *testing.T) {
+	r := newRuntimeGroupRig(t)
+	x := r.b
+	group := fmt.Sprintf(`{"name": "runtime-x", "max_concurrent_calls": 1,
+		"destinations": [{"uri": "sip:127.0.0.1:%[1]d", "address": "127.0.0.1:%[1]d"}]}`, x.addr().Port())
+	if code, body := r.adminDo("POST", "/v1/gateway/groups", healthToken, group); code != http.StatusCreated ||
+		!strings.Contains(body, `"max_concurrent_calls":1`) {
+		t.Fatalf("POST runtime-x: %d %s, want 201 showing its limit", code, body)
+	}
+	c1 := r.call(dialed, "")
+	inv := c1.invite(x, dialed)
+	c1.answer(x, inv)
+	c2 := r.call(dialed, "")
+	inv2 := c2.invite(r.a, dialed)
+	c2.answer(r.a, inv2)
+	c2.bye(r.a)
+	c1.bye(x)
+	if !strings.Contains(r.logs.String(), "carrier=carrier-x reason=calls_limited") {
+		t.Fatalf("carrier-x not burned as calls_limited; log:\n%s", r.logs.String())
+	}
+}

@@ -42,8 +42,10 @@ type Server struct {
 	lcr     *lcr.Resolver
 	static  *lcr.StaticTable // nil in API mode
 	health  *health.Registry
-	cps     *cps
-	apps    []*shardApp
+	// channels counts gateway groups' calls against their limits.
+	channels *channels
+	cps      *cps
+	apps     []*shardApp
 
 	runtimeSet, engineSet, cdrSet, lcrSet, healthSet, cpsSet *metrics.Set
 
@@ -81,9 +83,17 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	}
 	// Groups added at run time (the admin API, once started) pace their
 	// dials as the YAML's do.
+	s.channels = newChannels(cfg.RateLimit.Nodes, s.healthSet, healthGroups(cfg))
 	if s.health, err = health.New(health.Options{Groups: healthGroups(cfg), Prober: prober{s},
 		Logger: log, Metrics: s.healthSet,
-		OnAdd: func(g health.GroupConfig) error { return s.cps.addGroup(g) }, OnRemove: func(name string) { s.cps.removeGroup(name) }}); err != nil {
+		OnAdd: func(g health.GroupConfig) error {
+			if err := s.cps.addGroup(g); err != nil {
+				return err
+			}
+			s.channels.setGroup(g.Name, g.MaxConcurrentCalls)
+			return nil
+		},
+		OnRemove: func(name string) { s.cps.removeGroup(name); s.channels.setGroup(name, 0) }}); err != nil {
 		return fail(fmt.Errorf("gateway.groups: %w", err))
 	}
 	if s.cps, err = newCPS(cfg, s); err != nil {
@@ -333,17 +343,19 @@ func (s *Server) newShardApp(sh *shard.Shard) (shard.Handler, error) {
 	a := &shardApp{s: s, sh: sh, carriers: newCarrierPolicy(s.engineSet)}
 	suffix := "@" + advertised(s.cfg, s.cfg.Listen[0]).Addr().String()
 	eng, err := b2bua.New(s.b2buaConfig(sh.Index()), b2bua.Env{
-		Send:       a.send,
-		Clock:      wheelClock{sh.Timers()},
-		MintCallID: func(dst []byte) []byte { return sh.MintCallID(dst, suffix) },
-		Finished:   a.finished,
-		Router:     a.route,
-		Resolve:    a.resolve,
-		Outcome:    a.outcome,
-		Pace:       a.pace,
-		Policy:     a.carriers.hooks(),
-		Admit:      a.admit,
-		CPSReject:  a.cpsReject,
+		Send:           a.send,
+		Clock:          wheelClock{sh.Timers()},
+		MintCallID:     func(dst []byte) []byte { return sh.MintCallID(dst, suffix) },
+		Finished:       a.finished,
+		Router:         a.route,
+		Resolve:        a.resolve,
+		Outcome:        a.outcome,
+		Pace:           a.pace,
+		Policy:         a.carriers.hooks(),
+		Admit:          a.admit,
+		CPSReject:      a.cpsReject,
+		TakeChannel:    s.channels.take,
+		ReleaseChannel: s.channels.release,
 		Credentials: func(t *b2bua.Target) (digest.Credentials, string, bool) {
 			au := s.health.Auth(t.Group)
 			if au == nil {

@@ -1,0 +1,88 @@
+package server
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/sipedge/sipedge/dialog/b2bua"
+	"github.com/sipedge/sipedge/health"
+)
+
+// channels counts each gateway group's calls on this node, from the dial
+// until the call moves on or ends, against its max_concurrent_calls: a
+// carrier sells a trunk with so many channels and refuses the call beyond
+// them, so sipedge skips it instead (route.ReasonCallsLimited). The count
+// is per node; with ratelimit.nodes N, each node keeps to its share,
+// ceil(limit / N), as the CPS fallback does.
+type channels struct {
+	nodes  int64
+	set    *metrics.Set
+	mu     sync.Mutex // serialises setGroup
+	groups atomic.Pointer[map[string]*groupChannels]
+}
+
+// groupChannels is one group's count. It outlives the group (a removed or
+// replaced group's calls give their channels back to it), so a name keeps
+// one for the node's life.
+type groupChannels struct {
+	limit atomic.Int64 // the node's share; 0: unlimited
+	inUse atomic.Int64
+}
+
+func newChannels(nodes int, set *metrics.Set, groups []health.GroupConfig) *channels {
+	ch := &channels{nodes: int64(max(nodes, 1)), set: set}
+	ch.groups.Store(&map[string]*groupChannels{})
+	for _, g := range groups {
+		ch.setGroup(g.Name, g.MaxConcurrentCalls)
+	}
+	return ch
+}
+
+// setGroup sets the limit of the group called name (0: none), as it is
+// added or replaced.
+func (ch *channels) setGroup(name string, limit int) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	old := *ch.groups.Load()
+	g := old[name]
+	if g == nil {
+		g = new(groupChannels)
+		next := make(map[string]*groupChannels, len(old)+1)
+		for k, v := range old {
+			next[k] = v
+		}
+		next[name] = g
+		ch.set.NewGauge(fmt.Sprintf(`sipedge_gateway_calls{group=%q}`, name), func() float64 { return float64(g.inUse.Load()) })
+		ch.groups.Store(&next)
+	}
+	g.limit.Store((int64(limit) + ch.nodes - 1) / ch.nodes)
+}
+
+// take is the engines' Env.TakeChannel.
+func (ch *channels) take(t *b2bua.Target) bool {
+	g := (*ch.groups.Load())[t.Group]
+	if g == nil {
+		return true // a next hop of no group: nothing to count
+	}
+	n := g.inUse.Add(1)
+	if lim := g.limit.Load(); lim > 0 && n > lim {
+		g.inUse.Add(-1)
+		return false
+	}
+	return true
+}
+
+// release is the engines' Env.ReleaseChannel.
+func (ch *channels) release(t *b2bua.Target) {
+	g := (*ch.groups.Load())[t.Group]
+	if g == nil {
+		return
+	}
+	// A group added under a next hop's name between its take and this
+	// release was not counted in: never below zero.
+	for n := g.inUse.Load(); n > 0 && !g.inUse.CompareAndSwap(n, n-1); n = g.inUse.Load() {
+	}
+}
