@@ -14,16 +14,16 @@ import (
 func channelRig(t *testing.T) (*rig, map[string]int) {
 	r := twoCarriers(t, routeA, routeB)
 	inUse := map[string]int{}
-	r.e.env.TakeChannel = func(tg *Target) bool {
-		if tg.Group == "carrier-a" && inUse[tg.Group] >= 1 {
+	r.e.env.TakeChannel = func(group string) bool {
+		if group == "carrier-a" && inUse[group] >= 1 {
 			return false
 		}
-		inUse[tg.Group]++
+		inUse[group]++
 		return true
 	}
-	r.e.env.ReleaseChannel = func(tg *Target) {
-		if inUse[tg.Group]--; inUse[tg.Group] < 0 {
-			t.Fatalf("%s released more channels than it took", tg.Group)
+	r.e.env.ReleaseChannel = func(group string) {
+		if inUse[group]--; inUse[group] < 0 {
+			t.Fatalf("%s released more channels than it took", group)
 		}
 	}
 	return r, inUse

@@ -56,13 +56,14 @@ type Env struct {
 	// per dialled target: a final status, or an Outcome constant, with the
 	// response's Retry-After (optional).
 	Outcome func(t *Target, code int, retryAfter time.Duration)
-	// TakeChannel counts a call about to be dialled at t against its
-	// carrier's concurrent-call limit: false when the limit is reached,
-	// and the carrier is skipped (route.ReasonCallsLimited). A call that
-	// took one gives it back through ReleaseChannel once, when it moves on
-	// to another carrier or ends (optional, both or neither).
-	TakeChannel    func(t *Target) bool
-	ReleaseChannel func(t *Target)
+	// TakeChannel counts a call about to be dialled at a member of group
+	// (Target.Group) against its carrier's concurrent-call limit: false
+	// when the limit is reached, and the carrier is skipped
+	// (route.ReasonCallsLimited). A call that took one gives it back
+	// through ReleaseChannel once, when it moves on to another carrier or
+	// ends (optional, both or neither).
+	TakeChannel    func(group string) bool
+	ReleaseChannel func(group string)
 	// Credentials returns the account sipedge holds with t's carrier, to
 	// answer its Digest challenges to the INVITE (RFC 3261 22.2): ok false
 	// when it holds none. A non-empty realm is the only one it answers

@@ -13,7 +13,7 @@ import (
 func (e *Engine) releaseChannel(c *Call) {
 	if c.channel {
 		c.channel = false
-		e.env.ReleaseChannel(&c.target)
+		e.env.ReleaseChannel(c.target.Group)
 	}
 }
 
@@ -69,7 +69,7 @@ func (e *Engine) carryOut(c *Call, st route.Step) {
 			e.releaseChannel(c) // the carrier left, if it had one
 			r := &c.seq.Routes()[st.Route]
 			tgt, reason := e.env.Resolve(r, c.key)
-			if reason == "" && e.env.TakeChannel != nil && !e.env.TakeChannel(&tgt) {
+			if reason == "" && e.env.TakeChannel != nil && !e.env.TakeChannel(tgt.Group) {
 				reason = route.ReasonCallsLimited
 				e.m.callsLimited.Inc()
 			}

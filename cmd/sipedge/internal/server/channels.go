@@ -7,7 +7,6 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
-	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/health"
 )
 
@@ -62,8 +61,8 @@ func (ch *channels) setGroup(name string, limit int) {
 }
 
 // take is the engines' Env.TakeChannel.
-func (ch *channels) take(t *b2bua.Target) bool {
-	g := (*ch.groups.Load())[t.Group]
+func (ch *channels) take(group string) bool {
+	g := (*ch.groups.Load())[group]
 	if g == nil {
 		return true // a next hop of no group: nothing to count
 	}
@@ -76,8 +75,8 @@ func (ch *channels) take(t *b2bua.Target) bool {
 }
 
 // release is the engines' Env.ReleaseChannel.
-func (ch *channels) release(t *b2bua.Target) {
-	g := (*ch.groups.Load())[t.Group]
+func (ch *channels) release(group string) {
+	g := (*ch.groups.Load())[group]
 	if g == nil {
 		return
 	}

@@ -5,7 +5,6 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
-	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/health"
 )
 
@@ -15,7 +14,7 @@ import (
 // take a count below zero.
 func TestChannels(t *testing.T) {
 	ch := newChannels(3, metrics.NewSet(), []health.GroupConfig{{Name: "a", MaxConcurrentCalls: 4}, {Name: "b"}})
-	a, b, hop := &b2bua.Target{Group: "a"}, &b2bua.Target{Group: "b"}, &b2bua.Target{}
+	a, b, hop := "a", "b", ""
 	if !ch.take(a) || !ch.take(a) || ch.take(a) {
 		t.Fatal("group a: want 2 calls on this node (ceil(4/3)), then a refusal")
 	}
