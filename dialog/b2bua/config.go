@@ -24,8 +24,9 @@ type Config struct {
 	Trunks []Trunk
 	// TrunkSet, when set, is the trunks instead: the owner's, shared by its
 	// engines, which it may swap at any time (trunks added and removed at
-	// run time). The engine loads it once per request; a call keeps the
-	// *Trunk it began with, whatever the set becomes.
+	// run time). It must hold a set before New. The engine loads it once
+	// per request; a call keeps the *Trunk it began with, whatever the set
+	// becomes.
 	TrunkSet *atomic.Pointer[TrunkSet]
 	// RejectUnknown answers INVITEs from unknown sources 403 instead of
 	// dropping them silently (the default: a silent drop gives a scanner
@@ -68,10 +69,9 @@ type Config struct {
 type Trunk struct {
 	Name  string
 	Group string // trunk_group: what routing keys on
-	// Index is the trunk's place in the application's own list of trunks,
-	// for its per-trunk tables (its ingress CPS key, its LCR attributes):
-	// an index rather than a name to hash on every INVITE. The engine
-	// does not read it.
+	// Index is the trunk's entry in the application's own per-trunk tables
+	// (its ingress CPS key, its LCR attributes): an index rather than a
+	// name to hash on every INVITE. The engine does not read it.
 	Index   int
 	Sources []Source
 	// MaxCalls bounds the trunk's concurrent calls; 0: unlimited. They are

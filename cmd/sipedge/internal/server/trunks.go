@@ -39,7 +39,7 @@ type trunks struct {
 	// data is the server's per-trunk state, by b2bua.Trunk.Index, read on
 	// every new call. Each trunk version takes the next index, never
 	// reused, so a call's *Trunk always finds its own; the slice only grows,
-	// by one entry an admin change.
+	// by one small entry per trunk added or replaced.
 	data atomic.Pointer[[]trunkData]
 
 	mu   sync.Mutex
