@@ -19,8 +19,15 @@ import (
 // Config configures an Engine.
 type Config struct {
 	// Trunks are the known sources of calls; the first whose sources match
-	// a request's source address takes the call.
+	// a request's source address takes the call. They are fixed, unless
+	// TrunkSet is set.
 	Trunks []Trunk
+	// TrunkSet, when set, is the trunks instead: the owner's, shared by its
+	// engines, which it may swap at any time (trunks added and removed at
+	// run time). It must hold a set before New. The engine loads it once
+	// per request; a call keeps the *Trunk it began with, whatever the set
+	// becomes.
+	TrunkSet *atomic.Pointer[TrunkSet]
 	// RejectUnknown answers INVITEs from unknown sources 403 instead of
 	// dropping them silently (the default: a silent drop gives a scanner
 	// nothing).
@@ -62,10 +69,9 @@ type Config struct {
 type Trunk struct {
 	Name  string
 	Group string // trunk_group: what routing keys on
-	// Index is the trunk's place in the application's own list of trunks,
-	// for its per-trunk tables (its ingress CPS key, its LCR attributes):
-	// an index rather than a name to hash on every INVITE. The engine
-	// does not read it.
+	// Index is the trunk's entry in the application's own per-trunk tables
+	// (its ingress CPS key, its LCR attributes): an index rather than a
+	// name to hash on every INVITE. The engine does not read it.
 	Index   int
 	Sources []Source
 	// MaxCalls bounds the trunk's concurrent calls; 0: unlimited. They are
@@ -84,6 +90,54 @@ type Trunk struct {
 	// begins: what routing looks up and caches, what carriers' policies
 	// start from, what the CDR records.
 	Normalize *NumberPolicy
+}
+
+// TrunkSet is an immutable set of trunks, in the order they match.
+type TrunkSet struct {
+	trunks []Trunk
+	// forceRPort: some trunk has ForceRPort, so replyTo looks the trunk up.
+	forceRPort bool
+}
+
+// NewTrunkSet returns a set of copies of trunks. A trunk without a Calls
+// counter gets its own.
+func NewTrunkSet(trunks []Trunk) *TrunkSet {
+	s := &TrunkSet{trunks: slices.Clone(trunks)}
+	for i := range s.trunks {
+		t := &s.trunks[i]
+		s.forceRPort = s.forceRPort || t.ForceRPort
+		if t.Calls == nil {
+			t.Calls = new(atomic.Int64)
+		}
+	}
+	return s
+}
+
+// Match returns the first trunk with a source ap is within, nil if none.
+func (s *TrunkSet) Match(ap netip.AddrPort) *Trunk {
+	for i := range s.trunks {
+		t := &s.trunks[i]
+		for _, src := range t.Sources {
+			if src.Matches(ap) {
+				return t
+			}
+		}
+	}
+	return nil
+}
+
+// Covers reports whether a is within some trunk's sources, whatever the
+// port.
+func (s *TrunkSet) Covers(a netip.Addr) bool {
+	a = a.Unmap()
+	for i := range s.trunks {
+		for _, src := range s.trunks[i].Sources {
+			if src.Prefix.Contains(a) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Source is an address range, optionally limited to one port.

@@ -45,6 +45,17 @@
 // transaction) and sipedge_late_answers_over_cap_total. Every call ends in
 // one CDR.
 //
+// # Trunks
+//
+// The trunks are an immutable TrunkSet behind an atomic pointer
+// (Config.TrunkSet), which the owner may swap at any time and every shard's
+// engine shares: each request loads it once, without a lock or an
+// allocation, so its admission, its reply address and its call see one set.
+// A call keeps the *Trunk it began with: replacing or removing a trunk never
+// touches the calls in progress. A trunk's Calls counter is the owner's to
+// share between the trunk's versions, for max_concurrent_calls to hold
+// across a replacement.
+//
 // # Where messages go
 //
 // Responses to the caller, and the 2xx's retransmissions, go where RFC

@@ -165,10 +165,12 @@ type Engine struct {
 	cfg    Config
 	env    Env
 	policy headerPolicy
-	// forceRPort: some trunk has ForceRPort, so replyTo looks the trunk up.
-	forceRPort bool
-	txns       *txn.Table
-	now        time.Duration
+	trunks *atomic.Pointer[TrunkSet] // Config.TrunkSet, or the fixed Config.Trunks
+	// set is the trunks loaded for the request being handled (Receive):
+	// one snapshot for its admission, its reply address and its call.
+	set  *TrunkSet
+	txns *txn.Table
+	now  time.Duration
 
 	calls  []*Call
 	free   int32 // head of the free list of calls, -1 if none
@@ -242,13 +244,11 @@ func New(cfg Config, env Env) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, env: env, policy: compilePolicy(cfg.HeaderAllow), free: -1,
 		byCallID: make(map[uint64]int32), probes: make(map[txn.Handle]*probe)}
-	for i := range e.cfg.Trunks {
-		t := &e.cfg.Trunks[i]
-		e.forceRPort = e.forceRPort || t.ForceRPort
-		if t.Calls == nil {
-			t.Calls = new(atomic.Int64)
-		}
+	if e.trunks = cfg.TrunkSet; e.trunks == nil {
+		e.trunks = new(atomic.Pointer[TrunkSet])
+		e.trunks.Store(NewTrunkSet(cfg.Trunks))
 	}
+	e.set = e.trunks.Load()
 	var err error
 	if e.txns, err = txn.New(cfg.Txn, txnClock{env.Clock}); err != nil {
 		return nil, err
@@ -331,7 +331,7 @@ func (e *Engine) Receive(m *parser.Message, from txn.Peer, now time.Duration) {
 			e.strayResponse(m, from, err)
 			return
 		}
-	} else if !e.admit(m, from) {
+	} else if e.set = e.trunks.Load(); !e.admit(m, from) {
 		return
 	} else if err := e.txns.ReceiveRequestTo(m, from, e.replyTo(m, from), now); err != nil {
 		e.rejectStateless(m, from, err)
@@ -534,7 +534,7 @@ func (e *Engine) replyTo(m *parser.Message, from txn.Peer) txn.Peer {
 	if m.TopVia(&via) != nil {
 		return from // the transaction layer refuses it
 	}
-	if e.forceRPort {
+	if e.set.forceRPort {
 		if t := e.trunkOf(from); t != nil && t.ForceRPort {
 			return from
 		}

@@ -10,18 +10,9 @@ import (
 	"github.com/sipedge/sipedge/parser"
 )
 
-// trunkOf returns the trunk a source address belongs to, nil if none.
-func (e *Engine) trunkOf(from txn.Peer) *Trunk {
-	for i := range e.cfg.Trunks {
-		t := &e.cfg.Trunks[i]
-		for _, s := range t.Sources {
-			if s.Matches(from.Addr) {
-				return t
-			}
-		}
-	}
-	return nil
-}
+// trunkOf returns the trunk a source address belongs to, nil if none, in
+// the set loaded for the request being handled.
+func (e *Engine) trunkOf(from txn.Peer) *Trunk { return e.set.Match(from.Addr) }
 
 // isInitialInvite reports whether m is an INVITE outside a dialog.
 func isInitialInvite(m *parser.Message) bool {

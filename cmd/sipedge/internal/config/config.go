@@ -160,34 +160,35 @@ type NumberPolicy struct {
 }
 
 // Trunk is a customer trunk: the sources it sends from and its limits.
+// Its JSON, the admin API's, has the YAML's shape.
 type Trunk struct {
-	Name string `yaml:"name"`
+	Name string `yaml:"name" json:"name"`
 	// TrunkGroup is what routing keys on (default: the trunk's name).
-	TrunkGroup string `yaml:"trunk_group"`
+	TrunkGroup string `yaml:"trunk_group" json:"trunk_group"`
 	// Sources are CIDRs with an optional port: "10.0.0.0/8", "10.0.0.0/8:5060",
 	// "[2001:db8::/32]:5060"; a bare address is a single host.
-	Sources []Source    `yaml:"sources"`
-	Limits  TrunkLimits `yaml:"limits"`
+	Sources []Source    `yaml:"sources" json:"sources"`
+	Limits  TrunkLimits `yaml:"limits" json:"limits"`
 	// ForceRPort answers the trunk at the source port of its requests even
 	// without rport in their Via (a PBX behind NAT), as Kamailio's
 	// force_rport; false: RFC 3261 18.2.2, the Via's sent-by port.
-	ForceRPort bool `yaml:"force_rport"`
+	ForceRPort bool `yaml:"force_rport" json:"force_rport"`
 	// NumberPolicy names the number_policies entry whose country code and
 	// national prefix put this trunk's numbers (dialled and calling) in
 	// E.164 as a call begins: what routing looks up and caches, what the
 	// carriers' policies start from, what the CDR records; "" = as sent.
-	NumberPolicy string `yaml:"number_policy"`
+	NumberPolicy string `yaml:"number_policy" json:"number_policy"`
 	// Attributes are the trunk's static attributes (customer: acme), sent
 	// to the LCR API as the request's attributes for its calls; those named
 	// in lcr.attributes are part of the decision's cache key.
-	Attributes map[string]string `yaml:"attributes"`
+	Attributes map[string]string `yaml:"attributes" json:"attributes,omitempty"`
 }
 
 // TrunkLimits are a trunk's ingress limits; 0 = unlimited.
 type TrunkLimits struct {
-	CPS                float64 `yaml:"cps"`
-	Burst              int     `yaml:"burst"`
-	MaxConcurrentCalls int     `yaml:"max_concurrent_calls"`
+	CPS                float64 `yaml:"cps" json:"cps"`
+	Burst              int     `yaml:"burst" json:"burst"`
+	MaxConcurrentCalls int     `yaml:"max_concurrent_calls" json:"max_concurrent_calls"`
 }
 
 // Gateway holds the carrier pools.

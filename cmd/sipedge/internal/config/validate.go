@@ -89,7 +89,7 @@ func (c *Config) fill() {
 		orDefault(&c.NumberPolicies[i].Format, FormatE164)
 	}
 	for i := range c.Trunks {
-		orDefault(&c.Trunks[i].TrunkGroup, c.Trunks[i].Name)
+		c.Trunks[i].fill()
 	}
 	for i := range c.Gateway.Groups {
 		g := &c.Gateway.Groups[i]
@@ -280,28 +280,7 @@ func (c *Config) validate(v *validator) {
 
 	seen = map[string]string{}
 	for i, t := range c.Trunks {
-		p := fmt.Sprintf("trunks[%d]", i)
-		v.name(p+".name", t.Name, seen)
-		if len(t.Sources) == 0 {
-			v.errorf(p+".sources", "at least one source required")
-		}
-		if t.NumberPolicy != "" && c.NumberPolicy(t.NumberPolicy) == nil {
-			v.errorf(p+".number_policy", "unknown number policy %q", t.NumberPolicy)
-		}
-		if l := t.Limits; l.CPS > 0 {
-			v.limit(p+".limits", ratelimit.Limit{Rate: l.CPS, Burst: l.Burst, Margin: 1}) // as the server registers it
-		}
-		if n := len(t.Attributes); n > lcr.MaxAttributes {
-			v.errorf(p+".attributes", "%d attributes: at most %d", n, lcr.MaxAttributes)
-		}
-		for _, name := range slices.Sorted(maps.Keys(t.Attributes)) {
-			ap := mapKeyPath(p+".attributes", name)
-			if !lcr.ValidAttributeName(name) {
-				v.errorf(ap, "%q: want 1 to %d letters, digits, '_', '-' or '.'", name, lcr.MaxAttributeName)
-			} else if val := t.Attributes[name]; !lcr.ValidAttributeValue(val) {
-				v.errorf(ap, "%q: want up to %d printable characters but ',' and ':' (the cache key's separators)", val, lcr.MaxAttributeValue)
-			}
-		}
+		c.checkTrunk(v, fmt.Sprintf("trunks[%d]", i), t, seen)
 	}
 
 	seen = map[string]string{}
@@ -410,6 +389,56 @@ func (c *Config) validate(v *validator) {
 		v.errorf("ratelimit.flood.ban_secs", "%v: want a positive ban while flood protection is on", r.Flood.Ban)
 	}
 }
+
+// checkTrunk checks the trunk t at path p ("trunks[2]"; "" for a trunk on
+// its own): the rules of the YAML's trunks, which the admin API's trunks
+// follow too (ValidateTrunk). seen collects the names so far.
+func (c *Config) checkTrunk(v *validator, p string, t Trunk, seen map[string]string) {
+	v.name(joinPath(p, "name"), t.Name, seen)
+	if len(t.Sources) == 0 {
+		v.errorf(joinPath(p, "sources"), "at least one source required")
+	}
+	if t.NumberPolicy != "" && c.NumberPolicy(t.NumberPolicy) == nil {
+		v.errorf(joinPath(p, "number_policy"), "unknown number policy %q", t.NumberPolicy)
+	}
+	if l := t.Limits; l.CPS > 0 {
+		v.limit(joinPath(p, "limits"), t.IngressLimit())
+	}
+	if n := len(t.Attributes); n > lcr.MaxAttributes {
+		v.errorf(joinPath(p, "attributes"), "%d attributes: at most %d", n, lcr.MaxAttributes)
+	}
+	for _, name := range slices.Sorted(maps.Keys(t.Attributes)) {
+		ap := mapKeyPath(joinPath(p, "attributes"), name)
+		if !lcr.ValidAttributeName(name) {
+			v.errorf(ap, "%q: want 1 to %d letters, digits, '_', '-' or '.'", name, lcr.MaxAttributeName)
+		} else if val := t.Attributes[name]; !lcr.ValidAttributeValue(val) {
+			v.errorf(ap, "%q: want up to %d printable characters but ',' and ':' (the cache key's separators)", val, lcr.MaxAttributeValue)
+		}
+	}
+}
+
+// ValidateTrunk checks a trunk added at run time (the admin API) by the
+// rules of the YAML's trunks, against c's number policies, after filling
+// in its defaults as Load does (trunk_group: the name). The errors
+// (an ErrorList) name the trunk's own fields ("sources", "limits"),
+// without lines. Whether the name is taken is the caller's to decide.
+func (c *Config) ValidateTrunk(t *Trunk) error {
+	t.fill()
+	v := &validator{}
+	c.checkTrunk(v, "", *t, map[string]string{})
+	if len(v.errs) > 0 {
+		return v.errs
+	}
+	return nil
+}
+
+// IngressLimit is the limiter's limit for the trunk's limits.cps, as the
+// server registers it.
+func (t *Trunk) IngressLimit() ratelimit.Limit {
+	return ratelimit.Limit{Rate: t.Limits.CPS, Burst: t.Limits.Burst, Margin: 1}
+}
+
+func (t *Trunk) fill() { orDefault(&t.TrunkGroup, t.Name) }
 
 func (c *Config) validateRoute(v *validator, p string, r Route) {
 	switch {

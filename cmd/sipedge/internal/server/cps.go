@@ -24,8 +24,7 @@ import (
 type cps struct {
 	limiter *ratelimit.Limiter
 	log     *slog.Logger
-	ingress *ratelimit.Local // trunks' ingress CPS: in process, no Redis on the way in
-	trunks  []trunkLimit     // by b2bua.Trunk.Index: the trunk's key in ingress
+	ingress *ratelimit.Local // trunks' ingress CPS (their keys: trunkData): in process, no Redis on the way in
 
 	// groups maps a gateway group to its account's key and its CPS reject
 	// matchers. Read lock-free on every paced dial; replaced whole, under
@@ -40,12 +39,6 @@ type cps struct {
 	routeKeys  atomic.Pointer[map[string]routeKey]
 	routeMu    sync.Mutex
 	routeNames int // accounts registered for routes; guarded by routeMu
-}
-
-// trunkLimit is a trunk's ingress CPS key, when it has a limit.
-type trunkLimit struct {
-	key   ratelimit.Key
-	paced bool
 }
 
 // groupLimit is a gateway group's CPS: its account's key when paced, and
@@ -67,20 +60,10 @@ type routeKey struct {
 const maxRouteAccounts = 10000
 
 func newCPS(cfg *config.Config, s *Server) (*cps, error) {
-	c := &cps{trunks: make([]trunkLimit, len(cfg.Trunks)), log: s.log}
+	c := &cps{log: s.log}
 	var err error
 	if c.ingress, err = ratelimit.NewLocal(ratelimit.Options{}); err != nil {
 		return nil, err
-	}
-	for i, t := range cfg.Trunks {
-		if t.Limits.CPS <= 0 {
-			continue
-		}
-		k, err := c.ingress.Register("trunk:"+t.Name, ratelimit.Limit{Rate: t.Limits.CPS, Burst: t.Limits.Burst, Margin: 1})
-		if err != nil {
-			return nil, fmt.Errorf("trunks[%s].limits: %w", t.Name, err)
-		}
-		c.trunks[i] = trunkLimit{key: k, paced: true}
 	}
 	c.limiter, err = ratelimit.New(ratelimit.Options{Config: ratelimit.Config{Redis: cfg.RateLimit.Redis,
 		DeadlineMS: int(cfg.RateLimit.Deadline / time.Millisecond), FailureMode: ratelimit.FailureMode(cfg.RateLimit.FailureMode),
@@ -154,10 +137,11 @@ func (c *cps) setGroup(name string, gl *groupLimit) {
 
 // admit is the engines' Env.Admit: the trunk's ingress CPS.
 func (a *shardApp) admit(t *b2bua.Trunk) (time.Duration, bool) {
-	if t.Index >= len(a.s.cps.trunks) || !a.s.cps.trunks[t.Index].paced {
+	td := a.s.trunks.dataOf(t)
+	if td == nil || !td.ingress.paced {
 		return 0, true
 	}
-	if d := a.s.cps.ingress.Reserve(a.s.cps.trunks[t.Index].key, a.sh.Now()); d.Over {
+	if d := a.s.cps.ingress.Reserve(td.ingress.key, a.sh.Now()); d.Over {
 		return time.Second, false
 	}
 	return 0, true

@@ -2,4 +2,18 @@
 // sharded runtime (shard), one B2BUA engine per shard (dialog/b2bua), the
 // routing decision (route), the CDR writer (dialog/cdr) and the admin HTTP
 // API. It is the only place that knows all of them; cmd/sipedge runs it.
+//
+// # Trunks
+//
+// The trunks (trunks.go) are the YAML's, fixed, then those the admin API
+// (/v1/trunks) added, which a restart loses. Every change publishes a new
+// b2bua.TrunkSet, which all the engines share through one atomic pointer;
+// calls in progress keep the trunk they began with. What the server keeps
+// per trunk, its ingress CPS key (registered as the trunk is added, at the
+// limit it names) and its LCR attributes, is in a table indexed by
+// b2bua.Trunk.Index: each version of a trunk takes a new index, never
+// reused, so a call's trunk always finds its own. The counter of a trunk's
+// live calls is per name (Server.trunkCalls), so a replacement keeps
+// counting the calls of the version it replaced. The flood guard exempts the
+// sources of the set in force.
 package server

@@ -7,12 +7,15 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"sync/atomic"
 	"testing"
 
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
 	"github.com/sipedge/sipedge/dialog/b2bua"
+	"github.com/sipedge/sipedge/ratelimit"
 	"github.com/sipedge/sipedge/route/lcr"
 )
 
@@ -31,9 +34,18 @@ func TestRouteCacheHitAllocs(t *testing.T) {
 	}
 	defer res.Close()
 	cfg := &config.Config{Trunks: []config.Trunk{{Name: "t", TrunkGroup: "tg",
+		Sources:    []config.Source{{Prefix: netip.MustParsePrefix("192.0.2.0/24")}},
 		Attributes: map[string]string{"customer": "acme", "region": "eu"}}}}
-	a := &shardApp{s: &Server{cfg: cfg, lcr: res}}
-	rr := &b2bua.RouteRequest{Trunk: &b2bua.Trunk{Name: "t", Group: "tg"}, Dialed: []byte("+12025550123")}
+	ingress, err := ratelimit.NewLocal(ratelimit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trunks, err := newTrunks(cfg, ingress, func(string) *atomic.Int64 { return new(atomic.Int64) }, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &shardApp{s: &Server{cfg: cfg, lcr: res, trunks: trunks}}
+	rr := &b2bua.RouteRequest{Trunk: trunks.set.Load().Match(netip.MustParseAddrPort("192.0.2.1:5060")), Dialed: []byte("+12025550123")}
 
 	got := make(chan lcr.Decision, 1)
 	res.Lookup(&lcr.Request{DialedNumber: "+12025550123", Source: lcr.CallSource{TrunkGroup: "tg"},

@@ -3,11 +3,13 @@ package server
 import (
 	"log/slog"
 	"net/netip"
+	"sync/atomic"
 	"testing"
 
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/health"
+	"github.com/sipedge/sipedge/ratelimit"
 	"github.com/sipedge/sipedge/route"
 )
 
@@ -69,7 +71,15 @@ func TestFloodExemptions(t *testing.T) {
 		}}}},
 	}
 	var dialled dialledHops
-	exempt := exemptFrom(cfg, reg, dialled.has)
+	ingress, err := ratelimit.NewLocal(ratelimit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trunks, err := newTrunks(cfg, ingress, func(string) *atomic.Int64 { return new(atomic.Int64) }, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exempt := exemptFrom(cfg, reg, dialled.has, trunks.covers)
 	check := func(a string, want bool) {
 		t.Helper()
 		if got := exempt(netip.MustParseAddr(a)); got != want {
@@ -89,6 +99,19 @@ func TestFloodExemptions(t *testing.T) {
 	check("203.0.113.20", false)
 	dialled.add(netip.MustParseAddr("::ffff:203.0.113.20"), slog.Default())
 	check("203.0.113.20", true) // an API route's next hop, once dialled
+
+	// A trunk added at run time is exempt, until it is removed.
+	check("100.64.0.1", false)
+	if _, err := trunks.put(config.Trunk{Name: "runtime", TrunkGroup: "runtime",
+		Sources: []config.Source{{Prefix: netip.MustParsePrefix("100.64.0.0/16"), Port: 5060}}}); err != nil {
+		t.Fatal(err)
+	}
+	check("100.64.0.1", true)
+	if err := trunks.remove("runtime"); err != nil {
+		t.Fatal(err)
+	}
+	check("100.64.0.1", false)
+	check("198.51.100.7", true) // the YAML's trunk stays
 }
 
 // The API's next hops are bounded: past maxDialledHops the flood guard

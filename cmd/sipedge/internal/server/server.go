@@ -45,6 +45,7 @@ type Server struct {
 	// channels counts gateway groups' calls against their limits.
 	channels *channels
 	cps      *cps
+	trunks   *trunks // the YAML's and the admin API's
 	apps     []*shardApp
 
 	runtimeSet, engineSet, cdrSet, lcrSet, healthSet, cpsSet *metrics.Set
@@ -99,6 +100,9 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	if s.cps, err = newCPS(cfg, s); err != nil {
 		return fail(err)
 	}
+	if s.trunks, err = newTrunks(cfg, s.cps.ingress, s.trunkCalls, log); err != nil {
+		return fail(err)
+	}
 	maxSize := int64(cfg.CDR.MaxSizeMB) << 20
 	if s.cdr, err = cdr.New(cdr.Options{Path: cfg.CDR.File, MaxSize: maxSize, MaxBackups: cfg.CDR.MaxBackups,
 		Queue: cfg.CDR.Queue, Metrics: s.cdrSet, Log: log}); err != nil {
@@ -115,7 +119,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	}
 	// Flood protection for sources that are neither trunks nor carriers.
 	sc.Flood = shard.FloodConfig{PerSecond: cfg.RateLimit.Flood.MessagesPerSec,
-		Ban: cfg.RateLimit.Flood.Ban, Exempt: exemptFrom(cfg, s.health, s.hops.has)}
+		Ban: cfg.RateLimit.Flood.Ban, Exempt: exemptFrom(cfg, s.health, s.hops.has, s.trunks.covers)}
 	var appErr error // shard.New builds the shards one after another, here
 	s.rt, err = shard.New(sc, func(sh *shard.Shard) shard.Handler {
 		h, err := s.newShardApp(sh)
@@ -132,7 +136,8 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 // trunkCalls returns the counter of a trunk's live calls that every
 // shard's engine shares, so that max_concurrent_calls holds for the node:
 // a per-shard share refused calls early on one shard, and rounded up past
-// the limit across them.
+// the limit across them. A trunk replaced at run time keeps its counter:
+// its calls in progress still count against the new version's limit.
 func (s *Server) trunkCalls(name string) *atomic.Int64 {
 	s.trunkMu.Lock()
 	defer s.trunkMu.Unlock()
@@ -207,27 +212,19 @@ func (s *Server) b2buaConfig(shardIdx int) b2bua.Config {
 	if bc.LocalUDP == "" {
 		bc.LocalUDP = bc.LocalTCP
 	}
-	for i, t := range cfg.Trunks {
-		bt := b2bua.Trunk{Name: t.Name, Group: t.TrunkGroup, Index: i, ForceRPort: t.ForceRPort,
-			MaxCalls: t.Limits.MaxConcurrentCalls, Calls: s.trunkCalls(t.Name)}
-		for _, src := range t.Sources {
-			bt.Sources = append(bt.Sources, b2bua.Source{Prefix: src.Prefix, Port: src.Port})
-		}
-		if np := cfg.NumberPolicy(t.NumberPolicy); np != nil {
-			// Routing keys on E.164, whatever form the policy shapes into.
-			bt.Normalize = &b2bua.NumberPolicy{CountryCode: np.CountryCode, NationalPrefix: np.NationalPrefix}
-		}
-		bc.Trunks = append(bc.Trunks, bt)
+	if s.trunks != nil {
+		bc.TrunkSet = &s.trunks.set
 	}
 	return bc
 }
 
 // exemptFrom returns the addresses never banned for flooding (issue 7):
-// the trunks' sources, the carriers' gateways as the health registry
+// the trunks' sources (trunk: the YAML's and those added at run time, not
+// those removed), the carriers' gateways as the health registry
 // resolves them now (YAML groups, names resolved, groups added at run
 // time), the static routes' next hops and Request-URI hosts, and those of
 // the API's routes once a call went there (dialled).
-func exemptFrom(cfg *config.Config, gateways *health.Registry, dialled func(netip.Addr) bool) func(netip.Addr) bool {
+func exemptFrom(cfg *config.Config, gateways *health.Registry, dialled, trunk func(netip.Addr) bool) func(netip.Addr) bool {
 	hops := make(map[netip.Addr]bool)
 	for _, p := range cfg.LCR.StaticRoutes {
 		for _, r := range p.Routes {
@@ -238,20 +235,8 @@ func exemptFrom(cfg *config.Config, gateways *health.Registry, dialled func(neti
 			}
 		}
 	}
-	var sources []config.Source
-	for _, t := range cfg.Trunks {
-		sources = append(sources, t.Sources...)
-	}
 	return func(a netip.Addr) bool {
-		if gateways.Known(a) || hops[a] || dialled(a) {
-			return true
-		}
-		for _, s := range sources {
-			if s.Prefix.Contains(a) {
-				return true
-			}
-		}
-		return false
+		return gateways.Known(a) || hops[a] || dialled(a) || trunk(a)
 	}
 }
 
@@ -324,10 +309,10 @@ func (a *shardApp) route(r *b2bua.RouteRequest) b2bua.Decision {
 // (trunks[].attributes), nil for none: the LCR request's attributes and,
 // for the names in lcr.attributes, part of the cache key.
 func (a *shardApp) trunkAttributes(t *b2bua.Trunk) map[string]string {
-	if t == nil || t.Index >= len(a.s.cfg.Trunks) {
-		return nil
+	if d := a.s.trunks.dataOf(t); d != nil {
+		return d.attributes
 	}
-	return a.s.cfg.Trunks[t.Index].Attributes
+	return nil
 }
 
 // advertised is the address sipedge writes into its Via and Contact for
@@ -566,6 +551,9 @@ func (s *Server) startAdmin() error {
 		io.WriteString(w, "ready\n")
 	})
 	mux.Handle("/v1/gateway/", s.health.Handler())
+	trunks := s.trunks.handler()
+	mux.Handle("/v1/trunks", trunks)
+	mux.Handle("/v1/trunks/", trunks)
 	var h http.Handler = mux
 	if tok := s.cfg.Admin.Token; tok != "" {
 		h = bearer(tok, mux)

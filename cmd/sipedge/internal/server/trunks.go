@@ -1,0 +1,304 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
+	"github.com/sipedge/sipedge/dialog/b2bua"
+	"github.com/sipedge/sipedge/ratelimit"
+)
+
+// Errors of trunk changes through the admin API.
+var (
+	errFixedTrunk   = errors.New("trunk is in the configuration file (fixed)")
+	errUnknownTrunk = errors.New("unknown trunk")
+)
+
+// trunks are the node's customer trunks: the YAML's, fixed, then those
+// added at run time through the admin API, in the order added. Runtime
+// trunks are not persisted: a restart loses them, as it does runtime
+// gateway groups.
+type trunks struct {
+	cfg     *config.Config // its number policies
+	log     *slog.Logger
+	ingress *ratelimit.Local                // where a trunk's limits.cps is registered
+	calls   func(name string) *atomic.Int64 // a trunk name's live calls, which every version of the trunk shares
+
+	// set is what the engines match requests against: replaced whole, under
+	// mu, on every change.
+	set atomic.Pointer[b2bua.TrunkSet]
+	// data is the server's per-trunk state, by b2bua.Trunk.Index, read on
+	// every new call. Each trunk version takes the next index, never
+	// reused, so a call's *Trunk always finds its own; the slice only grows,
+	// by one small entry per trunk added or replaced.
+	data atomic.Pointer[[]trunkData]
+
+	mu   sync.Mutex
+	list []trunkEntry // guarded by mu
+}
+
+// trunkEntry is one trunk as configured and as the engines see it.
+type trunkEntry struct {
+	cfg   config.Trunk
+	fixed bool
+	bt    b2bua.Trunk
+}
+
+// trunkData is what routing and admission need of a trunk.
+type trunkData struct {
+	attributes map[string]string // the LCR request's; shared read-only with the resolver
+	ingress    trunkLimit
+}
+
+// trunkLimit is a trunk's ingress CPS key, when it has a limit.
+type trunkLimit struct {
+	key   ratelimit.Key
+	paced bool
+}
+
+// newTrunks builds the YAML's trunks (validated by config).
+func newTrunks(cfg *config.Config, ingress *ratelimit.Local, calls func(string) *atomic.Int64, log *slog.Logger) (*trunks, error) {
+	t := &trunks{cfg: cfg, log: log, ingress: ingress, calls: calls}
+	t.data.Store(new([]trunkData))
+	for _, ct := range cfg.Trunks {
+		e, err := t.entry(ct, true)
+		if err != nil {
+			return nil, fmt.Errorf("trunks[%s].limits: %w", ct.Name, err)
+		}
+		t.list = append(t.list, e)
+	}
+	t.publish()
+	return t, nil
+}
+
+// entry builds a trunk's engine form and registers its ingress CPS key,
+// giving it the next index. It is called under mu, or before sharing.
+func (t *trunks) entry(ct config.Trunk, fixed bool) (trunkEntry, error) {
+	d := trunkData{attributes: ct.Attributes}
+	if ct.Limits.CPS > 0 {
+		// A trunk replaced draws from its key at the new limit.
+		k, err := t.ingress.Register("trunk:"+ct.Name, ct.IngressLimit())
+		if err != nil {
+			return trunkEntry{}, err
+		}
+		d.ingress = trunkLimit{key: k, paced: true}
+	}
+	data := slices.Clone(*t.data.Load())
+	bt := b2bua.Trunk{Name: ct.Name, Group: ct.TrunkGroup, Index: len(data), ForceRPort: ct.ForceRPort,
+		MaxCalls: ct.Limits.MaxConcurrentCalls, Calls: t.calls(ct.Name)}
+	for _, src := range ct.Sources {
+		bt.Sources = append(bt.Sources, b2bua.Source{Prefix: src.Prefix, Port: src.Port})
+	}
+	if np := t.cfg.NumberPolicy(ct.NumberPolicy); np != nil {
+		// Routing keys on E.164, whatever form the policy shapes into.
+		bt.Normalize = &b2bua.NumberPolicy{CountryCode: np.CountryCode, NationalPrefix: np.NationalPrefix}
+	}
+	data = append(data, d)
+	t.data.Store(&data)
+	return trunkEntry{cfg: ct, fixed: fixed, bt: bt}, nil
+}
+
+// publish hands the engines a new set of the trunks in list.
+func (t *trunks) publish() {
+	bts := make([]b2bua.Trunk, len(t.list))
+	for i := range t.list {
+		bts[i] = t.list[i].bt
+	}
+	t.set.Store(b2bua.NewTrunkSet(bts))
+}
+
+// dataOf returns the server's state of the trunk a call came from.
+func (t *trunks) dataOf(bt *b2bua.Trunk) *trunkData {
+	if data := *t.data.Load(); bt != nil && bt.Index < len(data) {
+		return &data[bt.Index]
+	}
+	return nil
+}
+
+// covers reports whether a is within some trunk's sources: the flood guard
+// never bans a trunk.
+func (t *trunks) covers(a netip.Addr) bool { return t.set.Load().Covers(a) }
+
+// put adds a runtime trunk, or replaces the runtime trunk of its name in
+// its place: its calls in progress keep the version they began with, and
+// its live calls stay counted. ct must be valid (config.ValidateTrunk).
+func (t *trunks) put(ct config.Trunk) (replaced bool, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	i := slices.IndexFunc(t.list, func(e trunkEntry) bool { return e.cfg.Name == ct.Name })
+	if i >= 0 && t.list[i].fixed {
+		return false, fmt.Errorf("cannot replace trunk %q: %w", ct.Name, errFixedTrunk)
+	}
+	e, err := t.entry(ct, false)
+	if err != nil {
+		return false, fmt.Errorf("limits: %w", err)
+	}
+	if i >= 0 {
+		t.list[i] = e
+	} else {
+		t.list = append(t.list, e)
+	}
+	t.publish()
+	return i >= 0, nil
+}
+
+// remove removes a runtime trunk; its calls in progress go on.
+func (t *trunks) remove(name string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	i := slices.IndexFunc(t.list, func(e trunkEntry) bool { return e.cfg.Name == name })
+	switch {
+	case i < 0:
+		return fmt.Errorf("trunk %q: %w", name, errUnknownTrunk)
+	case t.list[i].fixed:
+		return fmt.Errorf("cannot remove trunk %q: %w", name, errFixedTrunk)
+	}
+	t.list = slices.Delete(t.list, i, i+1)
+	t.publish()
+	return nil
+}
+
+// trunkJSON is a trunk as the admin API shows it.
+type trunkJSON struct {
+	config.Trunk
+	Fixed bool `json:"fixed"`
+}
+
+// get returns the trunk of that name.
+func (t *trunks) get(name string) (trunkJSON, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, e := range t.list {
+		if e.cfg.Name == name {
+			return trunkJSON{Trunk: e.cfg, Fixed: e.fixed}, true
+		}
+	}
+	return trunkJSON{}, false
+}
+
+// handler returns the admin API for trunks, JSON in the YAML's shape:
+//
+//	GET    /v1/trunks         every trunk: the YAML's ("fixed": true), then the runtime ones as added
+//	POST   /v1/trunks         add or replace a runtime trunk: 201 added, 200 replaced,
+//	                          400 bad input (the field and why), 409 a YAML trunk
+//	GET    /v1/trunks/{name}  the trunk; 404 unknown
+//	DELETE /v1/trunks/{name}  204 removed, 404 unknown, 409 a YAML trunk
+//
+// Errors are {"error": "..."}; unknown keys are errors. A POSTed trunk
+// follows the YAML's rules (its number_policy must name a configured
+// policy). Calls in progress keep the trunk they began with: replacing or
+// removing it changes new calls only. Runtime trunks are not persisted: a
+// restart loses them. Authentication and the listening socket are the
+// caller's.
+func (t *trunks) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/trunks", t.listTrunks)
+	mux.HandleFunc("POST /v1/trunks", t.postTrunk)
+	mux.HandleFunc("GET /v1/trunks/{name}", t.getTrunk)
+	mux.HandleFunc("DELETE /v1/trunks/{name}", t.deleteTrunk)
+	return mux
+}
+
+func (t *trunks) listTrunks(w http.ResponseWriter, _ *http.Request) {
+	t.mu.Lock()
+	out := make([]trunkJSON, len(t.list))
+	for i, e := range t.list {
+		out[i] = trunkJSON{Trunk: e.cfg, Fixed: e.fixed}
+	}
+	t.mu.Unlock()
+	writeJSON(w, http.StatusOK, out)
+}
+
+// maxTrunkBody bounds a POSTed trunk.
+const maxTrunkBody = 1 << 20
+
+func (t *trunks) postTrunk(w http.ResponseWriter, req *http.Request) {
+	var body struct {
+		config.Trunk
+		// Sources shadows the trunk's, parsed here so that an error names
+		// the source (JSON's own errors of a text value name no field).
+		Sources []string `json:"sources"`
+	}
+	d := json.NewDecoder(io.LimitReader(req.Body, maxTrunkBody))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&body); err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("cannot decode trunk: %w", err))
+		return
+	}
+	if d.More() {
+		writeError(w, http.StatusBadRequest, errors.New("cannot decode trunk: trailing data after the JSON object"))
+		return
+	}
+	ct := body.Trunk
+	ct.Sources = make([]config.Source, len(body.Sources))
+	for i, s := range body.Sources {
+		if err := ct.Sources[i].UnmarshalText([]byte(s)); err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("sources[%d]: %w", i, err))
+			return
+		}
+	}
+	if err := t.cfg.ValidateTrunk(&ct); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	replaced, err := t.put(ct)
+	switch {
+	case errors.Is(err, errFixedTrunk):
+		writeError(w, http.StatusConflict, err)
+		return
+	case err != nil:
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	code, what := http.StatusCreated, "trunk added"
+	if replaced {
+		code, what = http.StatusOK, "trunk replaced"
+	}
+	t.log.Info(what, "trunk", ct.Name)
+	writeJSON(w, code, trunkJSON{Trunk: ct})
+}
+
+func (t *trunks) getTrunk(w http.ResponseWriter, req *http.Request) {
+	name := req.PathValue("name")
+	tj, ok := t.get(name)
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Errorf("trunk %q: %w", name, errUnknownTrunk))
+		return
+	}
+	writeJSON(w, http.StatusOK, tj)
+}
+
+func (t *trunks) deleteTrunk(w http.ResponseWriter, req *http.Request) {
+	name := req.PathValue("name")
+	err := t.remove(name)
+	switch {
+	case err == nil:
+		t.log.Info("trunk removed", "trunk", name)
+		w.WriteHeader(http.StatusNoContent)
+	case errors.Is(err, errUnknownTrunk):
+		writeError(w, http.StatusNotFound, err)
+	case errors.Is(err, errFixedTrunk):
+		writeError(w, http.StatusConflict, err)
+	default:
+		writeError(w, http.StatusInternalServerError, err)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, err error) {
+	writeJSON(w, code, map[string]string{"error": err.Error()})
+}

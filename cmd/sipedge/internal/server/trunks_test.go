@@ -1,0 +1,186 @@
+package server
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
+	"github.com/sipedge/sipedge/ratelimit"
+)
+
+// newTestTrunks returns the trunk registry of a configuration with one
+// YAML trunk, "yaml", and one number policy, "uk", and its admin API.
+func newTestTrunks(t *testing.T) (*trunks, *httptest.Server) {
+	t.Helper()
+	cfg, err := config.Parse([]byte(`
+number_policies: [{ name: uk, country_code: "44", national_prefix: "0" }]
+trunks: [{ name: yaml, sources: ["198.51.100.0/24"] }]
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ingress, err := ratelimit.NewLocal(ratelimit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counters := map[string]*atomic.Int64{}
+	calls := func(name string) *atomic.Int64 {
+		if counters[name] == nil {
+			counters[name] = new(atomic.Int64)
+		}
+		return counters[name]
+	}
+	tr, err := newTrunks(cfg, ingress, calls, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(tr.handler())
+	t.Cleanup(srv.Close)
+	return tr, srv
+}
+
+// do sends a request to the admin API and returns the status and body.
+func do(t *testing.T, method, url, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// The trunks admin API adds, replaces, lists, shows and removes runtime
+// trunks, and the engines' set follows; YAML trunks are fixed.
+func TestTrunkAdmin(t *testing.T) {
+	tr, srv := newTestTrunks(t)
+	url := srv.URL + "/v1/trunks"
+	matches := func(ap string) string {
+		t.Helper()
+		if bt := tr.set.Load().Match(netip.MustParseAddrPort(ap)); bt != nil {
+			return bt.Name
+		}
+		return ""
+	}
+
+	acme := `{"name":"acme","sources":["10.0.0.0/8","192.0.2.1:5060","[2001:db8::/32]:5060"],
+		"limits":{"cps":5,"burst":2,"max_concurrent_calls":10},"force_rport":true,"number_policy":"uk",
+		"attributes":{"customer":"acme"}}`
+	code, body := do(t, "POST", url, acme)
+	if code != http.StatusCreated || !strings.Contains(body, `"trunk_group":"acme"`) {
+		t.Fatalf("add: %d %s, want 201 with trunk_group defaulted to the name", code, body)
+	}
+	if code, body = do(t, "POST", url, `{"name":"beta","trunk_group":"wholesale","sources":["203.0.113.7"]}`); code != http.StatusCreated {
+		t.Fatalf("add beta: %d %s", code, body)
+	}
+	if got := matches("10.1.2.3:5060"); got != "acme" {
+		t.Errorf("10.1.2.3 matches %q, want acme", got)
+	}
+	if got := matches("[2001:db8::1]:5060"); got != "acme" {
+		t.Errorf("2001:db8::1 port 5060 matches %q, want acme", got)
+	}
+	if got := matches("[2001:db8::1]:5061"); got != "" {
+		t.Errorf("2001:db8::1 port 5061 matches %q, want none", got)
+	}
+	bt := tr.set.Load().Match(netip.MustParseAddrPort("10.1.2.3:5060"))
+	if d := tr.dataOf(bt); d == nil || !d.ingress.paced || d.attributes["customer"] != "acme" ||
+		bt.Normalize == nil || bt.Normalize.CountryCode != "44" || !bt.ForceRPort || bt.MaxCalls != 10 {
+		t.Fatalf("acme's engine form %+v, data %+v", bt, d)
+	}
+	acmeCalls := bt.Calls
+
+	// Replaced: new sources, no limit, its place and its call counter kept.
+	code, body = do(t, "POST", url, `{"name":"acme","sources":["172.16.0.0/12"]}`)
+	if code != http.StatusOK {
+		t.Fatalf("replace: %d %s, want 200", code, body)
+	}
+	if got, got2 := matches("10.1.2.3:5060"), matches("172.16.1.1:5060"); got != "" || got2 != "acme" {
+		t.Errorf("after the replace 10.1.2.3 matches %q, 172.16.1.1 %q; want none and acme", got, got2)
+	}
+	bt2 := tr.set.Load().Match(netip.MustParseAddrPort("172.16.1.1:5060"))
+	if bt2.Index == bt.Index || bt2.Calls != acmeCalls || tr.dataOf(bt2).ingress.paced || tr.dataOf(bt).attributes["customer"] != "acme" {
+		t.Errorf("the replacement: index %d (was %d), same counter %v, paced %v; the old version's attributes %v",
+			bt2.Index, bt.Index, bt2.Calls == acmeCalls, tr.dataOf(bt2).ingress.paced, tr.dataOf(bt).attributes)
+	}
+
+	code, body = do(t, "GET", url, "")
+	var list []struct {
+		Name  string `json:"name"`
+		Fixed bool   `json:"fixed"`
+	}
+	if err := json.Unmarshal([]byte(body), &list); code != http.StatusOK || err != nil {
+		t.Fatalf("list: %d %s %v", code, body, err)
+	}
+	if len(list) != 3 || list[0] != (struct {
+		Name  string `json:"name"`
+		Fixed bool   `json:"fixed"`
+	}{"yaml", true}) || list[1].Name != "acme" || list[1].Fixed || list[2].Name != "beta" {
+		t.Errorf("list %+v, want yaml (fixed), acme, beta", list)
+	}
+
+	code, body = do(t, "GET", url+"/beta", "")
+	if code != http.StatusOK || !strings.Contains(body, `"trunk_group":"wholesale"`) || !strings.Contains(body, `"sources":["203.0.113.7/32"]`) {
+		t.Errorf("get beta: %d %s", code, body)
+	}
+	if code, _ = do(t, "GET", url+"/nope", ""); code != http.StatusNotFound {
+		t.Errorf("get unknown: %d, want 404", code)
+	}
+	if code, body = do(t, "POST", url, `{"name":"yaml","sources":["192.0.2.9"]}`); code != http.StatusConflict {
+		t.Errorf("replace a YAML trunk: %d %s, want 409", code, body)
+	}
+
+	if code, body = do(t, "DELETE", url+"/acme", ""); code != http.StatusNoContent {
+		t.Fatalf("delete: %d %s", code, body)
+	}
+	if got := matches("172.16.1.1:5060"); got != "" {
+		t.Errorf("after the delete 172.16.1.1 matches %q", got)
+	}
+	if code, _ = do(t, "DELETE", url+"/acme", ""); code != http.StatusNotFound {
+		t.Errorf("delete again: %d, want 404", code)
+	}
+	if code, _ = do(t, "DELETE", url+"/yaml", ""); code != http.StatusConflict {
+		t.Errorf("delete a YAML trunk: %d, want 409", code)
+	}
+	if got := matches("198.51.100.1:5060"); got != "yaml" {
+		t.Errorf("the YAML trunk matches %q", got)
+	}
+}
+
+// A bad trunk is refused with 400, naming the field and why, and changes
+// nothing.
+func TestTrunkAdminBadInput(t *testing.T) {
+	tr, srv := newTestTrunks(t)
+	for _, c := range []struct{ body, want string }{
+		{`{"name":"x","sources":["10.0.0.0/8","10.0.0.300"]}`, `sources[1]: \"10.0.0.300\": invalid CIDR or address`},
+		{`{"name":"x","sources":["10.0.0.0/8:0"]}`, `sources[0]: \"10.0.0.0/8:0\": port must not be 0`},
+		{`{"name":"x"}`, `sources: at least one source required`},
+		{`{"sources":["10.0.0.0/8"]}`, `name: required`},
+		{`{"name":"x","sources":["10.0.0.0/8"],"limits":{"cps":0.0001}}`, `limits: rate 0.0001`},
+		{`{"name":"x","sources":["10.0.0.0/8"],"limits":{"cps":5,"burst":-1}}`, `limits: burst -1`},
+		{`{"name":"x","sources":["10.0.0.0/8"],"limits":{"cps":"fast"}}`, `limits.cps`},
+		{`{"name":"x","sources":["10.0.0.0/8"],"number_policy":"fr"}`, `number_policy: unknown number policy \"fr\"`},
+		{`{"name":"x","sources":["10.0.0.0/8"],"attributes":{"customer":"a,b"}}`, `attributes.customer: \"a,b\"`},
+		{`{"name":"x","sources":["10.0.0.0/8"],"cps":5}`, `unknown field \"cps\"`},
+		{`{"name":"x","sources":["10.0.0.0/8"]} {}`, `trailing data`},
+	} {
+		code, body := do(t, "POST", srv.URL+"/v1/trunks", c.body)
+		if code != http.StatusBadRequest || !strings.Contains(body, c.want) {
+			t.Errorf("%s: %d %s, want 400 with %s", c.body, code, body, c.want)
+		}
+	}
+	if n := len(tr.list); n != 1 {
+		t.Errorf("%d trunks after bad input, want the YAML's alone", n)
+	}
+}
