@@ -35,16 +35,7 @@ carrier() {
 }
 
 # dump_errors: on failure, show the SIPp error traces and non-200 CDRs (called by finish).
-dump_errors() {
-	local f
-	for f in uac_errors.log uas_a_errors.log uas_b_errors.log; do
-		if [ -s "$WORK/$f" ]; then
-			log "first lines of $f:"
-			head -20 "$WORK/$f" >&2
-		fi
-	done
-	grep -vE '"final_code":200[,}]' "$WORK/cdr.jsonl" 2>/dev/null | head -3 >&2 || true
-}
+dump_errors() { dump_sipp_errors; }
 
 setup_work sipedge-sipp-failover
 pick 1 SIP_PORT ADMIN_PORT UAS_A_PORT UAS_B_PORT UAC_PORT UAS_A_CP UAS_B_CP UAC_CP # SIPp's -cp: a control socket

@@ -253,6 +253,19 @@ cdr_count() {
 	grep -c . <<<"$cdrs" || true
 }
 
+# dump_sipp_errors: show the first lines of every SIPp error log and the
+# first CDRs of calls that did not end 200 (a scenario script's dump_errors).
+dump_sipp_errors() {
+	local f
+	for f in "$WORK"/*_errors.log; do
+		if [ -s "$f" ]; then
+			log "first lines of ${f##*/}:"
+			head -20 "$f" >&2
+		fi
+	done
+	grep -vE '"final_code":200[,}]' "$WORK/cdr.jsonl" 2>/dev/null | head -3 >&2 || true
+}
+
 # finish BAD: exit 0, or 1 (after dump_errors and sipedge's warnings) if BAD or the UAC failed.
 finish() {
 	local bad=$1
