@@ -383,6 +383,9 @@ func (e *Engine) end(c *Call, hangup hangupSide) {
 	e.m.ended.Inc()
 	if c.trunk != nil {
 		c.trunk.Calls.Add(-1)
+		if c.trunk.ForceRPort {
+			e.forcedCalls--
+		}
 	}
 	e.unindexLeg(c, &c.a)
 	e.unindexLeg(c, &c.b)

@@ -93,3 +93,26 @@ func TestCarrierChannelReleasedOnFailover(t *testing.T) {
 		t.Fatalf("channels %v after the caller cancelled", inUse)
 	}
 }
+
+// A carrier at its channel limit is skipped before a member is picked: the
+// pick can take one of a half-open member's few trial calls, which a skip
+// that never dials would never give back.
+func TestCarrierAtCallLimitPicksNoMember(t *testing.T) {
+	r, _ := channelRig(t)
+	resolved := map[string]int{}
+	resolve := r.e.env.Resolve
+	r.e.env.Resolve = func(rt *route.Route, key uint64) (Target, string) {
+		resolved[rt.GatewayGroup]++
+		return resolve(rt, key)
+	}
+	inv1 := r.startCall()
+	r.recv(carrier, carrierResponse(inv1, 200, "OK", sdp))
+	ok := r.expect(caller, "SIP/2.0 200 OK")[0]
+	r.recv(caller, ackFromCaller(tagOf(t, ok, parser.HeaderTo)))
+	r.take(carrier)
+	r.startNth(2) // carrier-a at its limit
+	r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")
+	if resolved["carrier-a"] != 1 || resolved["carrier-b"] != 1 {
+		t.Fatalf("members picked %v: carrier-a's only for the call it took", resolved)
+	}
+}

@@ -56,10 +56,10 @@ type Env struct {
 	// per dialled target: a final status, or an Outcome constant, with the
 	// response's Retry-After (optional).
 	Outcome func(t *Target, code int, retryAfter time.Duration)
-	// TakeChannel counts a call about to be dialled at a member of group
-	// (Target.Group) against its carrier's concurrent-call limit: false
-	// when the limit is reached, and the carrier is skipped
-	// (route.ReasonCallsLimited). A call that took one gives it back
+	// TakeChannel counts a call about to be dialled on a route naming
+	// group (route.Route.GatewayGroup) against its carrier's concurrent-call
+	// limit, before a member is picked: false when the limit is reached,
+	// and the carrier is skipped (route.ReasonCallsLimited). A call that took one gives it back
 	// through ReleaseChannel once, when it moves on to another carrier or
 	// ends (optional, both or neither).
 	TakeChannel    func(group string) bool
@@ -189,6 +189,8 @@ type Engine struct {
 	sharedStored, sharedShortcuts, sharedRefused atomic.Int64
 	budgetLogged                                 uint64
 	budgetLogAt                                  time.Duration
+	// forcedCalls are the live calls whose trunk has ForceRPort (replyTo).
+	forcedCalls int
 	// warnAuth's pacing.
 	authLogged     bool
 	authLogAt      time.Duration
@@ -536,6 +538,13 @@ func (e *Engine) replyTo(m *parser.Message, from txn.Peer) txn.Peer {
 	}
 	if e.set.forceRPort {
 		if t := e.trunkOf(from); t != nil && t.ForceRPort {
+			return from
+		}
+	}
+	if e.forcedCalls > 0 {
+		// A call keeps its trunk: one removed or replaced since the call
+		// began still answers its dialog at the source port.
+		if c, s := e.lookupCall(m.CallID()); c != nil && s == sideA && c.trunk != nil && c.trunk.ForceRPort {
 			return from
 		}
 	}

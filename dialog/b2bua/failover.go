@@ -9,11 +9,11 @@ import (
 )
 
 // releaseChannel gives back the channel c's carrier in flight counts it
-// in, if it does (Env.TakeChannel).
+// in, if it does (Env.TakeChannel: its route's gateway group).
 func (e *Engine) releaseChannel(c *Call) {
 	if c.channel {
 		c.channel = false
-		e.env.ReleaseChannel(c.target.Group)
+		e.env.ReleaseChannel(c.route.GatewayGroup)
 	}
 }
 
@@ -68,16 +68,24 @@ func (e *Engine) carryOut(c *Call, st route.Step) {
 			e.stopSequence(c)
 			e.releaseChannel(c) // the carrier left, if it had one
 			r := &c.seq.Routes()[st.Route]
-			tgt, reason := e.env.Resolve(r, c.key)
-			if reason == "" && e.env.TakeChannel != nil && !e.env.TakeChannel(tgt.Group) {
-				reason = route.ReasonCallsLimited
+			// The channel before the member: a carrier at its limit is
+			// skipped before Resolve picks a member, which may take one
+			// of a half-open member's trial calls.
+			channel := e.env.TakeChannel != nil
+			if channel && !e.env.TakeChannel(r.GatewayGroup) {
 				e.m.callsLimited.Inc()
+				st = c.seq.Undialable(e.now, route.ReasonCallsLimited)
+				continue
 			}
+			tgt, reason := e.env.Resolve(r, c.key)
 			if reason != "" {
+				if channel {
+					e.env.ReleaseChannel(r.GatewayGroup)
+				}
 				st = c.seq.Undialable(e.now, reason)
 				continue
 			}
-			c.channel = e.env.TakeChannel != nil
+			c.channel = channel
 			c.target, c.route, c.reported, c.progress, c.trying = tgt, r, false, false, false
 			c.cpsRetries = 0
 			// The carrier's deadline counts from its dial, not from the

@@ -163,6 +163,9 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	_, c := e.allocCall()
 	c.state = stateRouting
 	c.trunk = trunk
+	if trunk.ForceRPort {
+		e.forcedCalls++
+	}
 	c.maxFwd = uint8(mf - 1) // Validate bounds Max-Forwards to 0-255; 0 was answered 483
 	c.key = xxhash.Sum64(m.CallID())
 	c.tInvite = e.now

@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"sync/atomic"
 	"testing"
+
+	"github.com/sipedge/sipedge/parser"
 )
 
 // The owner swaps the trunk set at run time (trunks added and removed
@@ -42,5 +44,30 @@ func TestTrunkSetSwap(t *testing.T) {
 	r.recv(carrier, carrierResponse(bye, 200, "OK", ""))
 	if len(r.calls) != 2 || r.calls[1].Trunk == nil || r.calls[1].Trunk.Name != "local" || r.calls[1].FinalCode != 200 {
 		t.Fatalf("summaries %+v, want the answered call's, of trunk local", r.calls)
+	}
+}
+
+// A call keeps its trunk's force_rport after the trunk is removed: the
+// 200 to the caller's BYE still goes to the source port of its NAT.
+func TestForceRPortOutlivesItsTrunk(t *testing.T) {
+	set := new(atomic.Pointer[TrunkSet])
+	set.Store(NewTrunkSet([]Trunk{{Name: "local", Group: "cust-trunks", ForceRPort: true,
+		Sources: []Source{{Prefix: netip.MustParsePrefix("192.0.2.0/24")}}}}))
+	r := newRig(t, func(c *Config) { c.TrunkSet = set })
+	nat := netip.MustParseAddrPort("192.0.2.10:40000") // the Via says :5061, no rport
+	r.recv(nat, callerInvite("1", "a-call-1", "15551234"))
+	r.expect(nat, "SIP/2.0 100 Trying")
+	binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(carrier, carrierResponse(binv, 200, "OK", sdp))
+	aTag := tagOf(t, r.expect(nat, "SIP/2.0 200 OK")[0], parser.HeaderTo)
+	r.recv(nat, ackFromCaller(aTag))
+	r.take(carrier) // the ACK
+
+	set.Store(NewTrunkSet(nil)) // the trunk removed through the admin API
+	r.recv(nat, inDialogFromCaller("BYE", "bye", 11, aTag, ""))
+	r.expect(nat, "SIP/2.0 200 OK")
+	r.expect(caller) // nothing to the Via's port
+	if r.e.forcedCalls != 0 {
+		t.Fatalf("%d calls counted as forcing rport after the last ended", r.e.forcedCalls)
 	}
 }
