@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"maps"
+	"math"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -401,6 +402,12 @@ func (c *Config) checkTrunk(v *validator, p string, t Trunk, seen map[string]str
 	if t.NumberPolicy != "" && c.NumberPolicy(t.NumberPolicy) == nil {
 		v.errorf(joinPath(p, "number_policy"), "unknown number policy %q", t.NumberPolicy)
 	}
+	// The YAML decoder refuses negative and out-of-range numbers; JSON's
+	// does not.
+	if l := t.Limits; l.CPS < 0 || l.Burst < 0 || l.MaxConcurrentCalls < 0 || l.MaxConcurrentCalls > math.MaxInt32 {
+		v.errorf(joinPath(p, "limits"), "cps %v, burst %d, max_concurrent_calls %d: none may be negative, nor max_concurrent_calls above %d",
+			l.CPS, l.Burst, l.MaxConcurrentCalls, math.MaxInt32)
+	}
 	if l := t.Limits; l.CPS > 0 {
 		v.limit(joinPath(p, "limits"), t.IngressLimit())
 	}
@@ -425,6 +432,10 @@ func (c *Config) checkTrunk(v *validator, p string, t Trunk, seen map[string]str
 func (c *Config) ValidateTrunk(t *Trunk) error {
 	t.fill()
 	v := &validator{}
+	if t.Name == "." || t.Name == ".." || strings.ContainsAny(t.Name, "/?#%") {
+		// It names the trunk in the admin API's paths: /v1/trunks/{name}.
+		v.errorf("name", "%q: not a path segment (no '/', '?', '#' or '%%', not . or ..)", t.Name)
+	}
 	c.checkTrunk(v, "", *t, map[string]string{})
 	if len(v.errs) > 0 {
 		return v.errs

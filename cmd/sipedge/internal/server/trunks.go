@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -138,6 +139,11 @@ func (t *trunks) put(ct config.Trunk) (replaced bool, err error) {
 	if i >= 0 && t.list[i].fixed {
 		return false, fmt.Errorf("cannot replace trunk %q: %w", ct.Name, errFixedTrunk)
 	}
+	if i >= 0 && reflect.DeepEqual(t.list[i].cfg, ct) {
+		// The same again (a controller re-syncing): no new version, whose
+		// per-trunk entry would be kept for the node's life.
+		return true, nil
+	}
 	e, err := t.entry(ct, false)
 	if err != nil {
 		return false, fmt.Errorf("limits: %w", err)
@@ -227,6 +233,8 @@ func (t *trunks) postTrunk(w http.ResponseWriter, req *http.Request) {
 		// Sources shadows the trunk's, parsed here so that an error names
 		// the source (JSON's own errors of a text value name no field).
 		Sources []string `json:"sources"`
+		// Fixed is what GET shows; a trunk posted back carries it.
+		Fixed bool `json:"fixed"`
 	}
 	d := json.NewDecoder(io.LimitReader(req.Body, maxTrunkBody))
 	d.DisallowUnknownFields()

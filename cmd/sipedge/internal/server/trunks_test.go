@@ -174,6 +174,11 @@ func TestTrunkAdminBadInput(t *testing.T) {
 		{`{"name":"x","sources":["10.0.0.0/8"],"attributes":{"customer":"a,b"}}`, `attributes.customer: \"a,b\"`},
 		{`{"name":"x","sources":["10.0.0.0/8"],"cps":5}`, `unknown field \"cps\"`},
 		{`{"name":"x","sources":["10.0.0.0/8"]} {}`, `trailing data`},
+		{`{"name":"x","sources":["10.0.0.0/8"],"limits":{"cps":-3}}`, `none may be negative`},
+		{`{"name":"x","sources":["10.0.0.0/8"],"limits":{"max_concurrent_calls":-1}}`, `none may be negative`},
+		{`{"name":"x","sources":["10.0.0.0/8"],"limits":{"max_concurrent_calls":9999999999}}`, `nor max_concurrent_calls above`},
+		{`{"name":"..","sources":["10.0.0.0/8"]}`, `name: \"..\": not a path segment`},
+		{`{"name":"a/b","sources":["10.0.0.0/8"]}`, `not a path segment`},
 	} {
 		code, body := do(t, "POST", srv.URL+"/v1/trunks", c.body)
 		if code != http.StatusBadRequest || !strings.Contains(body, c.want) {
@@ -182,5 +187,33 @@ func TestTrunkAdminBadInput(t *testing.T) {
 	}
 	if n := len(tr.list); n != 1 {
 		t.Errorf("%d trunks after bad input, want the YAML's alone", n)
+	}
+}
+
+// What GET shows can be POSTed back, and posting a trunk as it is changes
+// nothing: a controller that re-syncs its trunks every few seconds makes
+// no new versions, whose per-trunk entries the node keeps for its life.
+func TestTrunkRePost(t *testing.T) {
+	tr, srv := newTestTrunks(t)
+	body := `{"name": "acme", "sources": ["192.0.2.0/24"], "limits": {"cps": 5}}`
+	if code, b := do(t, "POST", srv.URL+"/v1/trunks", body); code != http.StatusCreated {
+		t.Fatalf("POST: %d %s", code, b)
+	}
+	code, shown := do(t, "GET", srv.URL+"/v1/trunks/acme", "")
+	if code != http.StatusOK || !strings.Contains(shown, `"fixed":false`) {
+		t.Fatalf("GET: %d %s", code, shown)
+	}
+	entries := len(*tr.data.Load())
+	for range 100 {
+		if code, b := do(t, "POST", srv.URL+"/v1/trunks", shown); code != http.StatusOK {
+			t.Fatalf("POST of what GET shows: %d %s", code, b)
+		}
+	}
+	if n := len(*tr.data.Load()); n != entries {
+		t.Fatalf("%d per-trunk entries after re-posting the same trunk, want %d", n, entries)
+	}
+	if code, _ := do(t, "POST", srv.URL+"/v1/trunks", strings.Replace(body, `"cps": 5`, `"cps": 6`, 1)); code != http.StatusOK ||
+		len(*tr.data.Load()) != entries+1 {
+		t.Fatalf("a changed trunk: %d, %d entries, want 200 and a new version", code, len(*tr.data.Load()))
 	}
 }
