@@ -228,8 +228,9 @@ func (s *Server) b2buaConfig(shardIdx int) b2bua.Config {
 // the trunks' sources (trunk: the YAML's and those added at run time, not
 // those removed), the carriers' gateways as the health registry
 // resolves them now (YAML groups, names resolved, groups added at run
-// time), the static routes' next hops and Request-URI hosts, and those of
-// the API's routes once a call went there (dialled).
+// time), the YAML's static routes' next hops and Request-URI hosts, and
+// those of the API's routes and of a static table put at run time once a
+// call went there (dialled).
 func exemptFrom(cfg *config.Config, gateways *health.Registry, dialled, trunk func(netip.Addr) bool) func(netip.Addr) bool {
 	hops := make(map[netip.Addr]bool)
 	for _, p := range cfg.LCR.StaticRoutes {
