@@ -293,6 +293,8 @@ func TestRejects(t *testing.T) {
 		{"route ruri name alone", group + "lcr:\n  static_routes:\n    - routes: [{ carrier_id: a, ruri: \"sip:1@gw.example\" }]", `lcr.static_routes[0].routes[0].ruri: "sip:1@gw.example": with no gateway_group or next_hop the call goes to its host, which must be an IP address`},
 		{"route ruri", group + "lcr:\n  static_routes:\n    - routes: [{ carrier_id: a, ruri: \"tel:+1\" }]", `lcr.static_routes[0].routes[0].ruri: "tel:+1": want a sip: or sips: URI`},
 		{"duplicate prefix", group + "lcr:\n  static_routes:\n    - { prefix: \"1\", routes: [] }\n    - { prefix: \"1\", routes: [] }", `line 10: lcr.static_routes[1].prefix: "1": duplicate prefix (also lcr.static_routes[0].prefix)`},
+		{"duplicate prefix plus", group + "lcr:\n  static_routes:\n    - { prefix: \"44\", routes: [] }\n    - { prefix: \"+44\", routes: [] }", `line 10: lcr.static_routes[1].prefix: "+44": duplicate prefix (also lcr.static_routes[0].prefix)`},
+		{"prefix not digits", group + "lcr:\n  static_routes:\n    - { prefix: \"1a\", routes: [] }", `line 9: lcr.static_routes[0].prefix: "1a": want digits with an optional leading +`},
 		{"lcr cache", "lcr:\n  cache: lcr", `line 2: lcr.cache: unknown cache "lcr"`},
 		{"lcr fallback", "lcr:\n  fallback_gateway_group: carrier-z", `line 2: lcr.fallback_gateway_group: unknown group "carrier-z"`},
 		{"lcr api_url", "lcr: { api_url: \"ftp://x/route\" }", `lcr.api_url: "ftp://x/route": want an http:// or https:// URL`},

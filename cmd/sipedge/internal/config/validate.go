@@ -355,17 +355,7 @@ func (c *Config) validate(v *validator) {
 			v.errorf(fmt.Sprintf("lcr.attributes[%d]", i), "%q: want 1 to %d letters, digits, '_', '-' or '.'", a, lcr.MaxAttributeName)
 		}
 	}
-	prefixes := map[string]string{}
-	for i, sr := range l.StaticRoutes {
-		p := fmt.Sprintf("lcr.static_routes[%d]", i)
-		if first, dup := prefixes[sr.Prefix]; dup {
-			v.errorf(p+".prefix", "%q: duplicate prefix (also %s)", sr.Prefix, first)
-		}
-		prefixes[sr.Prefix] = p + ".prefix"
-		for j, r := range sr.Routes {
-			c.validateRoute(v, fmt.Sprintf("%s.routes[%d]", p, j), r)
-		}
-	}
+	c.checkStaticRoutes(v, "lcr.static_routes", l.StaticRoutes, func(g string) bool { return c.Group(g) != nil })
 
 	seen = map[string]string{}
 	for i, e := range c.Cache {
@@ -451,7 +441,45 @@ func (t *Trunk) IngressLimit() ratelimit.Limit {
 
 func (t *Trunk) fill() { orDefault(&t.TrunkGroup, t.Name) }
 
-func (c *Config) validateRoute(v *validator, p string, r Route) {
+// checkStaticRoutes checks the static rate table at path p
+// ("lcr.static_routes"): the rules of the YAML's table, which the admin
+// API's tables follow too (ValidateStaticRoutes). known reports whether a
+// gateway group exists.
+func (c *Config) checkStaticRoutes(v *validator, p string, table []StaticRoute, known func(group string) bool) {
+	prefixes := map[string]string{}
+	for i, sr := range table {
+		sp := fmt.Sprintf("%s[%d]", p, i)
+		// As lcr.NewStaticTable reads it: "+44" and "44" are one prefix.
+		digits := strings.TrimPrefix(sr.Prefix, "+")
+		if digits != "" && !isDigits(digits) {
+			v.errorf(sp+".prefix", "%q: want digits with an optional leading +", sr.Prefix)
+		}
+		if first, dup := prefixes[digits]; dup {
+			v.errorf(sp+".prefix", "%q: duplicate prefix (also %s)", sr.Prefix, first)
+		}
+		prefixes[digits] = sp + ".prefix"
+		for j, r := range sr.Routes {
+			c.validateRoute(v, fmt.Sprintf("%s.routes[%d]", sp, j), r, known)
+		}
+	}
+}
+
+// ValidateStaticRoutes checks a static rate table given at run time (the
+// admin API) by the rules of the YAML's, against c's number policies;
+// known reports whether a gateway group exists now (the YAML's and those
+// added at run time). The errors (an ErrorList) name the fields from
+// "static_routes" ("static_routes[2].routes[0].gateway_group"), without
+// lines.
+func (c *Config) ValidateStaticRoutes(table []StaticRoute, known func(group string) bool) error {
+	v := &validator{}
+	c.checkStaticRoutes(v, "static_routes", table, known)
+	if len(v.errs) > 0 {
+		return v.errs
+	}
+	return nil
+}
+
+func (c *Config) validateRoute(v *validator, p string, r Route, known func(group string) bool) {
 	switch {
 	case r.CarrierID == "":
 		v.errorf(p+".carrier_id", "required")
@@ -461,7 +489,7 @@ func (c *Config) validateRoute(v *validator, p string, r Route) {
 	switch {
 	case r.GatewayGroup == "" && r.NextHop == "" && r.RURI == "":
 		v.errorf(p, "want gateway_group, next_hop or ruri")
-	case r.GatewayGroup != "" && r.NextHop == "" && c.Group(r.GatewayGroup) == nil:
+	case r.GatewayGroup != "" && r.NextHop == "" && !known(r.GatewayGroup):
 		v.errorf(p+".gateway_group", "unknown group %q", r.GatewayGroup)
 	}
 	if r.Currency != "" && !isCurrency(r.Currency) {

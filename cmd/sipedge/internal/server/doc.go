@@ -16,4 +16,16 @@
 // live calls is per name (Server.trunkCalls), so a replacement keeps
 // counting the calls of the version it replaced. The flood guard exempts the
 // sources of the set in force.
+//
+// # Static routes
+//
+// In static mode (no lcr.api_url) the shards route by the lcr.StaticTable
+// behind Server.static, one atomic load per new call. The admin API
+// (/v1/lcr/static_routes, static.go) replaces the table whole: it is
+// checked by the YAML's rules (config.ValidateStaticRoutes, against the
+// gateway groups the health registry knows now), built, then published.
+// A published table is never modified: calls in progress hold its routes
+// and keep them. A replacement is not persisted: a restart goes back to the
+// YAML's table. The flood guard exempts the YAML table's next hops from the
+// start, a new table's once dialled.
 package server

@@ -16,6 +16,7 @@ import (
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
 	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/ratelimit"
+	"github.com/sipedge/sipedge/route"
 	"github.com/sipedge/sipedge/route/lcr"
 )
 
@@ -58,5 +59,23 @@ func TestRouteCacheHitAllocs(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(1000, func() { a.route(rr) }); n != 0 {
 		t.Errorf("%v allocations per cached route, want 0", n)
+	}
+}
+
+// A call routed by the static table is routed without an allocation: the
+// table is behind an atomic pointer the admin API replaces.
+func TestRouteStaticAllocs(t *testing.T) {
+	table, err := lcr.NewStaticTable([]lcr.StaticEntry{{Prefix: "1", Routes: []route.Route{{CarrierID: "a", GatewayGroup: "a"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &shardApp{s: &Server{cfg: &config.Config{}}}
+	a.s.static.Store(table)
+	rr := &b2bua.RouteRequest{Dialed: []byte("+12025550123")}
+	if d := a.route(rr); len(d.Routes) != 1 || d.Source != "static" {
+		t.Fatalf("not a static decision: %+v", d)
+	}
+	if n := testing.AllocsPerRun(1000, func() { a.route(rr) }); n != 0 {
+		t.Errorf("%v allocations per static route, want 0", n)
 	}
 }

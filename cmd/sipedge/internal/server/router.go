@@ -23,15 +23,7 @@ import (
 // cache tiers when lcr.api_url is set, else the static rate table (longest
 // prefix, routes ordered by rate).
 func newResolver(cfg *config.Config, set *metrics.Set, log *slog.Logger) (*lcr.Resolver, *lcr.StaticTable, error) {
-	var entries []lcr.StaticEntry
-	for _, sr := range cfg.LCR.StaticRoutes {
-		e := lcr.StaticEntry{Prefix: sr.Prefix}
-		for _, r := range sr.Routes {
-			e.Routes = append(e.Routes, routeOf(r))
-		}
-		entries = append(entries, e)
-	}
-	table, err := lcr.NewStaticTable(entries)
+	table, err := staticTable(cfg.LCR.StaticRoutes)
 	if err != nil {
 		return nil, nil, fmt.Errorf("lcr.static_routes: %w", err)
 	}
@@ -55,6 +47,19 @@ func newResolver(cfg *config.Config, set *metrics.Set, log *slog.Logger) (*lcr.R
 		err = fmt.Errorf("cache[%d].url: %w", cache, err)
 	}
 	return res, table, err
+}
+
+// staticTable builds the static rate table of the configured routes.
+func staticTable(routes []config.StaticRoute) (*lcr.StaticTable, error) {
+	var entries []lcr.StaticEntry
+	for _, sr := range routes {
+		e := lcr.StaticEntry{Prefix: sr.Prefix}
+		for _, r := range sr.Routes {
+			e.Routes = append(e.Routes, routeOf(r))
+		}
+		entries = append(entries, e)
+	}
+	return lcr.NewStaticTable(entries)
 }
 
 // routeOf maps a configured route onto the decision's shape.

@@ -40,8 +40,11 @@ type Server struct {
 	engines []*b2bua.Engine
 	cdr     *cdr.Writer
 	lcr     *lcr.Resolver
-	static  *lcr.StaticTable // nil in API mode
-	health  *health.Registry
+	// static is the static rate table the shards route by, read once per
+	// new call; nil in API mode. The admin API replaces it (staticRoutes).
+	static       atomic.Pointer[lcr.StaticTable]
+	staticRoutes *staticRoutes
+	health       *health.Registry
 	// channels counts gateway groups' calls against their limits.
 	channels *channels
 	cps      *cps
@@ -79,8 +82,11 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 		s.closeParts(context.Background())
 		return nil, err
 	}
+	s.staticRoutes = &staticRoutes{cfg: cfg, log: log, routes: cfg.LCR.StaticRoutes,
+		known: func(g string) bool { _, ok := s.health.Group(g); return ok }}
 	if cfg.LCR.APIURL == "" {
-		s.static = table
+		s.static.Store(table)
+		s.staticRoutes.table = &s.static
 	}
 	// Groups added at run time (the admin API, once started) pace their
 	// dials as the YAML's do.
@@ -222,8 +228,9 @@ func (s *Server) b2buaConfig(shardIdx int) b2bua.Config {
 // the trunks' sources (trunk: the YAML's and those added at run time, not
 // those removed), the carriers' gateways as the health registry
 // resolves them now (YAML groups, names resolved, groups added at run
-// time), the static routes' next hops and Request-URI hosts, and those of
-// the API's routes once a call went there (dialled).
+// time), the YAML's static routes' next hops and Request-URI hosts, and
+// those of the API's routes and of a static table put at run time once a
+// call went there (dialled).
 func exemptFrom(cfg *config.Config, gateways *health.Registry, dialled, trunk func(netip.Addr) bool) func(netip.Addr) bool {
 	hops := make(map[netip.Addr]bool)
 	for _, p := range cfg.LCR.StaticRoutes {
@@ -282,8 +289,8 @@ func (a *shardApp) route(r *b2bua.RouteRequest) b2bua.Decision {
 	if r.Trunk != nil {
 		group = r.Trunk.Group
 	}
-	if a.s.static != nil {
-		routes, ok := a.s.static.Lookup(string(r.Dialed))
+	if t := a.s.static.Load(); t != nil {
+		routes, ok := t.Lookup(string(r.Dialed))
 		if !ok || len(routes) == 0 {
 			return b2bua.Decision{Code: 404, Reason: "No Route"}
 		}
@@ -554,6 +561,7 @@ func (s *Server) startAdmin() error {
 	trunks := s.trunks.handler()
 	mux.Handle("/v1/trunks", trunks)
 	mux.Handle("/v1/trunks/", trunks)
+	mux.Handle("/v1/lcr/static_routes", s.staticRoutes.handler())
 	var h http.Handler = mux
 	if tok := s.cfg.Admin.Token; tok != "" {
 		h = bearer(tok, mux)

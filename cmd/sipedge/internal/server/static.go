@@ -1,0 +1,171 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
+	"github.com/sipedge/sipedge/route/lcr"
+)
+
+// errAPIMode refuses a static table where routing asks the LCR API.
+var errAPIMode = errors.New("lcr.api_url is set: calls are routed by the LCR API, not the static table")
+
+// staticRoutes is the static rate table as configured, the YAML's until the
+// admin API replaces it. A replacement publishes a new lcr.StaticTable to
+// table, which the shards read once per new call; a published table is
+// never modified, so calls in progress keep the routes they were decided
+// with. Not persisted: a restart goes back to the YAML's table.
+type staticRoutes struct {
+	cfg   *config.Config // its number policies
+	log   *slog.Logger
+	known func(group string) bool // whether a gateway group exists now
+	// table is what the shards route by; nil in API mode.
+	table *atomic.Pointer[lcr.StaticTable]
+
+	mu     sync.Mutex
+	routes []config.StaticRoute // the table in table, as configured; guarded by mu
+}
+
+// staticRouteJSON is a prefix of the table as the admin API shows it: the
+// YAML's keys; the optional ones are left out when empty.
+type staticRouteJSON struct {
+	Prefix string      `json:"prefix"`
+	Routes []routeJSON `json:"routes"`
+}
+
+type routeJSON struct {
+	CarrierID            string            `json:"carrier_id"`
+	GatewayGroup         string            `json:"gateway_group,omitempty"`
+	Rate                 float64           `json:"rate"`
+	Currency             string            `json:"currency,omitempty"`
+	TimeoutSecs          int64             `json:"timeout_secs,omitempty"`
+	RerouteAfterProgress bool              `json:"reroute_after_progress,omitempty"`
+	TechPrefix           string            `json:"tech_prefix,omitempty"`
+	NumberPolicy         string            `json:"number_policy,omitempty"`
+	CallerID             string            `json:"caller_id,omitempty"`
+	CallerIDPresentation string            `json:"caller_id_presentation,omitempty"`
+	NextHop              string            `json:"next_hop,omitempty"`
+	RURI                 string            `json:"ruri,omitempty"`
+	Headers              map[string]string `json:"headers,omitempty"`
+	CDRFields            map[string]string `json:"cdr_fields,omitempty"`
+	RerouteCauses        []int             `json:"reroute_causes,omitempty"`
+}
+
+// maxTimeoutSecs bounds timeout_secs as the YAML's decoder does: 100 years.
+const maxTimeoutSecs = 100 * 365 * 24 * 3600
+
+func staticJSON(table []config.StaticRoute) []staticRouteJSON {
+	out := make([]staticRouteJSON, len(table))
+	for i, sr := range table {
+		out[i] = staticRouteJSON{Prefix: sr.Prefix, Routes: make([]routeJSON, len(sr.Routes))}
+		for j, r := range sr.Routes {
+			out[i].Routes[j] = routeJSON{CarrierID: r.CarrierID, GatewayGroup: r.GatewayGroup, Rate: r.Rate,
+				Currency: r.Currency, TimeoutSecs: int64(r.Timeout / time.Second),
+				RerouteAfterProgress: r.RerouteAfterProgress, TechPrefix: r.TechPrefix, NumberPolicy: r.NumberPolicy,
+				CallerID: r.CallerID, CallerIDPresentation: r.CallerIDPresentation, NextHop: r.NextHop, RURI: r.RURI,
+				Headers: r.Headers, CDRFields: r.CDRFields, RerouteCauses: r.RerouteCauses}
+		}
+	}
+	return out
+}
+
+// staticConfig maps a PUT table onto the configuration's shape, refusing
+// the values the YAML's decoder refuses (a negative rate or timeout).
+func staticConfig(in []staticRouteJSON) ([]config.StaticRoute, error) {
+	out := make([]config.StaticRoute, len(in))
+	for i, sr := range in {
+		out[i] = config.StaticRoute{Prefix: sr.Prefix, Routes: make([]config.Route, len(sr.Routes))}
+		for j, r := range sr.Routes {
+			p := fmt.Sprintf("static_routes[%d].routes[%d]", i, j)
+			if r.Rate < 0 {
+				return nil, fmt.Errorf("%s.rate: %v: must not be negative", p, r.Rate)
+			}
+			if r.TimeoutSecs < 0 || r.TimeoutSecs > maxTimeoutSecs {
+				return nil, fmt.Errorf("%s.timeout_secs: %d: want 0 to %d", p, r.TimeoutSecs, maxTimeoutSecs)
+			}
+			out[i].Routes[j] = config.Route{CarrierID: r.CarrierID, GatewayGroup: r.GatewayGroup, Rate: r.Rate,
+				Currency: r.Currency, Timeout: time.Duration(r.TimeoutSecs) * time.Second,
+				RerouteAfterProgress: r.RerouteAfterProgress, TechPrefix: r.TechPrefix, NumberPolicy: r.NumberPolicy,
+				CallerID: r.CallerID, CallerIDPresentation: r.CallerIDPresentation, NextHop: r.NextHop, RURI: r.RURI,
+				Headers: r.Headers, CDRFields: r.CDRFields, RerouteCauses: r.RerouteCauses}
+		}
+	}
+	return out, nil
+}
+
+// handler returns the admin API for the static rate table, JSON in the
+// YAML's shape (lcr.static_routes):
+//
+//	GET /v1/lcr/static_routes  the table in force
+//	PUT /v1/lcr/static_routes  replace the whole table: 200 with the new table,
+//	                           400 bad input (the field and why), 409 in API mode
+//
+// Errors are {"error": "..."}; unknown keys are errors. A PUT table follows
+// the YAML's rules: a route's gateway_group must name a group known now
+// (the YAML's or one added at run time), its number_policy a configured
+// policy. In API mode (lcr.api_url set) the table is not used: GET shows
+// the YAML's, PUT is refused. The replacement is atomic and changes new
+// calls only: calls in progress keep their routes. It is not persisted: a
+// restart goes back to the YAML's table. Authentication and the listening
+// socket are the caller's.
+func (st *staticRoutes) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/lcr/static_routes", st.getRoutes)
+	mux.HandleFunc("PUT /v1/lcr/static_routes", st.putRoutes)
+	return mux
+}
+
+func (st *staticRoutes) getRoutes(w http.ResponseWriter, _ *http.Request) {
+	st.mu.Lock()
+	routes := st.routes
+	st.mu.Unlock()
+	writeJSON(w, http.StatusOK, staticJSON(routes)) // a table is never modified: no need to hold mu
+}
+
+// maxStaticBody bounds a PUT table: a carrier's full rate deck.
+const maxStaticBody = 64 << 20
+
+func (st *staticRoutes) putRoutes(w http.ResponseWriter, req *http.Request) {
+	if st.table == nil {
+		writeError(w, http.StatusConflict, errAPIMode)
+		return
+	}
+	var body []staticRouteJSON
+	d := json.NewDecoder(io.LimitReader(req.Body, maxStaticBody))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&body); err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("cannot decode static routes: %w", err))
+		return
+	}
+	if d.More() {
+		writeError(w, http.StatusBadRequest, errors.New("cannot decode static routes: trailing data after the JSON list"))
+		return
+	}
+	routes, err := staticConfig(body)
+	if err == nil {
+		err = st.cfg.ValidateStaticRoutes(routes, st.known)
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	table, err := staticTable(routes)
+	if err != nil { // not expected: the configuration's rules cover the table's
+		writeError(w, http.StatusBadRequest, fmt.Errorf("static_routes: %w", err))
+		return
+	}
+	st.mu.Lock()
+	st.routes = routes
+	st.table.Store(table)
+	st.mu.Unlock()
+	st.log.Info("static routes replaced", "prefixes", table.Len())
+	writeJSON(w, http.StatusOK, staticJSON(routes))
+}
