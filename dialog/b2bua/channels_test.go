@@ -14,12 +14,12 @@ import (
 func channelRig(t *testing.T) (*rig, map[string]int) {
 	r := twoCarriers(t, routeA, routeB)
 	inUse := map[string]int{}
-	r.e.env.TakeChannel = func(group string) bool {
+	r.e.env.TakeChannel = func(group string) (bool, bool) {
 		if group == "carrier-a" && inUse[group] >= 1 {
-			return false
+			return false, false
 		}
 		inUse[group]++
-		return true
+		return true, true
 	}
 	r.e.env.ReleaseChannel = func(group string) {
 		if inUse[group]--; inUse[group] < 0 {

@@ -58,11 +58,13 @@ type Env struct {
 	Outcome func(t *Target, code int, retryAfter time.Duration)
 	// TakeChannel counts a call about to be dialled on a route naming
 	// group (route.Route.GatewayGroup) against its carrier's concurrent-call
-	// limit, before a member is picked: false when the limit is reached,
-	// and the carrier is skipped (route.ReasonCallsLimited). A call that took one gives it back
-	// through ReleaseChannel once, when it moves on to another carrier or
-	// ends (optional, both or neither).
-	TakeChannel    func(group string) bool
+	// limit, before a member is picked: ok false when the limit is reached,
+	// and the carrier is skipped (route.ReasonCallsLimited); counted false
+	// when nothing counts the group's calls (no such group: the route's
+	// next hop). A call counted gives its channel back through
+	// ReleaseChannel once, when it moves on to another carrier or ends
+	// (optional, both or neither).
+	TakeChannel    func(group string) (counted, ok bool)
 	ReleaseChannel func(group string)
 	// Credentials returns the account sipedge holds with t's carrier, to
 	// answer its Digest challenges to the INVITE (RFC 3261 22.2): ok false

@@ -71,8 +71,11 @@ func (e *Engine) carryOut(c *Call, st route.Step) {
 			// The channel before the member: a carrier at its limit is
 			// skipped before Resolve picks a member, which may take one
 			// of a half-open member's trial calls.
-			channel := e.env.TakeChannel != nil
-			if channel && !e.env.TakeChannel(r.GatewayGroup) {
+			channel, ok := false, true
+			if e.env.TakeChannel != nil {
+				channel, ok = e.env.TakeChannel(r.GatewayGroup)
+			}
+			if !ok {
 				e.m.callsLimited.Inc()
 				st = c.seq.Undialable(e.now, route.ReasonCallsLimited)
 				continue

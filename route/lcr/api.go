@@ -110,10 +110,10 @@ func ValidateRoute(rt *route.Route) error {
 	if c := strings.TrimPrefix(rt.CallerID, "+"); rt.CallerID != "" && (c == "" || strings.Trim(c, "0123456789") != "") {
 		return fmt.Errorf("%w: carrier %q: caller_id %q: want a number, digits with an optional leading +", ErrInvalidResponse, rt.CarrierID, rt.CallerID)
 	}
-	if strings.ContainsAny(rt.TechPrefix, " \t\r\n@:;<>?,\x00\x7f") {
+	if !ValidTechPrefix(rt.TechPrefix) {
 		return fmt.Errorf("%w: carrier %q: tech_prefix %q: not allowed in a user part", ErrInvalidResponse, rt.CarrierID, rt.TechPrefix)
 	}
-	if rt.RURI != "" && !sipURI(rt.RURI) {
+	if rt.RURI != "" && !SIPURI(rt.RURI) {
 		return fmt.Errorf("%w: carrier %q: ruri %q: want a sip: or sips: URI", ErrInvalidResponse, rt.CarrierID, rt.RURI)
 	}
 	if rt.GatewayGroup == "" && rt.NextHop == "" && rt.RURI == "" {
@@ -150,9 +150,14 @@ func ValidateRoute(rt *route.Route) error {
 	return nil
 }
 
-// sipURI reports whether s is "sip:" or "sips:" and then visible
-// characters but '<' and '>': what a Request-URI may be.
-func sipURI(s string) bool {
+// ValidTechPrefix reports whether p may stand before the number in a
+// Request-URI's user part. The config's static routes are held to it too.
+func ValidTechPrefix(p string) bool { return !strings.ContainsAny(p, " \t\r\n@:;<>?,\x00\x7f") }
+
+// SIPURI reports whether s is "sip:" or "sips:" and then visible
+// characters but '<' and '>': what a Request-URI may be. The config's
+// URIs are held to it too.
+func SIPURI(s string) bool {
 	rest, ok := strings.CutPrefix(s, "sip:")
 	if !ok {
 		rest, ok = strings.CutPrefix(s, "sips:")

@@ -445,14 +445,21 @@ func (t *Trunk) fill() { orDefault(&t.TrunkGroup, t.Name) }
 // ("lcr.static_routes"): the rules of the YAML's table, which the admin
 // API's tables follow too (ValidateStaticRoutes). known reports whether a
 // gateway group exists.
+// maxPrefixDigits bounds a static route's prefix.
+const maxPrefixDigits = 32
+
 func (c *Config) checkStaticRoutes(v *validator, p string, table []StaticRoute, known func(group string) bool) {
 	prefixes := map[string]string{}
 	for i, sr := range table {
 		sp := fmt.Sprintf("%s[%d]", p, i)
 		// As lcr.NewStaticTable reads it: "+44" and "44" are one prefix.
 		digits := strings.TrimPrefix(sr.Prefix, "+")
-		if digits != "" && !isDigits(digits) {
+		switch {
+		case digits != "" && !isDigits(digits):
 			v.errorf(sp+".prefix", "%q: want digits with an optional leading +", sr.Prefix)
+		case len(digits) > maxPrefixDigits:
+			// Each digit is a node of the table's trie.
+			v.errorf(sp+".prefix", "%d digits: at most %d (E.164 numbers have 15)", len(digits), maxPrefixDigits)
 		}
 		if first, dup := prefixes[digits]; dup {
 			v.errorf(sp+".prefix", "%q: duplicate prefix (also %s)", sr.Prefix, first)
@@ -495,7 +502,7 @@ func (c *Config) validateRoute(v *validator, p string, r Route, known func(group
 	if r.Currency != "" && !isCurrency(r.Currency) {
 		v.errorf(p+".currency", "%q: want a three-letter ISO 4217 code", r.Currency)
 	}
-	if strings.ContainsAny(r.TechPrefix, " \t\r\n@:;<>") {
+	if !lcr.ValidTechPrefix(r.TechPrefix) {
 		v.errorf(p+".tech_prefix", "%q: not allowed in a user part", r.TechPrefix)
 	}
 	if r.NumberPolicy != "" && c.NumberPolicy(r.NumberPolicy) == nil {
@@ -623,13 +630,7 @@ func ipDest(s string) (isIP bool, portErr string) {
 	return true, ""
 }
 
-func isSIPURI(s string) bool {
-	rest, ok := strings.CutPrefix(s, "sip:")
-	if !ok {
-		rest, ok = strings.CutPrefix(s, "sips:")
-	}
-	return ok && rest != "" && !strings.ContainsAny(rest, " \t\r\n<>")
-}
+func isSIPURI(s string) bool { return lcr.SIPURI(s) }
 
 // redisURL checks a Redis URL: redis:// or rediss://, a host, and at most
 // one database number (/N or ?db=N), which must be 0 with more seed nodes

@@ -61,27 +61,23 @@ func (ch *channels) setGroup(name string, limit int) {
 }
 
 // take is the engines' Env.TakeChannel.
-func (ch *channels) take(group string) bool {
+func (ch *channels) take(group string) (counted, ok bool) {
 	g := (*ch.groups.Load())[group]
 	if g == nil {
-		return true // a next hop of no group: nothing to count
+		return false, true // no such group: the route's next hop, not counted
 	}
 	n := g.inUse.Add(1)
 	if lim := g.limit.Load(); lim > 0 && n > lim {
 		g.inUse.Add(-1)
-		return false
+		return false, false
 	}
-	return true
+	return true, true
 }
 
-// release is the engines' Env.ReleaseChannel.
+// release is the engines' Env.ReleaseChannel, for a call take counted: its
+// group's entry is never dropped.
 func (ch *channels) release(group string) {
-	g := (*ch.groups.Load())[group]
-	if g == nil {
-		return
-	}
-	// A group added under a next hop's name between its take and this
-	// release was not counted in: never below zero.
-	for n := g.inUse.Load(); n > 0 && !g.inUse.CompareAndSwap(n, n-1); n = g.inUse.Load() {
+	if g := (*ch.groups.Load())[group]; g != nil {
+		g.inUse.Add(-1)
 	}
 }

@@ -149,6 +149,12 @@ func (st *staticRoutes) putRoutes(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusBadRequest, errors.New("cannot decode static routes: trailing data after the JSON list"))
 		return
 	}
+	if body == nil {
+		// null, most likely a controller's bug: every call would get 404.
+		// An empty list ([]) says so on purpose.
+		writeError(w, http.StatusBadRequest, errors.New("static routes: null: want a list ([] for none)"))
+		return
+	}
 	routes, err := staticConfig(body)
 	if err == nil {
 		err = st.cfg.ValidateStaticRoutes(routes, st.known)

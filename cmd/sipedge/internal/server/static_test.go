@@ -152,6 +152,12 @@ func TestStaticRoutesPutErrors(t *testing.T) {
 			`unknown field \"gateway\"`},
 		{"trailing data", `[] []`, `trailing data`},
 		{"not a list", `{"prefix":"1"}`, `cannot decode static routes`},
+		{"null", `null`, `null: want a list`},
+		{"tech_prefix the API refuses", `[{"prefix":"1","routes":[{"carrier_id":"a","gateway_group":"yaml-gw","tech_prefix":"9?"}]}]`,
+			`static_routes[0].routes[0].tech_prefix: \"9?\": not allowed in a user part`},
+		{"ruri with a control character", `[{"prefix":"1","routes":[{"carrier_id":"a","gateway_group":"yaml-gw","ruri":"sip:a\u0001b@1.2.3.4"}]}]`,
+			`static_routes[0].routes[0].ruri`},
+		{"prefix too long", `[{"prefix":"` + strings.Repeat("1", 33) + `","routes":[]}]`, `static_routes[0].prefix: 33 digits: at most 32`},
 	} {
 		before := st.table.Load()
 		code, body := do(t, "PUT", url, c.body)
