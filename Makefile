@@ -57,7 +57,7 @@ bench:
 fuzz:
 	@for t in $$($(GO) test -list '^Fuzz' ./fuzz/ | grep '^Fuzz'); do \
 		echo "fuzz $$t for $(FUZZTIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./fuzz/ || exit 1; \
+		GO=$(GO) bash fuzz/run.sh "$$t" $(FUZZTIME) || exit 1; \
 	done
 
 lint:

@@ -29,9 +29,11 @@
 //
 //	go test -run '^$' -fuzz '^FuzzParse$' -fuzztime 60s ./fuzz/
 //
-// or all of them with make fuzz FUZZTIME=30s. On go1.26 a run may end in a
-// bare "context deadline exceeded" with no failing input written: that is
-// the fuzz coordinator's shutdown race (go.dev/issue/75804), not a finding.
+// or all of them with make fuzz FUZZTIME=30s (fuzz/run.sh each). On go1.26
+// a run may end in a bare "context deadline exceeded" with no failing input
+// written: that is the fuzz coordinator's shutdown race (go.dev/issue/75804),
+// not a finding, and run.sh runs the target again (three runs at most); it
+// red CI once before.
 //
 // # Seeds
 //
