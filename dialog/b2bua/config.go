@@ -80,6 +80,9 @@ type Trunk struct {
 	// alone.
 	MaxCalls int
 	Calls    *atomic.Int64
+	// Refused, when set, counts the INVITEs refused over MaxCalls: the
+	// owner's, shared as Calls is, to report them per trunk.
+	Refused *atomic.Uint64
 	// ForceRPort answers the trunk at the source port of its requests even
 	// when their Via asks for none (a PBX behind NAT without rport, as
 	// Kamailio's force_rport): responses, 2xx retransmissions and requests

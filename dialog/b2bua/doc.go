@@ -54,7 +54,9 @@
 // A call keeps the *Trunk it began with: replacing or removing a trunk never
 // touches the calls in progress. A trunk's Calls counter is the owner's to
 // share between the trunk's versions, for max_concurrent_calls to hold
-// across a replacement.
+// across a replacement; so is its Refused counter (optional), which the
+// engines increment for each INVITE refused over MaxCalls, for the owner to
+// report per trunk (sipedge_trunk_limited_total is per shard).
 //
 // # Where messages go
 //

@@ -245,8 +245,9 @@ func TestAsyncDecisionRejectAndCancelWhileRouting(t *testing.T) {
 	r.expect(caller, "SIP/2.0 200 OK", "SIP/2.0 487 Request Terminated")
 	r.e.Decided(r.refs[0], Decision{Routes: []route.Route{routeA}}, r.now) // too late
 	r.expect(carrier)
-	if s := r.summary(); s.FinalCode != 487 || len(s.Attempts) != 0 {
-		t.Fatalf("summary %d %+v", s.FinalCode, s.Attempts)
+	// The caller hung up, whether or not a carrier was dialled yet.
+	if s := r.summary(); s.FinalCode != 487 || len(s.Attempts) != 0 || s.HangupSide != "caller" {
+		t.Fatalf("summary %d %q %+v", s.FinalCode, s.HangupSide, s.Attempts)
 	}
 }
 

@@ -155,6 +155,9 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	if n := trunk.Calls.Add(1); trunk.MaxCalls > 0 && n > int64(trunk.MaxCalls) {
 		trunk.Calls.Add(-1)
 		e.m.trunkLimited.Inc()
+		if trunk.Refused != nil {
+			trunk.Refused.Add(1)
+		}
 		e.respondLimited(a.Txn, m, time.Second)
 		return
 	}
@@ -882,6 +885,7 @@ func (e *Engine) onCancel(m *parser.Message, a *txn.Action) {
 		return
 	}
 	if c.state == stateRouting { // no carrier dialled yet
+		c.hangup = hangupCaller
 		e.failCall(c, 487, "Request Terminated")
 		return
 	}

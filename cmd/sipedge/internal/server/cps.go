@@ -142,6 +142,7 @@ func (a *shardApp) admit(t *b2bua.Trunk) (time.Duration, bool) {
 		return 0, true
 	}
 	if d := a.s.cps.ingress.Reserve(td.ingress.key, a.sh.Now()); d.Over {
+		td.stats.cps.Inc()
 		return time.Second, false
 	}
 	return 0, true

@@ -13,7 +13,7 @@
 // limit it names) and its LCR attributes, is in a table indexed by
 // b2bua.Trunk.Index: each version of a trunk takes a new index, never
 // reused, so a call's trunk always finds its own. The counter of a trunk's
-// live calls is per name (Server.trunkCalls), so a replacement keeps
+// live calls is per name (Server.trunkStats), so a replacement keeps
 // counting the calls of the version it replaced. The flood guard exempts the
 // sources of the set in force.
 //

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"sync/atomic"
 	"testing"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -41,7 +40,7 @@ func TestRouteCacheHitAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trunks, err := newTrunks(cfg, ingress, func(string) *atomic.Int64 { return new(atomic.Int64) }, slog.New(slog.DiscardHandler))
+	trunks, err := newTrunks(cfg, ingress, func(n string) *trunkStats { return newTrunkStats(metrics.NewSet(), n) }, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

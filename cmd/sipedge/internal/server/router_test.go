@@ -3,8 +3,9 @@ package server
 import (
 	"log/slog"
 	"net/netip"
-	"sync/atomic"
 	"testing"
+
+	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
 	"github.com/sipedge/sipedge/dialog/txn"
@@ -75,7 +76,7 @@ func TestFloodExemptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trunks, err := newTrunks(cfg, ingress, func(string) *atomic.Int64 { return new(atomic.Int64) }, slog.New(slog.DiscardHandler))
+	trunks, err := newTrunks(cfg, ingress, func(n string) *trunkStats { return newTrunkStats(metrics.NewSet(), n) }, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,12 +53,12 @@ type Server struct {
 
 	runtimeSet, engineSet, cdrSet, lcrSet, healthSet, cpsSet *metrics.Set
 
-	admin      *http.Server
-	adminAddr  net.Addr
-	adminDone  chan struct{}
-	trunkMu    sync.Mutex
-	trunkCount map[string]*atomic.Int64 // trunk name -> its live calls, shared by the shards
-	hops       dialledHops              // next hops of routes without a known group, once dialled
+	admin     *http.Server
+	adminAddr net.Addr
+	adminDone chan struct{}
+	trunkMu   sync.Mutex
+	trunkStat map[string]*trunkStats // trunk name -> its live calls and metrics, shared by the shards
+	hops      dialledHops            // next hops of routes without a known group, once dialled
 }
 
 // New builds a server from a validated configuration; Start runs it.
@@ -106,7 +106,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	if s.cps, err = newCPS(cfg, s); err != nil {
 		return fail(err)
 	}
-	if s.trunks, err = newTrunks(cfg, s.cps.ingress, s.trunkCalls, log); err != nil {
+	if s.trunks, err = newTrunks(cfg, s.cps.ingress, s.trunkStats, log); err != nil {
 		return fail(err)
 	}
 	maxSize := int64(cfg.CDR.MaxSizeMB) << 20
@@ -137,25 +137,6 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
-}
-
-// trunkCalls returns the counter of a trunk's live calls that every
-// shard's engine shares, so that max_concurrent_calls holds for the node:
-// a per-shard share refused calls early on one shard, and rounded up past
-// the limit across them. A trunk replaced at run time keeps its counter:
-// its calls in progress still count against the new version's limit.
-func (s *Server) trunkCalls(name string) *atomic.Int64 {
-	s.trunkMu.Lock()
-	defer s.trunkMu.Unlock()
-	if s.trunkCount == nil {
-		s.trunkCount = make(map[string]*atomic.Int64)
-	}
-	c := s.trunkCount[name]
-	if c == nil {
-		c = new(atomic.Int64)
-		s.trunkCount[name] = c
-	}
-	return c
 }
 
 // identityHeaders are never copied from one leg to the other, whatever the
@@ -405,10 +386,13 @@ func (c wheelClock) StartAt(at time.Duration, kind uint8, arg uint64) uint64 {
 
 func (c wheelClock) Stop(h uint64) bool { return c.w.Stop(timer.Handle(h)) }
 
-// finished writes a call's CDR.
+// finished writes a call's CDR and counts it for its trunk.
 func (a *shardApp) finished(c *b2bua.Call) {
 	sum := c.Summary()
 	a.carriers.ended(&sum)
+	if td := a.s.trunks.dataOf(sum.Trunk); td != nil {
+		td.stats.ended(&sum)
+	}
 	r := cdr.AcquireRecord()
 	r.ACallID, r.BCallID = string(sum.ACallID), string(sum.BCallID)
 	if sum.Trunk != nil {

@@ -31,8 +31,8 @@ var (
 type trunks struct {
 	cfg     *config.Config // its number policies
 	log     *slog.Logger
-	ingress *ratelimit.Local                // where a trunk's limits.cps is registered
-	calls   func(name string) *atomic.Int64 // a trunk name's live calls, which every version of the trunk shares
+	ingress *ratelimit.Local              // where a trunk's limits.cps is registered
+	stats   func(name string) *trunkStats // a trunk name's live calls and metrics, which every version of the trunk shares
 
 	// set is what the engines match requests against: replaced whole, under
 	// mu, on every change.
@@ -58,6 +58,7 @@ type trunkEntry struct {
 type trunkData struct {
 	attributes map[string]string // the LCR request's; shared read-only with the resolver
 	ingress    trunkLimit
+	stats      *trunkStats // its name's
 }
 
 // trunkLimit is a trunk's ingress CPS key, when it has a limit.
@@ -67,8 +68,8 @@ type trunkLimit struct {
 }
 
 // newTrunks builds the YAML's trunks (validated by config).
-func newTrunks(cfg *config.Config, ingress *ratelimit.Local, calls func(string) *atomic.Int64, log *slog.Logger) (*trunks, error) {
-	t := &trunks{cfg: cfg, log: log, ingress: ingress, calls: calls}
+func newTrunks(cfg *config.Config, ingress *ratelimit.Local, stats func(string) *trunkStats, log *slog.Logger) (*trunks, error) {
+	t := &trunks{cfg: cfg, log: log, ingress: ingress, stats: stats}
 	t.data.Store(new([]trunkData))
 	for _, ct := range cfg.Trunks {
 		e, err := t.entry(ct, true)
@@ -93,9 +94,10 @@ func (t *trunks) entry(ct config.Trunk, fixed bool) (trunkEntry, error) {
 		}
 		d.ingress = trunkLimit{key: k, paced: true}
 	}
+	d.stats = t.stats(ct.Name) // once the trunk cannot be refused: its series are kept
 	data := slices.Clone(*t.data.Load())
 	bt := b2bua.Trunk{Name: ct.Name, Group: ct.TrunkGroup, Index: len(data), ForceRPort: ct.ForceRPort,
-		MaxCalls: ct.Limits.MaxConcurrentCalls, Calls: t.calls(ct.Name)}
+		MaxCalls: ct.Limits.MaxConcurrentCalls, Calls: &d.stats.calls, Refused: &d.stats.refused}
 	for _, src := range ct.Sources {
 		bt.Sources = append(bt.Sources, b2bua.Source{Prefix: src.Prefix, Port: src.Port})
 	}

@@ -8,8 +8,9 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
-	"sync/atomic"
 	"testing"
+
+	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
 	"github.com/sipedge/sipedge/ratelimit"
@@ -30,14 +31,14 @@ trunks: [{ name: yaml, sources: ["198.51.100.0/24"] }]
 	if err != nil {
 		t.Fatal(err)
 	}
-	counters := map[string]*atomic.Int64{}
-	calls := func(name string) *atomic.Int64 {
-		if counters[name] == nil {
-			counters[name] = new(atomic.Int64)
+	set, stats := metrics.NewSet(), map[string]*trunkStats{}
+	statsOf := func(name string) *trunkStats {
+		if stats[name] == nil {
+			stats[name] = newTrunkStats(set, name)
 		}
-		return counters[name]
+		return stats[name]
 	}
-	tr, err := newTrunks(cfg, ingress, calls, slog.New(slog.DiscardHandler))
+	tr, err := newTrunks(cfg, ingress, statsOf, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
