@@ -310,6 +310,24 @@ func (e *e2e) metric(name string) float64 {
 	return sum
 }
 
+// waitMetric waits for a metric's sum in /metrics to reach want: the
+// engines count a call as it ends on its shard, which may be just after
+// the last message a peer saw.
+func (e *e2e) waitMetric(name string, want float64) {
+	e.t.Helper()
+	deadline := time.Now().Add(waitMsg)
+	for {
+		got := e.metric(name)
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("%s = %v, want %v", name, got, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // sipPeer is a scripted SIP endpoint on loopback: UDP, a TCP client (the
 // caller) or a TCP server (the carrier).
 type sipPeer struct {

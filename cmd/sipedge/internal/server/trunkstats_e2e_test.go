@@ -7,24 +7,6 @@ import (
 	"time"
 )
 
-// waitMetric waits for a metric's sum in /metrics to reach want: the
-// engines count a call as it ends on its shard, which may be just after
-// the last message a peer saw.
-func (e *e2e) waitMetric(name string, want float64) {
-	e.t.Helper()
-	deadline := time.Now().Add(waitMsg)
-	for {
-		got := e.metric(name)
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("%s = %v, want %v", name, got, want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // trunkCalls is the name of the trunk's calls_total series of a result.
 func trunkCalls(trunk, result string) string {
 	return fmt.Sprintf(`sipedge_trunk_calls_total{trunk=%q,result=%q}`, trunk, result)
