@@ -1,7 +1,6 @@
 package server
 
 import (
-	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -54,7 +53,7 @@ func (ch *channels) setGroup(name string, limit int) {
 			next[k] = v
 		}
 		next[name] = g
-		ch.set.NewGauge(fmt.Sprintf(`sipedge_gateway_calls{group=%q}`, name), func() float64 { return float64(g.inUse.Load()) })
+		ch.set.NewGauge(`sipedge_gateway_calls{group="`+escapeLabel(name)+`"}`, func() float64 { return float64(g.inUse.Load()) })
 		ch.groups.Store(&next)
 	}
 	g.limit.Store((int64(limit) + ch.nodes - 1) / ch.nodes)
