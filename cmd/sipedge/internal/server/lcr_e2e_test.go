@@ -297,9 +297,20 @@ func TestLCRUndialableSkippedWithoutWaiting(t *testing.T) {
 			`{"carrier_id":"ghost","gateway_group":"no-such-group","rate":0.001,"timeout_secs":5},`+
 			`{"carrier_id":"carrier-b","gateway_group":"carrier-b","rate":0.005}]}`)
 		r := newLCR(t, lcrOpts{lcr: fmt.Sprintf("lcr: { api_url: %q, timeout_ms: 1000 }", api.url())})
+		// Every call names it: the warning comes once a minute per shard
+		// (the rig runs two), not once a call.
+		for range 5 {
+			c := r.call(dialed, "")
+			inv := c.invite(r.b, dialed)
+			c.answer(r.b, inv)
+			c.bye(r.b)
+		}
 		check(t, r, "unknown_group", "lcr")
 		if !strings.Contains(r.logs.String(), "level=WARN") || !strings.Contains(r.logs.String(), "no-such-group") {
 			t.Error("an unknown gateway_group is not warned about")
+		}
+		if n := strings.Count(r.logs.String(), "route names an unknown gateway_group"); n > 2 {
+			t.Errorf("%d warnings for 6 calls, want at most one per shard", n)
 		}
 	})
 	t.Run("group-down", func(t *testing.T) {

@@ -138,7 +138,7 @@ func (a *shardApp) resolve(r *route.Route, key uint64) (b2bua.Target, string) {
 			Rate: r.Rate, Currency: r.Currency, Gateway: m}, ""
 	case health.UnknownGroup:
 		if r.GatewayGroup != "" {
-			a.s.log.Warn("route names an unknown gateway_group", "carrier", r.CarrierID, "gateway_group", r.GatewayGroup)
+			a.warnUnknownGroup(r)
 		}
 		if r.NextHop != "" || r.RURI != "" {
 			t, reason := nextHop(r)
@@ -152,6 +152,24 @@ func (a *shardApp) resolve(r *route.Route, key uint64) (b2bua.Target, string) {
 		return b2bua.Target{}, route.ReasonUnresolvable
 	}
 	return b2bua.Target{}, route.ReasonGroupDown
+}
+
+// unknownGroupLogInterval paces the warning of routes naming an unknown
+// gateway_group: an LCR API with a typo names it on every call.
+const unknownGroupLogInterval = time.Minute
+
+// warnUnknownGroup warns that r names a gateway_group sipedge does not
+// know (the seed: "siphon warns"), at most once per interval on this
+// shard; the next warning counts the ones left out.
+func (a *shardApp) warnUnknownGroup(r *route.Route) {
+	now := a.sh.Now()
+	if a.unknownLogged && now-a.unknownLogAt < unknownGroupLogInterval {
+		a.unknownSuppressed++
+		return
+	}
+	a.s.log.Warn("route names an unknown gateway_group", "carrier", r.CarrierID, "gateway_group", r.GatewayGroup,
+		"suppressed_since_last", a.unknownSuppressed)
+	a.unknownLogged, a.unknownLogAt, a.unknownSuppressed = true, now, 0
 }
 
 // outcome is the engines' Env.Outcome: passive health signals.

@@ -261,6 +261,11 @@ type shardApp struct {
 	sel    health.Selector // this shard's gateway selection state
 
 	carriers *carrierPolicy // per-carrier attempts and times (the Policy hooks)
+
+	// warnUnknownGroup's pacing.
+	unknownLogged     bool
+	unknownLogAt      time.Duration
+	unknownSuppressed int
 }
 
 // route is the engine's Router: a cached or static decision at once, else
