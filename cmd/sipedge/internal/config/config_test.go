@@ -188,6 +188,7 @@ func TestRejects(t *testing.T) {
 		{"advertise not an address", `advertise: sip.example.com`, `line 1: advertise: "sip.example.com": want an IP address, "IP:port" or "[IPv6]:port"`},
 		{"advertise unspecified", `advertise: "0.0.0.0:5060"`, `line 1: advertise: "0.0.0.0:5060": want the address peers send to`},
 		{"advertise port 0", `advertise: "192.0.2.1:0"`, `line 1: advertise: "192.0.2.1:0": port must not be 0`},
+		{"advertise of no listen family", "listen: [\"udp://0.0.0.0:5060\"]\nadvertise: \"2001:db8::1\"", `line 2: advertise: "2001:db8::1": no listen address of its family`},
 		{"shards negative", `shards: -1`, `line 1: shards: -1: must not be negative`},
 		{"shards not a number", `shards: many`, `line 1: shards: want an integer, got "many"`},
 		{"shards too many", `shards: 257`, `line 1: shards: 257: at most 256`},

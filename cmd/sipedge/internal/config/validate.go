@@ -230,8 +230,14 @@ func (c *Config) validate(v *validator) {
 		}
 	}
 	if c.Advertise != "" {
-		if _, err := c.AdvertiseAddr(0); err != nil {
+		if ap, err := c.AdvertiseAddr(0); err != nil {
 			v.errorf("advertise", "%q: %v", c.Advertise, err)
+		} else if !slices.ContainsFunc(c.Listen, func(l Listen) bool {
+			// [::] takes IPv4 too (a dual-stack socket); 0.0.0.0 no IPv6.
+			a := l.Addr.Addr()
+			return a.Is4() == ap.Addr().Is4() || a.Is6() && a.IsUnspecified()
+		}) {
+			v.errorf("advertise", "%q: no listen address of its family: peers would send to an address sipedge does not listen on", c.Advertise)
 		}
 	}
 	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
