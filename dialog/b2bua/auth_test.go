@@ -52,7 +52,7 @@ func md5hex(s string) string {
 	return hex.EncodeToString(h[:])
 }
 
-// checkCredentials checks that inv answers the challenge for realm and
+// checkCredentials checks that request inv answers the challenge for realm and
 // nonce with carrierAccount (RFC 2617 3.2.2, qop=auth, computed here on its
 // own) and returns its params.
 func checkCredentials(t *testing.T, inv *parser.Message, k parser.HeaderKind, realm, nonce string) map[string]string {
@@ -63,7 +63,7 @@ func checkCredentials(t *testing.T, inv *parser.Message, k parser.HeaderKind, re
 	p := digestParams(t, string(inv.Get(k)))
 	uri := string(inv.RequestURI())
 	ha1 := md5hex(carrierAccount.Username + ":" + realm + ":" + carrierAccount.Password)
-	ha2 := md5hex("INVITE:" + uri)
+	ha2 := md5hex(string(inv.MethodBytes()) + ":" + uri)
 	want := md5hex(ha1 + ":" + nonce + ":" + p["nc"] + ":" + p["cnonce"] + ":auth:" + ha2)
 	if p["username"] != carrierAccount.Username || p["realm"] != realm || p["nonce"] != nonce || p["uri"] != uri ||
 		p["qop"] != "auth" || p["nc"] != "00000001" || p["cnonce"] == "" || p["response"] != want {
@@ -398,4 +398,51 @@ func TestCarrierChallengeWarningsPaced(t *testing.T) {
 	if got := strings.Count(logs.String(), "cannot answer"); got != 2 || !strings.Contains(logs.String(), "suppressed_since_last=2") {
 		t.Fatalf("after a minute: %d warnings, want 2, the second counting 2 left out:\n%s", got, logs.String())
 	}
+}
+
+// A carrier that challenges a request the caller sent in the dialog gets
+// it again with the next CSeq and the credentials (RFC 3261 22.2), and the
+// caller its answer: a re-INVITE, whose 2xx's ACK repeats the credentials
+// (13.2.2.4), and an INFO; a second challenge is the carrier refusing them,
+// and the caller gets 403.
+func TestInDialogChallengeAnswered(t *testing.T) {
+	r := newRig(t, nil)
+	r.creds = map[string]digest.Credentials{"carrier-a": carrierAccount}
+	binv, aTag := r.answerCall()
+	first := cseqOf(t, binv).Num
+
+	r.recv(caller, inDialogFromCaller("INVITE", "re1", 11, aTag, sdp))
+	r.expect(caller, "SIP/2.0 100 Trying")
+	re1 := r.expect(carrier, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	r.recv(carrier, challengeTo(re1, 407, `Digest realm="carrier.example.net", nonce="n-re", qop="auth"`))
+	re2 := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[1]
+	r.expect(caller)
+	checkCredentials(t, re2, parser.HeaderProxyAuthorization, "carrier.example.net", "n-re")
+	if c1, c2 := cseqOf(t, re1).Num, cseqOf(t, re2).Num; c1 <= first || c2 != c1+1 || viaBranch(t, re1) == viaBranch(t, re2) ||
+		tagOf(t, re2, parser.HeaderTo) != "btag9" || string(re2.Body()) != sdp {
+		t.Fatalf("the answered re-INVITE:\n%s", re2.Bytes())
+	}
+	r.recv(carrier, carrierResponse(re2, 200, "OK", sdp))
+	r.expect(caller, "SIP/2.0 200 OK")
+	r.recv(caller, strings.Replace(ackFromCaller(aTag), "CSeq: 10 ACK", "CSeq: 11 ACK", 1))
+	ack := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	if cseqOf(t, ack).Num != cseqOf(t, re2).Num {
+		t.Fatalf("the ACK's CSeq %d, want the answered re-INVITE's %d", cseqOf(t, ack).Num, cseqOf(t, re2).Num)
+	}
+	if got, want := hdr(ack, parser.HeaderProxyAuthorization), hdr(re2, parser.HeaderProxyAuthorization); got != want {
+		t.Fatalf("the ACK's credentials %q, want the re-INVITE's %q", got, want)
+	}
+
+	r.recv(caller, inDialogFromCaller("INFO", "info1", 12, aTag, ""))
+	info1 := r.expect(carrier, "INFO sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	r.recv(carrier, challengeTo(info1, 401, `Digest realm="carrier.example.net", nonce="n-info"`))
+	info2 := r.expect(carrier, "INFO sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	p := digestParams(t, string(info2.Get(parser.HeaderAuthorization)))
+	if want := md5hex(md5hex(carrierAccount.Username+":carrier.example.net:"+carrierAccount.Password) + ":n-info:" +
+		md5hex("INFO:"+string(info2.RequestURI()))); p["response"] != want {
+		t.Fatalf("INFO credentials %v, want response %s", p, want)
+	}
+	r.recv(carrier, challengeTo(info2, 401, `Digest realm="carrier.example.net", nonce="n-info2"`))
+	r.expect(caller, "SIP/2.0 403 Forbidden")
+	r.expect(carrier)
 }

@@ -75,16 +75,17 @@ type relay struct {
 	// Where req came from, for the answer's Via (parser.Message.SetSource);
 	// a port of 0 when unknown. Not a netip.AddrPort, which takes more
 	// room with its padding: every call holds its relays.
-	srcIP   [16]byte
-	srcPort uint16
-	from    side
-	method  parser.Method
+	srcIP     [16]byte
+	srcPort   uint16
+	from      side
+	method    parser.Method
+	authTries uint8 // the carrier's challenges to it answered (answerRelayChallenge)
 }
 
 // setRelayed records m, a request received, in r.
 func (r *relay) setRelayed(m *parser.Message) {
 	src := m.Source()
-	r.req, r.method = append(r.req[:0], m.Bytes()...), m.Method()
+	r.req, r.method, r.authTries = append(r.req[:0], m.Bytes()...), m.Method(), 0
 	r.srcIP, r.srcPort = src.Addr().As16(), src.Port()
 }
 

@@ -56,7 +56,24 @@
 // share between the trunk's versions, for max_concurrent_calls to hold
 // across a replacement; so is its Refused counter (optional), which the
 // engines increment for each INVITE refused over MaxCalls, for the owner to
-// report per trunk (sipedge_trunk_limited_total is per shard).
+// report per trunk (sipedge_trunk_limited_total is per shard). A call keeps
+// its trunk's ForceRPort too, for its dialog's responses.
+//
+// # Carriers that authenticate
+//
+// A carrier's 401 or 407 to the B-leg INVITE is answered with the account
+// of its gateway group (Env.Credentials, dialog/digest): the INVITE again
+// in the same dialog with the next CSeq and the credentials (RFC 3261
+// 22.2), the carrier's deadline running on from its dial; once more on a
+// stale nonce, not again otherwise; the ACK of its 2xx repeats the
+// credentials (13.2.2.4). So is a challenge to a request the caller sent in
+// the dialog and sipedge relayed (a re-INVITE, UPDATE, INFO...), the
+// caller's transaction waiting for the answer. A challenge sipedge cannot
+// answer is the attempt's (or the request's) failure, as its code says.
+// Challenges and credentials are never relayed across legs: either side's
+// is for the hop it came from, so a 401 or 407 reaches the other side as
+// 403. Not answered: a challenge to a BYE sipedge sends as the call ends.
+// Counted in sipedge_carrier_auth_challenges_total by result.
 //
 // # Where messages go
 //

@@ -228,6 +228,9 @@ func (e *Engine) onRelayResponse(c *Call, role txnRole, m *parser.Message) {
 		return
 	}
 	code := m.StatusCode()
+	if (code == 401 || code == 407) && r.from == sideA && e.answerRelayChallenge(c, role, m, code) {
+		return
+	}
 	if targetRefresh(r.method) && code >= 200 && code < 300 {
 		// A re-INVITE or UPDATE is a target refresh: accepted, its Contact
 		// is the requester's remote target (RFC 3261 12.2.2, RFC 3311 5.2)

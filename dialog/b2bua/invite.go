@@ -350,7 +350,7 @@ func (e *Engine) sendInvite(c *Call, ainv *parser.Message, auth *challenge) bool
 	switch {
 	case auth != nil:
 		at := len(b)
-		b = auth.appendCredentials(b, B.target, ainv.Body())
+		b = auth.appendCredentials(b, B.target, ainv.Body(), inviteMethod)
 		// Kept for the ACK of its 2xx, which must repeat them (RFC 3261
 		// 13.2.2.4).
 		if B.ackCopy == nil {
