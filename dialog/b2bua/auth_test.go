@@ -446,3 +446,30 @@ func TestInDialogChallengeAnswered(t *testing.T) {
 	r.expect(caller, "SIP/2.0 403 Forbidden")
 	r.expect(carrier)
 }
+
+// The credentials of a challenged re-INVITE whose answer failed are not
+// the next re-INVITE's: its ACK carries none.
+func TestInDialogChallengeCredentialsNotCarriedOver(t *testing.T) {
+	r := newRig(t, nil)
+	r.creds = map[string]digest.Credentials{"carrier-a": carrierAccount}
+	_, aTag := r.answerCall()
+	r.recv(caller, inDialogFromCaller("INVITE", "re1", 11, aTag, sdp))
+	r.take(caller)
+	re1 := r.expect(carrier, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	r.recv(carrier, challengeTo(re1, 407, `Digest realm="carrier.example.net", nonce="n1"`))
+	re2 := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[1]
+	r.recv(carrier, carrierResponse(re2, 488, "Not Acceptable Here", ""))
+	r.take(carrier)
+	r.expect(caller, "SIP/2.0 488 Not Acceptable Here")
+
+	r.recv(caller, inDialogFromCaller("INVITE", "re3", 12, aTag, sdp))
+	r.take(caller)
+	re3 := r.expect(carrier, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	r.recv(carrier, carrierResponse(re3, 200, "OK", sdp))
+	r.expect(caller, "SIP/2.0 200 OK")
+	r.recv(caller, strings.Replace(ackFromCaller(aTag), "CSeq: 10 ACK", "CSeq: 12 ACK", 1))
+	ack := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	if ack.Count(parser.HeaderProxyAuthorization) != 0 || cseqOf(t, ack).Num != cseqOf(t, re3).Num {
+		t.Fatalf("the ACK of an unchallenged re-INVITE:\n%s", ack.Bytes())
+	}
+}

@@ -173,6 +173,9 @@ func (e *Engine) relay(c *Call, s side, m *parser.Message, in txn.Handle) {
 	if m.Method() == parser.MethodInvite {
 		out.inviteCSeq = out.cseq
 		c.reinvite[s-1] = true
+		// The credentials of an earlier challenged INVITE, whose answer
+		// failed, are not this one's ACK's.
+		out.ackAuth, out.ackCopy = false, out.ackCopy[:0]
 	}
 	r := &c.relays[slot]
 	r.setRelayed(m)
