@@ -132,10 +132,21 @@ func (m *Message) Validate(supported []string) error {
 		return ErrBadURI
 	}
 	if m.method != MethodAck && m.method != MethodCancel {
+		// Both headers' syntax first: a 420 lists their unsupported tags
+		// (AppendUnsupported), and an empty one in either would make its
+		// Unsupported header malformed; such a request is a 400.
+		unsupported := false
 		for _, kind := range [...]HeaderKind{HeaderRequire, HeaderProxyRequire} {
-			if err := checkSupported(m, kind, supported); err != nil {
+			switch err := checkSupported(m, kind, supported); err {
+			case nil:
+			case ErrBadExtension:
+				unsupported = true
+			default:
 				return err
 			}
+		}
+		if unsupported {
+			return ErrBadExtension
 		}
 	}
 	return nil

@@ -188,20 +188,24 @@ func TestUnitValidate(t *testing.T) {
 // Unsupported header would then list an empty option tag).
 func TestUnitValidateRequireSyntax(t *testing.T) {
 	sup := []string{"100rel", "timer"}
-	f := func(header string) {
+	f := func(headers ...string) {
 		t.Helper()
 		var m Message
-		if err := m.Parse(unitMsg(invite, vWith(header), "")); err != nil {
+		if err := m.Parse(unitMsg(invite, vWith(headers...), "")); err != nil {
 			return // rejected by Parse: fine
 		}
 		if err := m.Validate(sup); errCode(err) != 400 {
 			t.Errorf("Validate with %q = %v (code %d), want a 400 error; Unsupported would be %q",
-				header, err, errCode(err), AppendUnsupported(nil, &m, sup))
+				headers, err, errCode(err), AppendUnsupported(nil, &m, sup))
 		}
 	}
 	f("Require: 100rel,,timer")
 	f("Require: ,100rel")
 	f("Proxy-Require: timer,,100rel")
+	// An unsupported tag in one header, an empty one in the other (found
+	// by FuzzParse): still 400, whichever comes first.
+	f("Require: foo", "Proxy-Require: ,")
+	f("Proxy-Require: foo", "Require: bar,")
 }
 
 // Validate on responses: the same mandatory headers, no request-only checks,
