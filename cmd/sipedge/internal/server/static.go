@@ -1,10 +1,8 @@
 package server
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -139,14 +137,8 @@ func (st *staticRoutes) putRoutes(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	var body []staticRouteJSON
-	d := json.NewDecoder(io.LimitReader(req.Body, maxStaticBody))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&body); err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Errorf("cannot decode static routes: %w", err))
-		return
-	}
-	if d.More() {
-		writeError(w, http.StatusBadRequest, errors.New("cannot decode static routes: trailing data after the JSON list"))
+	if err := decodeJSON(req.Body, maxStaticBody, &body, "static routes"); err != nil {
+		writeError(w, http.StatusBadRequest, err)
 		return
 	}
 	if body == nil {

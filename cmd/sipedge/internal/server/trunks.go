@@ -238,14 +238,8 @@ func (t *trunks) postTrunk(w http.ResponseWriter, req *http.Request) {
 		// Fixed is what GET shows; a trunk posted back carries it.
 		Fixed bool `json:"fixed"`
 	}
-	d := json.NewDecoder(io.LimitReader(req.Body, maxTrunkBody))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&body); err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Errorf("cannot decode trunk: %w", err))
-		return
-	}
-	if d.More() {
-		writeError(w, http.StatusBadRequest, errors.New("cannot decode trunk: trailing data after the JSON object"))
+	if err := decodeJSON(req.Body, maxTrunkBody, &body, "trunk"); err != nil {
+		writeError(w, http.StatusBadRequest, err)
 		return
 	}
 	ct := body.Trunk
@@ -301,6 +295,21 @@ func (t *trunks) deleteTrunk(w http.ResponseWriter, req *http.Request) {
 	default:
 		writeError(w, http.StatusInternalServerError, err)
 	}
+}
+
+// decodeJSON decodes a request body holding one JSON value into v, what
+// it is for errors: unknown keys and trailing data are errors, and the body
+// is read up to limit bytes.
+func decodeJSON(body io.Reader, limit int64, v any, what string) error {
+	d := json.NewDecoder(io.LimitReader(body, limit))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return fmt.Errorf("cannot decode %s: %w", what, err)
+	}
+	if d.More() {
+		return fmt.Errorf("cannot decode %s: trailing data after the JSON value", what)
+	}
+	return nil
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
