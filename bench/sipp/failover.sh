@@ -101,9 +101,7 @@ if ! num "$ATTEMPTED" || ! num "$SUCCEEDED" || ! num "$FAILED" || ! num "$A_INVI
 	tail -20 "$WORK/uac.out" >&2 || true
 	bad=1
 else
-	[ "$ATTEMPTED" -eq "$CALLS" ] || { log "FAIL: $ATTEMPTED calls attempted, want $CALLS"; bad=1; }
-	[ "$FAILED" -eq 0 ] || { log "FAIL: $FAILED calls failed"; bad=1; }
-	[ "$SUCCEEDED" -eq "$CALLS" ] || { log "FAIL: $SUCCEEDED of $CALLS calls succeeded"; bad=1; }
+	all_calls_ok || bad=1
 	[ "$A_INVITES" -eq "$CALLS" ] || { log "FAIL: carrier-a (503) received $A_INVITES INVITEs, want $CALLS"; bad=1; }
 	[ "$B_INVITES" -eq "$CALLS" ] || { log "FAIL: carrier-b received $B_INVITES INVITEs, want $CALLS"; bad=1; }
 	[ "$CDRS" -eq "$CALLS" ] || { log "FAIL: $CDRS CDR lines for $CALLS calls"; bad=1; }

@@ -253,6 +253,16 @@ cdr_count() {
 	grep -c . <<<"$cdrs" || true
 }
 
+# all_calls_ok: the UAC attempted CALLS calls and every one succeeded
+# (read_uac_stats); each shortfall is logged.
+all_calls_ok() {
+	local ok=0
+	[ "$ATTEMPTED" -eq "$CALLS" ] || { log "FAIL: $ATTEMPTED calls attempted, want $CALLS"; ok=1; }
+	[ "$FAILED" -eq 0 ] || { log "FAIL: $FAILED calls failed"; ok=1; }
+	[ "$SUCCEEDED" -eq "$CALLS" ] || { log "FAIL: $SUCCEEDED of $CALLS calls succeeded"; ok=1; }
+	return $ok
+}
+
 # dump_sipp_errors: show the first lines of every SIPp error log and the
 # first CDRs of calls that did not end 200 (a scenario script's dump_errors).
 dump_sipp_errors() {
