@@ -61,7 +61,7 @@ func (r *Registry) postGroup(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusBadRequest, errors.New("cannot decode group: trailing data after the JSON object"))
 		return
 	}
-	replaced, err := r.addGroup(cfg, false)
+	replaced, err := r.addGroup(cfg, addRuntime)
 	switch {
 	case errors.Is(err, ErrFixedGroup):
 		writeError(w, http.StatusConflict, err)
