@@ -15,6 +15,7 @@ import (
 
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
 	"github.com/sipedge/sipedge/dialog/b2bua"
+	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/ratelimit"
 )
 
@@ -173,6 +174,51 @@ func (t *trunks) remove(name string) error {
 	t.list = slices.Delete(t.list, i, i+1)
 	t.publish()
 	return nil
+}
+
+// syncFixed makes cts, a reloaded file's trunks (checked by config.Load),
+// the fixed trunks, as health.Registry.SyncFixed does the groups: a fixed
+// trunk unchanged keeps its version (its index, and so the state its calls
+// find); a changed one, and a runtime one of a name in cts, get a new
+// version, fixed; fixed trunks not in cts are removed; runtime trunks of
+// other names stay, after the fixed ones. Calls in progress keep the
+// version they began with.
+func (t *trunks) syncFixed(cts []config.Trunk) (health.FixedChanges, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ch := health.FixedChanges{Added: []string{}, Replaced: []string{}, Removed: []string{}}
+	names := make(map[string]bool, len(cts))
+	var list []trunkEntry
+	for _, ct := range cts {
+		names[ct.Name] = true
+		i := slices.IndexFunc(t.list, func(e trunkEntry) bool { return e.cfg.Name == ct.Name })
+		switch {
+		case i >= 0 && t.list[i].fixed && reflect.DeepEqual(t.list[i].cfg, ct):
+			list = append(list, t.list[i])
+			continue
+		case i >= 0:
+			ch.Replaced = append(ch.Replaced, ct.Name)
+		default:
+			ch.Added = append(ch.Added, ct.Name)
+		}
+		e, err := t.entry(ct, true)
+		if err != nil { // not expected: config.Load checks the limits
+			return ch, fmt.Errorf("trunks[%s].limits: %w", ct.Name, err)
+		}
+		list = append(list, e)
+	}
+	for _, e := range t.list {
+		switch {
+		case names[e.cfg.Name]:
+		case e.fixed:
+			ch.Removed = append(ch.Removed, e.cfg.Name)
+		default:
+			list = append(list, e)
+		}
+	}
+	t.list = list
+	t.publish()
+	return ch, nil
 }
 
 // trunkJSON is a trunk as the admin API shows it.
