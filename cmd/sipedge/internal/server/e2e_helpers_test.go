@@ -70,8 +70,8 @@ type e2e struct {
 	// reloads (POST /v1/reload); "" before run, and with embedded set.
 	configPath string
 	embedded   bool // run as if started on the embedded example: no file to reload
-	caller  *sipPeer
-	carrier *sipPeer
+	caller     *sipPeer
+	carrier    *sipPeer
 	// advertised is the IP:port sipedge writes in its Via and Contact.
 	advertised string
 	stopOnce   sync.Once
