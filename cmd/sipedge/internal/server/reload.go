@@ -85,7 +85,7 @@ func (s *Server) reload() (reloadResult, int, error) {
 	if err != nil {
 		return reloadResult{}, http.StatusBadRequest, err
 	}
-	if !reflect.DeepEqual(cfg.NumberPolicies, s.cfg.NumberPolicies) {
+	if !slices.Equal(cfg.NumberPolicies, s.cfg.NumberPolicies) { // none and [] alike
 		return reloadResult{}, http.StatusConflict, errNumberPolicies
 	}
 
