@@ -128,8 +128,9 @@ func staticConfig(in []staticRouteJSON) ([]config.StaticRoute, error) {
 // policy. In API mode (lcr.api_url set) the table is not used: GET shows
 // the YAML's, PUT is refused. The replacement is atomic and changes new
 // calls only: calls in progress keep their routes. It is not persisted: a
-// restart goes back to the YAML's table. Authentication and the listening
-// socket are the caller's.
+// restart goes back to the YAML's table, and a reload (POST /v1/reload)
+// replaces it with the file's. Authentication and the listening socket are
+// the caller's.
 func (st *staticRoutes) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/lcr/static_routes", st.getRoutes)

@@ -251,8 +251,9 @@ func (t *trunks) get(name string) (trunkJSON, bool) {
 // follows the YAML's rules (its number_policy must name a configured
 // policy). Calls in progress keep the trunk they began with: replacing or
 // removing it changes new calls only. Runtime trunks are not persisted: a
-// restart loses them. Authentication and the listening socket are the
-// caller's.
+// restart loses them; a reload (POST /v1/reload) keeps them unless the
+// file names them, which makes the file's trunk the fixed one.
+// Authentication and the listening socket are the caller's.
 func (t *trunks) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/trunks", t.listTrunks)
