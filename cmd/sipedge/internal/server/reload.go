@@ -124,11 +124,15 @@ func (s *Server) reload() (reloadResult, int, error) {
 		return reloadResult{}, http.StatusInternalServerError, fmt.Errorf("reload stopped part way: %w", err)
 	}
 
-	for what, names := range map[string][]string{"trunk added": res.Trunks.Added,
-		"trunk replaced": res.Trunks.Replaced, "trunk removed": res.Trunks.Removed} {
-		for _, name := range names {
-			s.log.Info(what, "trunk", name, "by", "reload")
-		}
+	// The registry logs the groups' changes.
+	for _, name := range res.Trunks.Added {
+		s.log.Info("trunk added", "trunk", name, "by", "reload")
+	}
+	for _, name := range res.Trunks.Replaced {
+		s.log.Info("trunk replaced", "trunk", name, "by", "reload")
+	}
+	for _, name := range res.Trunks.Removed {
+		s.log.Info("trunk removed", "trunk", name, "by", "reload")
 	}
 	if res.StaticRoutes.Replaced {
 		s.log.Info("static routes replaced", "prefixes", res.StaticRoutes.Prefixes, "by", "reload")
