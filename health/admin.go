@@ -24,8 +24,9 @@ const maxBody = 1 << 20
 // returned. A POSTed group's absent probe.jitter_ms is
 // 500 ms, as in the YAML; unknown keys are errors. Its cps, cps_reject and
 // max_concurrent_calls are stored for Options.OnAdd, which applies them (the server paces the
-// group's dials as a YAML group's) or refuses the group (400). Authentication and the
-// listening socket are the caller's.
+// group's dials as a YAML group's) or refuses the group (400). The YAML's groups
+// change with SyncFixed (a reload), which keeps the runtime groups it does not name.
+// Authentication and the listening socket are the caller's.
 func (r *Registry) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/gateway/groups", r.listGroups)
@@ -61,7 +62,7 @@ func (r *Registry) postGroup(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusBadRequest, errors.New("cannot decode group: trailing data after the JSON object"))
 		return
 	}
-	replaced, err := r.addGroup(cfg, false)
+	replaced, err := r.addGroup(cfg, addRuntime)
 	switch {
 	case errors.Is(err, ErrFixedGroup):
 		writeError(w, http.StatusConflict, err)

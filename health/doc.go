@@ -74,9 +74,10 @@
 // # Fixed groups
 //
 // The groups given to New (the YAML's) are fixed: AddGroup and RemoveGroup
-// refuse them with ErrFixedGroup. Runtime groups are added, replaced and
-// removed at will; replacing keeps the health of members whose uri and
-// address are unchanged.
+// refuse them with ErrFixedGroup; SyncFixed replaces the fixed set with a
+// reloaded file's. Runtime groups are added, replaced and removed at will;
+// replacing keeps the health of members whose uri and address are
+// unchanged.
 //
 // The package imports neither the configuration nor the transport: cmd maps
 // the YAML to GroupConfig and implements Prober over the shards.

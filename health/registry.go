@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -23,8 +24,8 @@ var (
 	// lists every problem.
 	ErrInvalidGroup = errors.New("health: invalid gateway group")
 	// ErrFixedGroup: the group comes from the YAML configuration; it
-	// changes only with a restart.
-	ErrFixedGroup = errors.New("health: gateway group is defined in the YAML configuration and fixed until restart")
+	// changes only when the file is reloaded (SyncFixed) or with a restart.
+	ErrFixedGroup = errors.New("health: gateway group is defined in the YAML configuration and fixed until the file is reloaded")
 	// ErrUnknownGroup: no group has that name.
 	ErrUnknownGroup = errors.New("health: unknown gateway group")
 )
@@ -49,11 +50,12 @@ type Options struct {
 	Logger *slog.Logger
 	// Metrics receives the per-member metrics (default a new set).
 	Metrics *metrics.Set
-	// OnAdd and OnRemove hear of the groups added, replaced and removed at
-	// run time (not the YAML's), under the registry's lock: the user of
-	// what the registry stores without interpreting (a group's CPS limit)
-	// applies it there. OnAdd is called once the group is known to be
-	// valid and before it is published; its error refuses the group.
+	// OnAdd and OnRemove hear of the groups added, replaced and removed
+	// after New (AddGroup, RemoveGroup, SyncFixed; not Groups), under the
+	// registry's lock: the user of what the registry stores without
+	// interpreting (a group's CPS limit) applies it there. OnAdd is called
+	// once the group is known to be valid and before it is published; its
+	// error refuses the group.
 	OnAdd    func(GroupConfig) error
 	OnRemove func(name string)
 }
@@ -77,7 +79,8 @@ type Registry struct {
 	resolveEvery   time.Duration
 	resolveTimeout time.Duration
 
-	mu sync.Mutex // serialises writers of snap
+	mu     sync.Mutex // serialises writers of snap
+	syncMu sync.Mutex // serialises SyncFixed
 
 	known    atomic.Pointer[map[netip.Addr]struct{}] // the members' addresses (Known)
 	knownMu  sync.Mutex                              // serialises rebuilds of known
@@ -162,7 +165,7 @@ func New(opts Options) (*Registry, error) {
 			r.Close()
 			return nil, fmt.Errorf("cannot add group %q: %w: duplicate name", g.Name, ErrInvalidGroup)
 		}
-		if _, err := r.addGroup(g, true); err != nil {
+		if _, err := r.addGroup(g, addInitial); err != nil {
 			r.Close()
 			return nil, err
 		}
@@ -199,12 +202,28 @@ func (r *Registry) now() time.Duration { return time.Since(r.epoch) }
 // AddGroup returns. DNS names are resolved first (up to ResolveTimeout).
 // Errors wrap ErrInvalidGroup or ErrFixedGroup.
 func (r *Registry) AddGroup(cfg GroupConfig) error {
-	_, err := r.addGroup(cfg, false)
+	_, err := r.addGroup(cfg, addRuntime)
 	return err
 }
 
+// addMode says whose group addGroup adds.
+type addMode uint8
+
+const (
+	// addRuntime: the admin API's; a fixed group of its name is not
+	// replaced; OnAdd applies it.
+	addRuntime addMode = iota
+	// addInitial: one of Options.Groups, fixed; the caller set it up
+	// itself (no OnAdd).
+	addInitial
+	// addSynced: one of SyncFixed's, fixed, replacing any group of its
+	// name; OnAdd applies it.
+	addSynced
+)
+
 // addGroup adds or replaces a group and reports whether it replaced one.
-func (r *Registry) addGroup(cfg GroupConfig, fixed bool) (bool, error) {
+func (r *Registry) addGroup(cfg GroupConfig, mode addMode) (bool, error) {
+	fixed := mode != addRuntime
 	cfg, err := cfg.normalize()
 	if err != nil {
 		return false, fmt.Errorf("cannot add group %q: %w", cfg.Name, err)
@@ -229,10 +248,10 @@ func (r *Registry) addGroup(cfg GroupConfig, fixed bool) (bool, error) {
 	defer r.mu.Unlock()
 	old := r.snap.Load()
 	prev := old.groups[cfg.Name]
-	if prev != nil && prev.fixed {
+	if prev != nil && prev.fixed && mode == addRuntime {
 		return false, fmt.Errorf("cannot replace group %q: %w", cfg.Name, ErrFixedGroup)
 	}
-	if !fixed && r.onAdd != nil {
+	if mode != addInitial && r.onAdd != nil {
 		// Last check, first change: nothing below fails.
 		if err := r.onAdd(cfg); err != nil {
 			return false, fmt.Errorf("cannot add group %q: %w: %w", cfg.Name, ErrInvalidGroup, err)
@@ -348,7 +367,10 @@ func (r *Registry) addGroup(cfg GroupConfig, fixed bool) (bool, error) {
 // RemoveGroup removes a runtime group: routing stops choosing it as soon
 // as RemoveGroup returns, and its metrics are unregistered. Errors wrap
 // ErrUnknownGroup or ErrFixedGroup.
-func (r *Registry) RemoveGroup(name string) error {
+func (r *Registry) RemoveGroup(name string) error { return r.removeGroup(name, false) }
+
+// removeGroup removes a group, a fixed one only when fixedToo is set.
+func (r *Registry) removeGroup(name string, fixedToo bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	old := r.snap.Load()
@@ -356,7 +378,7 @@ func (r *Registry) RemoveGroup(name string) error {
 	if g == nil {
 		return fmt.Errorf("cannot remove group %q: %w", name, ErrUnknownGroup)
 	}
-	if g.fixed {
+	if g.fixed && !fixedToo {
 		return fmt.Errorf("cannot remove group %q: %w", name, ErrFixedGroup)
 	}
 	next := &snapshot{groups: make(map[string]*group, len(old.groups)), order: make([]*group, 0, len(old.order))}
@@ -376,8 +398,101 @@ func (r *Registry) RemoveGroup(name string) error {
 	}
 	r.free = append(r.free, g.slot)
 	r.kick()
-	r.log.Info("gateway group removed", "group", name)
+	r.log.Info("gateway group removed", "group", name, "fixed", g.fixed)
 	return nil
+}
+
+// FixedChanges are the group names SyncFixed changes, never nil: added
+// (new names), replaced (a fixed group whose configuration changed, or a
+// runtime group that becomes fixed) and removed (fixed groups no longer
+// given). Groups neither added nor replaced are untouched.
+type FixedChanges struct {
+	Added    []string `json:"added"`
+	Replaced []string `json:"replaced"`
+	Removed  []string `json:"removed"`
+}
+
+// PlanFixed checks groups as SyncFixed does and returns the changes it
+// would make now, changing nothing. OnAdd is not consulted: a caller that
+// refuses groups in OnAdd checks them itself before SyncFixed.
+func (r *Registry) PlanFixed(groups []GroupConfig) (FixedChanges, error) {
+	_, ch, err := r.planFixed(groups)
+	return ch, err
+}
+
+// SyncFixed makes groups the fixed set, as a configuration file reloaded
+// defines it: a group of a new name is added, fixed; a fixed group whose
+// configuration (defaults filled in) is unchanged is left as it is; one
+// that changed, and a runtime group of a name in groups, are replaced as
+// AddGroup replaces (members with the same uri and address keep their
+// health) and are fixed from then on; fixed groups not in groups are
+// removed; runtime groups of other names are kept. OnAdd and OnRemove run
+// as for AddGroup and RemoveGroup.
+//
+// between, when not nil, runs after the additions and replacements and
+// before the removals: the caller switches what refers to the groups (a
+// routing table) there, so that routing never names a group not yet added.
+//
+// Every group is checked before anything changes; the error then wraps
+// ErrInvalidGroup. An OnAdd refusal stops SyncFixed part way, the changes
+// before it kept: callers check what their OnAdd refuses first. Calls of
+// SyncFixed are serialised; AddGroup and RemoveGroup may run concurrently
+// (they cannot touch a fixed group).
+func (r *Registry) SyncFixed(groups []GroupConfig, between func()) (FixedChanges, error) {
+	r.syncMu.Lock()
+	defer r.syncMu.Unlock()
+	changed, ch, err := r.planFixed(groups)
+	if err != nil {
+		return ch, err
+	}
+	for _, g := range changed {
+		if _, err := r.addGroup(g, addSynced); err != nil {
+			return ch, err
+		}
+	}
+	if between != nil {
+		between()
+	}
+	for _, name := range ch.Removed {
+		if err := r.removeGroup(name, true); err != nil {
+			return ch, err
+		}
+	}
+	return ch, nil
+}
+
+// planFixed checks groups and returns those to add or replace (normalized)
+// and the changes SyncFixed would make.
+func (r *Registry) planFixed(groups []GroupConfig) ([]GroupConfig, FixedChanges, error) {
+	ch := FixedChanges{Added: []string{}, Replaced: []string{}, Removed: []string{}}
+	s := r.snap.Load()
+	var changed []GroupConfig
+	names := make(map[string]bool, len(groups))
+	for _, g := range groups {
+		n, err := g.normalize()
+		if err != nil {
+			return nil, ch, fmt.Errorf("cannot add group %q: %w", g.Name, err)
+		}
+		if names[n.Name] {
+			return nil, ch, fmt.Errorf("cannot add group %q: %w: duplicate name", n.Name, ErrInvalidGroup)
+		}
+		names[n.Name] = true
+		switch prev := s.groups[n.Name]; {
+		case prev == nil:
+			ch.Added = append(ch.Added, n.Name)
+		case !prev.fixed || !reflect.DeepEqual(prev.cfg, n):
+			ch.Replaced = append(ch.Replaced, n.Name)
+		default:
+			continue
+		}
+		changed = append(changed, n)
+	}
+	for _, g := range s.order {
+		if g.fixed && !names[g.name] {
+			ch.Removed = append(ch.Removed, g.name)
+		}
+	}
+	return changed, ch, nil
 }
 
 // retire marks a member state gone and unregisters its metrics. Called

@@ -84,6 +84,7 @@ func runCmd(args []string, stderr io.Writer) int {
 		logs.logger.Error("cannot start", "err", err)
 		return 1
 	}
+	srv.SetConfigFile(*path)
 	if err := srv.Start(); err != nil {
 		logs.logger.Error("cannot start", "err", err)
 		return 1

@@ -117,6 +117,18 @@ func (c *cps) addGroup(g health.GroupConfig) error {
 	return nil
 }
 
+// checkGroup returns the error addGroup would return for g, registering
+// nothing: a reload checks all its groups before it adds any.
+func (c *cps) checkGroup(g health.GroupConfig) error {
+	if g.CPS == nil {
+		return nil
+	}
+	if err := limitOf(g.CPS).Validate(); err != nil {
+		return fmt.Errorf("cps: %w", err)
+	}
+	return nil
+}
+
 // removeGroup is the health registry's OnRemove. The account's key stays
 // registered: other groups and routes may share it.
 func (c *cps) removeGroup(name string) { c.setGroup(name, nil) }

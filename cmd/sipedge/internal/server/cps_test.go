@@ -184,3 +184,28 @@ func TestRuntimeGroupCPS(t *testing.T) {
 		t.Fatal("a removed group is still paced")
 	}
 }
+
+// checkGroup refuses the limits addGroup refuses, and registers nothing: a
+// reload checks all its groups with it before it adds any.
+func TestCPSCheckGroup(t *testing.T) {
+	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil)), cpsSet: metrics.NewSet()}
+	c, err := newCPS(&config.Config{}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.limiter.Close()
+	good := health.GroupConfig{Name: "good", CPS: &health.CPSConfig{Rate: 10}}
+	bad := health.GroupConfig{Name: "bad", CPS: &health.CPSConfig{Rate: 1, Burst: 1 << 30}} // more than an hour of calls
+	if err := c.checkGroup(good); err != nil {
+		t.Fatalf("checkGroup(good) = %v", err)
+	}
+	if _, ok := c.limiter.Lookup("good"); ok {
+		t.Fatal("checkGroup registered the group's account")
+	}
+	if err := c.checkGroup(bad); err == nil || c.addGroup(bad) == nil {
+		t.Fatalf("checkGroup(bad) = %v, and addGroup must refuse it too", err)
+	}
+	if err := c.checkGroup(health.GroupConfig{Name: "unpaced"}); err != nil {
+		t.Fatalf("checkGroup(no cps) = %v", err)
+	}
+}

@@ -28,4 +28,18 @@
 // and keep them. A replacement is not persisted: a restart goes back to the
 // YAML's table. The flood guard exempts the YAML table's next hops from the
 // start, a new table's once dialled.
+//
+// # Reload
+//
+// POST /v1/reload (reload.go) re-reads the file the server started from
+// (SetConfigFile) by the start-up rules and applies its reloadable parts:
+// the gateway groups (health.Registry.SyncFixed), the trunks
+// (trunks.syncFixed) and, in static mode, the static table. Everything that
+// can be refused is checked before anything changes. The order, groups
+// added and replaced, then trunks, then the table, then groups removed,
+// means a new call never finds a route to a group not there yet. Server.cfg
+// stays the configuration sipedge started with: the settings that need a
+// restart are compared with it, the reloadable parts with what the
+// registries hold now. A mutex (Server.changeMu) serialises reloads and
+// the admin API's changes, so that they never interleave.
 package server

@@ -66,8 +66,12 @@ type e2e struct {
 	sip     netip.AddrPort // 127.0.0.1:port
 	admin   string
 	cdrPath string
-	caller  *sipPeer
-	carrier *sipPeer
+	// configPath is the file run writes the YAML to, which the server
+	// reloads (POST /v1/reload); "" before run, and with embedded set.
+	configPath string
+	embedded   bool // run as if started on the embedded example: no file to reload
+	caller     *sipPeer
+	carrier    *sipPeer
 	// advertised is the IP:port sipedge writes in its Via and Contact.
 	advertised string
 	stopOnce   sync.Once
@@ -169,7 +173,8 @@ cdr: { file: %[6]q }
 
 // e2eFreePort returns a port free for both UDP and TCP on 127.0.0.1.
 // run builds a server from yaml, logging into logs, starts it, and
-// shuts it down when the test ends.
+// shuts it down when the test ends. Unless e.embedded, the YAML is written
+// to e.configPath, the file the server reloads.
 func (e *e2e) run(yaml string, logs *lockedBuffer) {
 	t := e.t
 	t.Helper()
@@ -180,6 +185,13 @@ func (e *e2e) run(yaml string, logs *lockedBuffer) {
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if e.srv, err = New(cfg, log); err != nil {
 		t.Fatal(err)
+	}
+	if !e.embedded {
+		e.configPath = filepath.Join(t.TempDir(), "sipedge.yaml")
+		if err := os.WriteFile(e.configPath, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		e.srv.SetConfigFile(e.configPath)
 	}
 	if err := e.srv.Start(); err != nil {
 		t.Fatal(err)

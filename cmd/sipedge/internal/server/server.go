@@ -51,7 +51,16 @@ type Server struct {
 	trunks   *trunks // the YAML's and the admin API's
 	apps     []*shardApp
 
-	runtimeSet, engineSet, cdrSet, lcrSet, healthSet, cpsSet *metrics.Set
+	runtimeSet, engineSet, cdrSet, lcrSet, healthSet, cpsSet, adminSet *metrics.Set
+
+	// configFile is the file cfg came from, "" for the embedded example;
+	// POST /v1/reload reads it again. cfg stays what sipedge started with:
+	// what needs a restart is compared against it, and the reloadable parts
+	// are compared against what the registries hold now.
+	configFile string
+	// changeMu serialises reloads and the admin API's changes.
+	changeMu                  sync.Mutex
+	reloadsOK, reloadsRefused *metrics.Counter
 
 	admin     *http.Server
 	adminAddr net.Addr
@@ -67,7 +76,10 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 		log = slog.Default()
 	}
 	s := &Server{cfg: cfg, log: log, runtimeSet: metrics.NewSet(), engineSet: metrics.NewSet(),
-		cdrSet: metrics.NewSet(), lcrSet: metrics.NewSet(), healthSet: metrics.NewSet(), cpsSet: metrics.NewSet()}
+		cdrSet: metrics.NewSet(), lcrSet: metrics.NewSet(), healthSet: metrics.NewSet(), cpsSet: metrics.NewSet(),
+		adminSet: metrics.NewSet()}
+	s.reloadsOK = s.adminSet.NewCounter(`sipedge_config_reloads_total{result="ok"}`)
+	s.reloadsRefused = s.adminSet.NewCounter(`sipedge_config_reloads_total{result="refused"}`)
 	for _, name := range cfg.B2BUA.HeaderPolicy.Allow {
 		if slices.ContainsFunc(identityHeaders, func(h string) bool { return strings.EqualFold(h, name) }) {
 			log.Warn("b2bua.header_policy.allow lists an identity header, which is never copied: sipedge writes the B-leg's identity itself (RFC 3325)", "header", name)
@@ -546,11 +558,12 @@ func (s *Server) startAdmin() error {
 		}
 		io.WriteString(w, "ready\n")
 	})
-	mux.Handle("/v1/gateway/", s.health.Handler())
-	trunks := s.trunks.handler()
+	mux.Handle("/v1/gateway/", serialized(&s.changeMu, s.health.Handler()))
+	trunks := serialized(&s.changeMu, s.trunks.handler())
 	mux.Handle("/v1/trunks", trunks)
 	mux.Handle("/v1/trunks/", trunks)
-	mux.Handle("/v1/lcr/static_routes", s.staticRoutes.handler())
+	mux.Handle("/v1/lcr/static_routes", serialized(&s.changeMu, s.staticRoutes.handler()))
+	mux.HandleFunc("POST /v1/reload", s.postReload)
 	var h http.Handler = mux
 	if tok := s.cfg.Admin.Token; tok != "" {
 		h = bearer(tok, mux)
@@ -616,5 +629,6 @@ func (s *Server) WriteMetrics(w io.Writer) {
 	s.lcrSet.WritePrometheus(w)
 	s.healthSet.WritePrometheus(w)
 	s.cpsSet.WritePrometheus(w)
+	s.adminSet.WritePrometheus(w)
 	metrics.WriteProcessMetrics(w)
 }

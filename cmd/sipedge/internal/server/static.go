@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +31,21 @@ type staticRoutes struct {
 
 	mu     sync.Mutex
 	routes []config.StaticRoute // the table in table, as configured; guarded by mu
+}
+
+// reload makes routes, a reloaded file's table, and table, built from it,
+// the table in force, replacing the YAML's or a PUT one, and reports
+// whether it differed. routes were checked by config.Load against the
+// file's groups, which the reload adds before it gets here.
+func (st *staticRoutes) reload(routes []config.StaticRoute, table *lcr.StaticTable) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if reflect.DeepEqual(st.routes, routes) {
+		return false
+	}
+	st.routes = routes
+	st.table.Store(table)
+	return true
 }
 
 // staticRouteJSON is a prefix of the table as the admin API shows it: the
@@ -112,8 +128,9 @@ func staticConfig(in []staticRouteJSON) ([]config.StaticRoute, error) {
 // policy. In API mode (lcr.api_url set) the table is not used: GET shows
 // the YAML's, PUT is refused. The replacement is atomic and changes new
 // calls only: calls in progress keep their routes. It is not persisted: a
-// restart goes back to the YAML's table. Authentication and the listening
-// socket are the caller's.
+// restart goes back to the YAML's table, and a reload (POST /v1/reload)
+// replaces it with the file's. Authentication and the listening socket are
+// the caller's.
 func (st *staticRoutes) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/lcr/static_routes", st.getRoutes)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
 	"github.com/sipedge/sipedge/dialog/b2bua"
+	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/ratelimit"
 )
 
@@ -175,6 +176,51 @@ func (t *trunks) remove(name string) error {
 	return nil
 }
 
+// syncFixed makes cts, a reloaded file's trunks (checked by config.Load),
+// the fixed trunks, as health.Registry.SyncFixed does the groups: a fixed
+// trunk unchanged keeps its version (its index, and so the state its calls
+// find); a changed one, and a runtime one of a name in cts, get a new
+// version, fixed; fixed trunks not in cts are removed; runtime trunks of
+// other names stay, after the fixed ones. Calls in progress keep the
+// version they began with.
+func (t *trunks) syncFixed(cts []config.Trunk) (health.FixedChanges, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ch := health.FixedChanges{Added: []string{}, Replaced: []string{}, Removed: []string{}}
+	names := make(map[string]bool, len(cts))
+	var list []trunkEntry
+	for _, ct := range cts {
+		names[ct.Name] = true
+		i := slices.IndexFunc(t.list, func(e trunkEntry) bool { return e.cfg.Name == ct.Name })
+		switch {
+		case i >= 0 && t.list[i].fixed && reflect.DeepEqual(t.list[i].cfg, ct):
+			list = append(list, t.list[i])
+			continue
+		case i >= 0:
+			ch.Replaced = append(ch.Replaced, ct.Name)
+		default:
+			ch.Added = append(ch.Added, ct.Name)
+		}
+		e, err := t.entry(ct, true)
+		if err != nil { // not expected: config.Load checks the limits
+			return ch, fmt.Errorf("trunks[%s].limits: %w", ct.Name, err)
+		}
+		list = append(list, e)
+	}
+	for _, e := range t.list {
+		switch {
+		case names[e.cfg.Name]:
+		case e.fixed:
+			ch.Removed = append(ch.Removed, e.cfg.Name)
+		default:
+			list = append(list, e)
+		}
+	}
+	t.list = list
+	t.publish()
+	return ch, nil
+}
+
 // trunkJSON is a trunk as the admin API shows it.
 type trunkJSON struct {
 	config.Trunk
@@ -205,8 +251,9 @@ func (t *trunks) get(name string) (trunkJSON, bool) {
 // follows the YAML's rules (its number_policy must name a configured
 // policy). Calls in progress keep the trunk they began with: replacing or
 // removing it changes new calls only. Runtime trunks are not persisted: a
-// restart loses them. Authentication and the listening socket are the
-// caller's.
+// restart loses them; a reload (POST /v1/reload) keeps them unless the
+// file names them, which makes the file's trunk the fixed one.
+// Authentication and the listening socket are the caller's.
 func (t *trunks) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/trunks", t.listTrunks)
