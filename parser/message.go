@@ -343,11 +343,13 @@ func (m *Message) parseHeaders(buf []byte, pos int, lim *Limits) (int, error) {
 		}
 		colon += pos
 		nameEnd := colon
-		for nameEnd > pos && (buf[nameEnd-1] == ' ' || buf[nameEnd-1] == '\t') {
-			nameEnd--
-		}
-		if nameEnd == pos { // white space alone
-			return 0, ErrBadHeaderName
+		if c := buf[colon-1]; c == ' ' || c == '\t' {
+			for nameEnd > pos && (buf[nameEnd-1] == ' ' || buf[nameEnd-1] == '\t') {
+				nameEnd--
+			}
+			if nameEnd == pos { // white space alone
+				return 0, ErrBadHeaderName
+			}
 		}
 		kind := lookupName(buf, pos, nameEnd)
 		if kind == HeaderOther && !isToken(buf[pos:nameEnd]) {
