@@ -179,17 +179,12 @@ func parseHostPort(b []byte, h int, host *[]byte, port *int) (int, error) {
 	*port = 0
 	if i < len(b) && b[i] == ':' {
 		// 1*DIGIT up to 65535, read in the pass that finds the digits.
-		i++
-		start, p := i, 0
-		for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
-			if p = p*10 + int(b[i]-'0'); p > 65535 {
-				return 0, ErrBadURI
-			}
-		}
-		if i == start {
+		start := i + 1
+		p, end, ok := readDigits(b, start, 65535)
+		if !ok || end == start {
 			return 0, ErrBadURI
 		}
-		*port = p
+		i, *port = end, int(p)
 	}
 	return i, nil
 }

@@ -25,6 +25,22 @@ func parseUint(b []byte, max uint64) (uint64, bool) {
 	return n, true
 }
 
+// readDigits reads the digits from b[i] on as a number no greater than max,
+// in the pass that finds them, and returns it and where the digits end; ok
+// is false past max.
+func readDigits(b []byte, i int, max uint64) (n uint64, end int, ok bool) {
+	for ; i < len(b); i++ {
+		d := b[i] - '0' // one compare for '0' to '9'
+		if d > 9 {
+			break
+		}
+		if n = n*10 + uint64(d); n > max {
+			return 0, i, false
+		}
+	}
+	return n, i, true
+}
+
 func allDigits(b []byte) bool {
 	for _, c := range b {
 		if c < '0' || c > '9' {
@@ -49,13 +65,8 @@ func ParseCSeq(b []byte) (CSeq, error) {
 	var c CSeq
 	i := skipLWS(b, 0)
 	s := i
-	var n uint64 // parseUint's work, in the same pass
-	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
-		if n = n*10 + uint64(b[i]-'0'); n > maxUint32 {
-			return c, ErrBadCSeq
-		}
-	}
-	if i == s || i == len(b) || byteClass[b[i]]&classWS == 0 {
+	n, i, ok := readDigits(b, i, maxUint32)
+	if !ok || i == s || i == len(b) || byteClass[b[i]]&classWS == 0 {
 		return c, ErrBadCSeq
 	}
 	i = skipLWS(b, i)

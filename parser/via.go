@@ -72,16 +72,12 @@ func ParseVia(b []byte, v *Via) error {
 	if i < len(b) && b[i] == ':' {
 		i = skipLWS(b, i+1)
 		// 1*DIGIT up to 65535, read in the pass that finds the digits.
-		ps, p := i, 0
-		for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
-			if p = p*10 + int(b[i]-'0'); p > 65535 {
-				return ErrBadVia
-			}
-		}
-		if i == ps {
+		ps := i
+		p, end, ok := readDigits(b, ps, 65535)
+		if !ok || end == ps {
 			return ErrBadVia
 		}
-		v.Port = p
+		i, v.Port = end, int(p)
 		i = skipLWS(b, i)
 	}
 	if i == len(b) {
