@@ -96,6 +96,13 @@ func ParseVia(b []byte, v *Via) error {
 			it.i, it.done = e+1, e == len(p)
 		}
 	}
+	// A bare rport last (RFC 3581 3), as most clients send it after the
+	// branch, is read in one compare too.
+	if !it.done {
+		if p := v.Params[it.i:]; len(p) == 5 && binary.LittleEndian.Uint32(p)|0x20202020 == 0x726f7072 && p[4]|0x20 == 't' {
+			v.HasRPort, it.done = true, true
+		}
+	}
 	for !it.done {
 		name, value, _, err := it.next()
 		if err != nil {
