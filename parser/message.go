@@ -351,7 +351,12 @@ func (m *Message) parseHeaders(buf []byte, pos int, lim *Limits) (int, error) {
 				return 0, ErrBadHeaderName
 			}
 		}
-		kind := lookupName(buf, pos, nameEnd)
+		var kind HeaderKind
+		if n := nameEnd - pos; n >= 2 && n < 8 && len(buf)-pos >= 8 {
+			kind = lookupShortName(binary.LittleEndian.Uint64(buf[pos:pos+8]), n)
+		} else {
+			kind = lookupName(buf, pos, nameEnd)
+		}
 		if kind == HeaderOther && !isToken(buf[pos:nameEnd]) {
 			return 0, ErrBadHeaderName
 		}
