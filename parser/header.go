@@ -161,6 +161,9 @@ var (
 		word uint64
 		kind HeaderKind
 	}
+	// midNames holds the long names of eight to sixteen bytes by midSlot,
+	// lowered, without collisions.
+	midNames [64]longName
 )
 
 // longName is a long header name in lower case as little-endian words, for
@@ -214,6 +217,13 @@ func init() {
 				panic("BUG: shortSlot collides on " + info.name)
 			}
 			s.word, s.kind = w.first, k
+		}
+		if n >= 8 && n <= 16 {
+			s := &midNames[midSlot(w.first, le.Uint64(name[n-8:]))]
+			if s.kind != HeaderOther {
+				panic("BUG: midSlot collides on " + info.name)
+			}
+			s.first, s.last, s.n, s.kind = w.first, le.Uint64(name[n-8:]), uint8(n), k
 		}
 	}
 }
@@ -278,6 +288,22 @@ func lookupShortName(w uint64, n int) HeaderKind {
 // bytes of w: collision-free over the long names of that length (the init
 // check keeps it so).
 func shortSlot(w uint64) uint64 { return w * 0x803c72a7e1eab0d7 >> 58 }
+
+// lookupMidName is lookupName for a name of n bytes, 8 <= n <= 16, whose
+// first eight bytes are first and last eight last (together, every byte):
+// inlined, a multiply and three compares.
+func lookupMidName(first, last uint64, n int) HeaderKind {
+	first, last = first|fold, last|fold
+	if s := &midNames[midSlot(first, last)]; s.first == first && s.last == last && int(s.n) == n {
+		return s.kind
+	}
+	return HeaderOther
+}
+
+// midSlot hashes a name of eight to sixteen bytes from its first and last
+// eight lowered: collision-free over the long names of those lengths (the
+// init check keeps it so).
+func midSlot(first, last uint64) uint64 { return (first + last) * 0x86155e99e756ba19 >> 58 }
 
 // lowBytes[n] keeps the low n bytes of a word.
 var lowBytes = [8]uint64{0, 0xff, 0xffff, 0xffffff, 0xffffffff, 0xffffffffff, 0xffffffffffff, 0xffffffffffffff}

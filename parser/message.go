@@ -352,9 +352,13 @@ func (m *Message) parseHeaders(buf []byte, pos int, lim *Limits) (int, error) {
 			}
 		}
 		var kind HeaderKind
-		if n := nameEnd - pos; n >= 2 && n < 8 && len(buf)-pos >= 8 {
+		switch n := nameEnd - pos; {
+		case n >= 2 && n < 8 && len(buf)-pos >= 8:
 			kind = lookupShortName(binary.LittleEndian.Uint64(buf[pos:pos+8]), n)
-		} else {
+		case n >= 8 && n <= 16:
+			le := binary.LittleEndian
+			kind = lookupMidName(le.Uint64(buf[pos:pos+8]), le.Uint64(buf[nameEnd-8:nameEnd]), n)
+		default:
 			kind = lookupName(buf, pos, nameEnd)
 		}
 		if kind == HeaderOther && !isToken(buf[pos:nameEnd]) {
