@@ -219,11 +219,11 @@ func init() {
 			s.word, s.kind = w.first, k
 		}
 		if n >= 8 && n <= 16 {
-			s := &midNames[midSlot(w.first, le.Uint64(name[n-8:]))]
+			s := &midNames[midSlot(w.first, w.last)]
 			if s.kind != HeaderOther {
 				panic("BUG: midSlot collides on " + info.name)
 			}
-			s.first, s.last, s.n, s.kind = w.first, le.Uint64(name[n-8:]), uint8(n), k
+			*s = *w
 		}
 	}
 }

@@ -351,6 +351,9 @@ func (m *Message) parseHeaders(buf []byte, pos int, lim *Limits) (int, error) {
 				return 0, ErrBadHeaderName
 			}
 		}
+		// Names of two to sixteen bytes, nearly all, are looked up inline
+		// from the words of the line; compact forms, longer names and a
+		// name in the last eight bytes of buf take lookupName.
 		var kind HeaderKind
 		switch n := nameEnd - pos; {
 		case n >= 2 && n < 8 && len(buf)-pos >= 8:
