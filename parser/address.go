@@ -32,47 +32,43 @@ func (a *Address) Param(name string) ([]byte, bool) { return paramLookup(a.Param
 // '?' or ',' must be in angle brackets (RFC 4475 3.1.2.13).
 func ParseAddress(b []byte, a *Address) error {
 	*a = Address{}
+	// b is cut at its trimmed end only: indexes from s spare re-slicing its
+	// start, and what follows the URI has no white space left at its end.
 	s, e := trimLWS(b, 0, len(b))
-	b = b[s:e]
-	if len(b) == 1 && b[0] == '*' {
+	b = b[:e]
+	if e-s == 1 && b[s] == '*' {
 		a.Star = true
 		return nil
 	}
 	lt := -1
-	i := 0
-	if len(b) > 0 && b[0] == '"' {
+	if s < e && b[s] == '"' {
 		// Usually qdtext alone up to the closing quote: one class scan
 		// finds it; skipQuoted reads quoted-pairs and folds.
-		end := scanClass(b, 1, classQDText)
+		end := scanClass(b, s+1, classQDText)
 		if end < len(b) && b[end] == '"' {
 			end++
 		} else {
 			var ok bool
-			if end, ok = skipQuoted(b, 0, len(b)); !ok {
+			if end, ok = skipQuoted(b, s, len(b)); !ok {
 				return ErrBadAddress // RFC 4475 3.1.2.6
 			}
 		}
-		a.Display, a.Quoted = b[1:end-1], true
-		i = end
-		for i < len(b) && byteClass[b[i]]&classWS != 0 {
-			i++
-		}
-		if i == len(b) || b[i] != '<' {
+		a.Display, a.Quoted = b[s+1:end-1], true
+		if lt = skipLWS(b, end); lt == len(b) || b[lt] != '<' {
 			return ErrBadAddress
 		}
-		lt = i
-	} else if j := indexUnquoted(b, '<'); j >= 0 {
+	} else if j := indexUnquoted(b[s:], '<'); j >= 0 {
+		lt = s + j
 		// display-name = *(token LWS); LWS before '<' is optional (RFC 4475 3.1.1.6).
-		for k := 0; k < j; k++ {
+		for k := s; k < lt; k++ {
 			if byteClass[b[k]]&(classToken|classWS) == 0 {
 				return ErrBadAddress // e.g. "Bell, Alexander" (RFC 4475 3.1.2.15)
 			}
 		}
-		ds, de := trimLWS(b, 0, j)
+		ds, de := trimLWS(b, s, lt)
 		a.Display = b[ds:de]
-		lt = j
 	}
-	var rest []byte
+	var r int // where what follows the URI starts
 	if lt >= 0 {
 		// Up to '>', with no white space inside <...> (RFC 4475 3.1.2.14)
 		// nor any control character, which no URI has (RFC 3986 2).
@@ -81,15 +77,14 @@ func ParseAddress(b []byte, a *Address) error {
 			return ErrBadAddress
 		}
 		a.URI = b[lt+1 : gt]
-		rest = b[gt+1:]
+		r = gt + 1
 	} else {
-		end := bytes.IndexByte(b, ';')
-		if end < 0 {
-			end = len(b)
+		r = len(b)
+		if i := bytes.IndexByte(b[s:], ';'); i >= 0 {
+			r = s + i
 		}
-		us, ue := trimLWS(b, 0, end)
+		us, ue := trimLWS(b, s, r)
 		a.URI = b[us:ue]
-		rest = b[end:]
 		if bytes.IndexByte(a.URI, '?') >= 0 || bytes.IndexByte(a.URI, ',') >= 0 ||
 			scanVisible(a.URI, 0, 0) != len(a.URI) {
 			return ErrBadAddress // no white space inside either (RFC 3261 25.1 addr-spec)
@@ -98,13 +93,11 @@ func ParseAddress(b []byte, a *Address) error {
 	if len(a.URI) == 0 || !hasScheme(a.URI) {
 		return ErrBadAddress
 	}
-	rs, re := trimLWS(rest, 0, len(rest))
-	rest = rest[rs:re]
-	if len(rest) > 0 {
-		if rest[0] != ';' {
+	if r = skipLWS(b, r); r < len(b) {
+		if b[r] != ';' {
 			return ErrBadAddress
 		}
-		a.Params = rest[1:]
+		a.Params = b[r+1:]
 		var err error
 		if a.Tag, err = checkParams(a.Params); err != nil {
 			return err

@@ -155,6 +155,15 @@ var (
 	compactKinds [256]HeaderKind // compact form letter (lower case) -> kind
 	// namesBySlot holds the long names by nameSlot, without collisions.
 	namesBySlot [256]longName
+	// shortNames holds the long names shorter than eight bytes by
+	// shortSlot, lowered in the low bytes of word, without collisions.
+	shortNames [64]struct {
+		word uint64
+		kind HeaderKind
+	}
+	// midNames holds the long names of eight to sixteen bytes by midSlot,
+	// lowered, without collisions.
+	midNames [64]longName
 )
 
 // longName is a long header name in lower case as little-endian words, for
@@ -202,6 +211,20 @@ func init() {
 		w.last = le.Uint64(padded[n:]) >> w.shift
 		w.first = le.Uint64(padded[8:])
 		w.second = le.Uint64(padded[16:])
+		if n < 8 {
+			s := &shortNames[shortSlot(w.first)]
+			if s.kind != HeaderOther {
+				panic("BUG: shortSlot collides on " + info.name)
+			}
+			s.word, s.kind = w.first, k
+		}
+		if n >= 8 && n <= 16 {
+			s := &midNames[midSlot(w.first, w.last)]
+			if s.kind != HeaderOther {
+				panic("BUG: midSlot collides on " + info.name)
+			}
+			*s = *w
+		}
 	}
 }
 
@@ -247,6 +270,43 @@ func lookupName(b []byte, s, e int) HeaderKind {
 	}
 	return w.kind
 }
+
+// lookupShortName is lookupName for a name of n bytes, 2 <= n < 8, held
+// in the low bytes of w (the bytes after it are ignored). Inlined, it reads
+// the usual short names (Via, From, To, CSeq, Call-ID, Contact) in a
+// multiply and a compare. Every byte of a lowered name is non-zero, so a
+// word equal to a stored one is also the same length.
+func lookupShortName(w uint64, n int) HeaderKind {
+	w = (w | fold) & lowBytes[n&7]
+	if s := &shortNames[shortSlot(w)]; s.word == w {
+		return s.kind
+	}
+	return HeaderOther
+}
+
+// shortSlot hashes a name shorter than eight bytes, lowered in the low
+// bytes of w: collision-free over the long names of that length (the init
+// check keeps it so).
+func shortSlot(w uint64) uint64 { return w * 0x803c72a7e1eab0d7 >> 58 }
+
+// lookupMidName is lookupName for a name of n bytes, 8 <= n <= 16, whose
+// first eight bytes are first and last eight last (together, every byte):
+// inlined, a multiply and three compares.
+func lookupMidName(first, last uint64, n int) HeaderKind {
+	first, last = first|fold, last|fold
+	if s := &midNames[midSlot(first, last)]; s.first == first && s.last == last && int(s.n) == n {
+		return s.kind
+	}
+	return HeaderOther
+}
+
+// midSlot hashes a name of eight to sixteen bytes from its first and last
+// eight lowered: collision-free over the long names of those lengths (the
+// init check keeps it so).
+func midSlot(first, last uint64) uint64 { return (first + last) * 0x86155e99e756ba19 >> 58 }
+
+// lowBytes[n] keeps the low n bytes of a word.
+var lowBytes = [8]uint64{0, 0xff, 0xffff, 0xffffff, 0xffffffff, 0xffffffffff, 0xffffffffffff, 0xffffffffffffff}
 
 // fold sets bit 0x20 of every byte: among token characters it folds only
 // letters, onto lower case (RFC 3261 25.1).

@@ -343,13 +343,27 @@ func (m *Message) parseHeaders(buf []byte, pos int, lim *Limits) (int, error) {
 		}
 		colon += pos
 		nameEnd := colon
-		for nameEnd > pos && (buf[nameEnd-1] == ' ' || buf[nameEnd-1] == '\t') {
-			nameEnd--
+		if c := buf[colon-1]; c == ' ' || c == '\t' {
+			for nameEnd > pos && (buf[nameEnd-1] == ' ' || buf[nameEnd-1] == '\t') {
+				nameEnd--
+			}
+			if nameEnd == pos { // white space alone
+				return 0, ErrBadHeaderName
+			}
 		}
-		if nameEnd == pos { // white space alone
-			return 0, ErrBadHeaderName
+		// Names of two to sixteen bytes, nearly all, are looked up inline
+		// from the words of the line; compact forms, longer names and a
+		// name in the last eight bytes of buf take lookupName.
+		var kind HeaderKind
+		switch n := nameEnd - pos; {
+		case n >= 2 && n < 8 && len(buf)-pos >= 8:
+			kind = lookupShortName(binary.LittleEndian.Uint64(buf[pos:pos+8]), n)
+		case n >= 8 && n <= 16:
+			le := binary.LittleEndian
+			kind = lookupMidName(le.Uint64(buf[pos:pos+8]), le.Uint64(buf[nameEnd-8:nameEnd]), n)
+		default:
+			kind = lookupName(buf, pos, nameEnd)
 		}
-		kind := lookupName(buf, pos, nameEnd)
 		if kind == HeaderOther && !isToken(buf[pos:nameEnd]) {
 			return 0, ErrBadHeaderName
 		}

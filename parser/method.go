@@ -47,51 +47,37 @@ func (m Method) String() string { return methodNames[m] }
 
 // LookupMethod returns the Method for a method token (case-sensitive).
 func LookupMethod(b []byte) Method {
-	if len(b) < 3 {
-		return MethodOther
-	}
-	// Dispatch on the first byte and length so a lookup is one string compare.
-	var m Method
-	switch b[0] {
-	case 'I':
-		if len(b) == 6 {
-			m = MethodInvite
-		} else {
-			m = MethodInfo
-		}
-	case 'A':
-		m = MethodAck
-	case 'B':
-		m = MethodBye
-	case 'C':
-		m = MethodCancel
-	case 'O':
-		m = MethodOptions
-	case 'R':
-		if len(b) == 8 {
-			m = MethodRegister
-		} else {
-			m = MethodRefer
-		}
-	case 'P':
-		if len(b) == 5 {
-			m = MethodPrack
-		} else {
-			m = MethodPublish
-		}
-	case 'S':
-		m = MethodSubscribe
-	case 'N':
-		m = MethodNotify
-	case 'M':
-		m = MethodMessage
-	case 'U':
-		m = MethodUpdate
-	default:
-		return MethodOther
-	}
-	if string(b) == methodNames[m] {
-		return m
+	// A switch on constant strings compiles to length checks and inline
+	// word compares: no loop, no call.
+	switch string(b) {
+	case "INVITE":
+		return MethodInvite
+	case "ACK":
+		return MethodAck
+	case "BYE":
+		return MethodBye
+	case "CANCEL":
+		return MethodCancel
+	case "OPTIONS":
+		return MethodOptions
+	case "REGISTER":
+		return MethodRegister
+	case "PRACK":
+		return MethodPrack
+	case "SUBSCRIBE":
+		return MethodSubscribe
+	case "NOTIFY":
+		return MethodNotify
+	case "PUBLISH":
+		return MethodPublish
+	case "INFO":
+		return MethodInfo
+	case "REFER":
+		return MethodRefer
+	case "MESSAGE":
+		return MethodMessage
+	case "UPDATE":
+		return MethodUpdate
 	}
 	return MethodOther
 }

@@ -115,24 +115,23 @@ func parseSIPURI(u *URI, b []byte) error {
 	if err != nil {
 		return ErrBadURI
 	}
-	b = b[i:]
-	if len(b) > 0 && b[0] == ';' {
+	if i < len(b) && b[i] == ';' {
 		// '?' is no paramchar: the parameters end at the headers.
-		end, ok := scanURIParams(b[1:])
+		end, ok := scanURIParams(b[i+1:])
 		if !ok {
 			return ErrBadURI
 		}
-		u.Params = b[1 : 1+end]
-		b = b[1+end:]
+		u.Params = b[i+1 : i+1+end]
+		i += 1 + end
 	}
-	if len(b) > 0 && b[0] == '?' {
-		u.Headers = b[1:]
+	if i < len(b) && b[i] == '?' {
+		u.Headers = b[i+1:]
 		if len(u.Headers) == 0 || !validChars(u.Headers, classHeaderChar|classPassword) {
 			return ErrBadURI
 		}
-		b = b[len(b):]
+		i = len(b)
 	}
-	if len(b) != 0 {
+	if i != len(b) {
 		return ErrBadURI
 	}
 	return nil
@@ -179,17 +178,12 @@ func parseHostPort(b []byte, h int, host *[]byte, port *int) (int, error) {
 	*port = 0
 	if i < len(b) && b[i] == ':' {
 		// 1*DIGIT up to 65535, read in the pass that finds the digits.
-		i++
-		start, p := i, 0
-		for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
-			if p = p*10 + int(b[i]-'0'); p > 65535 {
-				return 0, ErrBadURI
-			}
-		}
-		if i == start {
+		start := i + 1
+		p, end, ok := readDigits(b, start, 65535)
+		if !ok || end == start {
 			return 0, ErrBadURI
 		}
-		*port = p
+		i, *port = end, int(p)
 	}
 	return i, nil
 }
@@ -204,13 +198,22 @@ func validURIParams(b []byte) bool {
 // scanURIParams checks the uri-parameters at the start of b (without the
 // first ';') and returns where they end: at len(b) or at a '?'.
 func scanURIParams(b []byte) (int, bool) {
+	ok := true
 	for i := 0; ; {
-		j, ok := scanEscaped(b, i, classParam)
+		// The inlined class scan reads the usual name and value, which
+		// have no escape; scanEscaped goes on from a '%'.
+		j := scanClass(b, i, classParam)
+		if j < len(b) && b[j] == '%' {
+			j, ok = scanEscaped(b, j, classParam)
+		}
 		if !ok || j == i {
 			return 0, false // also an empty parameter, as after a trailing ';'
 		}
 		if j < len(b) && b[j] == '=' {
-			k, ok := scanEscaped(b, j+1, classParam)
+			k := scanClass(b, j+1, classParam)
+			if k < len(b) && b[k] == '%' {
+				k, ok = scanEscaped(b, k, classParam)
+			}
 			if !ok || k == j+1 {
 				return 0, false
 			}

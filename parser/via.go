@@ -72,16 +72,12 @@ func ParseVia(b []byte, v *Via) error {
 	if i < len(b) && b[i] == ':' {
 		i = skipLWS(b, i+1)
 		// 1*DIGIT up to 65535, read in the pass that finds the digits.
-		ps, p := i, 0
-		for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
-			if p = p*10 + int(b[i]-'0'); p > 65535 {
-				return ErrBadVia
-			}
-		}
-		if i == ps {
+		ps := i
+		p, end, ok := readDigits(b, ps, 65535)
+		if !ok || end == ps {
 			return ErrBadVia
 		}
-		v.Port = p
+		i, v.Port = end, int(p)
 		i = skipLWS(b, i)
 	}
 	if i == len(b) {
@@ -98,6 +94,13 @@ func ParseVia(b []byte, v *Via) error {
 		if e := scanClass(p, 7, classGenValue); e > 7 && (e == len(p) || p[e] == ';') {
 			v.Branch = p[7:e]
 			it.i, it.done = e+1, e == len(p)
+		}
+	}
+	// A bare rport last (RFC 3581 3), as most clients send it after the
+	// branch, is read in one compare too.
+	if !it.done {
+		if p := v.Params[it.i:]; len(p) == 5 && binary.LittleEndian.Uint32(p)|0x20202020 == 0x726f7072 && p[4]|0x20 == 't' {
+			v.HasRPort, it.done = true, true
 		}
 	}
 	for !it.done {

@@ -48,6 +48,12 @@ func TestUnitParseVia(t *testing.T) {
 	f("SIP/2.0/UDP 10.1.1.1:4540;rport;branch=z9hG4bKkjshdyff", "UDP", "10.1.1.1", 4540, "z9hG4bKkjshdyff", "", "", true, "")
 	f("SIP/2.0/UDP 10.1.1.1:4540;received=192.0.2.1;rport=9988;branch=z9hG4bKkjshdyff", "UDP", "10.1.1.1", 4540, "z9hG4bKkjshdyff", "192.0.2.1", "", true, "9988")
 	f("SIP/2.0/UDP h;branch=z9hG4bK1;rport", "UDP", "h", 0, "z9hG4bK1", "", "", true, "")
+	// A bare rport after the first branch is read in one compare; other
+	// parameters of five bytes there are not rport.
+	f("SIP/2.0/UDP h;branch=z9hG4bK1;RPort", "UDP", "h", 0, "z9hG4bK1", "", "", true, "")
+	f("SIP/2.0/UDP h;branch=z9hG4bK1;sport", "UDP", "h", 0, "z9hG4bK1", "", "", false, "")
+	f("SIP/2.0/UDP h;branch=z9hG4bK1;rpor-", "UDP", "h", 0, "z9hG4bK1", "", "", false, "")
+	f("SIP/2.0/UDP h;branch=z9hG4bK1;rporT", "UDP", "h", 0, "z9hG4bK1", "", "", true, "")
 	// A first branch is read without the parameter walk; these take the walk.
 	f("SIP/2.0/UDP h;BrAnCh=z9hG4bK1;branch=z9hG4bK2", "UDP", "h", 0, "z9hG4bK2", "", "", false, "")
 	f("SIP/2.0/UDP h;branch=x", "UDP", "h", 0, "x", "", "", false, "")
@@ -120,6 +126,8 @@ func TestUnitParseViaErrors(t *testing.T) {
 	f("SIP/2.0/UDP host;branch=a;")
 	f("SIP/2.0/UDP host;branch=a;;rport")
 	f("SIP/2.0/UDP host;branch=;rport")
+	f("SIP/2.0/UDP host;branch=a;rport;")
+	f("SIP/2.0/UDP host;branch=a;rport ;")
 	f(`SIP/2.0/UDP host;x="unterminated`)
 	f("SIP/2.0/UDP host;branch=z9hG4bK1,SIP/2.0/UDP other") // one value holds no comma
 	f("SIP/2.0/UDP [2001:db8::1")
