@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -351,7 +352,16 @@ func TestRedisFailureModes(t *testing.T) {
 	// can be at: the call's start and return, plus the wait.
 	f := func(t *testing.T, mode FailureMode, check func(i int, d Decision, lo, hi time.Duration)) {
 		srv := redistest.Start(t)
-		o := Options{Config: Config{FailureMode: mode, Nodes: 2, DeadlineMS: 20}, BreakerCoolDown: 300 * ms}
+		// The breaker's cool-down is far longer than the test: it stays
+		// open until the test moves the limiter's clock past it, after the
+		// thaw, however long a loaded machine stalls the test in between
+		// (a 300 ms one let the probe go while Redis was frozen, and
+		// ReserveAsync queued the call whose done is nil: a worker panicked).
+		const coolDown = time.Hour
+		var skew atomic.Int64 // added to the limiter's clock
+		clock0 := time.Now()
+		o := Options{Config: Config{FailureMode: mode, Nodes: 2, DeadlineMS: 20}, BreakerCoolDown: coolDown,
+			Now: func() time.Duration { return time.Since(clock0) + time.Duration(skew.Load()) }}
 		n := newNode(t, srv.URL(), o)
 		k := n.register(t, "a", Limit{Rate: 10, MaxWait: 10 * time.Second})
 		waitRedisMode(t, n, k)
@@ -384,7 +394,7 @@ func TestRedisFailureModes(t *testing.T) {
 		}
 		// The breaker is open: the shard's call decides at once.
 		t0 := time.Since(start)
-		d, ok := n.ReserveAsync(k, nil)
+		d, ok := n.ReserveAsync(k, func(Decision) {}) // not nil: were it queued, a worker would call it
 		if !ok {
 			t.Fatal("breaker open, yet ReserveAsync went to Redis")
 		}
@@ -406,6 +416,7 @@ func TestRedisFailureModes(t *testing.T) {
 		}
 
 		srv.Thaw()
+		skew.Add(int64(coolDown)) // the cool-down is over: the next call probes
 		waitRedisMode(t, n, k)
 		if c := n.logs.count("redis available"); c != 1 {
 			t.Fatalf("%d up transitions logged, want 1:\n%s", c, n.logs)
