@@ -121,21 +121,32 @@ func TestRedisSpacing(t *testing.T) {
 	n := newNode(t, srv.URL(), Options{})
 	k := n.register(t, "carrier-a", Limit{Rate: 10, MaxWait: time.Second})
 	start := time.Now()
-	var slots []time.Duration
+	var slots, before, after []time.Duration
 	for range 9 { // 0, 115, ..., 920 ms
+		t0 := time.Since(start)
 		d, err := n.Reserve(context.Background(), k)
+		t1 := time.Since(start)
 		if err != nil || d.Over || d.Source != SourceRedis {
 			t.Fatalf("%+v %v", d, err)
 		}
-		slots = append(slots, time.Since(start)+d.Wait)
+		slots = append(slots, t1+d.Wait)
+		before, after = append(before, t0+d.Wait), append(after, t1+d.Wait)
 	}
-	// Slots are 115 ms apart on Redis' clock; read here, each carries the
-	// delay of its own reply, which a loaded machine stretches by a few ms.
-	// 100 ms (the rate without its margin) stays out.
+	// Slots are 115 ms apart on Redis' clock. Read here, each lies between
+	// the time before its call and the time after, plus its wait: a gap
+	// between two must be possible within those bounds (a fixed ±10 ms
+	// around slots read after the reply failed when a loaded machine
+	// delayed one reply by 14 ms). 100 ms (the rate without its margin)
+	// stays out over the eight gaps: 800 ms must not fit the span.
+	within := func(want, lo, hi time.Duration) bool { return lo-ms <= want && want <= hi+ms }
 	for i := 1; i < len(slots); i++ {
-		if gap := slots[i] - slots[i-1]; gap < 105*ms || gap > 125*ms {
-			t.Fatalf("gap %d: %v, want 115 ms: %v", i, gap, slots)
+		if lo, hi := before[i]-after[i-1], after[i]-before[i-1]; !within(115*ms, lo, hi) {
+			t.Fatalf("gap %d: %v to %v, want 115 ms: %v", i, lo, hi, slots)
 		}
+	}
+	last := len(slots) - 1
+	if lo, hi := before[last]-after[0], after[last]-before[0]; !within(920*ms, lo, hi) || within(800*ms, lo, hi) {
+		t.Fatalf("first to last slot: %v to %v, want 920 ms (8 gaps of 115 ms), not 800 ms: %v", lo, hi, slots)
 	}
 	// The 10th slot is 1035 ms out: over, and known to be over for the
 	// next 35 ms without asking Redis again.
