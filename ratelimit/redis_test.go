@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,21 +121,32 @@ func TestRedisSpacing(t *testing.T) {
 	n := newNode(t, srv.URL(), Options{})
 	k := n.register(t, "carrier-a", Limit{Rate: 10, MaxWait: time.Second})
 	start := time.Now()
-	var slots []time.Duration
+	var slots, before, after []time.Duration
 	for range 9 { // 0, 115, ..., 920 ms
+		t0 := time.Since(start)
 		d, err := n.Reserve(context.Background(), k)
+		t1 := time.Since(start)
 		if err != nil || d.Over || d.Source != SourceRedis {
 			t.Fatalf("%+v %v", d, err)
 		}
-		slots = append(slots, time.Since(start)+d.Wait)
+		slots = append(slots, t1+d.Wait)
+		before, after = append(before, t0+d.Wait), append(after, t1+d.Wait)
 	}
-	// Slots are 115 ms apart on Redis' clock; read here, each carries the
-	// delay of its own reply, which a loaded machine stretches by a few ms.
-	// 100 ms (the rate without its margin) stays out.
+	// Slots are 115 ms apart on Redis' clock. Read here, each lies between
+	// the time before its call and the time after, plus its wait: a gap
+	// between two must be possible within those bounds (a fixed ±10 ms
+	// around slots read after the reply failed when a loaded machine
+	// delayed one reply by 14 ms). 100 ms (the rate without its margin)
+	// stays out over the eight gaps: 800 ms must not fit the span.
+	within := func(want, lo, hi time.Duration) bool { return lo-ms <= want && want <= hi+ms }
 	for i := 1; i < len(slots); i++ {
-		if gap := slots[i] - slots[i-1]; gap < 105*ms || gap > 125*ms {
-			t.Fatalf("gap %d: %v, want 115 ms: %v", i, gap, slots)
+		if lo, hi := before[i]-after[i-1], after[i]-before[i-1]; !within(115*ms, lo, hi) {
+			t.Fatalf("gap %d: %v to %v, want 115 ms: %v", i, lo, hi, slots)
 		}
+	}
+	last := len(slots) - 1
+	if lo, hi := before[last]-after[0], after[last]-before[0]; !within(920*ms, lo, hi) || within(800*ms, lo, hi) {
+		t.Fatalf("first to last slot: %v to %v, want 920 ms (8 gaps of 115 ms), not 800 ms: %v", lo, hi, slots)
 	}
 	// The 10th slot is 1035 ms out: over, and known to be over for the
 	// next 35 ms without asking Redis again.
@@ -351,11 +363,50 @@ func TestRedisFailureModes(t *testing.T) {
 	// can be at: the call's start and return, plus the wait.
 	f := func(t *testing.T, mode FailureMode, check func(i int, d Decision, lo, hi time.Duration)) {
 		srv := redistest.Start(t)
-		o := Options{Config: Config{FailureMode: mode, Nodes: 2, DeadlineMS: 20}, BreakerCoolDown: 300 * ms}
+		// The breaker's cool-down is far longer than the test: it stays
+		// open until the test moves the limiter's clock past it, after the
+		// thaw, however long a loaded machine stalls the test in between
+		// (a 300 ms one let the probe go while Redis was frozen, and
+		// ReserveAsync queued the call whose done is nil: a worker panicked).
+		const coolDown = time.Hour
+		var skew atomic.Int64 // added to the limiter's clock
+		clock0 := time.Now()
+		o := Options{Config: Config{FailureMode: mode, Nodes: 2, DeadlineMS: 20}, BreakerCoolDown: coolDown,
+			Now: func() time.Duration { return time.Since(clock0) + time.Duration(skew.Load()) }}
 		n := newNode(t, srv.URL(), o)
 		k := n.register(t, "a", Limit{Rate: 10, MaxWait: 10 * time.Second})
-		waitRedisMode(t, n, k)
-		// A slow first call (-race) may already have failed: count from here.
+		// resume waits until Redis decides, moving the clock past the
+		// cool-down before each try as the real clock passed the 300 ms
+		// one: a probe that fails (a Redis slow to answer on a loaded
+		// machine) opens the breaker for another cool-down.
+		resume := func() {
+			t.Helper()
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * ms) {
+				skew.Add(int64(coolDown))
+				if d, _ := n.Reserve(context.Background(), k); d.Source == SourceRedis {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("redis mode did not resume in 5 s; logs:\n%s", n.logs)
+				}
+			}
+			if !n.Redis().Up() {
+				t.Fatal("decided by Redis but not up")
+			}
+		}
+		// A slow call (-race, load) may fail, and be counted, after a later
+		// one succeeded: count from when every call so far is accounted for
+		// and no failure counts towards the breaker.
+		for i := 0; ; i++ {
+			resume()
+			quiesce(t, n.Redis())
+			if n.Redis().br.fails.Load() == 0 && n.Redis().Up() {
+				break
+			}
+			if i == 50 {
+				t.Fatalf("redis calls keep failing before the freeze; logs:\n%s", n.logs)
+			}
+		}
 		fallbacks := n.metric(t, `sipedge_ratelimit_failure_mode_total{mode="`+string(mode)+`"}`)
 		errs := n.metric(t, "sipedge_ratelimit_redis_errors_total")
 		bound := callBound()
@@ -374,6 +425,11 @@ func TestRedisFailureModes(t *testing.T) {
 		}
 		check(0, d, d.Wait, el+d.Wait)
 		for i := 1; i < 10; i++ {
+			// The caller gives up at 1.5 times the deadline, its call may
+			// fail later: let each failure reach the breaker before the next
+			// call, or a loaded machine has a fourth call sent before the
+			// third failure opened it (4 errors, not the breaker's 3).
+			quiesce(t, n.Redis())
 			t0 := time.Since(start)
 			d, err := n.Reserve(context.Background(), k)
 			t1 := time.Since(start)
@@ -384,7 +440,7 @@ func TestRedisFailureModes(t *testing.T) {
 		}
 		// The breaker is open: the shard's call decides at once.
 		t0 := time.Since(start)
-		d, ok := n.ReserveAsync(k, nil)
+		d, ok := n.ReserveAsync(k, func(Decision) {}) // not nil: were it queued, a worker would call it
 		if !ok {
 			t.Fatal("breaker open, yet ReserveAsync went to Redis")
 		}
@@ -406,7 +462,7 @@ func TestRedisFailureModes(t *testing.T) {
 		}
 
 		srv.Thaw()
-		waitRedisMode(t, n, k)
+		resume()
 		if c := n.logs.count("redis available"); c != 1 {
 			t.Fatalf("%d up transitions logged, want 1:\n%s", c, n.logs)
 		}
@@ -424,8 +480,10 @@ func TestRedisFailureModes(t *testing.T) {
 			if d.Source != SourceFallback || d.Over {
 				t.Fatalf("decision %d: %+v", i, d)
 			}
-			// Rate 10 over 2 nodes: each paces at 5/s, 230 ms apart.
-			if i > 0 && (hi-prevLo < 230*ms || lo-prevHi > 230*ms) {
+			// Rate 10 over 2 nodes: each paces at 5/s, 230 ms apart; a call
+			// made after its slot (a stalled test) is granted at once.
+			late := d.Wait == 0 && lo-prevLo >= 230*ms
+			if i > 0 && !late && (hi-prevLo < 230*ms || lo-prevHi > 230*ms) {
 				t.Fatalf("decision %d: %v to %v after the previous, want 230 ms", i, lo-prevHi, hi-prevLo)
 			}
 			prevLo, prevHi = lo, hi
@@ -457,6 +515,24 @@ func callBound() time.Duration {
 		return 250 * ms
 	}
 	return 100 * ms
+}
+
+// quiesce waits until every dispatcher is idle with nothing queued: each
+// call sent so far has ended and been accounted for (errors counted, the
+// breaker told).
+func quiesce(t *testing.T, r *Redis) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		r.g.mu.Lock()
+		idle := r.g.idle == cap(r.g.wake) && len(r.g.q) == 0
+		r.g.mu.Unlock()
+		if idle {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("redis calls still in flight after 5 s")
+		}
+	}
 }
 
 // waitRedisMode polls until a decision comes from Redis again.

@@ -171,7 +171,6 @@ cdr: { file: %[6]q }
 	return e
 }
 
-// e2eFreePort returns a port free for both UDP and TCP on 127.0.0.1.
 // run builds a server from yaml, logging into logs, starts it, and
 // shuts it down when the test ends. Unless e.embedded, the YAML is written
 // to e.configPath, the file the server reloads.
@@ -204,14 +203,23 @@ func (e *e2e) run(yaml string, logs *lockedBuffer) {
 	})
 }
 
+// e2eFreePort returns a port free for both UDP and TCP on 127.0.0.1, picked
+// at random below the kernel's ephemeral range (32768 on Linux), and below
+// the ports redistest picks for redis-servers (20000 and up) in the packages
+// whose tests run alongside. The port is released before the server binds
+// it: one the kernel chose (port 0) was handed out again in between, as the
+// ephemeral port of a socket bound to port 0 (this rig's peers are made
+// before the server starts, its admin listener, a client's connection in
+// any test process), and the server failed with "bind: address already in
+// use". Nothing takes a port under 20000 without asking for it by number.
 func e2eFreePort(t *testing.T) int {
 	t.Helper()
-	for i := 0; i < 50; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for range 100 {
+		port := 10000 + rand.IntN(10000)
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 		if err != nil {
-			t.Fatal(err)
+			continue
 		}
-		port := l.Addr().(*net.TCPAddr).Port
 		u, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
 		l.Close()
 		if err == nil {

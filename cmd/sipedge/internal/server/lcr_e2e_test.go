@@ -466,6 +466,15 @@ func TestLCRTrunkAttributes(t *testing.T) {
 // second node without asking the API.
 func lcrSharedByTwoNodes(t *testing.T, url string, owner func(key string) *redistest.Server) {
 	t.Helper()
+	// A node's first Redis calls set up its connections (to a Cluster, the
+	// topology and the key's node too): under -race on a loaded machine
+	// they can take longer than lcr's 50 ms deadline, and a missed one
+	// (correctly) marks the tier down, so that node 1 never stored the
+	// decision. What is tested here is the sharing, not the deadline: as in
+	// route/lcr's tests, each call has 1 s.
+	old := lcrRedisDeadline
+	lcrRedisDeadline = time.Second
+	t.Cleanup(func() { lcrRedisDeadline = old })
 	api := newLCRAPI(t, 200, `{"routes":[`+lcrCacheRoutes+`],"cache_ttl_secs":60}`)
 	o := lcrOpts{
 		lcr:   fmt.Sprintf("lcr: { api_url: %q, cache: lcr }", api.url()),

@@ -19,6 +19,11 @@ import (
 	"github.com/sipedge/sipedge/route/lcr"
 )
 
+// lcrRedisDeadline, when not 0, replaces lcr's deadline for each call to
+// the Redis cache tier (lcr.DefaultRedisDeadline). No configuration sets
+// it: it is for tests whose Redis calls must succeed on a loaded machine.
+var lcrRedisDeadline time.Duration
+
 // newResolver builds the routing decision source: the LCR API with its
 // cache tiers when lcr.api_url is set, else the static rate table (longest
 // prefix, routes ordered by rate).
@@ -30,7 +35,7 @@ func newResolver(cfg *config.Config, set *metrics.Set, log *slog.Logger) (*lcr.R
 	opts := lcr.Options{APIURL: cfg.LCR.APIURL, Timeout: cfg.LCR.Timeout, AuthHeader: cfg.LCR.AuthHeader,
 		CacheTTL: cfg.LCR.CacheTTL, KeyAttributes: cfg.LCR.Attributes,
 		FallbackGatewayGroup: cfg.LCR.FallbackGatewayGroup, Static: table, Metrics: set, Log: log,
-		LocalTTL: 60 * time.Second}
+		LocalTTL: 60 * time.Second, RedisDeadline: lcrRedisDeadline}
 	cache := -1 // the cache entry lcr.cache names
 	for i, c := range cfg.Cache {
 		if c.Name == cfg.LCR.Cache && c.Name != "" {
