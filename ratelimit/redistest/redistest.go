@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -92,6 +93,9 @@ func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
 // URL is the server's redis:// URL.
 func (s *Server) URL() string { return "redis://" + s.Addr() }
 
+// startTimeout bounds how long start waits for redis-server's first PONG.
+const startTimeout = 15 * time.Second
+
 // start runs redis-server on s.port and waits until it answers PING.
 func (s *Server) start() {
 	s.tb.Helper()
@@ -104,17 +108,32 @@ func (s *Server) start() {
 		"--save", "", "--appendonly", "no", "--dir", s.dir}
 	cmd := exec.Command("redis-server", append(args, s.args...)...)
 	cmd.Stdout, cmd.Stderr = out, out
-	err = cmd.Start()
+	// A test binary that crashes runs no Cleanup: the kernel then kills the
+	// server, which would otherwise outlive the run (a frozen one for good).
+	// The signal follows the death of the thread that started the child, so
+	// that thread is held, locked, until the child exits.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	started, done := make(chan error), make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread()
+		err := cmd.Start()
+		started <- err
+		if err == nil {
+			cmd.Wait()
+		}
+	}()
+	err = <-started
 	out.Close() // the child has its own copy
 	if err != nil {
 		s.tb.Fatalf("cannot start redis-server: %v", err)
 	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
 	s.mu.Lock()
 	s.cmd, s.done = cmd, done
 	s.mu.Unlock()
-	deadline := time.Now().Add(5 * time.Second)
+	// Generous: it takes milliseconds, but a CI machine under load has
+	// been seen to take seconds.
+	deadline := time.Now().Add(startTimeout)
 	for {
 		if reply, err := s.Do("PING"); err == nil && reply == "+PONG" {
 			return
@@ -122,7 +141,7 @@ func (s *Server) start() {
 		if time.Now().After(deadline) {
 			s.Stop()
 			log, _ := os.ReadFile(logPath)
-			s.tb.Fatalf("redis-server on %s did not answer PING within 5 s:\n%s", s.Addr(), log)
+			s.tb.Fatalf("redis-server on %s did not answer PING within %v:\n%s", s.Addr(), startTimeout, log)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
