@@ -134,7 +134,16 @@ func (m *Message) ParseLimits(buf []byte, lim *Limits) error {
 	if pos == len(buf) {
 		return ErrEmpty
 	}
-	lineEnd, next, err := lineAt(buf, pos)
+	lineEnd, next, err := lineEndAt(buf, pos)
+	if err == nil {
+		// parseStartLine reads every byte of the line by rules that
+		// exclude a CR, so a bare CR fails it: only then is one looked
+		// for, to give the error a bare CR gives anywhere else.
+		err = m.parseStartLine(buf[:lineEnd], pos, lim)
+		if err != nil && bytes.IndexByte(buf[pos:lineEnd], '\r') >= 0 {
+			err = ErrBadHeader
+		}
+	}
 	if err != nil {
 		m.response = isStatusLine(buf[pos:])
 		if err == ErrUnterminatedHeaders {
@@ -143,9 +152,6 @@ func (m *Message) ParseLimits(buf []byte, lim *Limits) error {
 				err = ErrBadStatusLine
 			}
 		}
-		return err
-	}
-	if err := m.parseStartLine(buf[:lineEnd], pos, lim); err != nil {
 		return err
 	}
 	pos, err = m.parseHeaders(buf, next, lim)
@@ -167,15 +173,23 @@ func (m *Message) ParseLimits(buf []byte, lim *Limits) error {
 // the index of the next line. Lines end in CRLF; a bare LF or a bare CR is an
 // error because a peer that splits lines differently would see other headers.
 func lineAt(buf []byte, pos int) (lineEnd, next int, err error) {
+	if lineEnd, next, err = lineEndAt(buf, pos); err != nil {
+		return 0, 0, err
+	}
+	if bytes.IndexByte(buf[pos:lineEnd], '\r') >= 0 {
+		return 0, 0, ErrBadHeader
+	}
+	return lineEnd, next, nil
+}
+
+// lineEndAt is lineAt without the search for a bare CR inside the line.
+func lineEndAt(buf []byte, pos int) (lineEnd, next int, err error) {
 	i := bytes.IndexByte(buf[pos:], '\n')
 	if i < 0 {
 		return 0, 0, ErrUnterminatedHeaders
 	}
 	eol := pos + i
 	if eol == pos || buf[eol-1] != '\r' {
-		return 0, 0, ErrBadHeader
-	}
-	if bytes.IndexByte(buf[pos:eol-1], '\r') >= 0 {
 		return 0, 0, ErrBadHeader
 	}
 	return eol - 1, eol + 1, nil

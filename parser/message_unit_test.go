@@ -294,6 +294,16 @@ func TestUnitStartLineEnd(t *testing.T) {
 	}
 	f("INVITE sip:a@b SIP/2.0\n\r\n", ErrBadHeader)
 	f("INVITE sip:a@b\rSIP/2.0\r\n\r\n", ErrBadHeader)
+	// A bare CR anywhere in a start line, before or in place of any byte:
+	// Parse looks for one only when the line fails to parse.
+	for _, line := range []string{"INVITE sip:a@b SIP/2.0", "SIP/2.0 200 OK", "SIP/2.0 200"} {
+		for i := range len(line) + 1 {
+			f(line[:i]+"\r"+line[i:]+"\r\n\r\n", ErrBadHeader)
+			if i < len(line) {
+				f(line[:i]+"\r"+line[i+1:]+"\r\n\r\n", ErrBadHeader)
+			}
+		}
+	}
 	f("INVITE sip:a@b SIP/2.0", ErrBadRequestLine)
 	f("SIP/2.0 200 OK", ErrBadStatusLine)
 	f("INVITE sip:a@b SIP/2.0\r\n", ErrUnterminatedHeaders)
