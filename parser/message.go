@@ -227,6 +227,9 @@ func (m *Message) parseStartLine(line []byte, pos int, lim *Limits) error {
 // sipSlash is "sip/" read little-endian.
 const sipSlash = 0x2f706973
 
+// sipVersionSP is "sip/2.0 " read little-endian (see sipFold).
+const sipVersionSP = 0x20302e322f706973
+
 // isStatusLine reports whether a start line is a response's: it begins with
 // SIP-Version, whose "SIP" is case-insensitive (RFC 3261 7.1).
 func isStatusLine(b []byte) bool {
@@ -280,14 +283,18 @@ func checkVersion(v []byte) error {
 
 // parseStatusLine parses SIP-Version SP Status-Code SP Reason-Phrase (RFC 3261 7.2).
 func (m *Message) parseStatusLine(line []byte, pos int) error {
-	sp := bytes.IndexByte(line[pos:], ' ')
-	if sp < 0 {
-		return ErrBadStatusLine
+	// The usual version and its SP, "SIP/2.0 ", in one compare.
+	i := pos + 8
+	if len(line)-pos < 8 || binary.LittleEndian.Uint64(line[pos:])|sipFold != sipVersionSP {
+		sp := bytes.IndexByte(line[pos:], ' ')
+		if sp < 0 {
+			return ErrBadStatusLine
+		}
+		if err := checkVersion(line[pos : pos+sp]); err != nil {
+			return err
+		}
+		i = pos + sp + 1
 	}
-	if err := checkVersion(line[pos : pos+sp]); err != nil {
-		return err
-	}
-	i := pos + sp + 1
 	// Exactly three digits, 100-699; 4294967301 must not wrap (RFC 4475 3.1.2.19).
 	if len(line)-i < 3 {
 		return ErrBadStatusCode

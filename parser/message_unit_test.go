@@ -212,6 +212,9 @@ func TestUnitStatusLine(t *testing.T) {
 	f("SIP/3.0 200 OK", ErrVersion, 0, "")
 	f("SIP/2.0.1 200 OK", ErrBadVersion, 0, "")
 	f("SIP/x 200 OK", ErrBadVersion, 0, "")
+	f("SIP/2.1 200 OK", ErrVersion, 0, "")
+	f("SIP/2.0/200 OK", ErrBadVersion, 0, "")
+	f("SIP/2.00 200 OK", ErrVersion, 0, "")
 }
 
 // Every code 100-699 is accepted and every other 3-digit code rejected (RFC 3261 7.2, 21).
