@@ -134,7 +134,16 @@ func (m *Message) ParseLimits(buf []byte, lim *Limits) error {
 	if pos == len(buf) {
 		return ErrEmpty
 	}
-	lineEnd, next, err := lineAt(buf, pos)
+	lineEnd, next, err := lineEndAt(buf, pos)
+	if err == nil {
+		// parseStartLine reads every byte of the line by rules that
+		// exclude a CR, so a bare CR fails it: only then is one looked
+		// for, to give the error a bare CR gives anywhere else.
+		err = m.parseStartLine(buf[:lineEnd], pos, lim)
+		if err != nil && bytes.IndexByte(buf[pos:lineEnd], '\r') >= 0 {
+			err = ErrBadHeader
+		}
+	}
 	if err != nil {
 		m.response = isStatusLine(buf[pos:])
 		if err == ErrUnterminatedHeaders {
@@ -143,9 +152,6 @@ func (m *Message) ParseLimits(buf []byte, lim *Limits) error {
 				err = ErrBadStatusLine
 			}
 		}
-		return err
-	}
-	if err := m.parseStartLine(buf[:lineEnd], pos, lim); err != nil {
 		return err
 	}
 	pos, err = m.parseHeaders(buf, next, lim)
@@ -167,15 +173,23 @@ func (m *Message) ParseLimits(buf []byte, lim *Limits) error {
 // the index of the next line. Lines end in CRLF; a bare LF or a bare CR is an
 // error because a peer that splits lines differently would see other headers.
 func lineAt(buf []byte, pos int) (lineEnd, next int, err error) {
+	if lineEnd, next, err = lineEndAt(buf, pos); err != nil {
+		return 0, 0, err
+	}
+	if bytes.IndexByte(buf[pos:lineEnd], '\r') >= 0 {
+		return 0, 0, ErrBadHeader
+	}
+	return lineEnd, next, nil
+}
+
+// lineEndAt is lineAt without the search for a bare CR inside the line.
+func lineEndAt(buf []byte, pos int) (lineEnd, next int, err error) {
 	i := bytes.IndexByte(buf[pos:], '\n')
 	if i < 0 {
 		return 0, 0, ErrUnterminatedHeaders
 	}
 	eol := pos + i
 	if eol == pos || buf[eol-1] != '\r' {
-		return 0, 0, ErrBadHeader
-	}
-	if bytes.IndexByte(buf[pos:eol-1], '\r') >= 0 {
 		return 0, 0, ErrBadHeader
 	}
 	return eol - 1, eol + 1, nil
@@ -212,6 +226,9 @@ func (m *Message) parseStartLine(line []byte, pos int, lim *Limits) error {
 
 // sipSlash is "sip/" read little-endian.
 const sipSlash = 0x2f706973
+
+// sipVersionSP is "sip/2.0 " read little-endian (see sipFold).
+const sipVersionSP = 0x20302e322f706973
 
 // isStatusLine reports whether a start line is a response's: it begins with
 // SIP-Version, whose "SIP" is case-insensitive (RFC 3261 7.1).
@@ -266,14 +283,18 @@ func checkVersion(v []byte) error {
 
 // parseStatusLine parses SIP-Version SP Status-Code SP Reason-Phrase (RFC 3261 7.2).
 func (m *Message) parseStatusLine(line []byte, pos int) error {
-	sp := bytes.IndexByte(line[pos:], ' ')
-	if sp < 0 {
-		return ErrBadStatusLine
+	// The usual version and its SP, "SIP/2.0 ", in one compare.
+	i := pos + 8
+	if len(line)-pos < 8 || binary.LittleEndian.Uint64(line[pos:])|sipFold != sipVersionSP {
+		sp := bytes.IndexByte(line[pos:], ' ')
+		if sp < 0 {
+			return ErrBadStatusLine
+		}
+		if err := checkVersion(line[pos : pos+sp]); err != nil {
+			return err
+		}
+		i = pos + sp + 1
 	}
-	if err := checkVersion(line[pos : pos+sp]); err != nil {
-		return err
-	}
-	i := pos + sp + 1
 	// Exactly three digits, 100-699; 4294967301 must not wrap (RFC 4475 3.1.2.19).
 	if len(line)-i < 3 {
 		return ErrBadStatusCode

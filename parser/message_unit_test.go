@@ -212,6 +212,9 @@ func TestUnitStatusLine(t *testing.T) {
 	f("SIP/3.0 200 OK", ErrVersion, 0, "")
 	f("SIP/2.0.1 200 OK", ErrBadVersion, 0, "")
 	f("SIP/x 200 OK", ErrBadVersion, 0, "")
+	f("SIP/2.1 200 OK", ErrVersion, 0, "")
+	f("SIP/2.0/200 OK", ErrBadVersion, 0, "")
+	f("SIP/2.00 200 OK", ErrVersion, 0, "")
 }
 
 // Every code 100-699 is accepted and every other 3-digit code rejected (RFC 3261 7.2, 21).
@@ -294,6 +297,16 @@ func TestUnitStartLineEnd(t *testing.T) {
 	}
 	f("INVITE sip:a@b SIP/2.0\n\r\n", ErrBadHeader)
 	f("INVITE sip:a@b\rSIP/2.0\r\n\r\n", ErrBadHeader)
+	// A bare CR anywhere in a start line, before or in place of any byte:
+	// Parse looks for one only when the line fails to parse.
+	for _, line := range []string{"INVITE sip:a@b SIP/2.0", "SIP/2.0 200 OK", "SIP/2.0 200"} {
+		for i := range len(line) + 1 {
+			f(line[:i]+"\r"+line[i:]+"\r\n\r\n", ErrBadHeader)
+			if i < len(line) {
+				f(line[:i]+"\r"+line[i+1:]+"\r\n\r\n", ErrBadHeader)
+			}
+		}
+	}
 	f("INVITE sip:a@b SIP/2.0", ErrBadRequestLine)
 	f("SIP/2.0 200 OK", ErrBadStatusLine)
 	f("INVITE sip:a@b SIP/2.0\r\n", ErrUnterminatedHeaders)

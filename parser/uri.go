@@ -111,9 +111,25 @@ func parseSIPURI(u *URI, b []byte) error {
 		}
 		h = scanClass(b, 0, classHost)
 	}
-	i, err := parseHostPort(b, h, &u.Host, &u.Port)
-	if err != nil {
+	// hostport: host [":" port]. Hosts are hostnames, IPv4 addresses or
+	// bracketed IPv6 references (RFC 3261 25.1); a port is 0-65535.
+	i := h
+	if len(b) > 0 && b[0] == '[' {
+		if i = ipv6RefEnd(b); i < 0 {
+			return ErrBadURI
+		}
+	} else if i == 0 {
 		return ErrBadURI
+	}
+	u.Host = b[:i]
+	if i < len(b) && b[i] == ':' {
+		// 1*DIGIT up to 65535, read in the pass that finds the digits.
+		start := i + 1
+		p, end, ok := readDigits(b, start, 65535)
+		if !ok || end == start {
+			return ErrBadURI
+		}
+		i, u.Port = end, int(p)
 	}
 	if i < len(b) && b[i] == ';' {
 		// '?' is no paramchar: the parameters end at the headers.
@@ -154,38 +170,19 @@ func parseTel(u *URI, b []byte) error {
 	return nil
 }
 
-// parseHostPort parses host [":" port] at the start of b, of which the
-// first h bytes are host characters (scanClass(b, 0, classHost)), and
-// returns the number of bytes used. Hosts are hostnames, IPv4 addresses or
-// bracketed IPv6 references (RFC 3261 25.1); a port is 0-65535.
-func parseHostPort(b []byte, h int, host *[]byte, port *int) (int, error) {
-	i := h
-	if len(b) > 0 && b[0] == '[' {
-		end := bytes.IndexByte(b, ']')
-		if end < 3 {
-			return 0, ErrBadURI
-		}
-		for _, c := range b[1:end] {
-			if !isHex(c) && c != ':' && c != '.' {
-				return 0, ErrBadURI
-			}
-		}
-		i = end + 1
-	} else if i == 0 {
-		return 0, ErrBadURI
+// ipv6RefEnd returns the length of the IPv6 reference "[" ... "]" that
+// starts b, of hex digits, ':' and '.', or -1 if it is malformed.
+func ipv6RefEnd(b []byte) int {
+	end := bytes.IndexByte(b, ']')
+	if end < 3 {
+		return -1
 	}
-	*host = b[:i]
-	*port = 0
-	if i < len(b) && b[i] == ':' {
-		// 1*DIGIT up to 65535, read in the pass that finds the digits.
-		start := i + 1
-		p, end, ok := readDigits(b, start, 65535)
-		if !ok || end == start {
-			return 0, ErrBadURI
+	for _, c := range b[1:end] {
+		if !isHex(c) && c != ':' && c != '.' {
+			return -1
 		}
-		i, *port = end, int(p)
 	}
-	return i, nil
+	return end + 1
 }
 
 // validURIParams checks name[=value] *(";" name[=value]) of paramchars and

@@ -131,7 +131,9 @@ func (m *Message) Validate(supported []string) error {
 	if u.Headers != nil {
 		return ErrBadURI
 	}
-	if m.method != MethodAck && m.method != MethodCancel {
+	// Most requests have neither header: two compares spare the loop.
+	if m.method != MethodAck && m.method != MethodCancel &&
+		m.Count(HeaderRequire)+m.Count(HeaderProxyRequire) > 0 {
 		// Both headers' syntax first: a 420 lists their unsupported tags
 		// (AppendUnsupported), and an empty one in either would make its
 		// Unsupported header malformed; such a request is a 400.

@@ -63,8 +63,7 @@ func ParseVia(b []byte, v *Via) error {
 	}
 	v.Host = b[hs:i]
 	if v.Host[0] == '[' { // an IPv6 reference: check what is inside the brackets
-		var port int
-		if _, err := parseHostPort(v.Host, 0, &v.Host, &port); err != nil {
+		if ipv6RefEnd(v.Host) < 0 {
 			return ErrBadVia
 		}
 	}
