@@ -48,7 +48,9 @@ func TestTCPPeerThatDoesNotReadIsClosed(t *testing.T) {
 	sh := s.Shards()[0]
 	closed := false
 	for sent := 0; sent < 64<<20 && !closed; sent += len(b) {
-		_ = c.SetWriteDeadline(time.Now().Add(3 * time.Second))
+		// A server that stops reading never resumes; one starved of CPU on
+		// a loaded machine (a CI run under -race) was seen to take 3 s.
+		_ = c.SetWriteDeadline(time.Now().Add(15 * time.Second))
 		if _, err := c.Write(b); err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				t.Fatalf("the server stopped reading after %d bytes but kept the connection", sent)
