@@ -242,17 +242,14 @@ func (e *Engine) callByArg(arg uint64) *Call {
 
 // indexLeg makes a leg's Call-ID find its call.
 func (e *Engine) indexLeg(c *Call, l *leg) {
-	e.byCallID[xxhash.Sum64(l.callID)] = c.idx
+	e.byCallID.set(xxhash.Sum64(l.callID), c.idx)
 }
 
 func (e *Engine) unindexLeg(c *Call, l *leg) {
 	if len(l.callID) == 0 {
 		return
 	}
-	h := xxhash.Sum64(l.callID)
-	if i, ok := e.byCallID[h]; ok && i == c.idx {
-		delete(e.byCallID, h)
-	}
+	e.byCallID.delete(xxhash.Sum64(l.callID), c.idx)
 }
 
 func (e *Engine) watch(h txn.Handle, c *Call, kind roleKind, peer txn.Handle, slot int8) {
