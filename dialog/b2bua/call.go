@@ -106,23 +106,36 @@ const maxRelays = 2 // in-dialog requests in flight per call; more get 500 (RFC 
 // byte slices keep their capacity across reuse, so a warm engine allocates
 // nothing per call.
 type Call struct {
-	idx     int32 // in Engine.calls
-	gen     uint32
+	// What a call's end keeps for the next call in the slot: its place,
+	// and the byte slices, reset in place (end).
+	idx    int32 // in Engine.calls
+	gen    uint32
+	a, b   leg
+	seq    route.Sequence // the carriers to try (the seed's call.route)
+	relays [maxRelays]relay
+	// CDR facts (with those in callVars).
+	finalReason    []byte
+	caller, callee []byte
+	fromURI        []byte
+
+	callVars // the rest, zeroed by end in one store
+}
+
+// callVars are the fields of a Call that start each call zeroed.
+type callVars struct {
 	next    int32
 	state   callState
 	hangup  hangupSide // who ended the call, for the CDR
 	srcPort uint16     // the caller's INVITE's source port (a.peer has the reply port)
 	trunk   *Trunk
 	target  Target
-	a, b    leg
 
-	seq       route.Sequence // the carriers to try (the seed's call.route)
-	seqTimer  uint64         // its deadline for the carrier in flight
-	route     *route.Route   // the route of the carrier in flight (in seq.Routes())
-	paceTimer uint64         // the wait for a CPS slot, or for a CPS-reject retry
-	seqWait   time.Duration  // the carrier's deadline, from its dial; -1 for none
-	source    string         // where the decision came from
-	key       uint64         // spreads hash selection of gateways per call
+	seqTimer  uint64        // the carriers' sequence's deadline for the carrier in flight
+	route     *route.Route  // the route of the carrier in flight (in seq.Routes())
+	paceTimer uint64        // the wait for a CPS slot, or for a CPS-reject retry
+	seqWait   time.Duration // the carrier's deadline, from its dial; -1 for none
+	source    string        // where the decision came from
+	key       uint64        // spreads hash selection of gateways per call
 
 	// The small fields, together: each Call is a heap object of its own,
 	// and its size class decides ConcurrentCalls' bytes per call.
@@ -153,14 +166,10 @@ type Call struct {
 	maxDur  uint64        // the maximum-duration timer
 
 	byeHdrs []byte // the headers the policy relays of the BYE byeOnAck holds, for the one it waits to send (a pooled buffer)
-	relays  [maxRelays]relay
 
 	// CDR facts.
 	tInvite, tProvisional, tAnswer, tEnd time.Duration
 	finalCode                            int
-	finalReason                          []byte
-	caller, callee                       []byte
-	fromURI                              []byte
 }
 
 // Summary is what a finished call reports (for its CDR). Byte slices are
@@ -233,17 +242,14 @@ func (e *Engine) callByArg(arg uint64) *Call {
 
 // indexLeg makes a leg's Call-ID find its call.
 func (e *Engine) indexLeg(c *Call, l *leg) {
-	e.byCallID[xxhash.Sum64(l.callID)] = c.idx
+	e.byCallID.set(xxhash.Sum64(l.callID), c.idx)
 }
 
 func (e *Engine) unindexLeg(c *Call, l *leg) {
 	if len(l.callID) == 0 {
 		return
 	}
-	h := xxhash.Sum64(l.callID)
-	if i, ok := e.byCallID[h]; ok && i == c.idx {
-		delete(e.byCallID, h)
-	}
+	e.byCallID.delete(xxhash.Sum64(l.callID), c.idx)
 }
 
 func (e *Engine) watch(h txn.Handle, c *Call, kind roleKind, peer txn.Handle, slot int8) {
@@ -395,20 +401,16 @@ func (e *Engine) end(c *Call, hangup hangupSide) {
 	e.releaseInvite(c)
 	e.putBuf(c.ok2xx)
 	e.putBuf(c.byeHdrs)
-	i := c.idx
-	gen := c.gen
-	a, b := c.a, c.b
-	a.reset()
-	b.reset()
-	relays := c.relays
-	for k := range relays {
-		relays[k].req = relays[k].req[:0]
-		relays[k].in, relays[k].out = 0, 0
+	// Reset in place: a Call is over a kilobyte, its legs half of it.
+	c.a.reset()
+	c.b.reset()
+	for k := range c.relays {
+		c.relays[k].req = c.relays[k].req[:0]
+		c.relays[k].in, c.relays[k].out = 0, 0
 	}
-	seq := c.seq
-	*c = Call{idx: i, gen: gen, next: e.free, a: a, b: b, relays: relays, seq: seq,
-		caller: c.caller[:0], callee: c.callee[:0], fromURI: c.fromURI[:0], finalReason: c.finalReason[:0]}
-	e.free = i
+	c.caller, c.callee, c.fromURI, c.finalReason = c.caller[:0], c.callee[:0], c.fromURI[:0], c.finalReason[:0]
+	c.callVars = callVars{next: e.free}
+	e.free = c.idx
 	e.live--
 	e.shared.Store(int64(e.live))
 	e.m.active.Set(float64(e.live))

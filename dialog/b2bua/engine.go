@@ -180,7 +180,7 @@ type Engine struct {
 	shared atomic.Int64 // live, readable from other goroutines (drain, admin)
 	// Transaction counts published for metrics after each input.
 	sharedTxns, sharedRtx, sharedAbsorbed atomic.Int64
-	byCallID                              map[uint64]int32       // xxhash(Call-ID) of either leg -> call
+	byCallID                              callIndex              // xxhash(Call-ID) of either leg -> call
 	roles                                 []txnRole              // by txn.Handle.Index: the transactions the engine is waiting on
 	probes                                map[txn.Handle]*probe  // gateway probes in flight
 	sentBy                                []sentBy               // what sipedge writes as its Vias' sent-by
@@ -247,7 +247,7 @@ func New(cfg Config, env Env) (*Engine, error) {
 		env.Log = slog.Default()
 	}
 	e := &Engine{cfg: cfg, env: env, policy: compilePolicy(cfg.HeaderAllow), free: -1,
-		byCallID: make(map[uint64]int32), probes: make(map[txn.Handle]*probe)}
+		probes: make(map[txn.Handle]*probe)}
 	if e.trunks = cfg.TrunkSet; e.trunks == nil {
 		e.trunks = new(atomic.Pointer[TrunkSet])
 		e.trunks.Store(NewTrunkSet(cfg.Trunks))
@@ -555,7 +555,7 @@ func (e *Engine) replyTo(m *parser.Message, from txn.Peer) txn.Peer {
 
 // lookupCall finds the call a Call-ID belongs to and which leg it names.
 func (e *Engine) lookupCall(callID []byte) (*Call, side) {
-	i, ok := e.byCallID[xxhash.Sum64(callID)]
+	i, ok := e.byCallID.get(xxhash.Sum64(callID))
 	if !ok {
 		return nil, 0
 	}
