@@ -147,6 +147,38 @@ func checkAPIError(t *testing.T, what, body string, want ...string) {
 // next call away while the call already up through it completes normally;
 // the YAML's groups cannot be removed.
 //
+// carrierAOnly is the gateway section of a rig whose one YAML group is
+// carrier-a, at r.a.
+func carrierAOnly(a, _ *sipPeer) string {
+	return fmt.Sprintf(`gateway:
+  groups:
+    - name: carrier-a
+      destinations:
+        - { uri: "sip:127.0.0.1:%[1]d", address: "127.0.0.1:%[1]d" }`, a.addr().Port())
+}
+
+// passiveGroups is the gateway section of a rig whose carrier-p (r.b) is
+// marked down by one 503 for downSecs, and whose carrier-a (r.a) is never
+// marked down by calls; passiveRoutes tries carrier-p first.
+func passiveGroups(downSecs int) func(a, p *sipPeer) string {
+	return func(a, p *sipPeer) string {
+		return fmt.Sprintf(`gateway:
+  groups:
+    - name: carrier-p
+      passive: { outcomes: [status_503], failure_threshold: 1, down_secs: %[3]d }
+      destinations:
+        - { uri: "sip:127.0.0.1:%[1]d", address: "127.0.0.1:%[1]d" }
+    - name: carrier-a
+      passive: { disabled: true }
+      destinations:
+        - { uri: "sip:127.0.0.1:%[2]d", address: "127.0.0.1:%[2]d" }`, p.addr().Port(), a.addr().Port(), downSecs)
+	}
+}
+
+var passiveRoutes = staticLCR(
+	`{ carrier_id: carrier-p, gateway_group: carrier-p, rate: 0.001, currency: USD }`,
+	`{ carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004, currency: USD }`)
+
 // newRuntimeGroupRig starts sipedge with one YAML group, carrier-a (r.a),
 // and a routing API that routes every call to carrier-x, through the group
 // runtime-x that the test adds at run time (r.b), then to carrier-a.
@@ -155,13 +187,7 @@ func newRuntimeGroupRig(t *testing.T) *lcrRig {
 	api := newLCRAPI(t, 200, `{"routes":[`+
 		`{"carrier_id":"carrier-x","gateway_group":"runtime-x","rate":0.001,"currency":"USD"},`+
 		`{"carrier_id":"carrier-a","gateway_group":"carrier-a","rate":0.004,"currency":"USD"}]}`)
-	return newHealthRig(t, "carrier-a", "carrier-x", healthToken, func(a, _ *sipPeer) string {
-		return fmt.Sprintf(`gateway:
-  groups:
-    - name: carrier-a
-      destinations:
-        - { uri: "sip:127.0.0.1:%[1]d", address: "127.0.0.1:%[1]d" }`, a.addr().Port())
-	}, fmt.Sprintf("lcr: { api_url: %q, timeout_ms: 1000 }", api.url()))
+	return newHealthRig(t, "carrier-a", "carrier-x", healthToken, carrierAOnly, fmt.Sprintf("lcr: { api_url: %q, timeout_ms: 1000 }", api.url()))
 }
 
 // The routes come from the routing API: the config validator refuses a
@@ -475,20 +501,7 @@ func TestHealthProbeMarksDownAndSkips(t *testing.T) {
 // without an INVITE; carrier-a, with passive disabled, stays up through
 // its own 503s.
 func TestHealthPassiveConfigured(t *testing.T) {
-	r := newHealthRig(t, "carrier-a", "carrier-p", "", func(a, p *sipPeer) string {
-		return fmt.Sprintf(`gateway:
-  groups:
-    - name: carrier-p
-      passive: { outcomes: [status_503], failure_threshold: 1, down_secs: 60 }
-      destinations:
-        - { uri: "sip:127.0.0.1:%[1]d", address: "127.0.0.1:%[1]d" }
-    - name: carrier-a
-      passive: { disabled: true }
-      destinations:
-        - { uri: "sip:127.0.0.1:%[2]d", address: "127.0.0.1:%[2]d" }`, p.addr().Port(), a.addr().Port())
-	}, staticLCR(
-		`{ carrier_id: carrier-p, gateway_group: carrier-p, rate: 0.001, currency: USD }`,
-		`{ carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004, currency: USD }`))
+	r := newHealthRig(t, "carrier-a", "carrier-p", "", passiveGroups(60), passiveRoutes)
 	state := func(group string) string {
 		t.Helper()
 		code, body := r.adminDo("GET", "/v1/gateway/groups/"+group, "", "")

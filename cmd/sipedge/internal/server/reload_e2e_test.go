@@ -95,13 +95,7 @@ func checkChanges(t *testing.T, what string, got reloadChanges, added, replaced,
 // before the reload, routed by the old table, goes on to its end. Without
 // the admin token the reload is refused and changes nothing.
 func TestReloadAddsGroupAndStaticTableE2E(t *testing.T) {
-	r := newHealthRig(t, "carrier-a", "carrier-x", healthToken, func(a, _ *sipPeer) string {
-		return fmt.Sprintf(`gateway:
-  groups:
-    - name: carrier-a
-      destinations:
-        - { uri: "sip:127.0.0.1:%[1]d", address: "127.0.0.1:%[1]d" }`, a.addr().Port())
-	}, staticLCR(yRouteA))
+	r := newHealthRig(t, "carrier-a", "carrier-x", healthToken, carrierAOnly, staticLCR(yRouteA))
 	x := r.b
 
 	c1 := r.call(dialed, "")
@@ -198,19 +192,7 @@ func TestReloadTrunksE2E(t *testing.T) {
 	e.inviteDropped()
 	c.byeFromCaller(11)
 
-	var ours []map[string]any
-	for _, r := range e.cdrs() {
-		if r["a_call_id"] == c.u.callID {
-			ours = append(ours, r)
-		}
-	}
-	if len(ours) != 1 {
-		t.Fatalf("%d CDRs of the call, want 1 (and none of the dropped INVITEs)", len(ours))
-	}
-	checkCDR(t, ours[0], 200, "caller")
-	if ours[0]["trunk"] != "acme" || ours[0]["trunk_group"] != "acme-tg" {
-		t.Errorf("CDR trunk %v group %v, want acme and acme-tg", ours[0]["trunk"], ours[0]["trunk_group"])
-	}
+	e.checkAcmeCallCDR(c.u.callID)
 }
 
 // A file that does not load is refused with 400 naming the field and its
@@ -297,20 +279,7 @@ cdr: { file: %[3]q }
 // A reload of the same file leaves the groups untouched: a member marked
 // down by a call stays down, and the next call still skips it.
 func TestReloadUnchangedGroupKeepsHealthE2E(t *testing.T) {
-	r := newHealthRig(t, "carrier-a", "carrier-p", "", func(a, p *sipPeer) string {
-		return fmt.Sprintf(`gateway:
-  groups:
-    - name: carrier-p
-      passive: { outcomes: [status_503], failure_threshold: 1, down_secs: 600 }
-      destinations:
-        - { uri: "sip:127.0.0.1:%[1]d", address: "127.0.0.1:%[1]d" }
-    - name: carrier-a
-      passive: { disabled: true }
-      destinations:
-        - { uri: "sip:127.0.0.1:%[2]d", address: "127.0.0.1:%[2]d" }`, p.addr().Port(), a.addr().Port())
-	}, staticLCR(
-		`{ carrier_id: carrier-p, gateway_group: carrier-p, rate: 0.001, currency: USD }`,
-		`{ carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004, currency: USD }`))
+	r := newHealthRig(t, "carrier-a", "carrier-p", "", passiveGroups(600), passiveRoutes)
 	state := func() string {
 		t.Helper()
 		code, body := r.adminDo("GET", "/v1/gateway/groups/carrier-p", "", "")

@@ -13,13 +13,7 @@ import (
 // once, to a group itself added at run time, with the new rate in its CDR;
 // the call in progress, decided by the old table, goes on to its end.
 func TestStaticRoutesReplacedE2E(t *testing.T) {
-	r := newHealthRig(t, "carrier-a", "carrier-x", healthToken, func(a, _ *sipPeer) string {
-		return fmt.Sprintf(`gateway:
-  groups:
-    - name: carrier-a
-      destinations:
-        - { uri: "sip:127.0.0.1:%[1]d", address: "127.0.0.1:%[1]d" }`, a.addr().Port())
-	}, staticLCR(yRouteA))
+	r := newHealthRig(t, "carrier-a", "carrier-x", healthToken, carrierAOnly, staticLCR(yRouteA))
 	x := r.b
 
 	// (1) The YAML's table: carrier-a, and the call stays up.

@@ -60,19 +60,7 @@ func TestRuntimeTrunkE2E(t *testing.T) {
 	e.inviteDropped()
 	c.byeFromCaller(11)
 
-	var ours []map[string]any
-	for _, r := range e.cdrs() {
-		if r["a_call_id"] == c.u.callID {
-			ours = append(ours, r)
-		}
-	}
-	if len(ours) != 1 {
-		t.Fatalf("%d CDRs of the call, want 1 (and none of the dropped INVITEs)", len(ours))
-	}
-	checkCDR(t, ours[0], 200, "caller")
-	if ours[0]["trunk"] != "acme" || ours[0]["trunk_group"] != "acme-tg" {
-		t.Errorf("CDR trunk %v group %v, want acme and acme-tg", ours[0]["trunk"], ours[0]["trunk_group"])
-	}
+	e.checkAcmeCallCDR(c.u.callID)
 }
 
 // A trunk added at run time with limits.cps refuses the calls over its
@@ -97,4 +85,25 @@ func TestRuntimeTrunkOverCPSGets503RetryAfter(t *testing.T) {
 	first.provisional(180, "Ringing", "")
 	first.answer()
 	first.byeFromCaller(11)
+}
+
+// checkAcmeCallCDR checks that the call of A-leg callID, from trunk acme,
+// left one CDR, answered and hung up by the caller, and that the INVITEs
+// dropped after acme went left none. It ends the server (cdrs).
+func (e *e2e) checkAcmeCallCDR(callID string) {
+	t := e.t
+	t.Helper()
+	var ours []map[string]any
+	for _, r := range e.cdrs() {
+		if r["a_call_id"] == callID {
+			ours = append(ours, r)
+		}
+	}
+	if len(ours) != 1 {
+		t.Fatalf("%d CDRs of the call, want 1 (and none of the dropped INVITEs)", len(ours))
+	}
+	checkCDR(t, ours[0], 200, "caller")
+	if ours[0]["trunk"] != "acme" || ours[0]["trunk_group"] != "acme-tg" {
+		t.Errorf("CDR trunk %v group %v, want acme and acme-tg", ours[0]["trunk"], ours[0]["trunk_group"])
+	}
 }
