@@ -1,6 +1,7 @@
 package parser
 
 import (
+	"encoding/binary"
 	"net/netip"
 	"strconv"
 )
@@ -114,18 +115,54 @@ func AppendHeaders(dst []byte, m *Message, skip HeaderSet) []byte {
 
 // AppendKind appends every value of kind in m, in order.
 func AppendKind(dst []byte, m *Message, kind HeaderKind) []byte {
-	i, n := int(m.first[kind]), m.count[kind]
+	i := int(m.first[kind])
 	if i == 0 {
 		return dst
 	}
+	return appendValues(dst, m, kind, i-1, int(m.count[kind]))
+}
+
+// appendValues appends the n values of kind found from m.fields[i] on.
+func appendValues(dst []byte, m *Message, kind HeaderKind, i, n int) []byte {
+	// Values on lines of their own, one after another: one copy. (A single
+	// line costs about as much to check as to write.)
+	if j := i + n; n > 1 && j <= len(m.fields) {
+		if lines := verbatimLines(m, m.fields[i:j], kind); lines != nil {
+			return append(dst, lines...)
+		}
+	}
 	// From the first value to the last: a single-value header is one line.
-	for i--; n > 0 && i < len(m.fields); i++ {
+	for ; n > 0 && i < len(m.fields); i++ {
 		if f := &m.fields[i]; f.kind == kind {
 			dst = appendField(dst, m, f)
 			n--
 		}
 	}
 	return dst
+}
+
+// verbatimLines returns the lines of fields in m's buffer, from the first
+// name to the last CRLF, when they follow one another, are all of kind
+// (of any kind, for HeaderOther) and each reads as appendField writes it:
+// name, ": ", value, CRLF. One copy of them then does what appendField
+// would line by line. A name is only checked for its length, so a known
+// name in another case is kept as received, which RFC 3261 7.3.1 makes
+// equivalent; a compact form is not a match. It returns nil otherwise.
+func verbatimLines(m *Message, fields []field, kind HeaderKind) []byte {
+	b := m.buf
+	start := fields[0].name.start
+	end := start
+	for i := range fields {
+		f := &fields[i]
+		ns, ne, vs, ve := f.name.start, f.name.end, f.value.start, f.value.end
+		if ns != end || f.kind != kind && kind != HeaderOther ||
+			vs != ne+2 || int(ne-ns) != len(headerInfos[f.kind].name) || int(ve)+2 > len(b) ||
+			binary.LittleEndian.Uint16(b[ne:]) != ':'|' '<<8 || binary.LittleEndian.Uint16(b[ve:]) != '\r'|'\n'<<8 {
+			return nil
+		}
+		end = ve + 2
+	}
+	return b[start:end]
 }
 
 // AppendBody appends Content-Type (when contentType is set), Content-Length,
@@ -148,21 +185,52 @@ func AppendBody(dst []byte, contentType string, body []byte) []byte {
 func AppendResponse(dst []byte, req *Message, code int, reason string, toTag []byte) []byte {
 	dst = AppendStatusLine(dst, code, reason)
 	dst = appendVias(dst, req)
-	dst = AppendKind(dst, req, HeaderFrom)
-	to := req.Get(HeaderTo)
-	dst = append(dst, "To: "...)
-	dst = append(dst, to...)
-	if len(toTag) > 0 && !hasTag(req) {
-		dst = append(dst, ";tag="...)
-		dst = append(dst, toTag...)
+	tag := len(toTag) > 0 && !hasTag(req)
+	if lines, toEnd := dialogLines(req); lines != nil {
+		// From, To, Call-ID and CSeq as received, the tag inserted.
+		if tag {
+			dst = append(dst, lines[:toEnd]...)
+			dst = append(dst, ";tag="...)
+			dst = append(dst, toTag...)
+			lines = lines[toEnd:]
+		}
+		dst = append(dst, lines...)
+	} else {
+		dst = AppendKind(dst, req, HeaderFrom)
+		to := req.Get(HeaderTo)
+		dst = append(dst, "To: "...)
+		dst = append(dst, to...)
+		if tag {
+			dst = append(dst, ";tag="...)
+			dst = append(dst, toTag...)
+		}
+		dst = append(dst, "\r\n"...)
+		dst = AppendKind(dst, req, HeaderCallID)
+		dst = AppendKind(dst, req, HeaderCSeq)
 	}
-	dst = append(dst, "\r\n"...)
-	dst = AppendKind(dst, req, HeaderCallID)
-	dst = AppendKind(dst, req, HeaderCSeq)
 	if code == 100 {
 		dst = AppendKind(dst, req, HeaderTimestamp)
 	}
 	return dst
+}
+
+// dialogLines returns req's From and To (in either order), Call-ID and CSeq
+// lines when they come one after another, one value each and verbatim (see
+// verbatimLines), as most requests carry them: what AppendResponse writes
+// for them, in the request's order (RFC 3261 7.3.1: the order of different
+// headers is not significant). toEnd is where the To value ends in lines.
+func dialogLines(req *Message) (lines []byte, toEnd int) {
+	const once = HeaderSet(1<<HeaderFrom | 1<<HeaderTo | 1<<HeaderCallID | 1<<HeaderCSeq)
+	from, to := int(req.first[HeaderFrom])-1, int(req.first[HeaderTo])-1
+	i := min(from, to) // From and To, in either order, then Call-ID and CSeq
+	if i < 0 || max(from, to) != i+1 || i+4 > len(req.fields) || req.repeated&once != 0 {
+		return nil, 0
+	}
+	f := req.fields[i : i+4]
+	if f[2].kind != HeaderCallID || f[3].kind != HeaderCSeq {
+		return nil, 0
+	}
+	return verbatimLines(req, f, HeaderOther), int(req.fields[to].value.end - f[0].name.start)
 }
 
 // hasTag reports whether req's To carries a tag parameter. It reads To
@@ -182,13 +250,7 @@ func appendVias(dst []byte, req *Message) []byte {
 	}
 	i := int(req.first[HeaderVia]) // the top Via is fields[i-1]: TopVia found it
 	dst = appendStampedVia(dst, req.fields[i-1].value.of(req.buf), &v, req.source)
-	for n := req.count[HeaderVia] - 1; n > 0 && i < len(req.fields); i++ {
-		if f := &req.fields[i]; f.kind == HeaderVia {
-			dst = appendField(dst, req, f)
-			n--
-		}
-	}
-	return dst
+	return appendValues(dst, req, HeaderVia, i, int(req.count[HeaderVia])-1)
 }
 
 // AppendVia appends a Via header from a received Via value with RFC 3581

@@ -100,6 +100,53 @@ func TestUnitAppendResponse(t *testing.T) {
 	f(bSet("t", "t: <sip:bob@biloxi.example.com;tag=1>"), 180, "Ringing", "a6c85cf", "<sip:bob@biloxi.example.com;tag=1>;tag=a6c85cf", "a6c85cf")
 }
 
+// Lines that read as the builder writes them, one after another, are
+// copied in one piece; the bytes are those of the line-by-line build but
+// for the order of From and To, kept as received, and a header name's case
+// (RFC 3261 7.3.1: neither is significant).
+func TestUnitAppendResponseCopiesLines(t *testing.T) {
+	f := func(headers []string, toTag, want string) {
+		t.Helper()
+		req := unitParse(t, "INVITE sip:b@c SIP/2.0", headers, "")
+		got := string(AppendResponse(nil, req, 180, "Ringing", []byte(toTag)))
+		if want = "SIP/2.0 180 Ringing\r\n" + want; got != want {
+			t.Errorf("got\n%s\nwant\n%s", got, want)
+		}
+	}
+	vias := []string{"Via: SIP/2.0/UDP a;branch=z9hG4bK1", "Via: SIP/2.0/TCP b;branch=z9hG4bK2"}
+	h := func(lines ...string) []string {
+		return append(append(append([]string(nil), vias...), "Max-Forwards: 70"), lines...)
+	}
+	const viaOut = "Via: SIP/2.0/UDP a;branch=z9hG4bK1\r\nVia: SIP/2.0/TCP b;branch=z9hG4bK2\r\n"
+	const dialog = "From: <sip:a@b>;tag=1\r\nTo: <sip:b@c>;tag=t\r\nCall-ID: x@y\r\nCSeq: 1 INVITE\r\n"
+	f(h("From: <sip:a@b>;tag=1", "To: <sip:b@c>", "Call-ID: x@y", "CSeq: 1 INVITE", "Contact: <sip:a@h>"), "t", viaOut+dialog)
+	f(h("From: <sip:a@b>;tag=1", "To: <sip:b@c>;tag=2", "Call-ID: x@y", "CSeq: 1 INVITE"), "t",
+		viaOut+"From: <sip:a@b>;tag=1\r\nTo: <sip:b@c>;tag=2\r\nCall-ID: x@y\r\nCSeq: 1 INVITE\r\n")
+	f(h("To: <sip:b@c>", "From: <sip:a@b>;tag=1", "Call-ID: x@y", "CSeq: 1 INVITE"), "t",
+		viaOut+"To: <sip:b@c>;tag=t\r\nFrom: <sip:a@b>;tag=1\r\nCall-ID: x@y\r\nCSeq: 1 INVITE\r\n")
+	f(h("From: <sip:a@b>;tag=1", "To: <sip:b@c>", "call-id: x@y", "CSeq: 1 INVITE"), "t",
+		viaOut+"From: <sip:a@b>;tag=1\r\nTo: <sip:b@c>;tag=t\r\ncall-id: x@y\r\nCSeq: 1 INVITE\r\n")
+	// Lines that do not read so are written one by one, as before.
+	f(h("From: <sip:a@b>;tag=1", "To:  <sip:b@c>", "i: x@y", "CSeq: 1 INVITE"), "t", viaOut+dialog)
+	f(h("From: <sip:a@b>;tag=1", "To: <sip:b@c>", "Subject: s", "Call-ID: x@y", "CSeq: 1 INVITE"), "t", viaOut+dialog)
+	f(h("From: <sip:a@b>;tag=1", "To: <sip:b@c> ", "Call-ID: x@y", "CSeq:1 INVITE"), "t", viaOut+dialog)
+	f([]string{"Via: SIP/2.0/UDP a;branch=z9hG4bK1, SIP/2.0/TCP b;branch=z9hG4bK2", "From: <sip:a@b>;tag=1", "To: <sip:b@c>",
+		"Call-ID: x@y", "CSeq: 1 INVITE"}, "t", viaOut+dialog)
+	f([]string{"Via: SIP/2.0/UDP a;branch=z9hG4bK1", "v: SIP/2.0/TCP b;branch=z9hG4bK2", "From: <sip:a@b>;tag=1", "To: <sip:b@c>",
+		"Call-ID: x@y", "CSeq: 1 INVITE"}, "t", viaOut+dialog)
+	// Vias apart are not a run: what is between them stays out.
+	apart := []string{"Via: SIP/2.0/UDP a;branch=z9hG4bK1", "Max-Forwards: 70", "Via: SIP/2.0/TCP b;branch=z9hG4bK2",
+		"Via: SIP/2.0/TCP c;branch=z9hG4bK3", "From: <sip:a@b>;tag=1", "To: <sip:b@c>", "Call-ID: x@y", "CSeq: 1 INVITE"}
+	const apartOut = viaOut + "Via: SIP/2.0/TCP c;branch=z9hG4bK3\r\n" + dialog
+	f(apart, "t", apartOut)
+	req := unitParse(t, "INVITE sip:b@c SIP/2.0", apart, "")
+	req.SetSource(netip.MustParseAddrPort("192.0.2.9:5060"))
+	got := string(AppendResponse(nil, req, 180, "Ringing", []byte("t")))
+	if want := "SIP/2.0 180 Ringing\r\nVia: SIP/2.0/UDP a;branch=z9hG4bK1;received=192.0.2.9\r\n" + apartOut[len(vias[0])+2:]; got != want {
+		t.Errorf("stamped: got\n%s\nwant\n%s", got, want)
+	}
+}
+
 // viaParams lists the parameters of a Via value as name[=value], received left out.
 func viaParams(t *testing.T, via string) (params []string, received string, hasReceived bool) {
 	t.Helper()

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"net/netip"
+	"unsafe"
 )
 
 // Limits bound what Parse accepts. Exceeding one is an error with its own
@@ -689,13 +690,49 @@ func (m *Message) GetByName(name string) []byte {
 
 // CopyTo makes dst a parsed copy of m whose views point into buf, which
 // receives a copy of m's bytes (buf is grown if needed and returned). It is
-// how a message crosses to another goroutine without being parsed again: m's
-// buffer may be reused as soon as CopyTo returns.
+// how a message crosses to another goroutine without being parsed again,
+// its remembered top Via, From, To, Contact and CSeq included: m's buffer
+// may be reused as soon as CopyTo returns.
 func (m *Message) CopyTo(dst *Message, buf []byte) []byte {
 	buf = append(buf[:0], m.buf...)
 	fields := append(dst.fields[:0], m.fields...)
 	*dst = *m
 	dst.buf, dst.fields = buf, fields
-	dst.parsed = 0 // the parsed values are views of m's buffer
+	dst.rebaseParsed(m.buf) // the parsed values are views of m's buffer
 	return buf
+}
+
+// rebaseParsed points the parsed values, views of old, at the same bytes
+// of m.buf, a copy of old: the copy is not parsed again.
+func (m *Message) rebaseParsed(old []byte) {
+	if m.parsed == 0 {
+		return
+	}
+	lo, n := uintptr(unsafe.Pointer(unsafe.SliceData(old))), uintptr(len(old))
+	r := func(v *[]byte) {
+		// A view of old lies within it; nil and any other slice (a value
+		// not parsed, left from an earlier message) stay.
+		off := uintptr(unsafe.Pointer(unsafe.SliceData(*v))) - lo
+		if *v != nil && off <= n && uintptr(len(*v)) <= n-off {
+			end := off + uintptr(len(*v))
+			*v = m.buf[off:end:end] // no room to append in place, as from Parse
+		}
+	}
+	if m.parsed&parsedVia != 0 {
+		v := &m.topVia
+		r(&v.Transport)
+		r(&v.Host)
+		r(&v.Params)
+		r(&v.Branch)
+		r(&v.Received)
+		r(&v.Maddr)
+		r(&v.RPort)
+	}
+	for _, a := range [...]*Address{&m.from, &m.to, &m.contact} {
+		r(&a.Display)
+		r(&a.URI)
+		r(&a.Params)
+		r(&a.Tag)
+	}
+	r(&m.cseq.MethodRaw)
 }

@@ -1146,6 +1146,7 @@ func TestUnitParsedValuesFollowTheMessage(t *testing.T) {
 		return unitMsg("SIP/2.0 200 OK", []string{
 			"Via: SIP/2.0/UDP h" + n + ";branch=z9hG4bK" + n, "From: <sip:a@b>;tag=f" + n,
 			"To: <sip:c@d>;tag=t" + n, "Call-ID: x", "CSeq: 1" + n + " INVITE",
+			"Contact: \"C" + n + "\" <sip:c" + n + "@h>;p=" + n,
 		}, "")
 	}
 	check := func(m *Message, buf []byte, n string) {
@@ -1164,6 +1165,15 @@ func TestUnitParsedValuesFollowTheMessage(t *testing.T) {
 			}
 			if c, err := m.CSeq(); err != nil || strconv.Itoa(int(c.Num)) != "1"+n || !inBuf(buf, c.MethodRaw) {
 				t.Fatalf("CSeq %d, %v; want 1%s", c.Num, err, n)
+			}
+			var c Address
+			if err := m.Contact(0, &c); err != nil || string(c.Display) != "C"+n || string(c.URI) != "sip:c"+n+"@h" ||
+				string(c.Params) != "p="+n || !inBuf(buf, c.Display) || !inBuf(buf, c.URI) || !inBuf(buf, c.Params) {
+				t.Fatalf("Contact %q %q %q, %v; want C%s", c.Display, c.URI, c.Params, err, n)
+			}
+			if string(via.Host) != "h"+n || !inBuf(buf, via.Host) || !inBuf(buf, via.Transport) || !inBuf(buf, via.Params) ||
+				!inBuf(buf, from.URI) || !inBuf(buf, to.Params) {
+				t.Fatalf("Via host %q or another view is not of the message's buffer", via.Host)
 			}
 		}
 	}
@@ -1187,7 +1197,7 @@ func TestUnitParsedValuesFollowTheMessage(t *testing.T) {
 	if _, err := m.CSeq(); err == nil {
 		t.Fatal("CSeq returns a previous message's value")
 	}
-	// CopyTo: the copy's values are views of the copy.
+	// CopyTo: the copy's values, carried over from m, are views of the copy.
 	src := msg("3")
 	if err := m.Parse(src); err != nil {
 		t.Fatal(err)

@@ -89,6 +89,30 @@ func BenchmarkParseAndAccess(b *testing.B) {
 	}
 }
 
+// BenchmarkCopyAndAccess is a shard's hand-off of a validated request: the
+// copy to the owner's packet, then the values the dialog layer reads first.
+func BenchmarkCopyAndAccess(b *testing.B) {
+	buf := benchMessage(b, "invite.sip")
+	var m, d Message
+	if err := validateParsed(&m, buf); err != nil {
+		b.Fatal(err)
+	}
+	var cp []byte
+	var via Via
+	var from, to Address
+	b.ReportAllocs()
+	b.SetBytes(int64(len(buf)))
+	for b.Loop() {
+		cp = m.CopyTo(&d, cp)
+		if d.TopVia(&via) != nil || d.From(&from) != nil || d.To(&to) != nil {
+			b.Fatal("copy does not parse")
+		}
+		if _, err := d.CSeq(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // buildRinging builds a 180 Ringing for req into dst.
 func buildRinging(dst []byte, req *Message) []byte {
 	dst = AppendResponse(dst, req, 180, "Ringing", []byte("a6c85cf"))

@@ -274,10 +274,10 @@ func MediaType(b []byte) []byte {
 // Typed accessors on Message. Each parses its header on demand into a value
 // holding views into the message. The top Via, From, To, the first Contact
 // and CSeq, which Validate, the transaction layer and the dialog layer all
-// read, are parsed once per Parse and then copied from the message; other
-// values are parsed at each call, so call once and keep the value. Large
-// values are filled through a pointer so that a caller can reuse them
-// without copying.
+// read, are parsed once per Parse (CopyTo carries them over) and then copied
+// from the message; other values are parsed at each call, so call once and
+// keep the value. Large values are filled through a pointer so that a caller
+// can reuse them without copying.
 
 // Via parses the n-th (from 0) Via value into v.
 func (m *Message) Via(n int, v *Via) error {
