@@ -3,6 +3,7 @@ package parser
 import (
 	"bytes"
 	"errors"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -1237,4 +1238,46 @@ func TestUnitHasScheme(t *testing.T) {
 	f("sip\x3a", true)
 	f("sip\xfa", false)
 	f("1sip:", false)
+}
+
+// CopyTo rebases every view of the values Parse's accessors remember:
+// each []byte field of Via, Address and CSeq is set by this message, and
+// each must point into the copy. A field added to those types fails here
+// until the message sets it and rebaseParsed moves it.
+func TestUnitCopyToRebasesEveryView(t *testing.T) {
+	src := unitMsg("INVITE sip:b@h SIP/2.0", []string{
+		"Via: SIP/2.0/UDP h:5060;branch=z9hG4bKx;received=192.0.2.1;maddr=192.0.2.2;rport=5061",
+		`From: "A" <sip:a@h>;tag=f`, `To: "B" <sip:b@h>;tag=t`, `Contact: "C" <sip:c@h>;tag=c`,
+		"Call-ID: x", "CSeq: 1 INVITE", "Max-Forwards: 70",
+	}, "")
+	var m, d Message
+	if err := m.Parse(src); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		via              Via
+		from, to, contct Address
+	)
+	if m.TopVia(&via) != nil || m.From(&from) != nil || m.To(&to) != nil || m.Contact(0, &contct) != nil {
+		t.Fatal("accessors failed")
+	}
+	if _, err := m.CSeq(); err != nil {
+		t.Fatal(err)
+	}
+	buf := m.CopyTo(&d, nil)
+	for name, v := range map[string]any{"Via": d.topVia, "From": d.from, "To": d.to, "Contact": d.contact, "CSeq": d.cseq} {
+		rv := reflect.ValueOf(v)
+		for i := range rv.NumField() {
+			f, ft := rv.Field(i), rv.Type().Field(i)
+			if ft.Type != reflect.TypeFor[[]byte]() {
+				continue
+			}
+			b := f.Bytes()
+			if b == nil {
+				t.Errorf("%s.%s is not set by the test message: set it, and rebase it in rebaseParsed", name, ft.Name)
+			} else if !inBuf(buf, b) {
+				t.Errorf("%s.%s = %q is not a view of the copy", name, ft.Name, b)
+			}
+		}
+	}
 }
