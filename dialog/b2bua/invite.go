@@ -834,9 +834,12 @@ func (e *Engine) ackAgain(l *leg, cseq uint32) {
 // reack ACKs again the retransmitted 2xx to leg l's last INVITE: the same
 // ACK when it carried a body, since a 2xx with an offer must have its
 // answer in the ACK (RFC 3261 13.2.2.4) and the peer missed the first, or
-// the INVITE's credentials, which are not kept apart once sent.
+// the INVITE's credentials, which are not kept apart once sent. While
+// ackAuth is set no ACK was built yet and ackCopy holds only the
+// credentials: a challenged re-INVITE's late 2xx, after its relay failed,
+// gets its first ACK here.
 func (e *Engine) reack(l *leg) {
-	if len(l.ackCopy) > 0 {
+	if len(l.ackCopy) > 0 && !l.ackAuth {
 		e.env.Send(l.peer, l.ackCopy)
 		return
 	}
