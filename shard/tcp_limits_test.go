@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,21 +39,38 @@ func onShard(sh *Shard, f func()) {
 func TestTCPPeerThatDoesNotReadIsClosed(t *testing.T) {
 	const maxQueued = 256 << 10
 	s, _, port := startServer(t, 1, Config{TCP: TCPConfig{MaxQueued: maxQueued}})
-	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	// A small receive buffer, and never read. Set before connecting: set
+	// after, the window already offered is larger than the buffer, and the
+	// kernel drops what the server sends into it and prunes the queue.
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, 4096) })
+		return errors.Join(err, serr)
+	}}
+	c, err := d.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	_ = c.(*net.TCPConn).SetReadBuffer(4096) // and never read
 	b := optionsBatch(90)
 	sh := s.Shards()[0]
 	closed := false
 	for sent := 0; sent < 64<<20 && !closed; sent += len(b) {
-		// A server that stops reading never resumes; one starved of CPU on
-		// a loaded machine (a CI run under -race) was seen to take 3 s.
+		// A server that stops reading never resumes: the long deadline only
+		// delays that failure, and rides out a loaded machine.
 		_ = c.SetWriteDeadline(time.Now().Add(15 * time.Second))
 		if _, err := c.Write(b); err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
+				// The server's view, to tell a server that stopped reading
+				// from a kernel that stopped delivering.
+				onShard(sh, func() {
+					for id, tc := range sh.conns {
+						if tc.c != nil {
+							t.Logf("server: conn %v stalled=%v outbound=%d inbound=%d last read at %v, now %v",
+								id, tc.stalled, tc.c.OutboundBuffered(), tc.c.InboundBuffered(), tc.lastRead, sh.Now())
+						}
+					}
+				})
 				t.Fatalf("the server stopped reading after %d bytes but kept the connection", sent)
 			}
 			closed = true // reset by the server
