@@ -14,7 +14,6 @@ import (
 
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
 	"github.com/sipedge/sipedge/dialog/b2bua"
-	"github.com/sipedge/sipedge/ratelimit"
 	"github.com/sipedge/sipedge/route"
 	"github.com/sipedge/sipedge/route/lcr"
 )
@@ -36,14 +35,7 @@ func TestRouteCacheHitAllocs(t *testing.T) {
 	cfg := &config.Config{Trunks: []config.Trunk{{Name: "t", TrunkGroup: "tg",
 		Sources:    []config.Source{{Prefix: netip.MustParsePrefix("192.0.2.0/24")}},
 		Attributes: map[string]string{"customer": "acme", "region": "eu"}}}}
-	ingress, err := ratelimit.NewLocal(ratelimit.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	trunks, err := newTrunks(cfg, ingress, func(n string) *trunkStats { return newTrunkStats(metrics.NewSet(), n) }, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
+	trunks := trunksOf(t, cfg)
 	a := &shardApp{s: &Server{cfg: cfg, lcr: res, trunks: trunks}}
 	rr := &b2bua.RouteRequest{Trunk: trunks.set.Load().Match(netip.MustParseAddrPort("192.0.2.1:5060")), Dialed: []byte("+12025550123")}
 

@@ -5,12 +5,9 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/VictoriaMetrics/metrics"
-
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/health"
-	"github.com/sipedge/sipedge/ratelimit"
 	"github.com/sipedge/sipedge/route"
 )
 
@@ -72,14 +69,7 @@ func TestFloodExemptions(t *testing.T) {
 		}}}},
 	}
 	var dialled dialledHops
-	ingress, err := ratelimit.NewLocal(ratelimit.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	trunks, err := newTrunks(cfg, ingress, func(n string) *trunkStats { return newTrunkStats(metrics.NewSet(), n) }, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
+	trunks := trunksOf(t, cfg)
 	exempt := exemptFrom(cfg, reg, dialled.has, trunks.covers)
 	check := func(a string, want bool) {
 		t.Helper()

@@ -27,6 +27,16 @@ trunks: [{ name: yaml, sources: ["198.51.100.0/24"] }]
 	if err != nil {
 		t.Fatal(err)
 	}
+	tr := trunksOf(t, cfg)
+	srv := httptest.NewServer(tr.handler())
+	t.Cleanup(srv.Close)
+	return tr, srv
+}
+
+// trunksOf builds cfg's trunks with an in-process ingress limiter and one
+// metrics set, a trunk name's stats made once, as the server does.
+func trunksOf(t *testing.T, cfg *config.Config) *trunks {
+	t.Helper()
 	ingress, err := ratelimit.NewLocal(ratelimit.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -42,9 +52,7 @@ trunks: [{ name: yaml, sources: ["198.51.100.0/24"] }]
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(tr.handler())
-	t.Cleanup(srv.Close)
-	return tr, srv
+	return tr
 }
 
 // do sends a request to the admin API and returns the status and body.
