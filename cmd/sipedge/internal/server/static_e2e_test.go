@@ -54,17 +54,7 @@ func TestStaticRoutesReplacedE2E(t *testing.T) {
 	c1.bye(r.a)
 	x.expectNothing(0)
 
-	recs := r.cdrs()
-	of := func(callID string) map[string]any {
-		for _, rec := range recs {
-			if rec["a_call_id"] == callID {
-				return rec
-			}
-		}
-		t.Fatalf("no CDR for %s: %v", callID, recs)
-		return nil
-	}
-	rec1, rec2 := of(c1.u.callID), of(c2.u.callID)
+	rec1, rec2 := r.cdrOf(c1.u.callID), r.cdrOf(c2.u.callID)
 	checkCDR(t, rec1, 200, "caller")
 	checkFields(t, rec1, map[string]any{"carrier_id": "carrier-a", "rate": 0.004, "currency": "USD",
 		"route_source": "static", "b_call_id": hdr(inv1, parser.HeaderCallID)})
