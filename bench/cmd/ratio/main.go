@@ -13,6 +13,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -22,6 +23,16 @@ import (
 
 // goal is the speed-up over sipgo that ParseAndAccess must reach.
 const goal = 8
+
+// The absolute goal, ParseAndAccess at or under goalNs, was set when
+// sipgo parsed the INVITE in sipgoNsWhenSet on this machine. The machine's
+// speed drifts (sipgo has run 2-4x slower since), so the report also scales
+// goalNs by this run's sipgo ParseInvite: the same-run baseline the
+// project's benchmarks are judged against.
+const (
+	goalNs         = 400
+	sipgoNsWhenSet = 3546
+)
 
 // pair names a compared benchmark: sipedge's Benchmark<Name> against
 // sipgo's BenchmarkSipgo<Name>.
@@ -172,6 +183,23 @@ func report(w io.Writer, rows []row) {
 		}
 		fmt.Fprintf(w, "\nParseAndAccess: sipedge %s ns/op, sipgo %s ns/op, speed-up %.1f (goal >= %d): %s\n",
 			num(r.sipedge.ns), num(r.sipgo.ns), r.speedup(), goal, verdict)
+		verdict = "met"
+		if r.sipedge.ns > goalNs {
+			verdict = "NOT met"
+		}
+		fmt.Fprintf(w, "ParseAndAccess: %s ns/op (goal <= %d ns): %s\n", num(r.sipedge.ns), goalNs, verdict)
+		for _, inv := range rows {
+			if inv.name != "ParseInvite" {
+				continue
+			}
+			scaled := goalNs * inv.sipgo.ns / sipgoNsWhenSet
+			verdict = "met"
+			if r.sipedge.ns > scaled {
+				verdict = "NOT met"
+			}
+			fmt.Fprintf(w, "ParseAndAccess: %s ns/op against the %d ns goal scaled by this run's sipgo ParseInvite (%s ns/op, %d when set): %s ns: %s\n",
+				num(r.sipedge.ns), goalNs, num(inv.sipgo.ns), sipgoNsWhenSet, num(math.Round(scaled)), verdict)
+		}
 	}
 }
 

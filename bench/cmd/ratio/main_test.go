@@ -119,6 +119,15 @@ func TestCompareAndReport(t *testing.T) {
 	if !strings.Contains(out.String(), want) {
 		t.Errorf("report lacks %q:\n%s", want, out.String())
 	}
+	for _, want := range []string{
+		"ParseAndAccess: 1000 ns/op (goal <= 400 ns): NOT met",
+		// 400 * 7900 / 3546 = 891
+		"scaled by this run's sipgo ParseInvite (7900 ns/op, 3546 when set): 891 ns: NOT met",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
 	if !strings.Contains(out.String(), "9.9x") { // ParseInvite 7900/800
 		t.Errorf("report lacks ParseInvite speed-up:\n%s", out.String())
 	}
@@ -137,5 +146,20 @@ func TestCompareMissing(t *testing.T) {
 		if !strings.Contains(err.Error(), name) {
 			t.Errorf("error %q does not name %s", err, name)
 		}
+	}
+}
+
+// TestScaledGoal: the 400 ns goal scales with this run's sipgo ParseInvite;
+// at twice the speed sipgo had when the goal was set, 800 ns meets it.
+func TestScaledGoal(t *testing.T) {
+	rows := []row{
+		{"ParseInvite", result{ns: 500}, result{ns: 2 * sipgoNsWhenSet}},
+		{"ParseAndAccess", result{ns: 800}, result{ns: 8000}},
+	}
+	var out strings.Builder
+	report(&out, rows)
+	want := "ParseAndAccess: 800 ns/op against the 400 ns goal scaled by this run's sipgo ParseInvite (7092 ns/op, 3546 when set): 800 ns: met"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("report lacks %q:\n%s", want, out.String())
 	}
 }
