@@ -67,7 +67,8 @@ type Env struct {
 	TakeChannel    func(group string) (counted, ok bool)
 	ReleaseChannel func(group string)
 	// Credentials returns the account sipedge holds with t's carrier, to
-	// answer its Digest challenges to the INVITE (RFC 3261 22.2): ok false
+	// answer its Digest challenges to the INVITE, to the requests relayed
+	// in the dialog and to sipedge's BYE (RFC 3261 22.2): ok false
 	// when it holds none. A non-empty realm is the only one it answers
 	// (optional).
 	Credentials func(t *Target) (cr digest.Credentials, realm string, ok bool)
