@@ -236,7 +236,7 @@ const (
 	roleBInvite                      // the B-leg INVITE client transaction
 	roleRelayIn                      // an in-dialog server transaction being relayed
 	roleRelayOut                     // its client transaction on the other leg
-	roleBye                          // a BYE the engine sent on its own to the caller
+	roleBye                          // a BYE the engine sent on its own to the caller, or ending a dialog no call keeps
 	// roleCarrierBye is a BYE the engine sent on its own to the carrier,
 	// which may challenge it: not its call's, which ended as it went
 	// (txnRole.bye names what an answer needs).

@@ -220,8 +220,10 @@ func (e *Engine) onResponse(m *parser.Message, a *txn.Action) {
 	case roleRelayOut:
 		e.onRelayResponse(c, role, m)
 	case roleBye:
-		// The caller acknowledged the end; nothing is left to do. A
-		// challenge is not answered: sipedge holds no account with it.
+		// The caller, or the peer of a dialog no call keeps (endUnwanted),
+		// acknowledged the end; nothing is left to do. A challenge is not
+		// answered: sipedge holds no account with the caller, and the
+		// dialog ended is not the call's carrier's.
 	}
 }
 
