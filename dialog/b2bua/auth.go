@@ -1,9 +1,12 @@
 package b2bua
 
 import (
+	"bytes"
+	"strconv"
 	"time"
 
 	"github.com/sipedge/sipedge/dialog/digest"
+	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
 )
 
@@ -46,7 +49,7 @@ const maxAuthTries = 2
 // algorithm or realm), or the carrier challenges again a request that
 // carried them, with no stale nonce to explain it: it refused them.
 func (e *Engine) answerChallenge(c *Call, m *parser.Message, code int) bool {
-	a, ok := e.challengeOf(c, m, code, c.authTries)
+	a, ok := e.challengeOf(&c.target, "call_id", c.a.callID, m, code, c.authTries)
 	if !ok {
 		return false
 	}
@@ -63,18 +66,18 @@ func (e *Engine) answerChallenge(c *Call, m *parser.Message, code int) bool {
 }
 
 // challengeOf returns the challenge of the carrier's 401 or 407 m that
-// sipedge answers with the account of c's gateway group, after tries
+// sipedge answers with the account of t's gateway group, after tries
 // answers to the request it challenges (the RFC 3261 22.2 loop guard: a
-// second challenge only for a stale nonce); false, counted and warned of,
-// when it answers none.
-func (e *Engine) challengeOf(c *Call, m *parser.Message, code int, tries uint8) (*challenge, bool) {
+// second challenge only for a stale nonce); false, counted and warned of
+// (the call named by idKey and callID), when it answers none.
+func (e *Engine) challengeOf(t *Target, idKey string, callID []byte, m *parser.Message, code int, tries uint8) (*challenge, bool) {
 	var (
 		cr    digest.Credentials
 		realm string
 		ok    bool
 	)
 	if e.env.Credentials != nil {
-		cr, realm, ok = e.env.Credentials(&c.target)
+		cr, realm, ok = e.env.Credentials(t)
 	}
 	if !ok {
 		e.m.authNoCredentials.Inc()
@@ -96,12 +99,12 @@ func (e *Engine) challengeOf(c *Call, m *parser.Message, code int, tries uint8) 
 	switch {
 	case !found:
 		e.m.authUnanswerable.Inc()
-		e.warnAuth(c, "carrier challenge sipedge cannot answer: no Digest challenge of a supported algorithm and the configured realm",
+		e.warnAuth(t, idKey, callID, "carrier challenge sipedge cannot answer: no Digest challenge of a supported algorithm and the configured realm",
 			code, string(m.Get(kind)))
 		return nil, false
 	case tries >= maxAuthTries || tries > 0 && !a.ch.Stale:
 		e.m.authRefused.Inc()
-		e.warnAuth(c, "carrier refused sipedge's credentials", code, string(m.Get(kind)))
+		e.warnAuth(t, idKey, callID, "carrier refused sipedge's credentials", code, string(m.Get(kind)))
 		return nil, false
 	}
 	return a, true
@@ -115,7 +118,7 @@ func (e *Engine) challengeOf(c *Call, m *parser.Message, code int, tries uint8) 
 // caller gets the failure as 403 (appendRelayedResponse).
 func (e *Engine) answerRelayChallenge(c *Call, role txnRole, m *parser.Message, code int) bool {
 	r := &c.relays[role.slot]
-	a, ok := e.challengeOf(c, m, code, r.authTries)
+	a, ok := e.challengeOf(&c.target, "call_id", c.a.callID, m, code, r.authTries)
 	if !ok {
 		return false
 	}
@@ -156,6 +159,164 @@ func (e *Engine) answerRelayChallenge(c *Call, role txnRole, m *parser.Message, 
 	return true
 }
 
+// carrierBye is what a BYE sipedge sent the carrier needs while it is
+// pending, to be answered if challenged (answerByeChallenge): the call
+// ended as it went (end), and a held call keeps nothing for its BYE. The
+// carrier, whose group's account answers, and the challenges answered;
+// the BYE's bytes are its transaction's, which come with the response
+// (txn.Action.Data). An entry of Engine.byes, named by the BYE's role and
+// given back with it (unwatch): a warm engine reuses them, and holds as
+// many as it has such BYEs in flight.
+type carrierBye struct {
+	target Target
+	tries  uint8
+	next   int32 // the free list
+}
+
+// watchCarrierBye watches h, a BYE sent to t's carrier, past its call's end.
+func (e *Engine) watchCarrierBye(h txn.Handle, t *Target) {
+	i := e.byeFree
+	if i >= 0 {
+		e.byeFree = e.byes[i].next
+	} else {
+		i = int32(len(e.byes))
+		e.byes = append(e.byes, carrierBye{})
+	}
+	e.byes[i] = carrierBye{target: *t, next: -1}
+	e.setRole(txnRole{txn: h, kind: roleCarrierBye, bye: i})
+}
+
+// freeCarrierBye gives entry i of e.byes back, its Target cleared: the
+// Gateway it names is not kept alive past the BYE.
+func (e *Engine) freeCarrierBye(i int32) {
+	e.byes[i] = carrierBye{next: e.byeFree}
+	e.byeFree = i
+}
+
+var byeMethod = []byte("BYE")
+
+// answerByeChallenge answers the carrier's 401 or 407 to bye, a BYE
+// sipedge sent it in transaction h (entry i of e.byes), with the
+// credentials of its gateway group: the BYE again in the same dialog, a
+// new transaction with the next CSeq (RFC 3261 8.1.3.5, 22.2), under the
+// same rules as the INVITE's (challengeOf: once, and once more on a stale
+// nonce). The new transaction takes h's entry. False when sipedge cannot
+// answer: the carrier ends the call on its own timers.
+func (e *Engine) answerByeChallenge(h txn.Handle, i int32, m *parser.Message, code int, bye []byte, peer txn.Peer) bool {
+	p := &e.byes[i]
+	a, ok := e.challengeOf(&p.target, "b_call_id", m.CallID(), m, code, p.tries)
+	if !ok {
+		return false
+	}
+	b, uri, body, ok := e.appendByeAgain(e.out[:0], bye)
+	if !ok {
+		return false
+	}
+	b = a.appendCredentials(b, uri, body, byeMethod)
+	e.out = parser.AppendBody(b, "", body)
+	again, err := e.sendBuilt(peer)
+	if err != nil {
+		return false
+	}
+	e.byes[i].tries++
+	e.roles[h.Index()] = txnRole{} // the entry goes with the new BYE
+	e.setRole(txnRole{txn: again, kind: roleCarrierBye, bye: i})
+	e.m.authAnswered.Inc()
+	e.after()
+	return true
+}
+
+// appendByeAgain appends bye, a BYE sipedge built (sendBye, or an earlier
+// answer), as the next request of its dialog (RFC 3261 8.1.3.5, 22.2):
+// the same Request-URI, Route, From, To, Call-ID, Max-Forwards and the
+// headers the policy copied into it, a new branch in its Via, the next
+// CSeq, and neither the credentials it carried nor Content-Length, which
+// the caller appends after the new ones. It returns the Request-URI and
+// the body, views into bye. bye holds one header a line under the names
+// sipedge writes; dst must be empty, e.req recording the method and the
+// branch for sendBuilt.
+func (e *Engine) appendByeAgain(dst, bye []byte) (_, uri, body []byte, ok bool) {
+	end := bytes.Index(bye, crlfcrlf)
+	if end < 0 {
+		return dst, nil, nil, false
+	}
+	head, body := bye[:end], bye[end+len(crlfcrlf):]
+	e.req = txn.Built{}
+	for first := true; len(head) > 0; first = false {
+		var line []byte
+		if k := bytes.Index(head, crlf); k >= 0 {
+			line, head = head[:k], head[k+len(crlf):]
+		} else {
+			line, head = head, nil
+		}
+		switch {
+		case first: // BYE Request-URI SIP/2.0
+			sp, last := bytes.IndexByte(line, ' '), bytes.LastIndexByte(line, ' ')
+			if sp <= 0 || last <= sp {
+				return dst, nil, nil, false
+			}
+			dst = append(dst, line...)
+			e.req.Method = span(0, dst[:sp])
+			uri = line[sp+1 : last]
+		case e.req.Branch.End == 0 && bytes.HasPrefix(line, viaPrefix): // sipedge's
+			k := bytes.Index(line, branchParam)
+			if k < 0 {
+				return dst, nil, nil, false
+			}
+			k += len(branchParam)
+			n := bytes.IndexByte(line[k:], ';')
+			if n < 0 {
+				n = len(line) - k
+			}
+			dst = append(dst, line[:k]...)
+			at := len(dst)
+			dst = randomToken(append(dst, "z9hG4bK"...), 16)
+			e.req.Branch = span(at, dst)
+			dst = append(dst, line[k+n:]...)
+		case bytes.HasPrefix(line, cseqPrefix):
+			num, method, _ := bytes.Cut(line[len(cseqPrefix):], space)
+			var n uint64
+			for _, d := range num {
+				if d < '0' || d > '9' || n >= 1<<31 {
+					return dst, nil, nil, false
+				}
+				n = n*10 + uint64(d-'0')
+			}
+			if n+1 >= 1<<31 { // RFC 3261 8.1.1.5: below 2**31
+				return dst, nil, nil, false
+			}
+			e.req.CSeq = uint32(n + 1)
+			dst = append(dst, cseqPrefix...)
+			dst = strconv.AppendUint(dst, n+1, 10)
+			dst = append(append(dst, ' '), method...)
+		case bytes.HasPrefix(line, authorizationPrefix), bytes.HasPrefix(line, proxyAuthorizationPrefix),
+			bytes.HasPrefix(line, contentLengthPrefix):
+			continue
+		default:
+			dst = append(dst, line...)
+		}
+		dst = append(dst, crlf...)
+	}
+	if e.req.Branch.End == 0 || e.req.CSeq == 0 {
+		return dst, nil, nil, false
+	}
+	return dst, uri, body, true
+}
+
+// The parts of a request sipedge built that appendByeAgain rewrites, as
+// sipedge writes them.
+var (
+	crlf                     = []byte("\r\n")
+	crlfcrlf                 = []byte("\r\n\r\n")
+	space                    = []byte(" ")
+	viaPrefix                = []byte("Via: ")
+	branchParam              = []byte(";branch=")
+	cseqPrefix               = []byte("CSeq: ")
+	authorizationPrefix      = []byte("Authorization: ")
+	proxyAuthorizationPrefix = []byte("Proxy-Authorization: ")
+	contentLengthPrefix      = []byte("Content-Length: ")
+)
+
 // authLogInterval paces the warnings of challenges sipedge could not
 // answer: a wrong password fails every call to the carrier, and one line a
 // minute per shard says so as well as thousands.
@@ -163,13 +324,15 @@ const authLogInterval = time.Minute
 
 // warnAuth warns that a carrier's challenge was the attempt's failure, at
 // most once per authLogInterval; the lines it left out are counted in the
-// next (and all of them in sipedge_carrier_auth_challenges_total).
-func (e *Engine) warnAuth(c *Call, msg string, code int, challenge string) {
+// next (and all of them in sipedge_carrier_auth_challenges_total). The
+// call is named by idKey and callID: "call_id" and the caller's Call-ID,
+// or "b_call_id" and the carrier's for a BYE, sent as the call ended.
+func (e *Engine) warnAuth(t *Target, idKey string, callID []byte, msg string, code int, challenge string) {
 	if e.authLogged && e.now-e.authLogAt < authLogInterval {
 		e.authSuppressed++
 		return
 	}
-	e.env.Log.Warn(msg, "carrier", c.target.CarrierID, "group", c.target.Group, "code", code,
-		"challenge", challenge, "call_id", string(c.a.callID), "suppressed_since_last", e.authSuppressed)
+	e.env.Log.Warn(msg, "carrier", t.CarrierID, "group", t.Group, "code", code,
+		"challenge", challenge, idKey, string(callID), "suppressed_since_last", e.authSuppressed)
 	e.authLogged, e.authLogAt, e.authSuppressed = true, e.now, 0
 }

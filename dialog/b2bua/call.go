@@ -253,16 +253,29 @@ func (e *Engine) unindexLeg(c *Call, l *leg) {
 }
 
 func (e *Engine) watch(h txn.Handle, c *Call, kind roleKind, peer txn.Handle, slot int8) {
-	i := h.Index()
+	e.setRole(txnRole{txn: h, call: c.idx, gen: c.gen, kind: kind, peer: peer, slot: slot})
+}
+
+// setRole records r for its transaction. A carrier's BYE whose role is
+// still there, its transaction's slot reused unbeknown to the engine (a
+// table call whose actions went unread), gives its entry back.
+func (e *Engine) setRole(r txnRole) {
+	i := r.txn.Index()
 	if i >= len(e.roles) {
 		e.roles = append(e.roles, make([]txnRole, i+1-len(e.roles))...)
 	}
-	e.roles[i] = txnRole{txn: h, call: c.idx, gen: c.gen, kind: kind, peer: peer, slot: slot}
+	if old := &e.roles[i]; old.kind == roleCarrierBye {
+		e.freeCarrierBye(old.bye)
+	}
+	e.roles[i] = r
 }
 
 // unwatch forgets transaction h.
 func (e *Engine) unwatch(h txn.Handle) {
 	if i := h.Index(); i < len(e.roles) && e.roles[i].txn == h {
+		if e.roles[i].kind == roleCarrierBye {
+			e.freeCarrierBye(e.roles[i].bye)
+		}
 		e.roles[i] = txnRole{}
 	}
 }
@@ -273,7 +286,7 @@ func (e *Engine) roleOf(h txn.Handle) (*Call, txnRole) {
 	if i := h.Index(); i < len(e.roles) && e.roles[i].txn == h {
 		r = e.roles[i]
 	}
-	if r.kind == 0 {
+	if r.kind == 0 || r.kind == roleCarrierBye { // no call: see roleCarrierBye
 		return nil, r
 	}
 	c := e.calls[r.call]

@@ -72,8 +72,16 @@
 // answer is the attempt's (or the request's) failure, as its code says.
 // Challenges and credentials are never relayed across legs: either side's
 // is for the hop it came from, so a 401 or 407 reaches the other side as
-// 403. Not answered: a challenge to a BYE sipedge sends as the call ends.
-// Counted in sipedge_carrier_auth_challenges_total by result.
+// 403. So is a challenge to a BYE sipedge sends the carrier as the call
+// ends (the caller hung up, the maximum duration, a drain): the BYE again
+// with the next CSeq and the credentials (RFC 3261 8.1.3.5, 22.2), or the
+// carrier keeps the call up, and bills it, until a timer of its own ends
+// it. The call is gone by then (its CDR written, its memory reused): the
+// BYE's transaction keeps its bytes, and a small entry per BYE in flight
+// the carrier, until its final response. Not answered: a challenge to a
+// BYE to the caller, with whom sipedge holds no account, or to one ending
+// a dialog no call keeps (a late or forked answer). Counted in
+// sipedge_carrier_auth_challenges_total by result.
 //
 // # Where messages go
 //

@@ -67,7 +67,8 @@ type Env struct {
 	TakeChannel    func(group string) (counted, ok bool)
 	ReleaseChannel func(group string)
 	// Credentials returns the account sipedge holds with t's carrier, to
-	// answer its Digest challenges to the INVITE (RFC 3261 22.2): ok false
+	// answer its Digest challenges to the INVITE, to the requests relayed
+	// in the dialog and to sipedge's BYE (RFC 3261 22.2): ok false
 	// when it holds none. A non-empty realm is the only one it answers
 	// (optional).
 	Credentials func(t *Target) (cr digest.Credentials, realm string, ok bool)
@@ -185,6 +186,8 @@ type Engine struct {
 	probes                                map[txn.Handle]*probe  // gateway probes in flight
 	sentBy                                []sentBy               // what sipedge writes as its Vias' sent-by
 	teardowns                             [maxTeardowns]teardown // dialogs endUnwanted is ending
+	byes                                  []carrierBye           // BYEs to carriers in flight (roleCarrierBye)
+	byeFree                               int32                  // head of byes' free list, -1 if none
 
 	// The transaction table's memory budget (txn.Config.MaxStoredBytes),
 	// published the same way; budgetLogged and budgetLogAt pace its log.
@@ -218,11 +221,12 @@ type Engine struct {
 // whose txn is not the Handle looked up, or whose kind is 0, is no role.
 type txnRole struct {
 	txn  txn.Handle
+	peer txn.Handle // relays: the transaction on the other leg
 	call int32
 	gen  uint32
+	bye  int32 // roleCarrierBye: its entry in Engine.byes
 	kind roleKind
-	peer txn.Handle // relays: the transaction on the other leg
-	slot int8       // relays: the call's relay slot
+	slot int8 // relays: the call's relay slot
 }
 
 type roleKind uint8
@@ -232,7 +236,11 @@ const (
 	roleBInvite                      // the B-leg INVITE client transaction
 	roleRelayIn                      // an in-dialog server transaction being relayed
 	roleRelayOut                     // its client transaction on the other leg
-	roleBye                          // a BYE the engine sent on its own
+	roleBye                          // a BYE the engine sent on its own to the caller, or ending a dialog no call keeps
+	// roleCarrierBye is a BYE the engine sent on its own to the carrier,
+	// which may challenge it: not its call's, which ended as it went
+	// (txnRole.bye names what an answer needs).
+	roleCarrierBye
 )
 
 // New returns an Engine; env's functions must be set.
@@ -246,7 +254,7 @@ func New(cfg Config, env Env) (*Engine, error) {
 	if env.Log == nil {
 		env.Log = slog.Default()
 	}
-	e := &Engine{cfg: cfg, env: env, policy: compilePolicy(cfg.HeaderAllow), free: -1,
+	e := &Engine{cfg: cfg, env: env, policy: compilePolicy(cfg.HeaderAllow), free: -1, byeFree: -1,
 		probes: make(map[txn.Handle]*probe)}
 	if e.trunks = cfg.TrunkSet; e.trunks == nil {
 		e.trunks = new(atomic.Pointer[TrunkSet])

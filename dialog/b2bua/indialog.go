@@ -206,6 +206,10 @@ func (e *Engine) unrelayed(c *Call, s side, r *relay) {
 func (e *Engine) onResponse(m *parser.Message, a *txn.Action) {
 	h := a.Txn
 	c, role := e.roleOf(h)
+	if role.kind == roleCarrierBye {
+		e.onCarrierByeResponse(h, role, m, a)
+		return
+	}
 	if c == nil {
 		e.orphan2xx(m, false, a.Peer)
 		return
@@ -216,8 +220,27 @@ func (e *Engine) onResponse(m *parser.Message, a *txn.Action) {
 	case roleRelayOut:
 		e.onRelayResponse(c, role, m)
 	case roleBye:
-		// The other side acknowledged the end; nothing is left to do.
+		// The caller, or the peer of a dialog no call keeps (endUnwanted),
+		// acknowledged the end; nothing is left to do. A challenge is not
+		// answered: sipedge holds no account with the caller, and the
+		// dialog ended is not the call's carrier's.
 	}
+}
+
+// onCarrierByeResponse handles the carrier's response to a BYE sipedge
+// sent it (sendBye), after the call's end: a 401 or 407 is answered with
+// the BYE again and the group's credentials (answerByeChallenge), which
+// left unanswered keep the call up at the carrier, and billed, until a
+// timer of its own ends it; any other final response ends the matter.
+func (e *Engine) onCarrierByeResponse(h txn.Handle, role txnRole, m *parser.Message, a *txn.Action) {
+	code := m.StatusCode()
+	if code < 200 {
+		return
+	}
+	if (code == 401 || code == 407) && e.answerByeChallenge(h, role.bye, m, code, a.Data, a.Peer) {
+		return
+	}
+	e.unwatch(h)
 }
 
 // onRelayResponse answers the relayed request with the other leg's response.
@@ -358,7 +381,12 @@ func (e *Engine) sendBye(c *Call, l *leg, from *parser.Message) txn.Handle {
 	if err != nil {
 		return 0
 	}
-	if c != nil {
+	switch {
+	case c != nil && l == &c.b:
+		// The carrier may challenge it: what an answer needs outlives the
+		// call, which ends as its BYE goes (end), while the BYE is pending.
+		e.watchCarrierBye(h, &c.target)
+	case c != nil:
 		e.watch(h, c, roleBye, 0, -1)
 	}
 	e.after()

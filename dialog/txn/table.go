@@ -523,5 +523,13 @@ func (t *Table) tu(kind ActionKind, i int32) {
 	if x.internal {
 		return
 	}
-	t.actions = append(t.actions, Action{Kind: kind, Txn: t.handle(i), Peer: x.peer})
+	var data []byte
+	if kind == ActResponse {
+		// The request: a view valid as long as any Data, though the
+		// response may terminate the transaction at once (a reliable
+		// transport's Timer K is zero): its slot waits in limbo, and a
+		// release over budget leaves the bytes to the garbage collector.
+		data = x.msg
+	}
+	t.actions = append(t.actions, Action{Kind: kind, Txn: t.handle(i), Peer: x.peer, Data: data})
 }

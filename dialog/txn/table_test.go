@@ -276,3 +276,25 @@ func TestLegacyFlood(t *testing.T) {
 		t.Fatalf("an entry lies %d slots from its home: the To tags share a hash", longest)
 	}
 }
+
+// A response reaches the TU with the request it answers, as sent, on a
+// reliable transport too, where the final response terminates the
+// transaction at once: a TU answering a challenge (RFC 3261 22.2) builds
+// the request again from it.
+func TestResponseCarriesRequest(t *testing.T) {
+	for _, tr := range []Transport{TransportUDP, TransportTCP} {
+		s := newSeq(t)
+		peer := benchPeer
+		peer.Transport = tr
+		h, err := s.tab.SendRequest(s.parse(benchUAC), peer, s.now)
+		s.expect(err, 1, ActSend)
+		err = s.tab.ReceiveResponse(s.parse(benchUACResponse), s.now)
+		acts := s.tab.Actions()
+		if err != nil || len(acts) == 0 || acts[0].Kind != ActResponse || acts[0].Txn != h {
+			t.Fatalf("%v: actions %v, error %v", tr, acts, err)
+		}
+		if string(acts[0].Data) != string(benchUAC) {
+			t.Fatalf("%v: the response came with\n%q\nwant the request\n%q", tr, acts[0].Data, benchUAC)
+		}
+	}
+}

@@ -133,7 +133,9 @@ const (
 	// none (the usual case: the ACK for a 2xx has a branch of its own).
 	ActAck
 	// ActResponse: pass the response just received to the TU for client
-	// transaction Txn.
+	// transaction Txn. Data is the request it answers, as the transaction
+	// sent it: a TU that answers a challenge to it (RFC 3261 22.2) need
+	// not keep a copy of its own.
 	ActResponse
 	// ActTimeout: transaction Txn timed out (Timer B, F or H, or the RFC
 	// 3261 9.1 wait after a CANCEL).
@@ -160,7 +162,7 @@ type Action struct {
 	Txn  Handle
 	Ref  Handle // ActRequest of a CANCEL: the INVITE server transaction it cancels
 	Peer Peer   // ActSend: the destination; otherwise the transaction's peer
-	Data []byte // ActSend: the message
+	Data []byte // ActSend: the message; ActResponse: the request answered
 }
 
 // Timers is the clock the Table arms its timers on: the owner's timer wheel.
