@@ -211,15 +211,7 @@ func TestCarrierByeChallengeStale(t *testing.T) {
 // Without credentials for the carrier's group, or with none for the realm
 // it names, the challenge to the BYE is not answered, and is counted.
 func TestCarrierByeChallengeUnanswered(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		creds map[string]digest.Credentials
-		realm string
-		count func(e *Engine) uint64
-	}{
-		{"no credentials", nil, "", func(e *Engine) uint64 { return e.m.authNoCredentials.Get() }},
-		{"another realm", map[string]digest.Credentials{"carrier-a": carrierAccount}, "other.example", func(e *Engine) uint64 { return e.m.authUnanswerable.Get() }},
-	} {
+	for _, tc := range unansweredCases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, nil)
 			r.creds, r.realm = tc.creds, tc.realm

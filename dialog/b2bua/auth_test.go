@@ -195,20 +195,24 @@ func TestCarrierChallengeStale(t *testing.T) {
 	r.expect(caller, "SIP/2.0 403 Forbidden")
 }
 
+// unansweredCases are the two ways sipedge holds no answer to a carrier's
+// challenge, and the counter of each.
+var unansweredCases = []struct {
+	name  string
+	creds map[string]digest.Credentials
+	realm string
+	count func(e *Engine) uint64
+}{
+	{"no credentials", nil, "", func(e *Engine) uint64 { return e.m.authNoCredentials.Get() }},
+	{"another realm", map[string]digest.Credentials{"carrier-a": carrierAccount}, "other.example", func(e *Engine) uint64 { return e.m.authUnanswerable.Get() }},
+}
+
 // Without credentials for the carrier, or with none for the realm it
 // names, the challenge is the attempt's failure: the caller gets 403, or
 // the next carrier is tried when the route reroutes on it.
 func TestCarrierChallengeUnanswered(t *testing.T) {
 	challenge := `Digest realm="carrier.example.net", nonce="n1"`
-	for _, tc := range []struct {
-		name  string
-		creds map[string]digest.Credentials
-		realm string
-		count func(e *Engine) uint64
-	}{
-		{"no credentials", nil, "", func(e *Engine) uint64 { return e.m.authNoCredentials.Get() }},
-		{"another realm", map[string]digest.Credentials{"carrier-a": carrierAccount}, "other.example", func(e *Engine) uint64 { return e.m.authUnanswerable.Get() }},
-	} {
+	for _, tc := range unansweredCases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := twoCarriers(t, routeA, routeB)
 			r.creds, r.realm = tc.creds, tc.realm
