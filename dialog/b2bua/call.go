@@ -4,8 +4,6 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/cespare/xxhash/v2"
-
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/route"
@@ -242,14 +240,14 @@ func (e *Engine) callByArg(arg uint64) *Call {
 
 // indexLeg makes a leg's Call-ID find its call.
 func (e *Engine) indexLeg(c *Call, l *leg) {
-	e.byCallID.set(xxhash.Sum64(l.callID), c.idx)
+	e.byCallID.set(e.byCallID.hash(l.callID), c.idx)
 }
 
 func (e *Engine) unindexLeg(c *Call, l *leg) {
 	if len(l.callID) == 0 {
 		return
 	}
-	e.byCallID.delete(xxhash.Sum64(l.callID), c.idx)
+	e.byCallID.delete(e.byCallID.hash(l.callID), c.idx)
 }
 
 func (e *Engine) watch(h txn.Handle, c *Call, kind roleKind, peer txn.Handle, slot int8) {

@@ -1,6 +1,8 @@
 package b2bua
 
-// callIndex finds a call by the xxhash of either leg's Call-ID. Each call
+import "hash/maphash"
+
+// callIndex finds a call by the hash of either leg's Call-ID. Each call
 // indexes a leg or two and drops them at its end, a few operations per
 // call, which a Go map makes the costliest part of a call's bookkeeping
 // (a delete alone ran to some 200 instructions). It is open addressing
@@ -8,9 +10,16 @@ package b2bua
 // backward-shift deletion as in txn.Table's index: no tombstones, so
 // lookups stay short under churn, and nothing is allocated once the slab
 // has grown to the most calls ever live.
+//
+// A slot's home is the low bits of the hash, so the hash is keyed (hash):
+// a caller picks its Call-IDs, and with an unkeyed one (xxhash) could pick
+// them all onto one home offline, making every lookup walk a cluster of
+// all its calls (hash flooding), which a Go map's own seeded hash had
+// prevented.
 type callIndex struct {
 	slots []callSlot
 	n     int // slots in use
+	seed  maphash.Seed
 }
 
 type callSlot struct {
@@ -19,6 +28,9 @@ type callSlot struct {
 }
 
 const minCallIndex = 64 // slots at first
+
+// hash is the key of a Call-ID in the index, under its seed.
+func (x *callIndex) hash(callID []byte) uint64 { return maphash.Bytes(x.seed, callID) }
 
 // find returns the slot holding hash h, or -1.
 func (x *callIndex) find(h uint64) int {

@@ -1,8 +1,11 @@
 package b2bua
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 // TestCallIndex checks callIndex against a map through random sets and
@@ -52,4 +55,33 @@ func TestCallIndex(t *testing.T) {
 	f(2, 64)
 	f(3, 1000)
 	f(4, 1<<40)
+}
+
+// TestCallIndexCraftedCallIDs indexes Call-IDs chosen, as a caller can
+// choose them offline, so that their unseeded xxhash ends in twelve zero
+// bits: were a slot's home those bits, every one would share a home and
+// each lookup would probe a cluster of them all. The index hashes with a
+// per-engine seed, as txn.Table does: the probes stay short.
+func TestCallIndexCraftedCallIDs(t *testing.T) {
+	r := newRig(t, nil)
+	const n = 256
+	for i, k := 0, 0; i < n; k++ {
+		id := fmt.Appendf(nil, "flood-%d@attacker.example", k)
+		if xxhash.Sum64(id)&0xfff != 0 {
+			continue
+		}
+		r.e.indexLeg(&Call{idx: int32(i)}, &leg{callID: id})
+		i++
+	}
+	x := &r.e.byCallID
+	mask := uint64(len(x.slots) - 1)
+	longest := uint64(0)
+	for p, s := range x.slots {
+		if s.call != 0 {
+			longest = max(longest, (uint64(p)-s.hash)&mask)
+		}
+	}
+	if longest > 32 {
+		t.Errorf("a Call-ID sits %d slots past its home among %d calls in %d slots: crafted Call-IDs cluster", longest, n, len(x.slots))
+	}
 }

@@ -2,6 +2,7 @@ package b2bua
 
 import (
 	"bytes"
+	"hash/maphash"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
@@ -9,8 +10,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-
-	"github.com/cespare/xxhash/v2"
 
 	"github.com/sipedge/sipedge/dialog/digest"
 	"github.com/sipedge/sipedge/dialog/txn"
@@ -181,7 +180,7 @@ type Engine struct {
 	shared atomic.Int64 // live, readable from other goroutines (drain, admin)
 	// Transaction counts published for metrics after each input.
 	sharedTxns, sharedRtx, sharedAbsorbed atomic.Int64
-	byCallID                              callIndex              // xxhash(Call-ID) of either leg -> call
+	byCallID                              callIndex              // Call-ID of either leg -> call
 	roles                                 []txnRole              // by txn.Handle.Index: the transactions the engine is waiting on
 	probes                                map[txn.Handle]*probe  // gateway probes in flight
 	sentBy                                []sentBy               // what sipedge writes as its Vias' sent-by
@@ -256,6 +255,7 @@ func New(cfg Config, env Env) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, env: env, policy: compilePolicy(cfg.HeaderAllow), free: -1, byeFree: -1,
 		probes: make(map[txn.Handle]*probe)}
+	e.byCallID.seed = maphash.MakeSeed()
 	if e.trunks = cfg.TrunkSet; e.trunks == nil {
 		e.trunks = new(atomic.Pointer[TrunkSet])
 		e.trunks.Store(NewTrunkSet(cfg.Trunks))
@@ -563,7 +563,7 @@ func (e *Engine) replyTo(m *parser.Message, from txn.Peer) txn.Peer {
 
 // lookupCall finds the call a Call-ID belongs to and which leg it names.
 func (e *Engine) lookupCall(callID []byte) (*Call, side) {
-	i, ok := e.byCallID.get(xxhash.Sum64(callID))
+	i, ok := e.byCallID.get(e.byCallID.hash(callID))
 	if !ok {
 		return nil, 0
 	}

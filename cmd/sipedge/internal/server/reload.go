@@ -50,7 +50,9 @@ type staticReload struct {
 //	     "trunks": {...}, "static_routes": {"replaced": bool, "prefixes": N},
 //	     "restart_required": ["log", "lcr.api_url", ...]}
 //	400 the file does not load (the field and line, as at start); nothing changed
-//	409 number_policies changed, or started on the embedded example; nothing changed
+//	409 number_policies changed, the file removes the group the running
+//	    lcr.fallback_gateway_group names, or started on the embedded
+//	    example; nothing changed
 //
 // The file's groups and trunks become the fixed ones: new ones are added,
 // changed ones replaced (a group's unchanged members keep their health),
@@ -96,8 +98,15 @@ func (s *Server) reload() (reloadResult, int, error) {
 			return reloadResult{}, http.StatusBadRequest, fmt.Errorf("gateway.groups[%s].%w", g.Name, err)
 		}
 	}
-	if _, err := s.health.PlanFixed(groups); err != nil {
+	plan, err := s.health.PlanFixed(groups)
+	if err != nil {
 		return reloadResult{}, http.StatusBadRequest, fmt.Errorf("gateway.groups: %w", err)
+	}
+	// The running fallback group applies until a restart (config.Load
+	// checked only the file's): removing it would leave the calls the API
+	// cannot route with a group that is not there.
+	if fb := s.cfg.LCR.FallbackGatewayGroup; fb != "" && s.cfg.LCR.APIURL != "" && slices.Contains(plan.Removed, fb) {
+		return reloadResult{}, http.StatusConflict, fmt.Errorf("gateway.groups: %q is removed but is lcr.fallback_gateway_group until a restart; restart sipedge to apply the file", fb)
 	}
 	static := s.staticRoutes.table != nil // API mode: the table is not used
 	var table *lcr.StaticTable

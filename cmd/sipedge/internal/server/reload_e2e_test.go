@@ -333,3 +333,34 @@ cdr: { file: %q }
 		t.Errorf("GET /v1/reload: %d, want 405", code)
 	}
 }
+
+// A file that moves lcr.fallback_gateway_group to another group and drops
+// the old one is refused with 409: the fallback applies only at start, so
+// the old group would be removed while the running fallback still named
+// it, and a call the API could not route would find no group. Nothing
+// changes: such a call still reaches the old fallback.
+func TestReloadRemovingRunningFallbackGroupRefusedE2E(t *testing.T) {
+	r := newLCR(t, lcrOpts{lcr: fmt.Sprintf("lcr: { api_url: %q, timeout_ms: 1000, fallback_gateway_group: carrier-b }", closedURL(t))})
+	b, err := os.ReadFile(r.configPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i := strings.Index(s, "    - name: carrier-b\n")
+	j := strings.Index(s, "\nlcr:")
+	if i < 0 || j < i {
+		t.Fatalf("no carrier-b group before lcr: in\n%s", s)
+	}
+	r.editConfig(s[i:j+1], "", "fallback_gateway_group: carrier-b", "fallback_gateway_group: carrier-a")
+	code, body := r.reloadDo("")
+	if code != http.StatusConflict {
+		t.Fatalf("POST /v1/reload removing the running fallback group: %d %s, want 409", code, body)
+	}
+	checkAPIError(t, "fallback group", body, "lcr.fallback_gateway_group", "carrier-b", "restart")
+	if code, _ := r.adminDo("GET", "/v1/gateway/groups/carrier-b", "", ""); code != http.StatusOK {
+		t.Errorf("GET carrier-b after the refused reload: %d, want 200", code)
+	}
+	c := r.call(dialed, "")
+	c.answer(r.b, c.invite(r.b, dialed))
+	c.bye(r.b)
+}
