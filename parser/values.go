@@ -69,6 +69,14 @@ func ParseCSeq(b []byte) (CSeq, error) {
 	if !ok || i == s || i == len(b) || byteClass[b[i]]&classWS == 0 {
 		return c, ErrBadCSeq
 	}
+	// The usual rest, one SP and a known method to the end, is a token
+	// followed by no LWS: what the general path below accepts.
+	if b[i] == ' ' {
+		if m := LookupMethod(b[i+1:]); m != MethodOther {
+			c.Num, c.MethodRaw, c.Method = uint32(n), b[i+1:], m
+			return c, nil
+		}
+	}
 	i = skipLWS(b, i)
 	s = i
 	i = scanClass(b, i, classToken)
