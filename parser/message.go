@@ -339,6 +339,7 @@ func (m *Message) parseStatusLine(line []byte, pos int) error {
 func (m *Message) parseHeaders(buf []byte, pos int, lim *Limits) (int, error) {
 	start, lines := pos, 0
 	maxHeaders := min(lim.MaxHeaders, maxFields)
+	var err error
 	for {
 		eol := bytes.IndexByte(buf[pos:], '\n')
 		if eol <= 0 || buf[pos+eol-1] != '\r' {
@@ -359,39 +360,36 @@ func (m *Message) parseHeaders(buf []byte, pos int, lim *Limits) (int, error) {
 		// colon, so the first one ends the name. A known name matched whole
 		// is a token (c|0x20 folds no other byte onto its letters and '-',
 		// but CR, which the count above rejects); any other is checked.
-		colon := indexColon(buf[pos:lineEnd])
-		if colon <= 0 {
-			return 0, ErrBadHeaderName // also a fold with no header to continue
-		}
-		colon += pos
-		nameEnd := colon
-		if c := buf[colon-1]; c == ' ' || c == '\t' {
-			for nameEnd > pos && (buf[nameEnd-1] == ' ' || buf[nameEnd-1] == '\t') {
-				nameEnd--
-			}
-			if nameEnd == pos { // white space alone
-				return 0, ErrBadHeaderName
-			}
-		}
-		// Names of two to sixteen bytes, nearly all, are looked up inline
-		// from the words of the line; compact forms, longer names and a
-		// name in the last eight bytes of buf take lookupName.
+		//
+		// A name of two to fifteen bytes, nearly all, ends in the first
+		// two words of the line: its colon is found there and the name
+		// looked up from the same words, inline. Any other name, white
+		// space before the colon and a line within sixteen bytes of the
+		// end of buf take headerName.
 		var kind HeaderKind
-		switch n := nameEnd - pos; {
-		case n >= 2 && n < 8 && len(buf)-pos >= 8:
-			kind = lookupShortName(binary.LittleEndian.Uint64(buf[pos:pos+8]), n)
-		case n >= 8 && n <= 16:
+		var colon, nameEnd int
+		if len(buf)-pos >= 16 {
 			le := binary.LittleEndian
-			kind = lookupMidName(le.Uint64(buf[pos:pos+8]), le.Uint64(buf[nameEnd-8:nameEnd]), n)
-		default:
-			kind = lookupName(buf, pos, nameEnd)
+			w0, w1 := le.Uint64(buf[pos:pos+8]), le.Uint64(buf[pos+8:pos+16])
+			n := colonIn(w0, w1)
+			colon, nameEnd = pos+n, pos+n
+			if n < 2 || n == 16 || colon >= lineEnd || buf[colon-1] == ' ' || buf[colon-1] == '\t' {
+				if colon, nameEnd, kind, err = headerName(buf, pos, lineEnd); err != nil {
+					return 0, err
+				}
+			} else if n < 8 {
+				kind = lookupShortName(w0, n)
+			} else {
+				kind = lookupMidName(w0, le.Uint64(buf[colon-8:colon]), n)
+			}
+		} else if colon, nameEnd, kind, err = headerName(buf, pos, lineEnd); err != nil {
+			return 0, err
 		}
 		if kind == HeaderOther && !isToken(buf[pos:nameEnd]) {
 			return 0, ErrBadHeaderName
 		}
 		// Continuation lines: CRLF followed by SP or HTAB.
 		for next < len(buf) && (buf[next] == ' ' || buf[next] == '\t') {
-			var err error
 			if lineEnd, next, err = lineAt(buf, next); err != nil {
 				return 0, err
 			}
@@ -430,6 +428,51 @@ func (m *Message) parseHeaders(buf []byte, pos int, lim *Limits) (int, error) {
 		}
 		pos = next
 	}
+}
+
+// colonIn returns the index of the first ':' in the sixteen bytes of w0
+// and w1, little-endian words, or 16 if none.
+func colonIn(w0, w1 uint64) int {
+	// The high bit of the lowest zero byte of x, as in indexColon.
+	x := w0 ^ (':' * ones)
+	if m := (x - ones) &^ x & (0x80 * ones); m != 0 {
+		return bits.TrailingZeros64(m) >> 3
+	}
+	x = w1 ^ (':' * ones)
+	return 8 + bits.TrailingZeros64((x-ones)&^x&(0x80*ones))>>3 // 8 + 64/8 when none
+}
+
+// headerName finds the colon and the end of the name of the header line
+// buf[pos:lineEnd] and looks the name up: parseHeaders' general path, for
+// any name and white space before the colon.
+func headerName(buf []byte, pos, lineEnd int) (colon, nameEnd int, kind HeaderKind, err error) {
+	colon = indexColon(buf[pos:lineEnd])
+	if colon <= 0 {
+		return 0, 0, 0, ErrBadHeaderName // also a fold with no header to continue
+	}
+	colon += pos
+	nameEnd = colon
+	if c := buf[colon-1]; c == ' ' || c == '\t' {
+		for nameEnd > pos && (buf[nameEnd-1] == ' ' || buf[nameEnd-1] == '\t') {
+			nameEnd--
+		}
+		if nameEnd == pos { // white space alone
+			return 0, 0, 0, ErrBadHeaderName
+		}
+	}
+	// Names of two to sixteen bytes are looked up from words of the
+	// line; compact forms, longer names and a name in the last eight
+	// bytes of buf take lookupName.
+	switch n := nameEnd - pos; {
+	case n >= 2 && n < 8 && len(buf)-pos >= 8:
+		kind = lookupShortName(binary.LittleEndian.Uint64(buf[pos:pos+8]), n)
+	case n >= 8 && n <= 16:
+		le := binary.LittleEndian
+		kind = lookupMidName(le.Uint64(buf[pos:pos+8]), le.Uint64(buf[nameEnd-8:nameEnd]), n)
+	default:
+		kind = lookupName(buf, pos, nameEnd)
+	}
+	return colon, nameEnd, kind, nil
 }
 
 // indexColon returns the index of the first ':' in b, or -1, eight bytes a
