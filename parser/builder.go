@@ -94,7 +94,7 @@ func appendField(dst []byte, m *Message, f *field) []byte {
 		dst = append(dst, headerInfos[f.kind].name...)
 	}
 	dst = append(dst, ": "...)
-	dst = append(dst, f.value.of(m.buf)...)
+	dst = append(dst, m.valueOf(f)...)
 	return append(dst, "\r\n"...)
 }
 
@@ -154,7 +154,8 @@ func verbatimLines(m *Message, fields []field, kind HeaderKind) []byte {
 	end := start
 	for i := range fields {
 		f := &fields[i]
-		ns, ne, vs, ve := f.name.start, f.name.end, f.value.start, f.value.end
+		s, e := m.valueBounds(f)
+		ns, ne, vs, ve := f.name.start, f.name.end, uint32(s), uint32(e)
 		if ns != end || f.kind != kind && kind != HeaderOther ||
 			vs != ne+2 || int(ne-ns) != len(headerInfos[f.kind].name) || int(ve)+2 > len(b) ||
 			binary.LittleEndian.Uint16(b[ne:]) != ':'|' '<<8 || binary.LittleEndian.Uint16(b[ve:]) != '\r'|'\n'<<8 {
@@ -230,7 +231,8 @@ func dialogLines(req *Message) (lines []byte, toEnd int) {
 	if f[2].kind != HeaderCallID || f[3].kind != HeaderCSeq {
 		return nil, 0
 	}
-	return verbatimLines(req, f, HeaderOther), int(req.fields[to].value.end - f[0].name.start)
+	_, end := req.valueBounds(&req.fields[to])
+	return verbatimLines(req, f, HeaderOther), end - int(f[0].name.start)
 }
 
 // hasTag reports whether req's To carries a tag parameter. It reads To
@@ -249,7 +251,7 @@ func appendVias(dst []byte, req *Message) []byte {
 		return AppendKind(dst, req, HeaderVia) // nothing to stamp, or nothing to stamp it on
 	}
 	i := int(req.first[HeaderVia]) // the top Via is fields[i-1]: TopVia found it
-	dst = appendStampedVia(dst, req.fields[i-1].value.of(req.buf), &v, req.source)
+	dst = appendStampedVia(dst, req.valueOf(&req.fields[i-1]), &v, req.source)
 	return appendValues(dst, req, HeaderVia, i, int(req.count[HeaderVia])-1)
 }
 

@@ -37,10 +37,31 @@ const maxFields = 1<<16 - 1
 type span struct{ start, end uint32 }
 
 // field is one header value. A list header (Via: a, b) yields one field per element.
+// value may hold LWS around the value proper, as on the wire after the
+// colon: read it with valueOf.
 type field struct {
 	kind  HeaderKind
 	name  span
 	value span
+}
+
+// valueOf returns the value of field f, trimmed of LWS. Parse records a
+// value as it stands after the colon and leaves the trimming to its
+// readers: most values are never read (Validate reads them untrimmed).
+func (m *Message) valueOf(f *field) []byte {
+	s, e := int(f.value.start), int(f.value.end)
+	// The usual value: one SP after the colon, no white space at the end.
+	if b := m.buf; s+1 < e && b[s] == ' ' && b[s+1] > ' ' && b[e-1] > ' ' {
+		return b[s+1 : e : e]
+	}
+	s, e = m.valueBounds(f)
+	return m.buf[s:e:e]
+}
+
+// valueBounds returns where the value of field f starts and ends in m.buf,
+// trimmed of LWS.
+func (m *Message) valueBounds(f *field) (int, int) {
+	return trimLWS(m.buf, int(f.value.start), int(f.value.end))
 }
 
 // Message is a parsed SIP request or response.
@@ -399,13 +420,10 @@ func (m *Message) parseHeaders(buf []byte, pos int, lim *Limits) (int, error) {
 			return 0, ErrHeaderTooLong
 		}
 		name := span{uint32(pos), uint32(nameEnd)}
+		// The value is recorded as it stands after the colon: its LWS is
+		// trimmed when it is read (valueOf). A list's elements and
+		// Content-Length are read here, trimmed.
 		vs, ve := colon+1, lineEnd
-		// The usual value: one SP after the colon, no white space at the end.
-		if vs+1 < ve && buf[vs] == ' ' && buf[vs+1] > ' ' && buf[ve-1] > ' ' {
-			vs++
-		} else {
-			vs, ve = trimLWS(buf, vs, ve)
-		}
 		// A list header's value with no comma is one element, recorded as
 		// any other value.
 		if listKinds>>(kind&63)&1 != 0 && bytes.IndexByte(buf[vs:ve], ',') >= 0 { // listKinds.Has(kind); kinds are below 64
@@ -527,8 +545,10 @@ func (m *Message) addList(buf []byte, kind HeaderKind, name span, start, end, ma
 	return nil
 }
 
-// setContentLength records the value of Content-Length.
+// setContentLength records the value of Content-Length, v untrimmed.
 func (m *Message) setContentLength(v []byte, lim *Limits) error {
+	s, e := trimLWS(v, 0, len(v))
+	v = v[s:e]
 	if m.contentLength >= 0 {
 		return ErrDupContentLength // request smuggling (RFC 4475 3.3.9)
 	}
@@ -681,7 +701,7 @@ func (m *Message) NumHeaders() int { return len(m.fields) }
 // HeaderAt returns header field i, in wire order, 0 <= i < NumHeaders.
 func (m *Message) HeaderAt(i int) Header {
 	f := &m.fields[i]
-	return Header{Kind: f.kind, Name: f.name.of(m.buf), Value: f.value.of(m.buf)}
+	return Header{Kind: f.kind, Name: f.name.of(m.buf), Value: m.valueOf(f)}
 }
 
 // KindAt returns the kind of header field i, 0 <= i < NumHeaders: what a
@@ -694,7 +714,7 @@ func (m *Message) Count(kind HeaderKind) int { return int(m.count[kind]) }
 // Get returns the first value of kind, or nil.
 func (m *Message) Get(kind HeaderKind) []byte {
 	if i := m.first[kind]; i != 0 {
-		return m.fields[i-1].value.of(m.buf)
+		return m.valueOf(&m.fields[i-1])
 	}
 	return nil
 }
@@ -708,7 +728,7 @@ func (m *Message) Nth(kind HeaderKind, n int) []byte {
 	for i--; i < len(m.fields); i++ {
 		if m.fields[i].kind == kind {
 			if n == 0 {
-				return m.fields[i].value.of(m.buf)
+				return m.valueOf(&m.fields[i])
 			}
 			n--
 		}
@@ -725,7 +745,7 @@ func (m *Message) GetByName(name string) []byte {
 	for i := range m.fields {
 		f := &m.fields[i]
 		if f.kind == HeaderOther && equalFold(f.name.of(m.buf), name) {
-			return f.value.of(m.buf)
+			return m.valueOf(f)
 		}
 	}
 	return nil
