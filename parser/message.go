@@ -38,30 +38,30 @@ type span struct{ start, end uint32 }
 
 // field is one header value. A list header (Via: a, b) yields one field per element.
 // value may hold LWS around the value proper, as on the wire after the
-// colon: read it with valueOf.
+// colon: read it with valueAt.
 type field struct {
 	kind  HeaderKind
 	name  span
 	value span
 }
 
-// valueOf returns the value of field f, trimmed of LWS. Parse records a
+// valueAt returns the value of field i, trimmed of LWS. Parse records a
 // value as it stands after the colon and leaves the trimming to its
 // readers: most values are never read (Validate reads them untrimmed).
-func (m *Message) valueOf(f *field) []byte {
-	s, e := int(f.value.start), int(f.value.end)
-	// The usual value: one SP after the colon, no white space at the end.
-	if b := m.buf; s+1 < e && b[s] == ' ' && b[s+1] > ' ' && b[e-1] > ' ' {
+// Taking the index keeps Get small enough to be inlined.
+func (m *Message) valueAt(i int) []byte {
+	b, s, e := m.buf, int(m.fields[i].value.start), int(m.fields[i].value.end)
+	if usualValue(b, s, e) {
 		return b[s+1 : e : e]
 	}
-	s, e = m.valueBounds(f)
-	return m.buf[s:e:e]
+	s, e = trimLWS(b, s, e)
+	return b[s:e:e]
 }
 
-// valueBounds returns where the value of field f starts and ends in m.buf,
-// trimmed of LWS.
-func (m *Message) valueBounds(f *field) (int, int) {
-	return trimLWS(m.buf, int(f.value.start), int(f.value.end))
+// usualValue reports whether b[s:e] is the usual untrimmed value: one SP,
+// then the value, with no white space at its end. Trimmed, it is b[s+1:e].
+func usualValue(b []byte, s, e int) bool {
+	return s+1 < e && b[s] == ' ' && b[s+1] > ' ' && b[e-1] > ' '
 }
 
 // Message is a parsed SIP request or response.
@@ -421,7 +421,7 @@ func (m *Message) parseHeaders(buf []byte, pos int, lim *Limits) (int, error) {
 		}
 		name := span{uint32(pos), uint32(nameEnd)}
 		// The value is recorded as it stands after the colon: its LWS is
-		// trimmed when it is read (valueOf). A list's elements and
+		// trimmed when it is read (valueAt). A list's elements and
 		// Content-Length are read here, trimmed.
 		vs, ve := colon+1, lineEnd
 		// A list header's value with no comma is one element, recorded as
@@ -701,7 +701,7 @@ func (m *Message) NumHeaders() int { return len(m.fields) }
 // HeaderAt returns header field i, in wire order, 0 <= i < NumHeaders.
 func (m *Message) HeaderAt(i int) Header {
 	f := &m.fields[i]
-	return Header{Kind: f.kind, Name: f.name.of(m.buf), Value: m.valueOf(f)}
+	return Header{Kind: f.kind, Name: f.name.of(m.buf), Value: m.valueAt(i)}
 }
 
 // KindAt returns the kind of header field i, 0 <= i < NumHeaders: what a
@@ -714,7 +714,7 @@ func (m *Message) Count(kind HeaderKind) int { return int(m.count[kind]) }
 // Get returns the first value of kind, or nil.
 func (m *Message) Get(kind HeaderKind) []byte {
 	if i := m.first[kind]; i != 0 {
-		return m.valueOf(&m.fields[i-1])
+		return m.valueAt(int(i) - 1)
 	}
 	return nil
 }
@@ -728,7 +728,7 @@ func (m *Message) Nth(kind HeaderKind, n int) []byte {
 	for i--; i < len(m.fields); i++ {
 		if m.fields[i].kind == kind {
 			if n == 0 {
-				return m.valueOf(&m.fields[i])
+				return m.valueAt(i)
 			}
 			n--
 		}
@@ -745,7 +745,7 @@ func (m *Message) GetByName(name string) []byte {
 	for i := range m.fields {
 		f := &m.fields[i]
 		if f.kind == HeaderOther && equalFold(f.name.of(m.buf), name) {
-			return m.valueOf(f)
+			return m.valueAt(i)
 		}
 	}
 	return nil

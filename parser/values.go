@@ -322,7 +322,12 @@ func (m *Message) Via(n int, v *Via) error {
 		*v = m.topVia
 		return nil
 	}
-	b := m.Nth(HeaderVia, n)
+	var b []byte
+	if n == 0 {
+		b = m.Get(HeaderVia) // Nth(HeaderVia, 0), inlined
+	} else {
+		b = m.Nth(HeaderVia, n)
+	}
 	if b == nil {
 		*v = Via{}
 		return ErrMissingVia
@@ -357,7 +362,12 @@ func (m *Message) Address(kind HeaderKind, n int, a *Address) error {
 			return nil
 		}
 	}
-	b := m.Nth(kind, n)
+	var b []byte
+	if n == 0 {
+		b = m.Get(kind) // Nth(kind, 0), inlined
+	} else {
+		b = m.Nth(kind, n)
+	}
 	if b == nil {
 		*a = Address{}
 		return ErrNoHeader
