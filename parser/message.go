@@ -547,8 +547,12 @@ func (m *Message) addList(buf []byte, kind HeaderKind, name span, start, end, ma
 
 // setContentLength records the value of Content-Length, v untrimmed.
 func (m *Message) setContentLength(v []byte, lim *Limits) error {
-	s, e := trimLWS(v, 0, len(v))
-	v = v[s:e]
+	if usualValue(v, 0, len(v)) {
+		v = v[1:]
+	} else {
+		s, e := trimLWS(v, 0, len(v))
+		v = v[s:e]
+	}
 	if m.contentLength >= 0 {
 		return ErrDupContentLength // request smuggling (RFC 4475 3.3.9)
 	}
