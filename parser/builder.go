@@ -156,16 +156,22 @@ func verbatimLines(m *Message, fields []field, kind HeaderKind) []byte {
 	for i := range fields {
 		f := &fields[i]
 		// The value as recorded, untrimmed: the colon right after the
-		// name, then the usual value, which trimmed is b[vs+1:ve].
+		// name, then the usual value (see usualValue), which trimmed is
+		// b[vs+1:ve].
 		ns, ne, vs, ve := f.name.start, f.name.end, f.value.start, f.value.end
 		if ns != end || f.kind != kind && kind != HeaderOther ||
 			vs != ne+1 || int(ne-ns) != len(headerInfos[f.kind].name) || int(ve)+2 > len(b) ||
-			b[ne] != ':' || !usualValue(b, int(vs), int(ve)) || binary.LittleEndian.Uint16(b[ve:]) != '\r'|'\n'<<8 {
+			b[ne] != ':' || !usualValueAt(b, int(vs), int(ve)) || binary.LittleEndian.Uint16(b[ve:]) != '\r'|'\n'<<8 {
 			return nil
 		}
 		end = ve + 2
 	}
 	return b[start:end]
+}
+
+// usualValueAt is usualValue(b[s:e]) for s <= e <= len(b), read in place.
+func usualValueAt(b []byte, s, e int) bool {
+	return s+1 < e && b[s] == ' ' && b[s+1] > ' ' && b[e-1] > ' '
 }
 
 // AppendBody appends Content-Type (when contentType is set), Content-Length,

@@ -50,18 +50,19 @@ type field struct {
 // readers: most values are never read (Validate reads them untrimmed).
 // Taking the index keeps Get small enough to be inlined.
 func (m *Message) valueAt(i int) []byte {
-	b, s, e := m.buf, int(m.fields[i].value.start), int(m.fields[i].value.end)
-	if usualValue(b, s, e) {
-		return b[s+1 : e : e]
+	v := m.fields[i].value.of(m.buf)
+	if usualValue(v) {
+		return v[1:]
 	}
-	s, e = trimLWS(b, s, e)
-	return b[s:e:e]
+	s, e := trimLWS(v, 0, len(v))
+	return v[s:e:e]
 }
 
-// usualValue reports whether b[s:e] is the usual untrimmed value: one SP,
-// then the value, with no white space at its end. Trimmed, it is b[s+1:e].
-func usualValue(b []byte, s, e int) bool {
-	return s+1 < e && b[s] == ' ' && b[s+1] > ' ' && b[e-1] > ' '
+// usualValue reports whether v is the usual value as recorded, untrimmed:
+// one SP, then the value, with no white space at its end. Trimmed, it is
+// v[1:].
+func usualValue(v []byte) bool {
+	return len(v) > 1 && v[0] == ' ' && v[1] > ' ' && v[len(v)-1] > ' '
 }
 
 // Message is a parsed SIP request or response.
@@ -390,8 +391,8 @@ func (m *Message) parseHeaders(buf []byte, pos int, lim *Limits) (int, error) {
 		var kind HeaderKind
 		var colon, nameEnd int
 		if len(buf)-pos >= 16 {
-			le := binary.LittleEndian
-			w0, w1 := le.Uint64(buf[pos:pos+8]), le.Uint64(buf[pos+8:pos+16])
+			le, w := binary.LittleEndian, buf[pos:pos+16]
+			w0, w1 := le.Uint64(w), le.Uint64(w[8:])
 			n := colonIn(w0, w1)
 			colon, nameEnd = pos+n, pos+n
 			if n < 2 || n == 16 || colon >= lineEnd || buf[colon-1] == ' ' || buf[colon-1] == '\t' {
@@ -547,7 +548,7 @@ func (m *Message) addList(buf []byte, kind HeaderKind, name span, start, end, ma
 
 // setContentLength records the value of Content-Length, v untrimmed.
 func (m *Message) setContentLength(v []byte, lim *Limits) error {
-	if usualValue(v, 0, len(v)) {
+	if usualValue(v) {
 		v = v[1:]
 	} else {
 		s, e := trimLWS(v, 0, len(v))
