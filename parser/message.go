@@ -225,12 +225,23 @@ func (m *Message) parseStartLine(line []byte, pos int, lim *Limits) error {
 		return m.parseStatusLine(line, pos)
 	}
 	// Method SP Request-URI SP SIP-Version; single SPs only (RFC 4475 3.1.2.9).
-	i := scanClass(line, pos, classToken)
-	if i == pos || i == len(line) || line[i] != ' ' {
-		return ErrBadRequestLine
+	// A known method of up to seven letters and its SP, in the first
+	// word, are the token the scan would stop after.
+	i, method := pos, MethodOther
+	if len(line)-pos >= 8 {
+		x := binary.LittleEndian.Uint64(line[pos:]) ^ (' ' * ones)
+		if sp := bits.TrailingZeros64((x-ones)&^x&(0x80*ones)) >> 3; sp < 8 { // the first SP, as in indexColon
+			i, method = pos+sp, LookupMethod(line[pos:pos+sp])
+		}
+	}
+	if method == MethodOther {
+		if i = scanClass(line, pos, classToken); i == pos || i == len(line) || line[i] != ' ' {
+			return ErrBadRequestLine
+		}
+		method = LookupMethod(line[pos:i])
 	}
 	m.methodS = span{uint32(pos), uint32(i)}
-	m.method = LookupMethod(line[pos:i])
+	m.method = method
 	i++
 	u := i
 	i = scanVisible(line, i, 0)
