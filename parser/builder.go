@@ -154,14 +154,35 @@ func verbatimLines(m *Message, fields []field, kind HeaderKind) []byte {
 	start := fields[0].name.start
 	end := start
 	for i := range fields {
+		// Values are recorded untrimmed: the usual value (usualValue), the
+		// colon and SP before it, is read in place. Lines that do not
+		// read so are checked again by verbatimTrimmed, with every value
+		// trimmed as valueAt trims it.
 		f := &fields[i]
-		// The value as recorded, untrimmed: the colon right after the
-		// name, then the usual value (see usualValue), which trimmed is
-		// b[vs+1:ve].
 		ns, ne, vs, ve := f.name.start, f.name.end, f.value.start, f.value.end
 		if ns != end || f.kind != kind && kind != HeaderOther ||
 			vs != ne+1 || int(ne-ns) != len(headerInfos[f.kind].name) || int(ve)+2 > len(b) ||
 			b[ne] != ':' || !usualValueAt(b, int(vs), int(ve)) || binary.LittleEndian.Uint16(b[ve:]) != '\r'|'\n'<<8 {
+			return verbatimTrimmed(m, fields, kind)
+		}
+		end = ve + 2
+	}
+	return b[start:end]
+}
+
+// verbatimTrimmed is verbatimLines with each value trimmed as valueAt
+// trims it, whatever its shape.
+func verbatimTrimmed(m *Message, fields []field, kind HeaderKind) []byte {
+	b := m.buf
+	start := fields[0].name.start
+	end := start
+	for i := range fields {
+		f := &fields[i]
+		s, e := trimLWS(b, int(f.value.start), int(f.value.end))
+		ns, ne, vs, ve := f.name.start, f.name.end, uint32(s), uint32(e)
+		if ns != end || f.kind != kind && kind != HeaderOther ||
+			vs != ne+2 || int(ne-ns) != len(headerInfos[f.kind].name) || int(ve)+2 > len(b) ||
+			binary.LittleEndian.Uint16(b[ne:]) != ':'|' '<<8 || binary.LittleEndian.Uint16(b[ve:]) != '\r'|'\n'<<8 {
 			return nil
 		}
 		end = ve + 2
@@ -169,7 +190,7 @@ func verbatimLines(m *Message, fields []field, kind HeaderKind) []byte {
 	return b[start:end]
 }
 
-// usualValueAt is usualValue(b[s:e]) for s <= e <= len(b), read in place.
+// usualValueAt is usualValue(b[s:e]), read in place.
 func usualValueAt(b []byte, s, e int) bool {
 	return s+1 < e && b[s] == ' ' && b[s+1] > ' ' && b[e-1] > ' '
 }
@@ -239,8 +260,8 @@ func dialogLines(req *Message) (lines []byte, toEnd int) {
 	if f[2].kind != HeaderCallID || f[3].kind != HeaderCSeq {
 		return nil, 0
 	}
-	// Lines that are verbatim hold the usual values: the To value ends
-	// where Parse recorded it.
+	// Lines that are verbatim hold the To value, untrimmed, up to the
+	// CRLF that ends it: where it ends, trimmed, is where it was recorded.
 	return verbatimLines(req, f, HeaderOther), int(req.fields[to].value.end - f[0].name.start)
 }
 
