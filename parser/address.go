@@ -57,6 +57,8 @@ func ParseAddress(b []byte, a *Address) error {
 		if lt = skipLWS(b, end); lt == len(b) || b[lt] != '<' {
 			return ErrBadAddress
 		}
+	} else if s < e && b[s] == '<' {
+		lt, a.Display = s, b[s:s] // no display name: the usual Contact
 	} else if j := indexUnquoted(b[s:], '<'); j >= 0 {
 		lt = s + j
 		// display-name = *(token LWS); LWS before '<' is optional (RFC 4475 3.1.1.6).

@@ -85,16 +85,17 @@ func appendUint(dst []byte, v uint64) []byte {
 	return strconv.AppendUint(dst, v, 10)
 }
 
-// appendField writes one parsed header value: known kinds under their
+// appendField writes parsed header value i: known kinds under their
 // canonical name, others under the name received.
-func appendField(dst []byte, m *Message, f *field) []byte {
+func appendField(dst []byte, m *Message, i int) []byte {
+	f := &m.fields[i]
 	if f.kind == HeaderOther {
 		dst = append(dst, f.name.of(m.buf)...)
 	} else {
 		dst = append(dst, headerInfos[f.kind].name...)
 	}
 	dst = append(dst, ": "...)
-	dst = append(dst, f.value.of(m.buf)...)
+	dst = append(dst, m.valueAt(i)...)
 	return append(dst, "\r\n"...)
 }
 
@@ -106,8 +107,8 @@ func appendField(dst []byte, m *Message, f *field) []byte {
 func AppendHeaders(dst []byte, m *Message, skip HeaderSet) []byte {
 	skip |= NewHeaderSet(HeaderContentLength)
 	for i := range m.fields {
-		if f := &m.fields[i]; !skip.Has(f.kind) {
-			dst = appendField(dst, m, f)
+		if !skip.Has(m.fields[i].kind) {
+			dst = appendField(dst, m, i)
 		}
 	}
 	return dst
@@ -133,8 +134,8 @@ func appendValues(dst []byte, m *Message, kind HeaderKind, i, n int) []byte {
 	}
 	// From the first value to the last: a single-value header is one line.
 	for ; n > 0 && i < len(m.fields); i++ {
-		if f := &m.fields[i]; f.kind == kind {
-			dst = appendField(dst, m, f)
+		if m.fields[i].kind == kind {
+			dst = appendField(dst, m, i)
 			n--
 		}
 	}
@@ -153,8 +154,32 @@ func verbatimLines(m *Message, fields []field, kind HeaderKind) []byte {
 	start := fields[0].name.start
 	end := start
 	for i := range fields {
+		// Values are recorded untrimmed: the usual value (usualValue), the
+		// colon and SP before it, is read in place. Lines that do not
+		// read so are checked again by verbatimTrimmed, with every value
+		// trimmed as valueAt trims it.
 		f := &fields[i]
 		ns, ne, vs, ve := f.name.start, f.name.end, f.value.start, f.value.end
+		if ns != end || f.kind != kind && kind != HeaderOther ||
+			vs != ne+1 || int(ne-ns) != len(headerInfos[f.kind].name) || int(ve)+2 > len(b) ||
+			b[ne] != ':' || !usualValueAt(b, int(vs), int(ve)) || binary.LittleEndian.Uint16(b[ve:]) != '\r'|'\n'<<8 {
+			return verbatimTrimmed(m, fields, kind)
+		}
+		end = ve + 2
+	}
+	return b[start:end]
+}
+
+// verbatimTrimmed is verbatimLines with each value trimmed as valueAt
+// trims it, whatever its shape.
+func verbatimTrimmed(m *Message, fields []field, kind HeaderKind) []byte {
+	b := m.buf
+	start := fields[0].name.start
+	end := start
+	for i := range fields {
+		f := &fields[i]
+		s, e := trimLWS(b, int(f.value.start), int(f.value.end))
+		ns, ne, vs, ve := f.name.start, f.name.end, uint32(s), uint32(e)
 		if ns != end || f.kind != kind && kind != HeaderOther ||
 			vs != ne+2 || int(ne-ns) != len(headerInfos[f.kind].name) || int(ve)+2 > len(b) ||
 			binary.LittleEndian.Uint16(b[ne:]) != ':'|' '<<8 || binary.LittleEndian.Uint16(b[ve:]) != '\r'|'\n'<<8 {
@@ -163,6 +188,11 @@ func verbatimLines(m *Message, fields []field, kind HeaderKind) []byte {
 		end = ve + 2
 	}
 	return b[start:end]
+}
+
+// usualValueAt is usualValue(b[s:e]), read in place.
+func usualValueAt(b []byte, s, e int) bool {
+	return s+1 < e && b[s] == ' ' && b[s+1] > ' ' && b[e-1] > ' '
 }
 
 // AppendBody appends Content-Type (when contentType is set), Content-Length,
@@ -230,6 +260,8 @@ func dialogLines(req *Message) (lines []byte, toEnd int) {
 	if f[2].kind != HeaderCallID || f[3].kind != HeaderCSeq {
 		return nil, 0
 	}
+	// Lines that are verbatim hold the To value, untrimmed, up to the
+	// CRLF that ends it: where it ends, trimmed, is where it was recorded.
 	return verbatimLines(req, f, HeaderOther), int(req.fields[to].value.end - f[0].name.start)
 }
 
@@ -249,7 +281,7 @@ func appendVias(dst []byte, req *Message) []byte {
 		return AppendKind(dst, req, HeaderVia) // nothing to stamp, or nothing to stamp it on
 	}
 	i := int(req.first[HeaderVia]) // the top Via is fields[i-1]: TopVia found it
-	dst = appendStampedVia(dst, req.fields[i-1].value.of(req.buf), &v, req.source)
+	dst = appendStampedVia(dst, req.valueAt(i-1), &v, req.source)
 	return appendValues(dst, req, HeaderVia, i, int(req.count[HeaderVia])-1)
 }
 

@@ -126,6 +126,10 @@ func TestUnitAppendResponseCopiesLines(t *testing.T) {
 		viaOut+"To: <sip:b@c>;tag=t\r\nFrom: <sip:a@b>;tag=1\r\nCall-ID: x@y\r\nCSeq: 1 INVITE\r\n")
 	f(h("From: <sip:a@b>;tag=1", "To: <sip:b@c>", "call-id: x@y", "CSeq: 1 INVITE"), "t",
 		viaOut+"From: <sip:a@b>;tag=1\r\nTo: <sip:b@c>;tag=t\r\ncall-id: x@y\r\nCSeq: 1 INVITE\r\n")
+	// Values are trimmed when read: one that is not the usual SP and
+	// printable text still reads as the builder writes it.
+	f(h("To: <sip:b@c>", "From: <sip:a@b>;tag=1", "Call-ID: x@y", "CSeq: \x011 INVITE"), "t",
+		viaOut+"To: <sip:b@c>;tag=t\r\nFrom: <sip:a@b>;tag=1\r\nCall-ID: x@y\r\nCSeq: \x011 INVITE\r\n")
 	// Lines that do not read so are written one by one, as before.
 	f(h("From: <sip:a@b>;tag=1", "To:  <sip:b@c>", "i: x@y", "CSeq: 1 INVITE"), "t", viaOut+dialog)
 	f(h("From: <sip:a@b>;tag=1", "To: <sip:b@c>", "Subject: s", "Call-ID: x@y", "CSeq: 1 INVITE"), "t", viaOut+dialog)

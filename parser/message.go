@@ -37,10 +37,32 @@ const maxFields = 1<<16 - 1
 type span struct{ start, end uint32 }
 
 // field is one header value. A list header (Via: a, b) yields one field per element.
+// value may hold LWS around the value proper, as on the wire after the
+// colon: read it with valueAt.
 type field struct {
 	kind  HeaderKind
 	name  span
 	value span
+}
+
+// valueAt returns the value of field i, trimmed of LWS. Parse records a
+// value as it stands after the colon and leaves the trimming to its
+// readers: most values are never read (Validate reads them untrimmed).
+// Taking the index keeps Get small enough to be inlined.
+func (m *Message) valueAt(i int) []byte {
+	v := m.fields[i].value.of(m.buf)
+	if usualValue(v) {
+		return v[1:]
+	}
+	s, e := trimLWS(v, 0, len(v))
+	return v[s:e:e]
+}
+
+// usualValue reports whether v is the usual value as recorded, untrimmed:
+// one SP, then the value, with no white space at its end. Trimmed, it is
+// v[1:].
+func usualValue(v []byte) bool {
+	return len(v) > 1 && v[0] == ' ' && v[1] > ' ' && v[len(v)-1] > ' '
 }
 
 // Message is a parsed SIP request or response.
@@ -203,12 +225,23 @@ func (m *Message) parseStartLine(line []byte, pos int, lim *Limits) error {
 		return m.parseStatusLine(line, pos)
 	}
 	// Method SP Request-URI SP SIP-Version; single SPs only (RFC 4475 3.1.2.9).
-	i := scanClass(line, pos, classToken)
-	if i == pos || i == len(line) || line[i] != ' ' {
-		return ErrBadRequestLine
+	// A known method of up to seven letters and its SP, in the first
+	// word, are the token the scan would stop after.
+	i, method := pos, MethodOther
+	if len(line)-pos >= 8 {
+		x := binary.LittleEndian.Uint64(line[pos:]) ^ (' ' * ones)
+		if sp := bits.TrailingZeros64((x-ones)&^x&(0x80*ones)) >> 3; sp < 8 { // the first SP, as in indexColon
+			i, method = pos+sp, LookupMethod(line[pos:pos+sp])
+		}
+	}
+	if method == MethodOther {
+		if i = scanClass(line, pos, classToken); i == pos || i == len(line) || line[i] != ' ' {
+			return ErrBadRequestLine
+		}
+		method = LookupMethod(line[pos:i])
 	}
 	m.methodS = span{uint32(pos), uint32(i)}
-	m.method = LookupMethod(line[pos:i])
+	m.method = method
 	i++
 	u := i
 	i = scanVisible(line, i, 0)
@@ -339,6 +372,7 @@ func (m *Message) parseStatusLine(line []byte, pos int) error {
 func (m *Message) parseHeaders(buf []byte, pos int, lim *Limits) (int, error) {
 	start, lines := pos, 0
 	maxHeaders := min(lim.MaxHeaders, maxFields)
+	var err error
 	for {
 		eol := bytes.IndexByte(buf[pos:], '\n')
 		if eol <= 0 || buf[pos+eol-1] != '\r' {
@@ -359,39 +393,36 @@ func (m *Message) parseHeaders(buf []byte, pos int, lim *Limits) (int, error) {
 		// colon, so the first one ends the name. A known name matched whole
 		// is a token (c|0x20 folds no other byte onto its letters and '-',
 		// but CR, which the count above rejects); any other is checked.
-		colon := indexColon(buf[pos:lineEnd])
-		if colon <= 0 {
-			return 0, ErrBadHeaderName // also a fold with no header to continue
-		}
-		colon += pos
-		nameEnd := colon
-		if c := buf[colon-1]; c == ' ' || c == '\t' {
-			for nameEnd > pos && (buf[nameEnd-1] == ' ' || buf[nameEnd-1] == '\t') {
-				nameEnd--
-			}
-			if nameEnd == pos { // white space alone
-				return 0, ErrBadHeaderName
-			}
-		}
-		// Names of two to sixteen bytes, nearly all, are looked up inline
-		// from the words of the line; compact forms, longer names and a
-		// name in the last eight bytes of buf take lookupName.
+		//
+		// A name of two to fifteen bytes, nearly all, ends in the first
+		// two words of the line: its colon is found there and the name
+		// looked up from the same words, inline. Any other name, white
+		// space before the colon and a line within sixteen bytes of the
+		// end of buf take headerName.
 		var kind HeaderKind
-		switch n := nameEnd - pos; {
-		case n >= 2 && n < 8 && len(buf)-pos >= 8:
-			kind = lookupShortName(binary.LittleEndian.Uint64(buf[pos:pos+8]), n)
-		case n >= 8 && n <= 16:
-			le := binary.LittleEndian
-			kind = lookupMidName(le.Uint64(buf[pos:pos+8]), le.Uint64(buf[nameEnd-8:nameEnd]), n)
-		default:
-			kind = lookupName(buf, pos, nameEnd)
+		var colon, nameEnd int
+		if len(buf)-pos >= 16 {
+			le, w := binary.LittleEndian, buf[pos:pos+16]
+			w0, w1 := le.Uint64(w), le.Uint64(w[8:])
+			n := colonIn(w0, w1)
+			colon, nameEnd = pos+n, pos+n
+			if n < 2 || n == 16 || colon >= lineEnd || buf[colon-1] == ' ' || buf[colon-1] == '\t' {
+				if colon, nameEnd, kind, err = headerName(buf, pos, lineEnd); err != nil {
+					return 0, err
+				}
+			} else if n < 8 {
+				kind = lookupShortName(w0, n)
+			} else {
+				kind = lookupMidName(w0, le.Uint64(buf[colon-8:colon]), n)
+			}
+		} else if colon, nameEnd, kind, err = headerName(buf, pos, lineEnd); err != nil {
+			return 0, err
 		}
 		if kind == HeaderOther && !isToken(buf[pos:nameEnd]) {
 			return 0, ErrBadHeaderName
 		}
 		// Continuation lines: CRLF followed by SP or HTAB.
 		for next < len(buf) && (buf[next] == ' ' || buf[next] == '\t') {
-			var err error
 			if lineEnd, next, err = lineAt(buf, next); err != nil {
 				return 0, err
 			}
@@ -401,13 +432,10 @@ func (m *Message) parseHeaders(buf []byte, pos int, lim *Limits) (int, error) {
 			return 0, ErrHeaderTooLong
 		}
 		name := span{uint32(pos), uint32(nameEnd)}
+		// The value is recorded as it stands after the colon: its LWS is
+		// trimmed when it is read (valueAt). A list's elements and
+		// Content-Length are read here, trimmed.
 		vs, ve := colon+1, lineEnd
-		// The usual value: one SP after the colon, no white space at the end.
-		if vs+1 < ve && buf[vs] == ' ' && buf[vs+1] > ' ' && buf[ve-1] > ' ' {
-			vs++
-		} else {
-			vs, ve = trimLWS(buf, vs, ve)
-		}
 		// A list header's value with no comma is one element, recorded as
 		// any other value.
 		if listKinds>>(kind&63)&1 != 0 && bytes.IndexByte(buf[vs:ve], ',') >= 0 { // listKinds.Has(kind); kinds are below 64
@@ -430,6 +458,51 @@ func (m *Message) parseHeaders(buf []byte, pos int, lim *Limits) (int, error) {
 		}
 		pos = next
 	}
+}
+
+// colonIn returns the index of the first ':' in the sixteen bytes of w0
+// and w1, little-endian words, or 16 if none.
+func colonIn(w0, w1 uint64) int {
+	// The high bit of the lowest zero byte of x, as in indexColon.
+	x := w0 ^ (':' * ones)
+	if m := (x - ones) &^ x & (0x80 * ones); m != 0 {
+		return bits.TrailingZeros64(m) >> 3
+	}
+	x = w1 ^ (':' * ones)
+	return 8 + bits.TrailingZeros64((x-ones)&^x&(0x80*ones))>>3 // 8 + 64/8 when none
+}
+
+// headerName finds the colon and the end of the name of the header line
+// buf[pos:lineEnd] and looks the name up: parseHeaders' general path, for
+// any name and white space before the colon.
+func headerName(buf []byte, pos, lineEnd int) (colon, nameEnd int, kind HeaderKind, err error) {
+	colon = indexColon(buf[pos:lineEnd])
+	if colon <= 0 {
+		return 0, 0, 0, ErrBadHeaderName // also a fold with no header to continue
+	}
+	colon += pos
+	nameEnd = colon
+	if c := buf[colon-1]; c == ' ' || c == '\t' {
+		for nameEnd > pos && (buf[nameEnd-1] == ' ' || buf[nameEnd-1] == '\t') {
+			nameEnd--
+		}
+		if nameEnd == pos { // white space alone
+			return 0, 0, 0, ErrBadHeaderName
+		}
+	}
+	// Names of two to sixteen bytes are looked up from words of the
+	// line; compact forms, longer names and a name in the last eight
+	// bytes of buf take lookupName.
+	switch n := nameEnd - pos; {
+	case n >= 2 && n < 8 && len(buf)-pos >= 8:
+		kind = lookupShortName(binary.LittleEndian.Uint64(buf[pos:pos+8]), n)
+	case n >= 8 && n <= 16:
+		le := binary.LittleEndian
+		kind = lookupMidName(le.Uint64(buf[pos:pos+8]), le.Uint64(buf[nameEnd-8:nameEnd]), n)
+	default:
+		kind = lookupName(buf, pos, nameEnd)
+	}
+	return colon, nameEnd, kind, nil
 }
 
 // indexColon returns the index of the first ':' in b, or -1, eight bytes a
@@ -484,8 +557,14 @@ func (m *Message) addList(buf []byte, kind HeaderKind, name span, start, end, ma
 	return nil
 }
 
-// setContentLength records the value of Content-Length.
+// setContentLength records the value of Content-Length, v untrimmed.
 func (m *Message) setContentLength(v []byte, lim *Limits) error {
+	if usualValue(v) {
+		v = v[1:]
+	} else {
+		s, e := trimLWS(v, 0, len(v))
+		v = v[s:e]
+	}
 	if m.contentLength >= 0 {
 		return ErrDupContentLength // request smuggling (RFC 4475 3.3.9)
 	}
@@ -638,7 +717,7 @@ func (m *Message) NumHeaders() int { return len(m.fields) }
 // HeaderAt returns header field i, in wire order, 0 <= i < NumHeaders.
 func (m *Message) HeaderAt(i int) Header {
 	f := &m.fields[i]
-	return Header{Kind: f.kind, Name: f.name.of(m.buf), Value: f.value.of(m.buf)}
+	return Header{Kind: f.kind, Name: f.name.of(m.buf), Value: m.valueAt(i)}
 }
 
 // KindAt returns the kind of header field i, 0 <= i < NumHeaders: what a
@@ -651,7 +730,7 @@ func (m *Message) Count(kind HeaderKind) int { return int(m.count[kind]) }
 // Get returns the first value of kind, or nil.
 func (m *Message) Get(kind HeaderKind) []byte {
 	if i := m.first[kind]; i != 0 {
-		return m.fields[i-1].value.of(m.buf)
+		return m.valueAt(int(i) - 1)
 	}
 	return nil
 }
@@ -665,7 +744,7 @@ func (m *Message) Nth(kind HeaderKind, n int) []byte {
 	for i--; i < len(m.fields); i++ {
 		if m.fields[i].kind == kind {
 			if n == 0 {
-				return m.fields[i].value.of(m.buf)
+				return m.valueAt(i)
 			}
 			n--
 		}
@@ -682,7 +761,7 @@ func (m *Message) GetByName(name string) []byte {
 	for i := range m.fields {
 		f := &m.fields[i]
 		if f.kind == HeaderOther && equalFold(f.name.of(m.buf), name) {
-			return f.value.of(m.buf)
+			return m.valueAt(i)
 		}
 	}
 	return nil

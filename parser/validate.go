@@ -58,6 +58,10 @@ func (m *Message) Validate(supported []string) error {
 	}
 	for i := range m.fields {
 		// !parsedKinds.Has(f.kind) without its shift check: kinds are below 64.
+		// The value is read untrimmed (f.value.of): the LWS around it is
+		// SP, HTAB and folds, none of which HasControl reports, for in a
+		// parsed message every CR is a fold's, followed by LF and SP or
+		// HTAB within the value.
 		if f := &m.fields[i]; parsedKinds>>(f.kind&63)&1 == 0 && HasControl(f.value.of(m.buf)) {
 			return ErrBadHeader
 		}

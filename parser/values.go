@@ -27,8 +27,37 @@ func parseUint(b []byte, max uint64) (uint64, bool) {
 
 // readDigits reads the digits from b[i] on as a number no greater than max,
 // in the pass that finds them, and returns it and where the digits end; ok
-// is false past max.
+// is false past max (end is then meaningless).
+//
+// With eight bytes at b[i], a number of up to seven digits (a port, a
+// CSeq) is read from one word, its value found without a loop; one of
+// seven digits may go on, and the loop reads on from there. The prefixes
+// of a number are never larger than it, so it exceeds max exactly when
+// the loop would have stopped on one.
 func readDigits(b []byte, i int, max uint64) (n uint64, end int, ok bool) {
+	if i >= 0 && len(b)-i >= 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		// The high bit of each byte that is not a digit: c-'0' borrows
+		// (c < '0'), c+0x46 reaches 0x80 (c > '9'), or c has it set. A
+		// borrow or carry only runs upwards from a byte so flagged, so
+		// the lowest flag is exact; the eighth byte is flagged always.
+		m := ((x-'0'*ones)|(x+0x46*ones)|x)&(0x80*ones) | 0x80<<56
+		k := bits.TrailingZeros64(m) >> 3 // 0 to 7 digits
+		// The k digits shifted to the top of the word follow zero
+		// bytes, leading zeros; three multiplies then join bytes into
+		// pairs, pairs into fours and fours into the number (each step:
+		// the high part times 10, 100 or 10^4, plus the low part).
+		d := x << (uint(56-8*k) & 63) << 8 & (0x0f * ones)
+		d = d * (1 + 10<<8) >> 8 & 0x00ff00ff00ff00ff
+		d = d * (1 + 100<<16) >> 16 & 0x0000ffff0000ffff
+		n, i = d*(1+10000<<32)>>32, i+k
+		if n > max {
+			return 0, i, false
+		}
+		if k < 7 {
+			return n, i, true
+		}
+	}
 	for ; i < len(b); i++ {
 		d := b[i] - '0' // one compare for '0' to '9'
 		if d > 9 {
@@ -68,6 +97,14 @@ func ParseCSeq(b []byte) (CSeq, error) {
 	n, i, ok := readDigits(b, i, maxUint32)
 	if !ok || i == s || i == len(b) || byteClass[b[i]]&classWS == 0 {
 		return c, ErrBadCSeq
+	}
+	// The usual rest, one SP and a known method to the end, is a token
+	// followed by no LWS: what the general path below accepts.
+	if b[i] == ' ' {
+		if m := LookupMethod(b[i+1:]); m != MethodOther {
+			c.Num, c.MethodRaw, c.Method = uint32(n), b[i+1:], m
+			return c, nil
+		}
 	}
 	i = skipLWS(b, i)
 	s = i
@@ -285,7 +322,12 @@ func (m *Message) Via(n int, v *Via) error {
 		*v = m.topVia
 		return nil
 	}
-	b := m.Nth(HeaderVia, n)
+	var b []byte
+	if n == 0 {
+		b = m.Get(HeaderVia) // Nth(HeaderVia, 0), inlined
+	} else {
+		b = m.Nth(HeaderVia, n)
+	}
 	if b == nil {
 		*v = Via{}
 		return ErrMissingVia
@@ -320,7 +362,12 @@ func (m *Message) Address(kind HeaderKind, n int, a *Address) error {
 			return nil
 		}
 	}
-	b := m.Nth(kind, n)
+	var b []byte
+	if n == 0 {
+		b = m.Get(kind) // Nth(kind, 0), inlined
+	} else {
+		b = m.Nth(kind, n)
+	}
 	if b == nil {
 		*a = Address{}
 		return ErrNoHeader

@@ -447,3 +447,39 @@ func TestUnitScanVisible(t *testing.T) {
 		}
 	}
 }
+
+// TestUnitReadDigits checks readDigits, whose word-at-a-time path reads up
+// to seven digits without a loop, against the digit-by-digit definition:
+// runs of every length to ten digits and more, followed by every byte value,
+// at every offset from the end of the buffer, under several maxima.
+func TestUnitReadDigits(t *testing.T) {
+	slow := func(b []byte, i int, max uint64) (uint64, int, bool) {
+		var n uint64
+		for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+			if n = n*10 + uint64(b[i]-'0'); n > max {
+				return 0, i, false
+			}
+		}
+		return n, i, true
+	}
+	runs := []string{"", "0", "7", "42", "123", "5060", "65535", "65536", "314159", "1234567", "9999999", "0000065535", "12345678", "99999999",
+		"123456789", "4294967295", "4294967296", "00000000000000000001", "18446744073709551616"}
+	stops := []string{"", "x12"}
+	for c := 0; c < 256; c++ {
+		stops = append(stops, string([]byte{byte(c)}))
+	}
+	for _, max := range []uint64{65535, maxUint32, 1 << 62} {
+		for _, r := range runs {
+			for _, s := range stops {
+				for pad := 0; pad < 10; pad++ {
+					b := []byte("ab" + r + s + "zzzzzzzzz"[:pad])
+					wn, we, wok := slow(b, 2, max)
+					n, e, ok := readDigits(b, 2, max)
+					if ok != wok || ok && (n != wn || e != we) {
+						t.Errorf("readDigits(%q, 2, %d) = %d, %d, %v; want %d, %d, %v", b, max, n, e, ok, wn, we, wok)
+					}
+				}
+			}
+		}
+	}
+}

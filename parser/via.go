@@ -34,9 +34,12 @@ func ParseVia(b []byte, v *Via) error {
 	*v = Via{}
 	var i int
 	if len(b) > 8 && binary.LittleEndian.Uint64(b)|sipFold == sipVersionSlash {
-		// The usual form, "SIP/2.0/" with no LWS: the transport follows.
-		i = scanClass(b, 8, classToken)
-		if i == 8 {
+		// The usual form, "SIP/2.0/" with no LWS: the transport follows,
+		// usually three token characters (UDP, TCP, TLS) and a SP, where
+		// the scan would stop.
+		if len(b) > 11 && byteClass[b[8]]&byteClass[b[9]]&byteClass[b[10]]&classToken != 0 && b[11] == ' ' {
+			i = 11
+		} else if i = scanClass(b, 8, classToken); i == 8 {
 			return ErrBadVia
 		}
 		v.Transport = b[8:i]
