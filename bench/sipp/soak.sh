@@ -28,12 +28,11 @@
 # shard; idle goroutines at most 5 above warm; idle heap in use at most 20%
 # plus 2 MiB above warm, plus 125% of the growth of sipedge_txn_stored_bytes
 # (the buffers the transaction tables keep for reuse: a slot keeps the
-# largest buffers it ever held, so they grow while the live transactions
-# stay level, as slots take turns holding each kind of transaction); those
-# buffers at most 4 KiB (plus 256 KiB) for each transaction at the peak of
-# the soak (SIPp's messages are about 1 KiB at most; a slot keeps its
-# largest request or response, ACK, CANCEL headers and key, each with
-# append's headroom; 0.7 to 1.3 KiB were seen after 2-3 minutes); no
+# largest buffers it ever held, up to 4 KiB, so they grow while the live
+# transactions stay level, as slots take turns holding each kind of
+# transaction); those buffers at most 4 KiB (plus 256 KiB) for each
+# transaction at the peak of the soak (dialog/txn's maxKeptSlotBytes;
+# with SIPp's messages, 0.7 to 1.3 KiB were seen after 2-3 minutes); no
 # transaction refused by the memory budget, no CDR dropped; no WARN or
 # ERROR line in sipedge's log; one CDR per call, each with final_code 200
 # (auth: and sipedge_carrier_auth_challenges_total{result="answered"}
