@@ -2,6 +2,7 @@ package txn
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
 	"strings"
 	"testing"
@@ -268,4 +269,56 @@ func TestBudgetSparesInvite(t *testing.T) {
 	if _, err := r.tab.SendRequest(&r.m, benchPeer, r.now); err != nil {
 		t.Errorf("a client transaction at the hard limit: %v, want it sent", err)
 	}
+}
+
+// TestBudgetRareLargeRequests: a steady load of small out-of-dialog
+// requests, one in a hundred a large one (the 15 KB of bigRequest), at
+// random times, for an hour. The table must keep what its live
+// transactions need, not let every slot grow to the large size as slots
+// take turns: before maxKeptSlotBytes, the 640 or so slots of this load
+// grew to the 1 MiB budget within 10 minutes and Timer J was shortened
+// hundreds of times (BudgetShortcuts), with no flood.
+func TestBudgetRareLargeRequests(t *testing.T) {
+	r := newBudgetRig(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	const rate = 20 // requests a second: with Timer J, some 640 live
+	for k := range rate * 3600 {
+		r.now += time.Duration(rng.ExpFloat64() * float64(time.Second) / rate)
+		for {
+			ft, ok := r.clock.next(r.now)
+			if !ok {
+				break
+			}
+			r.tab.Timeout(ft.arg, r.now)
+		}
+		req := smallRequest("OPTIONS", fmt.Sprint("steady", k))
+		if rng.IntN(100) == 0 {
+			req = bigRequest("OPTIONS", fmt.Sprint("steady", k))
+		}
+		acts, err := r.receive(req)
+		if err != nil || len(acts) != 1 || acts[0].Kind != ActRequest {
+			t.Fatalf("request %d: %v %v, want a new transaction", k, acts, err)
+		}
+		r.answer(acts[0].Txn, 200, "OK")
+	}
+	st := r.tab.Stats()
+	if st.StoredBytes != heldByScan(r.tab) {
+		t.Errorf("StoredBytes %d, but the buffers hold %d", st.StoredBytes, heldByScan(r.tab))
+	}
+	if st.BudgetShortcuts != 0 {
+		t.Errorf("%d Timer J shortcuts without a flood", st.BudgetShortcuts)
+	}
+	if st.StoredBytes > budgetTestBytes/2 {
+		t.Errorf("the table keeps %d bytes for %d live transactions, one in a hundred large", st.StoredBytes, r.tab.Len())
+	}
+}
+
+// smallRequest returns a request of method with one Via, whose branch is
+// z9hG4bK + branch: some 250 bytes.
+func smallRequest(method, branch string) []byte {
+	return fmt.Appendf(nil, "%s sip:bob@biloxi.example.com SIP/2.0\r\n"+
+		"Via: SIP/2.0/UDP 203.0.113.9:5060;branch=z9hG4bK%s\r\n"+
+		"Max-Forwards: 70\r\nTo: <sip:bob@biloxi.example.com>\r\n"+
+		"From: <sip:alice@atlanta.example.com>;tag=1928301774\r\nCall-ID: %s@steady\r\n"+
+		"CSeq: 1 %s\r\nContent-Length: 0\r\n\r\n", method, branch, branch, method)
 }

@@ -49,9 +49,12 @@
 // open-addressing hash table (maphash with a per-table seed over key bytes
 // built in a scratch buffer, the key compared in full on lookup, deletion
 // by backward shift). A table allocates only when it holds more
-// transactions, or longer messages, than ever before, or when it is over
-// its budget (below): a steady state makes no allocation per transaction,
-// as the allocation tests check.
+// transactions, or longer messages, than ever before, for a transaction
+// whose buffers pass 4 KiB (a slot does not keep those for its next
+// occupant: otherwise rare large messages would grow every slot to their
+// size as slots take turns), or when it is over its budget (below): a
+// steady state makes no allocation per transaction, as the allocation
+// tests check.
 //
 // # Memory budget
 //

@@ -161,9 +161,14 @@ func (t *Table) terminate(i int32) {
 	}
 	t.limbo = append(t.limbo, i)
 	t.live--
-	if t.held > t.budget {
+	if t.held > t.budget || x.held > maxKeptSlotBytes {
 		// Over budget, a slot does not keep its buffers for reuse: the
-		// table shrinks back to its budget as transactions end.
+		// table shrinks back to its budget as transactions end. Nor does
+		// it keep the buffers of an unusually large message: a slot keeps
+		// the largest buffers it ever held, and slots take turns serving
+		// every transaction, so a few large messages among ordinary ones
+		// would grow every slot to their size over hours, and a table at
+		// a steady load to its budget, shortening Timer J with no flood.
 		t.release(x)
 	}
 }

@@ -209,6 +209,11 @@ const (
 	DefaultT4       = 5 * time.Second
 	maxTransactions = 1<<24 - 1
 	minTimerD       = 32 * time.Second // RFC 3261 17.1.1.2: "at least 32 seconds"
+	// maxKeptSlotBytes bounds the buffers a slot keeps for its next
+	// transaction (key, message, ACK, CANCEL headers): an INVITE with its
+	// SDP and ACK is some 2 KB; larger ones go back to the collector as
+	// their transaction ends (see terminate).
+	maxKeptSlotBytes = 4 << 10
 )
 
 // DefaultMaxStoredBytes is the default budget of a table (one shard):
