@@ -1,6 +1,7 @@
 package parser
 
 import (
+	"bytes"
 	"encoding/binary"
 	"unicode/utf8"
 )
@@ -126,14 +127,16 @@ func (m *Message) Validate(supported []string) error {
 		}
 		return nil
 	}
-	if err := ParseURI(m.RequestURI(), &u); err != nil {
-		return err
-	}
-	if u.Scheme == SchemeOther {
-		return ErrURIScheme
-	}
-	if u.Headers != nil {
-		return ErrBadURI
+	if ruri := m.RequestURI(); !sameSIPURI(ruri, m) {
+		if err := ParseURI(ruri, &u); err != nil {
+			return err
+		}
+		if u.Scheme == SchemeOther {
+			return ErrURIScheme
+		}
+		if u.Headers != nil {
+			return ErrBadURI
+		}
 	}
 	// Most requests have neither header: two compares spare the loop.
 	if m.method != MethodAck && m.method != MethodCancel &&
@@ -156,6 +159,20 @@ func (m *Message) Validate(supported []string) error {
 		}
 	}
 	return nil
+}
+
+// sameSIPURI reports whether a request's URI passes Validate's checks as
+// its To URI, which Validate has parsed, did: an initial request is
+// usually sent to its To URI byte for byte. That URI then parses; a sip
+// or sips one (ParseURI's two-compare start) is neither SchemeOther nor,
+// without a '?', one with headers.
+func sameSIPURI(ruri []byte, m *Message) bool {
+	if m.parsed&parsedTo == 0 || string(ruri) != string(m.to.URI) || len(ruri) < 5 {
+		return false
+	}
+	w := binary.LittleEndian.Uint32(ruri)
+	return (w|0x00202020 == sipColon || w|0x20202020 == sipsLetters && ruri[4] == ':') &&
+		bytes.IndexByte(ruri, '?') < 0
 }
 
 // parsedKinds are the headers Validate parses to their grammar, which has
