@@ -416,6 +416,12 @@ func (m *Message) MaxForwards() (n int, present bool, err error) {
 	if b == nil {
 		return 0, false, nil
 	}
+	// The usual value, two digits (70, RFC 3261 8.1.1.6), as parseDelta
+	// reads it: a byte is a digit when c-'0' is at most 9, and two digits
+	// stay below 255.
+	if len(b) == 2 && b[0]-'0' <= 9 && b[1]-'0' <= 9 {
+		return int(b[0]-'0')*10 + int(b[1]-'0'), true, nil
+	}
 	v, ok := parseDelta(b, 255)
 	if !ok {
 		return 0, true, ErrBadMaxForwards
