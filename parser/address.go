@@ -31,11 +31,18 @@ func (a *Address) Param(name string) ([]byte, bool) { return paramLookup(a.Param
 // the header, not the URI (RFC 3261 20; RFC 4475 3.3.12), and a URI with
 // '?' or ',' must be in angle brackets (RFC 4475 3.1.2.13).
 func ParseAddress(b []byte, a *Address) error {
-	*a = Address{}
 	// b is cut at its trimmed end only: indexes from s spare re-slicing its
 	// start, and what follows the URI has no white space left at its end.
 	s, e := trimLWS(b, 0, len(b))
-	b = b[:e]
+	return parseAddress(b[:e], s, a)
+}
+
+// parseAddress is ParseAddress for b[s:], which has no LWS at either end:
+// a Message's values are trimmed when read (valueAt), so Address need not
+// trim them again.
+func parseAddress(b []byte, s int, a *Address) error {
+	*a = Address{}
+	e := len(b)
 	if e-s == 1 && b[s] == '*' {
 		a.Star = true
 		return nil

@@ -372,7 +372,7 @@ func (m *Message) Address(kind HeaderKind, n int, a *Address) error {
 		*a = Address{}
 		return ErrNoHeader
 	}
-	err := ParseAddress(b, a)
+	err := parseAddress(b, 0, a) // b is trimmed
 	if cached != nil && err == nil {
 		*cached = *a
 		m.parsed |= bit
