@@ -71,7 +71,10 @@ func (m *Message) Validate(supported []string) error {
 	if err != nil {
 		return err
 	}
-	if m.IsRequest() && string(cseq.MethodRaw) != string(m.MethodBytes()) {
+	// A known method is its name exactly (LookupMethod is case-sensitive),
+	// so two known methods are equal bytes when they are the same method.
+	if m.IsRequest() && (cseq.Method != m.method ||
+		cseq.Method == MethodOther && string(cseq.MethodRaw) != string(m.MethodBytes())) {
 		return ErrCSeqMismatch
 	}
 	if _, _, err := m.MaxForwards(); err != nil {
