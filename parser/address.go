@@ -221,8 +221,10 @@ func (it *paramIter) next() (name, value []byte, ok bool, err error) {
 	return name, value, true, nil
 }
 
+// skipLWS returns the index of the first byte at or after i that is not
+// LWS, or len(b); the unsigned compare spares the load its bounds check.
 func skipLWS(b []byte, i int) int {
-	for i < len(b) && byteClass[b[i]]&classWS != 0 {
+	for uint(i) < uint(len(b)) && byteClass[b[i]]&classWS != 0 {
 		i++
 	}
 	return i

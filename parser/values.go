@@ -521,7 +521,9 @@ func (m *Message) HasOptionTag(kind HeaderKind, tag string) bool {
 // test: most of a message is scanned by such loops, and this form spends a
 // fraction of the instructions; the byte loop then finds the one that
 // stopped the round. With i known not negative, i < len(b)-3 lets the
-// compiler drop the bounds checks of the four loads.
+// compiler drop the bounds checks of the four loads. After that loop it
+// no longer knows i's sign: the byte loop compares unsigned, which drops
+// its bounds check too.
 func scanClass(b []byte, i int, class uint16) int {
 	if i < 0 {
 		return i // no caller passes one; a panic would cost every call a frame
@@ -531,7 +533,7 @@ func scanClass(b []byte, i int, class uint16) int {
 			break
 		}
 	}
-	for i < len(b) && byteClass[b[i]]&class != 0 {
+	for uint(i) < uint(len(b)) && byteClass[b[i]]&class != 0 {
 		i++
 	}
 	return i
