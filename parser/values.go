@@ -521,14 +521,15 @@ func (m *Message) HasOptionTag(kind HeaderKind, tag string) bool {
 // test: most of a message is scanned by such loops, and this form spends a
 // fraction of the instructions; the byte loop then finds the one that
 // stopped the round. With i known not negative, i < len(b)-3 lets the
-// compiler drop the bounds checks of the four loads. After that loop it
+// compiler drop the bounds checks of the four loads (n holds len(b)-3:
+// the compiler would compute it again each round). After that loop it
 // no longer knows i's sign: the byte loop compares unsigned, which drops
 // its bounds check too.
 func scanClass(b []byte, i int, class uint16) int {
 	if i < 0 {
 		return i // no caller passes one; a panic would cost every call a frame
 	}
-	for ; i < len(b)-3; i += 4 {
+	for n := len(b) - 3; i < n; i += 4 {
 		if byteClass[b[i]]&byteClass[b[i+1]]&byteClass[b[i+2]]&byteClass[b[i+3]]&class == 0 {
 			break
 		}
