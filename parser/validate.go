@@ -197,8 +197,10 @@ var parsedKinds = NewHeaderSet(HeaderFrom, HeaderTo, HeaderCallID, HeaderCSeq, H
 func HasControl(b []byte) bool {
 	i := 0
 	if len(b) >= 8 {
-		for i < len(b)-8 && !ctlWord(binary.LittleEndian.Uint64(b[i:i+8])) {
-			i += 8
+		for n := len(b) - 8; i < n; i += 8 { // n: as in scanClass
+			if ctlWord(binary.LittleEndian.Uint64(b[i : i+8])) {
+				break
+			}
 		}
 		if i >= len(b)-8 && !ctlWord(binary.LittleEndian.Uint64(b[len(b)-8:])) {
 			return false

@@ -548,7 +548,7 @@ func scanVisible(b []byte, i int, stop byte) int {
 		return i // as in scanClass
 	}
 	stops := ones * uint64(stop)
-	for ; i < len(b)-7; i += 8 {
+	for n := len(b) - 7; i < n; i += 8 { // n: as in scanClass
 		if m := notVisible(binary.LittleEndian.Uint64(b[i:i+8]), stops); m != 0 {
 			return i + bits.TrailingZeros64(m)>>3
 		}
