@@ -107,6 +107,12 @@ func parseAddress(b []byte, s int, a *Address) error {
 			return ErrBadAddress
 		}
 		a.Params = b[r+1:]
+		// The usual parameters of a From or To, a tag alone: "tag=" (any
+		// case) and an unquoted value, as checkParams reads them.
+		if p := a.Params; len(p) > 4 && binary.LittleEndian.Uint32(p)|0x00202020 == tagEqual && scanClass(p, 4, classGenValue) == len(p) {
+			a.Tag = p[4:]
+			return nil
+		}
 		var err error
 		if a.Tag, err = checkParams(a.Params); err != nil {
 			return err
@@ -136,11 +142,6 @@ func indexUnquoted(b []byte, c byte) int {
 // checkParams validates header parameters and returns the tag parameter; a
 // repeated tag is an error.
 func checkParams(b []byte) (tag []byte, err error) {
-	// The usual parameters of a From or To: a tag alone, "tag=" (any case)
-	// and an unquoted value.
-	if len(b) > 4 && binary.LittleEndian.Uint32(b)|0x00202020 == tagEqual && scanClass(b, 4, classGenValue) == len(b) {
-		return b[4:], nil
-	}
 	it := paramIter{b: b}
 	seenTag := false
 	for !it.done {
