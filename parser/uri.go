@@ -103,11 +103,11 @@ func ParseURI(b []byte, u *URI) error {
 	if i < len(b) && b[i] == ':' {
 		// 1*DIGIT up to 65535, read in the pass that finds the digits.
 		start := i + 1
-		p, end, ok := readDigits(b, start, 65535)
+		p, end, ok := readPort(b, start)
 		if !ok || end == start {
 			return ErrBadURI
 		}
-		i, u.Port = end, int(p)
+		i, u.Port = end, p
 	}
 	if i < len(b) && b[i] == ';' {
 		// '?' is no paramchar: the parameters end at the headers.

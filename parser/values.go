@@ -70,6 +70,26 @@ func readDigits(b []byte, i int, max uint64) (n uint64, end int, ok bool) {
 	return n, i, true
 }
 
+// readPort reads a port, 1*DIGIT up to 65535 (RFC 3261 25.1), from b[i]
+// on as readDigits does. The usual port, four digits (5060, 5061) and then
+// the end or a byte that is no digit, is read here from one word: four
+// digits stay below 65535. The word's bytes are digits when none borrows
+// below '0', reaches 0x80 above '9' or has its high bit (as in
+// readDigits); x*10 + x>>8 then makes each byte pair's low byte its
+// two-digit number.
+func readPort(b []byte, i int) (port, end int, ok bool) {
+	if i >= 0 && len(b)-i >= 4 && (len(b)-i == 4 || b[i+4]-'0' > 9) {
+		x := binary.LittleEndian.Uint32(b[i:])
+		if ((x-0x30303030)|(x+0x46464646)|x)&0x80808080 == 0 {
+			x -= 0x30303030
+			x = (x*10 + x>>8) & 0x00ff00ff
+			return int(x&0xff)*100 + int(x>>16), i + 4, true
+		}
+	}
+	n, end, ok := readDigits(b, i, 65535)
+	return int(n), end, ok
+}
+
 func allDigits(b []byte) bool {
 	for _, c := range b {
 		if c < '0' || c > '9' {
