@@ -107,8 +107,9 @@ func parseAddress(b []byte, s int, a *Address) error {
 			return ErrBadAddress
 		}
 		a.Params = b[r+1:]
-		// The usual parameters of a From or To, a tag alone: "tag=" (any
-		// case) and an unquoted value, as checkParams reads them.
+		// The usual parameters of a From or To, a tag alone (RFC 3261 25.1
+		// tag-param): "tag=" (any case) and an unquoted value, as
+		// checkParams reads them.
 		if p := a.Params; len(p) > 4 && binary.LittleEndian.Uint32(p)|0x00202020 == tagEqual && scanClass(p, 4, classGenValue) == len(p) {
 			a.Tag = p[4:]
 			return nil

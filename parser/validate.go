@@ -168,7 +168,8 @@ func (m *Message) Validate(supported []string) error {
 // its To URI, which Validate has parsed, did: an initial request is
 // usually sent to its To URI byte for byte. That URI then parses; a sip
 // or sips one (ParseURI's two-compare start) is neither SchemeOther nor,
-// without a '?', one with headers.
+// without a '?', one with headers, which follow a '?' (RFC 3261 19.1.1,
+// 25.1).
 func sameSIPURI(ruri []byte, m *Message) bool {
 	if m.parsed&parsedTo == 0 || string(ruri) != string(m.to.URI) || len(ruri) < 5 {
 		return false
