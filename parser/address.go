@@ -31,11 +31,18 @@ func (a *Address) Param(name string) ([]byte, bool) { return paramLookup(a.Param
 // the header, not the URI (RFC 3261 20; RFC 4475 3.3.12), and a URI with
 // '?' or ',' must be in angle brackets (RFC 4475 3.1.2.13).
 func ParseAddress(b []byte, a *Address) error {
-	*a = Address{}
 	// b is cut at its trimmed end only: indexes from s spare re-slicing its
 	// start, and what follows the URI has no white space left at its end.
 	s, e := trimLWS(b, 0, len(b))
-	b = b[:e]
+	return parseAddress(b[:e], s, a)
+}
+
+// parseAddress is ParseAddress for b[s:], which has no LWS at either end:
+// a Message's values are trimmed when read (valueAt), so Address need not
+// trim them again.
+func parseAddress(b []byte, s int, a *Address) error {
+	*a = Address{}
+	e := len(b)
 	if e-s == 1 && b[s] == '*' {
 		a.Star = true
 		return nil
@@ -100,6 +107,13 @@ func ParseAddress(b []byte, a *Address) error {
 			return ErrBadAddress
 		}
 		a.Params = b[r+1:]
+		// The usual parameters of a From or To, a tag alone (RFC 3261 25.1
+		// tag-param): "tag=" (any case) and an unquoted value, as
+		// checkParams reads them.
+		if p := a.Params; len(p) > 4 && binary.LittleEndian.Uint32(p)|0x00202020 == tagEqual && scanClass(p, 4, classGenValue) == len(p) {
+			a.Tag = p[4:]
+			return nil
+		}
 		var err error
 		if a.Tag, err = checkParams(a.Params); err != nil {
 			return err
@@ -129,11 +143,6 @@ func indexUnquoted(b []byte, c byte) int {
 // checkParams validates header parameters and returns the tag parameter; a
 // repeated tag is an error.
 func checkParams(b []byte) (tag []byte, err error) {
-	// The usual parameters of a From or To: a tag alone, "tag=" (any case)
-	// and an unquoted value.
-	if len(b) > 4 && binary.LittleEndian.Uint32(b)|0x00202020 == tagEqual && scanClass(b, 4, classGenValue) == len(b) {
-		return b[4:], nil
-	}
 	it := paramIter{b: b}
 	seenTag := false
 	for !it.done {
@@ -214,8 +223,10 @@ func (it *paramIter) next() (name, value []byte, ok bool, err error) {
 	return name, value, true, nil
 }
 
+// skipLWS returns the index of the first byte at or after i that is not
+// LWS, or len(b); the unsigned compare spares the load its bounds check.
 func skipLWS(b []byte, i int) int {
-	for i < len(b) && byteClass[b[i]]&classWS != 0 {
+	for uint(i) < uint(len(b)) && byteClass[b[i]]&classWS != 0 {
 		i++
 	}
 	return i

@@ -43,48 +43,26 @@ func (u *URI) Param(name string) ([]byte, bool) { return paramLookup(u.Params, n
 func ParseURI(b []byte, u *URI) error {
 	*u = URI{}
 	// sip and sips first, in one compare each (schemes are case-insensitive,
-	// RFC 3986 3.1; c|0x20 makes a letter only of the same letter).
+	// RFC 3986 3.1; c|0x20 makes a letter only of the same letter). Their
+	// parse follows here, not in a call of its own.
+	var w uint32
 	if len(b) >= 5 {
-		switch w := binary.LittleEndian.Uint32(b); {
-		case w|0x00202020 == sipColon:
-			u.Scheme, u.SchemeRaw, u.Opaque = SchemeSIP, b[:3], b[4:]
-			return parseSIPURI(u, u.Opaque)
-		case w|0x20202020 == sipsLetters && b[4] == ':':
-			u.Scheme, u.SchemeRaw, u.Opaque = SchemeSIPS, b[:4], b[5:]
-			return parseSIPURI(u, u.Opaque)
-		}
+		w = binary.LittleEndian.Uint32(b)
 	}
-	colon := bytes.IndexByte(b, ':')
-	if colon <= 0 || !hasScheme(b) {
-		return ErrBadURI
-	}
-	u.SchemeRaw, u.Opaque = b[:colon], b[colon+1:]
 	switch {
-	case equalFold(u.SchemeRaw, "sip"):
-		u.Scheme = SchemeSIP
-	case equalFold(u.SchemeRaw, "sips"):
-		u.Scheme = SchemeSIPS
-	case equalFold(u.SchemeRaw, "tel"):
-		u.Scheme = SchemeTel
-		return parseTel(u, u.Opaque)
+	case len(b) >= 5 && w|0x00202020 == sipColon:
+		u.Scheme, u.SchemeRaw, u.Opaque = SchemeSIP, b[:3], b[4:]
+	case len(b) >= 5 && w|0x20202020 == sipsLetters && b[4] == ':':
+		u.Scheme, u.SchemeRaw, u.Opaque = SchemeSIPS, b[:4], b[5:]
 	default:
-		if len(u.Opaque) == 0 {
-			return ErrBadURI
+		if err := parseScheme(b, u); err != nil || !u.IsSIP() {
+			return err
 		}
-		for _, c := range u.Opaque {
-			if c <= ' ' || c == 0x7f {
-				return ErrBadURI
-			}
-		}
-		return nil
 	}
-	return parseSIPURI(u, u.Opaque)
-}
-
-// parseSIPURI parses [userinfo "@"] hostport uri-parameters [headers]
-// (RFC 3261 25.1). Neither user nor password may hold an unescaped '@' and
-// nothing after the host may hold one, so the first '@' ends the userinfo.
-func parseSIPURI(u *URI, b []byte) error {
+	// [userinfo "@"] hostport uri-parameters [headers] (RFC 3261 25.1).
+	// Neither user nor password may hold an unescaped '@' and nothing
+	// after the host may hold one, so the first '@' ends the userinfo.
+	b = u.Opaque
 	// Host characters are user characters too: the scan for the host finds
 	// the usual user, up to an '@' that is then the first one.
 	h := scanClass(b, 0, classHost)
@@ -125,11 +103,11 @@ func parseSIPURI(u *URI, b []byte) error {
 	if i < len(b) && b[i] == ':' {
 		// 1*DIGIT up to 65535, read in the pass that finds the digits.
 		start := i + 1
-		p, end, ok := readDigits(b, start, 65535)
+		p, end, ok := readPort(b, start)
 		if !ok || end == start {
 			return ErrBadURI
 		}
-		i, u.Port = end, int(p)
+		i, u.Port = end, p
 	}
 	if i < len(b) && b[i] == ';' {
 		// '?' is no paramchar: the parameters end at the headers.
@@ -149,6 +127,36 @@ func parseSIPURI(u *URI, b []byte) error {
 	}
 	if i != len(b) {
 		return ErrBadURI
+	}
+	return nil
+}
+
+// parseScheme reads the scheme of a URI that does not start with sip: or
+// sips: as ParseURI reads them, and parses it whole unless it is sip or
+// sips, which ParseURI goes on with.
+func parseScheme(b []byte, u *URI) error {
+	colon := bytes.IndexByte(b, ':')
+	if colon <= 0 || !hasScheme(b) {
+		return ErrBadURI
+	}
+	u.SchemeRaw, u.Opaque = b[:colon], b[colon+1:]
+	switch {
+	case equalFold(u.SchemeRaw, "sip"):
+		u.Scheme = SchemeSIP
+	case equalFold(u.SchemeRaw, "sips"):
+		u.Scheme = SchemeSIPS
+	case equalFold(u.SchemeRaw, "tel"):
+		u.Scheme = SchemeTel
+		return parseTel(u, u.Opaque)
+	default:
+		if len(u.Opaque) == 0 {
+			return ErrBadURI
+		}
+		for _, c := range u.Opaque {
+			if c <= ' ' || c == 0x7f {
+				return ErrBadURI
+			}
+		}
 	}
 	return nil
 }

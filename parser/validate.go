@@ -1,6 +1,7 @@
 package parser
 
 import (
+	"bytes"
 	"encoding/binary"
 	"unicode/utf8"
 )
@@ -70,7 +71,10 @@ func (m *Message) Validate(supported []string) error {
 	if err != nil {
 		return err
 	}
-	if m.IsRequest() && string(cseq.MethodRaw) != string(m.MethodBytes()) {
+	// A known method is its name exactly (LookupMethod is case-sensitive),
+	// so two known methods are equal bytes when they are the same method.
+	if m.IsRequest() && (cseq.Method != m.method ||
+		cseq.Method == MethodOther && string(cseq.MethodRaw) != string(m.MethodBytes())) {
 		return ErrCSeqMismatch
 	}
 	if _, _, err := m.MaxForwards(); err != nil {
@@ -126,14 +130,16 @@ func (m *Message) Validate(supported []string) error {
 		}
 		return nil
 	}
-	if err := ParseURI(m.RequestURI(), &u); err != nil {
-		return err
-	}
-	if u.Scheme == SchemeOther {
-		return ErrURIScheme
-	}
-	if u.Headers != nil {
-		return ErrBadURI
+	if ruri := m.RequestURI(); !sameSIPURI(ruri, m) {
+		if err := ParseURI(ruri, &u); err != nil {
+			return err
+		}
+		if u.Scheme == SchemeOther {
+			return ErrURIScheme
+		}
+		if u.Headers != nil {
+			return ErrBadURI
+		}
 	}
 	// Most requests have neither header: two compares spare the loop.
 	if m.method != MethodAck && m.method != MethodCancel &&
@@ -158,6 +164,21 @@ func (m *Message) Validate(supported []string) error {
 	return nil
 }
 
+// sameSIPURI reports whether a request's URI passes Validate's checks as
+// its To URI, which Validate has parsed, did: an initial request is
+// usually sent to its To URI byte for byte. That URI then parses; a sip
+// or sips one (ParseURI's two-compare start) is neither SchemeOther nor,
+// without a '?', one with headers, which follow a '?' (RFC 3261 19.1.1,
+// 25.1).
+func sameSIPURI(ruri []byte, m *Message) bool {
+	if m.parsed&parsedTo == 0 || string(ruri) != string(m.to.URI) || len(ruri) < 5 {
+		return false
+	}
+	w := binary.LittleEndian.Uint32(ruri)
+	return (w|0x00202020 == sipColon || w|0x20202020 == sipsLetters && ruri[4] == ':') &&
+		bytes.IndexByte(ruri, '?') < 0
+}
+
 // parsedKinds are the headers Validate parses to their grammar, which has
 // no room for a control character; every other value is checked for one.
 var parsedKinds = NewHeaderSet(HeaderFrom, HeaderTo, HeaderCallID, HeaderCSeq, HeaderContact,
@@ -177,8 +198,10 @@ var parsedKinds = NewHeaderSet(HeaderFrom, HeaderTo, HeaderCallID, HeaderCSeq, H
 func HasControl(b []byte) bool {
 	i := 0
 	if len(b) >= 8 {
-		for i < len(b)-8 && !ctlWord(binary.LittleEndian.Uint64(b[i:i+8])) {
-			i += 8
+		for n := len(b) - 8; i < n; i += 8 { // n: as in scanClass
+			if ctlWord(binary.LittleEndian.Uint64(b[i : i+8])) {
+				break
+			}
 		}
 		if i >= len(b)-8 && !ctlWord(binary.LittleEndian.Uint64(b[len(b)-8:])) {
 			return false

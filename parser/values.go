@@ -70,6 +70,26 @@ func readDigits(b []byte, i int, max uint64) (n uint64, end int, ok bool) {
 	return n, i, true
 }
 
+// readPort reads a port, 1*DIGIT up to 65535 (RFC 3261 25.1), from b[i]
+// on as readDigits does. The usual port, four digits (5060, 5061) and then
+// the end or a byte that is no digit, is read here from one word: four
+// digits stay below 65535. The word's bytes are digits when none borrows
+// below '0', reaches 0x80 above '9' or has its high bit (as in
+// readDigits); x*10 + x>>8 then makes each byte pair's low byte its
+// two-digit number.
+func readPort(b []byte, i int) (port, end int, ok bool) {
+	if i >= 0 && len(b)-i >= 4 && (len(b)-i == 4 || b[i+4]-'0' > 9) {
+		x := binary.LittleEndian.Uint32(b[i:])
+		if ((x-0x30303030)|(x+0x46464646)|x)&0x80808080 == 0 {
+			x -= 0x30303030
+			x = (x*10 + x>>8) & 0x00ff00ff
+			return int(x&0xff)*100 + int(x>>16), i + 4, true
+		}
+	}
+	n, end, ok := readDigits(b, i, 65535)
+	return int(n), end, ok
+}
+
 func allDigits(b []byte) bool {
 	for _, c := range b {
 		if c < '0' || c > '9' {
@@ -372,7 +392,7 @@ func (m *Message) Address(kind HeaderKind, n int, a *Address) error {
 		*a = Address{}
 		return ErrNoHeader
 	}
-	err := ParseAddress(b, a)
+	err := parseAddress(b, 0, a) // b is trimmed
 	if cached != nil && err == nil {
 		*cached = *a
 		m.parsed |= bit
@@ -415,6 +435,12 @@ func (m *Message) MaxForwards() (n int, present bool, err error) {
 	b := m.Get(HeaderMaxForwards)
 	if b == nil {
 		return 0, false, nil
+	}
+	// The usual value, two digits (70, RFC 3261 8.1.1.6), as parseDelta
+	// reads it: a byte is a digit when c-'0' is at most 9, and two digits
+	// stay below 255.
+	if len(b) == 2 && b[0]-'0' <= 9 && b[1]-'0' <= 9 {
+		return int(b[0]-'0')*10 + int(b[1]-'0'), true, nil
 	}
 	v, ok := parseDelta(b, 255)
 	if !ok {
@@ -515,17 +541,20 @@ func (m *Message) HasOptionTag(kind HeaderKind, tag string) bool {
 // test: most of a message is scanned by such loops, and this form spends a
 // fraction of the instructions; the byte loop then finds the one that
 // stopped the round. With i known not negative, i < len(b)-3 lets the
-// compiler drop the bounds checks of the four loads.
+// compiler drop the bounds checks of the four loads (n holds len(b)-3:
+// the compiler would compute it again each round). After that loop it
+// no longer knows i's sign: the byte loop compares unsigned, which drops
+// its bounds check too.
 func scanClass(b []byte, i int, class uint16) int {
 	if i < 0 {
 		return i // no caller passes one; a panic would cost every call a frame
 	}
-	for ; i < len(b)-3; i += 4 {
+	for n := len(b) - 3; i < n; i += 4 {
 		if byteClass[b[i]]&byteClass[b[i+1]]&byteClass[b[i+2]]&byteClass[b[i+3]]&class == 0 {
 			break
 		}
 	}
-	for i < len(b) && byteClass[b[i]]&class != 0 {
+	for uint(i) < uint(len(b)) && byteClass[b[i]]&class != 0 {
 		i++
 	}
 	return i
@@ -539,7 +568,7 @@ func scanVisible(b []byte, i int, stop byte) int {
 		return i // as in scanClass
 	}
 	stops := ones * uint64(stop)
-	for ; i < len(b)-7; i += 8 {
+	for n := len(b) - 7; i < n; i += 8 { // n: as in scanClass
 		if m := notVisible(binary.LittleEndian.Uint64(b[i:i+8]), stops); m != 0 {
 			return i + bits.TrailingZeros64(m)>>3
 		}

@@ -483,3 +483,29 @@ func TestUnitReadDigits(t *testing.T) {
 		}
 	}
 }
+
+// TestUnitReadPort checks readPort's four-digit word against
+// readDigits, on every four bytes of a set around the digits, alone and
+// followed by each of them.
+func TestUnitReadPort(t *testing.T) {
+	set := []byte("/0123456789:;>@ \x00\x7f\x80\xbf\xff")
+	var b [6]byte
+	for _, c0 := range set {
+		for _, c1 := range set {
+			for _, c2 := range set {
+				for _, c3 := range set {
+					for _, c4 := range append([]byte{'x'}, set...) {
+						b = [6]byte{'a', c0, c1, c2, c3, c4}
+						for _, in := range [][]byte{b[:5], b[:6]} {
+							p, end, ok := readPort(in, 1)
+							n, wend, wok := readDigits(in, 1, 65535)
+							if ok != wok || ok && (p != int(n) || end != wend) {
+								t.Fatalf("%q: readPort %d %d %v, readDigits %d %d %v", in, p, end, ok, n, wend, wok)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -75,11 +75,11 @@ func ParseVia(b []byte, v *Via) error {
 		i = skipLWS(b, i+1)
 		// 1*DIGIT up to 65535, read in the pass that finds the digits.
 		ps := i
-		p, end, ok := readDigits(b, ps, 65535)
+		p, end, ok := readPort(b, ps)
 		if !ok || end == ps {
 			return ErrBadVia
 		}
-		i, v.Port = end, int(p)
+		i, v.Port = end, p
 		i = skipLWS(b, i)
 	}
 	if i == len(b) {
