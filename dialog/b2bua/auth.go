@@ -182,8 +182,9 @@ func (e *Engine) watchCarrierBye(h txn.Handle, t *Target) {
 		i = int32(len(e.byes))
 		e.byes = append(e.byes, carrierBye{})
 	}
-	e.byes[i] = carrierBye{target: *t, next: -1}
-	e.setRole(txnRole{txn: h, kind: roleCarrierBye, bye: i})
+	b := &e.byes[i] // not a literal: see watch
+	b.target, b.tries, b.next = *t, 0, -1
+	e.setRole(h, roleCarrierBye).bye = i
 }
 
 // freeCarrierBye gives entry i of e.byes back, its Target cleared: the
@@ -220,7 +221,7 @@ func (e *Engine) answerByeChallenge(h txn.Handle, i int32, m *parser.Message, co
 	}
 	e.byes[i].tries++
 	e.roles[h.Index()] = txnRole{} // the entry goes with the new BYE
-	e.setRole(txnRole{txn: again, kind: roleCarrierBye, bye: i})
+	e.setRole(again, roleCarrierBye).bye = i
 	e.m.authAnswered.Inc()
 	e.after()
 	return true

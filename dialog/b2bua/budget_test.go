@@ -113,3 +113,30 @@ func TestTxnBudgetUnderFlood(t *testing.T) {
 		t.Errorf("%d warnings about the budget after a minute more, want 2:\n%s", n, logs.String())
 	}
 }
+
+// TestPublishPaced checks the transaction counts metrics read: published
+// after a message at most every publishEvery, and brought up to date by
+// Publish, which the shard calls on every run of its loop, so that a burst
+// of messages within a millisecond leaves no gauge behind for good.
+func TestPublishPaced(t *testing.T) {
+	r := newRig(t, nil)
+	for k := range 3 { // three requests at one instant: the first publishes
+		src := netip.AddrPortFrom(netip.AddrFrom4([4]byte{203, 0, 113, byte(100 + k)}), 5060)
+		r.recv(src, spoofedRequest("OPTIONS", fmt.Sprint("paced", k), "", src))
+		r.expect(src, "SIP/2.0 200 OK")
+	}
+	if got := r.e.sharedTxns.Load(); got != 1 {
+		t.Errorf("published %d transactions after three messages within publishEvery, want 1 (the first's)", got)
+	}
+	r.e.Publish()
+	if got, want := r.e.sharedTxns.Load(), int64(r.e.txns.Len()); got != want || want != 3 {
+		t.Errorf("after Publish: %d transactions published, %d live, want 3", got, want)
+	}
+	r.now += publishEvery
+	src := netip.AddrPortFrom(netip.AddrFrom4([4]byte{203, 0, 113, 99}), 5060)
+	r.recv(src, spoofedRequest("OPTIONS", "paced-later", "", src))
+	r.expect(src, "SIP/2.0 200 OK")
+	if got := r.e.sharedTxns.Load(); got != 4 {
+		t.Errorf("a message publishEvery later published %d transactions, want 4", got)
+	}
+}

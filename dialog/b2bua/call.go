@@ -251,21 +251,28 @@ func (e *Engine) unindexLeg(c *Call, l *leg) {
 }
 
 func (e *Engine) watch(h txn.Handle, c *Call, kind roleKind, peer txn.Handle, slot int8) {
-	e.setRole(txnRole{txn: h, call: c.idx, gen: c.gen, kind: kind, peer: peer, slot: slot})
+	// Field by field: a txnRole literal is built on the stack and copied
+	// with wider loads than its stores, which stall on every watch.
+	r := e.setRole(h, kind)
+	r.call, r.gen, r.peer, r.slot = c.idx, c.gen, peer, slot
 }
 
-// setRole records r for its transaction. A carrier's BYE whose role is
-// still there, its transaction's slot reused unbeknown to the engine (a
-// table call whose actions went unread), gives its entry back.
-func (e *Engine) setRole(r txnRole) {
-	i := r.txn.Index()
+// setRole returns transaction h's entry, cleared but for h and kind, for
+// the caller to fill. A carrier's BYE whose role is still there, its
+// transaction's slot reused unbeknown to the engine (a table call whose
+// actions went unread), gives its entry back.
+func (e *Engine) setRole(h txn.Handle, kind roleKind) *txnRole {
+	i := h.Index()
 	if i >= len(e.roles) {
 		e.roles = append(e.roles, make([]txnRole, i+1-len(e.roles))...)
 	}
-	if old := &e.roles[i]; old.kind == roleCarrierBye {
-		e.freeCarrierBye(old.bye)
+	r := &e.roles[i]
+	if r.kind == roleCarrierBye {
+		e.freeCarrierBye(r.bye)
 	}
-	e.roles[i] = r
+	*r = txnRole{}
+	r.txn, r.kind = h, kind
+	return r
 }
 
 // unwatch forgets transaction h.

@@ -125,8 +125,11 @@ func (t *Table) keepInvite(x *txn, r *Built) {
 		t.invites = append(t.invites, invite{})
 		k = int32(len(t.invites) - 1)
 	}
-	t.invites[k] = invite{uri: r.URI, via: r.Via, from: r.From, to: r.To, callID: r.CallID, route: r.Route,
-		branch: r.Branch, cseq: r.CSeq}
+	// Field by field: a composite literal goes through a stack copy whose
+	// wide loads stall on the narrow stores that built it.
+	v := &t.invites[k]
+	v.uri, v.via, v.from, v.to, v.callID, v.route = r.URI, r.Via, r.From, r.To, r.CallID, r.Route
+	v.branch, v.cseq, v.next = r.Branch, r.CSeq, 0
 	x.invite = k + 1
 }
 

@@ -89,11 +89,11 @@ func (t *Table) receiveRequest(m *parser.Message, from Peer, replyTo *Peer, now 
 		t.charge(x)
 		t.send(i, x.msg)
 	}
-	a := Action{Kind: ActRequest, Txn: t.handle(i), Peer: from}
+	var ref Handle
 	if method == parser.MethodCancel {
-		a.Ref = t.MatchCancel(m)
+		ref = t.MatchCancel(m)
 	}
-	t.actions = append(t.actions, a)
+	t.act(ActRequest, t.handle(i), from, nil).Ref = ref
 	return nil
 }
 
@@ -126,7 +126,7 @@ func (t *Table) receiveAck(m *parser.Message, via *parser.Via, from Peer) error 
 	}
 	// No transaction: the ACK for a 2xx, which is the TU's (RFC 3261
 	// 13.3.1.4, 17.1.1.3).
-	t.actions = append(t.actions, Action{Kind: ActAck, Peer: from})
+	t.act(ActAck, 0, from, nil)
 	return nil
 }
 

@@ -367,6 +367,9 @@ func (s *Server) newShardApp(sh *shard.Shard) (shard.Handler, error) {
 			eng.Receive(m, txnPeer(from), sh.Now())
 		},
 		Timer: func(sh *shard.Shard, p timer.Payload) { eng.Timer(p.Kind, p.Arg, sh.Now()) },
+		// The engine publishes its counts at most every millisecond of
+		// traffic; each run of the loop brings those of a quiet one up to date.
+		Tick: func(*shard.Shard, time.Duration) { eng.Publish() },
 		SendFailed: func(sh *shard.Shard, to shard.Peer) {
 			eng.PeerFailed(txnPeer(to), sh.Now())
 		},
