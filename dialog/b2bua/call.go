@@ -285,21 +285,23 @@ func (e *Engine) unwatch(h txn.Handle) {
 	}
 }
 
-// roleOf returns the call and role of a transaction the engine watches.
-func (e *Engine) roleOf(h txn.Handle) (*Call, txnRole) {
-	var r txnRole
+// roleOf returns the call of a transaction the engine watches and copies
+// its role to r (the zero role if none). Through r, not a result: a
+// returned txnRole is spilled field by field and copied whole, a stall.
+func (e *Engine) roleOf(h txn.Handle, r *txnRole) *Call {
+	*r = txnRole{}
 	if i := h.Index(); i < len(e.roles) && e.roles[i].txn == h {
-		r = e.roles[i]
+		*r = e.roles[i]
 	}
 	if r.kind == 0 || r.kind == roleCarrierBye { // no call: see roleCarrierBye
-		return nil, r
+		return nil
 	}
 	c := e.calls[r.call]
 	if c.gen != r.gen || c.state == stateFree {
 		e.unwatch(h)
-		return nil, r
+		return nil
 	}
-	return c, r
+	return c
 }
 
 // settle closes what a call still has in flight when it ends, so no

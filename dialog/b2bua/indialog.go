@@ -205,7 +205,8 @@ func (e *Engine) unrelayed(c *Call, s side, r *relay) {
 // onResponse handles a response to one of the engine's client transactions.
 func (e *Engine) onResponse(m *parser.Message, a *txn.Action) {
 	h := a.Txn
-	c, role := e.roleOf(h)
+	var role txnRole
+	c := e.roleOf(h, &role)
 	if role.kind == roleCarrierBye {
 		e.onCarrierByeResponse(h, role, m, a)
 		return
@@ -319,7 +320,8 @@ func refreshTarget(l *leg, m *parser.Message) {
 // onTxnFailure handles a client transaction that timed out or could not be
 // sent.
 func (e *Engine) onTxnFailure(h txn.Handle, transport bool) {
-	c, role := e.roleOf(h)
+	var role txnRole
+	c := e.roleOf(h, &role)
 	if c == nil {
 		return
 	}

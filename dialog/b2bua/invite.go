@@ -866,7 +866,8 @@ func (e *Engine) keepAck(l *leg, from *parser.Message, auth bool) {
 // INVITE, and the B-leg cancelled once it has sent a provisional (the
 // transaction layer holds the CANCEL until then, RFC 3261 9.1).
 func (e *Engine) onCancel(m *parser.Message, a *txn.Action) {
-	c, role := e.roleOf(a.Ref)
+	var role txnRole
+	c := e.roleOf(a.Ref, &role)
 	if a.Ref != 0 && c != nil && role.kind == roleRelayIn {
 		// A re-INVITE being relayed: 200 to the CANCEL, and the one sent on
 		// the other leg cancelled, whose 487 is relayed back (RFC 3261 9).
