@@ -53,11 +53,13 @@ bench:
 	$(GO) run ./bench/cmd/ratio /tmp/sipedge-bench.txt /tmp/sipedge-bench-sipgo.txt
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT) ./shard/...
 
-# Every fuzz target for FUZZTIME each.
+# Every fuzz target, in every package that has one, for FUZZTIME each.
 fuzz:
-	@for t in $$($(GO) test -list '^Fuzz' ./fuzz/ | grep '^Fuzz'); do \
-		echo "fuzz $$t for $(FUZZTIME)"; \
-		GO=$(GO) bash fuzz/run.sh "$$t" $(FUZZTIME) || exit 1; \
+	@for d in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+		for t in $$($(GO) test -list '^Fuzz' $$d/ | grep '^Fuzz'); do \
+			echo "fuzz $$t ($$d) for $(FUZZTIME)"; \
+			GO=$(GO) bash fuzz/run.sh "$$t" $(FUZZTIME) $$d/ || exit 1; \
+		done; \
 	done
 
 lint:
@@ -65,14 +67,14 @@ lint:
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-# Tools the tests run against: a real redis-server and SIPp, and curl for
-# the SIPp scripts' admin API reads.
+# Tools the tests run against: a real redis-server and SIPp, curl for the
+# SIPp scripts' admin API reads and ss (iproute2) for their port checks.
 deps:
-	@if ! command -v redis-server >/dev/null || ! command -v sipp >/dev/null || ! command -v curl >/dev/null; then \
-		echo "installing redis-server, sip-tester and curl"; \
+	@if ! command -v redis-server >/dev/null || ! command -v sipp >/dev/null || ! command -v curl >/dev/null || ! command -v ss >/dev/null; then \
+		echo "installing redis-server, sip-tester, curl and iproute2"; \
 		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 		$$SUDO apt-get update -qq && \
-		$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server sip-tester curl >/dev/null; \
+		$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server sip-tester curl iproute2 >/dev/null; \
 	fi
 
 clean:
