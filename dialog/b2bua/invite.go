@@ -304,11 +304,9 @@ func (e *Engine) sendInvite(c *Call, ainv *parser.Message, auth *challenge) bool
 	e.shape(id, c, r)
 	host := trimScheme(c.target.URI)
 	if r != nil && r.RURI != "" {
-		// The route's own Request-URI; its number is still shaped.
-		host = trimScheme(r.RURI)
-		if at := indexByte(host, '@'); at >= 0 {
-			host = host[at+1:]
-		}
+		// The route's own Request-URI (the seed's ruri): its host, port
+		// and parameters as given; its number, shaped, is in id.ruriUser.
+		host = ruriHost(r.RURI)
 	}
 	B.target = append(B.target[:0], "sip:"...)
 	B.target = append(B.target, id.ruriUser...)
@@ -373,15 +371,6 @@ func (e *Engine) sendInvite(c *Call, ainv *parser.Message, auth *challenge) bool
 	e.watch(h, c, roleBInvite, 0, -1)
 	e.after()
 	return true
-}
-
-func indexByte(s string, c byte) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] == c {
-			return i
-		}
-	}
-	return -1
 }
 
 // callerDisplay returns the display name of the caller's From as

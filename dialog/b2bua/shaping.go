@@ -46,7 +46,11 @@ func (p *NumberPolicy) Shape(dst, num []byte) []byte {
 			return append(dst, num...)
 		}
 	}
-	if len(digits) == 0 || !plus && len(digits) < minSubscriberDigits && !hasPrefix(digits, "00") {
+	// "00" is the international prefix only before a country code, and
+	// no country code starts with 0 (ITU-T E.164): "000" is a short
+	// code (Australia's emergency number), not "+0".
+	intl := len(digits) > 2 && digits[0] == '0' && digits[1] == '0' && digits[2] != '0'
+	if len(digits) == 0 || !plus && len(digits) < minSubscriberDigits && !intl {
 		// No number, or a short code (999, 112, 911, a service code):
 		// dialled as it is, never given a country code.
 		return append(dst, num...)
@@ -56,7 +60,7 @@ func (p *NumberPolicy) Shape(dst, num []byte) []byte {
 	switch {
 	case plus:
 		e164 = digits
-	case len(digits) > 2 && digits[0] == '0' && digits[1] == '0':
+	case intl:
 		e164 = digits[2:]
 	case p.NationalPrefix != "" && hasPrefix(digits, p.NationalPrefix):
 		e164 = append(append(buf[len(digits):len(digits)], p.CountryCode...), digits[len(p.NationalPrefix):]...)
@@ -119,7 +123,19 @@ func (e *Engine) shape(id *identity, c *Call, r *route.Route) {
 	if r != nil {
 		id.ruriUser = appendUserEscaped(id.ruriUser, r.TechPrefix)
 	}
-	id.ruriUser = append(id.ruriUser, id.callee...)
+	if num, params, ok := ruriNumber(r); ok {
+		// The seed: a ruri override's number "is still shaped by the
+		// route's policy", and tech_prefix goes on after the policy. Its
+		// user parameters (";npdi", RFC 4694) are kept as given.
+		if policy != nil {
+			id.ruriUser = policy.Shape(id.ruriUser, []byte(num))
+		} else {
+			id.ruriUser = append(id.ruriUser, num...)
+		}
+		id.ruriUser = append(id.ruriUser, params...)
+	} else {
+		id.ruriUser = append(id.ruriUser, id.callee...)
+	}
 	// 4. Anonymise: "restricted", any presentation not understood (a
 	// withheld call going out with the real number is the failure that
 	// matters), and a caller that asks for it with Privacy.
@@ -145,6 +161,36 @@ func (e *Engine) shape(id *identity, c *Call, r *route.Route) {
 			id.anon = true
 		}
 	}
+}
+
+// ruriNumber returns the number in the user part of route r's ruri and
+// the user parameters after it (RFC 3966 5.1 par, in a SIP URI's user: RFC
+// 3261 19.1.6); ok is false when r has no ruri or its ruri no user, and
+// the Request-URI user is then the dialled number.
+func ruriNumber(r *route.Route) (num, params string, ok bool) {
+	if r == nil || r.RURI == "" {
+		return "", "", false
+	}
+	rest := trimScheme(r.RURI)
+	at := strings.IndexByte(rest, '@')
+	if at <= 0 {
+		return "", "", false
+	}
+	user := rest[:at]
+	if i := strings.IndexByte(user, ';'); i >= 0 {
+		return user[:i], user[i:], true
+	}
+	return user, "", true
+}
+
+// ruriHost returns what follows the user part of a ruri: host, port and
+// URI parameters as given.
+func ruriHost(ruri string) string {
+	rest := trimScheme(ruri)
+	if at := strings.IndexByte(rest, '@'); at >= 0 {
+		return rest[at+1:]
+	}
+	return rest
 }
 
 // appendUserEscaped appends s to a SIP URI's user part, %-escaping what

@@ -32,6 +32,7 @@ func TestNumberPolicyShape(t *testing.T) {
 	f(ukNat, "112", "112")
 	f(uk, "118118", "118118")
 	f(uk, "0044999", "+44999") // but an international number is one
+	f(us, "000", "000")        // no country code starts with 0: a short code, not "+0"
 	f(us, "", "")
 }
 
@@ -143,7 +144,11 @@ func TestShapingRURIOverrideAndHeaders(t *testing.T) {
 	r := route.Route{CarrierID: "carrier-a", GatewayGroup: "carrier-a", RURI: "sip:000@gw.carrier.example.net:5080", NumberPolicy: "e164",
 		Headers: map[string]string{"X-Account": "42", "Call-ID": "evil", "X-Bad": "a\r\nVia: evil"}}
 	_, m := shapedInvite(t, r, nil)
-	if got := string(m.RequestURI()); got != "sip:+12025550123@gw.carrier.example.net:5080" {
+	// The seed: "ruri — full Request-URI override when a carrier wants its
+	// own host. The number in it is still shaped by the route's policy":
+	// the number is the ruri's 000, a short code no policy reformats, not
+	// the dialled number.
+	if got := string(m.RequestURI()); got != "sip:000@gw.carrier.example.net:5080" {
 		t.Errorf("R-URI %q", got)
 	}
 	if m.GetByName("X-Account") == nil || string(m.GetByName("X-Account")) != "42" {
@@ -151,6 +156,49 @@ func TestShapingRURIOverrideAndHeaders(t *testing.T) {
 	}
 	if hdr(m, parser.HeaderCallID) == "evil" || m.GetByName("X-Bad") != nil {
 		t.Error("a dialog-forming or multi-line route header was injected")
+	}
+}
+
+// A ruri's user part is the number dialled at that carrier: shaped by the
+// route's number policy, the tech prefix in front, its user parameters and
+// the rest of the URI as given (the seed's "ruri" and "tech_prefix"). To
+// stays the dialled number, shaped. A ruri without a user dials the
+// dialled number at its host.
+func TestShapingRURINumberShaped(t *testing.T) {
+	const ruri = "sip:2025550100;npdi@gw.carrier.example.net:5080;transport=tcp"
+	cases := []struct {
+		name     string
+		r        route.Route
+		ruri, to string
+	}{
+		{"e164+prefix", route.Route{RURI: ruri, NumberPolicy: "e164", TechPrefix: "1010288"},
+			"sip:1010288+12025550100;npdi@gw.carrier.example.net:5080;transport=tcp", "+12025550123"},
+		{"national", route.Route{RURI: "sip:+12025550100@gw.carrier.example.net", NumberPolicy: "national"},
+			"sip:12025550100@gw.carrier.example.net", "12025550123"},
+		{"no-policy", route.Route{RURI: ruri, TechPrefix: "#31#"},
+			"sip:%2331%232025550100;npdi@gw.carrier.example.net:5080;transport=tcp", "12025550123"},
+		{"default-policy", route.Route{RURI: ruri}, // b2bua.default_number_policy
+			"sip:+12025550100;npdi@gw.carrier.example.net:5080;transport=tcp", "+12025550123"},
+		{"no-user", route.Route{RURI: "sip:gw.carrier.example.net:5080", NumberPolicy: "e164", TechPrefix: "99"},
+			"sip:99+12025550123@gw.carrier.example.net:5080", "+12025550123"},
+	}
+	for _, c := range cases {
+		c.r.CarrierID, c.r.GatewayGroup = "carrier-a", "carrier-a"
+		_, m := shapedInvite(t, c.r, func(cfg *Config) {
+			if c.name == "default-policy" {
+				cfg.DefaultNumberPolicy = "e164"
+			}
+		})
+		if got := string(m.RequestURI()); got != c.ruri {
+			t.Errorf("%s: R-URI %q, want %q", c.name, got, c.ruri)
+		}
+		var to parser.Address
+		if err := m.To(&to); err != nil {
+			t.Fatalf("%s: To: %v", c.name, err)
+		}
+		if got := string(to.URI); !strings.HasPrefix(got, "sip:"+c.to+"@") {
+			t.Errorf("%s: To %q, want the dialled number %s (no tech prefix, not the ruri's)", c.name, got, c.to)
+		}
 	}
 }
 
