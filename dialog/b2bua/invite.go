@@ -342,7 +342,13 @@ func (e *Engine) sendInvite(c *Call, ainv *parser.Message, auth *challenge) bool
 
 	b := e.appendRequestHead(e.out[:0], "INVITE", B, B.cseq, int(c.maxFwd))
 	b = e.appendContact(b, B)
-	b = e.policy.appendAllowedExcept(b, ainv, identityHeaders)
+	// A route's header replaces the caller's of the same name: its value
+	// is the one the carrier reads (the seed's headers).
+	var routeHeaders map[string]string
+	if r != nil {
+		routeHeaders = r.Headers
+	}
+	b = e.policy.appendAllowedExcept(b, ainv, identityHeaders|routeHeaderKinds(r), routeHeaders)
 	b = e.appendIdentity(b, id, B, ainv)
 	b = e.appendRouteHeaders(b, c, r)
 	switch {

@@ -2,6 +2,7 @@ package b2bua
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 
 	"github.com/sipedge/sipedge/parser"
@@ -320,16 +321,68 @@ var dialogHeaders = parser.NewHeaderSet(parser.HeaderVia, parser.HeaderFrom, par
 	parser.HeaderRecordRoute, parser.HeaderMaxForwards, parser.HeaderContentLength,
 	parser.HeaderContentType)
 
+// routeHeader reports whether a route may inject the header name: value,
+// and why not when it may not: a dialog-forming header, an identity header
+// (identityHeaders and the pre-standard Remote-Party-ID), or a name or
+// value that would not make one header line. Identity goes through
+// caller_id and caller_id_presentation (the seed: caller_id "is a field
+// rather than something for headers because it goes through the
+// tag-preserving identity path"): a second PAI from headers would bypass
+// CLIR.
+func routeHeader(name, value string) (k parser.HeaderKind, refused string) {
+	if !validHeaderName(name) || !validHeaderValue(value) {
+		return parser.HeaderOther, "route header refused: not one header line"
+	}
+	k = parser.LookupHeader([]byte(name))
+	switch {
+	case dialogHeaders.Has(k):
+		return k, "route header refused: the B2BUA owns it"
+	case identityHeaders.Has(k), k == parser.HeaderOther && slices.ContainsFunc(neverNames, func(n string) bool { return strings.EqualFold(n, name) }):
+		return k, "route header refused: identity goes through caller_id and caller_id_presentation"
+	}
+	return k, ""
+}
+
+// routeHeaderKinds returns the known kinds of the headers route r injects:
+// the A-leg's copies of them are left out, so the route's value is the one
+// the carrier reads (the seed: route headers are "applied after the header
+// policy so they always land"). A kind matches its compact form too.
+func routeHeaderKinds(r *route.Route) parser.HeaderSet {
+	var s parser.HeaderSet
+	if r == nil {
+		return s
+	}
+	for name, value := range r.Headers {
+		if k, refused := routeHeader(name, value); refused == "" && k != parser.HeaderOther {
+			s |= parser.NewHeaderSet(k)
+		}
+	}
+	return s
+}
+
+// replacedByRoute reports whether one of a route's headers, injected,
+// replaces the A-leg's header name, of no known kind (compared without
+// regard to case, RFC 3261 7.3.5).
+func replacedByRoute(headers map[string]string, name []byte) bool {
+	for n, v := range headers {
+		if equalFold(name, n) {
+			if _, refused := routeHeader(n, v); refused == "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // appendRouteHeaders appends a route's headers (an account token, a
-// routing tag), refusing dialog-forming ones with a warning.
+// routing tag), refusing dialog-forming and identity ones with a warning.
 func (e *Engine) appendRouteHeaders(dst []byte, c *Call, r *route.Route) []byte {
 	if r == nil {
 		return dst
 	}
 	for name, value := range r.Headers {
-		if dialogHeaders.Has(parser.LookupHeader([]byte(name))) || !validHeaderName(name) || !validHeaderValue(value) {
-			e.env.Log.Warn("route header refused: the B2BUA owns it", "call_id", string(c.a.callID),
-				"carrier", r.CarrierID, "header", name)
+		if _, refused := routeHeader(name, value); refused != "" {
+			e.env.Log.Warn(refused, "call_id", string(c.a.callID), "carrier", r.CarrierID, "header", name)
 			continue
 		}
 		dst = parser.AppendHeaderString(dst, name, value)

@@ -1,6 +1,8 @@
 package b2bua
 
 import (
+	"bytes"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -46,6 +48,11 @@ func shapedInvite(t *testing.T, r route.Route, mod func(*Config)) (*rig, *parser
 // shapedInviteWith is shapedInvite with extra header lines in the caller's
 // INVITE.
 func shapedInviteWith(t *testing.T, r route.Route, mod func(*Config), extra string) (*rig, *parser.Message) {
+	return shapedInviteLogged(t, r, mod, extra, nil)
+}
+
+// shapedInviteLogged is shapedInviteWith logging to logs, when not nil.
+func shapedInviteLogged(t *testing.T, r route.Route, mod func(*Config), extra string, logs *bytes.Buffer) (*rig, *parser.Message) {
 	rg := newRig(t, func(c *Config) {
 		c.NumberPolicies = map[string]NumberPolicy{"e164": {CountryCode: "1"}, "national": {National: true, CountryCode: "1", NationalPrefix: "1"}}
 		c.AssertIdentity = true
@@ -53,6 +60,9 @@ func shapedInviteWith(t *testing.T, r route.Route, mod func(*Config), extra stri
 			mod(c)
 		}
 	})
+	if logs != nil {
+		rg.e.env.Log = slog.New(slog.NewTextHandler(logs, nil))
+	}
 	rg.routes = []route.Route{r}
 	inv := strings.Replace(callerInvite("1", "a-call-1", "12025550123"), "sip:alice@caller.example.org>;tag=atag1", "sip:+13105550199@caller.example.org>;tag=atag1", 1)
 	inv = strings.Replace(inv, "X-Keep: kept\r\n", "X-Keep: kept\r\nP-Preferred-Identity: <sip:+13105550199@caller.example.org>\r\n"+extra, 1)
@@ -156,6 +166,84 @@ func TestShapingRURIOverrideAndHeaders(t *testing.T) {
 	}
 	if hdr(m, parser.HeaderCallID) == "evil" || m.GetByName("X-Bad") != nil {
 		t.Error("a dialog-forming or multi-line route header was injected")
+	}
+}
+
+// headerValues returns every value of header name in m, compact forms and
+// any case included, in wire order.
+func headerValues(m *parser.Message, name string) []string {
+	k := parser.LookupHeader([]byte(name))
+	var vs []string
+	for i := 0; i < m.NumHeaders(); i++ {
+		h := m.HeaderAt(i)
+		if h.Kind == k && (k != parser.HeaderOther || strings.EqualFold(string(h.Name), name)) {
+			vs = append(vs, string(h.Value))
+		}
+	}
+	return vs
+}
+
+// A route's header replaces the caller's copied header of the same name,
+// in any case and in compact form, so the carrier reads the route's value
+// (the seed's headers: "applied after the header policy so they always
+// land"). A route header refused leaves the caller's in place.
+func TestShapingRouteHeaderReplacesCallers(t *testing.T) {
+	allow := func(c *Config) { c.HeaderAllow = append(c.HeaderAllow, "Subject", "X-Tag") }
+	r := route.Route{CarrierID: "carrier-a", GatewayGroup: "carrier-a",
+		Headers: map[string]string{"x-keep": "route-token", "Subject": "route-subject"}}
+	_, m := shapedInviteWith(t, r, allow, "s: caller-subject\r\nX-KEEP: caller-again\r\nX-Tag: t1\r\n")
+	if got := headerValues(m, "X-Keep"); len(got) != 1 || got[0] != "route-token" {
+		t.Errorf("X-Keep %q, want the route's value alone", got)
+	}
+	if got := headerValues(m, "Subject"); len(got) != 1 || got[0] != "route-subject" {
+		t.Errorf("Subject %q, want the route's value alone (the caller's was compact)", got)
+	}
+	if got := headerValues(m, "X-Tag"); len(got) != 1 || got[0] != "t1" {
+		t.Errorf("X-Tag %q: a header the route does not name is copied as it is", got)
+	}
+
+	r.Headers = map[string]string{"X-Keep": "a\r\nVia: evil"}
+	_, m = shapedInviteWith(t, r, allow, "")
+	if got := headerValues(m, "X-Keep"); len(got) != 1 || got[0] != "kept" {
+		t.Errorf("X-Keep %q, want the caller's, the route's being refused", got)
+	}
+}
+
+// Identity headers in a route's headers are refused with a warning: they
+// go through caller_id and caller_id_presentation (the seed: caller_id "is
+// a field rather than something for headers because it goes through the
+// tag-preserving identity path"). A second PAI, or a Privacy: none, would
+// bypass CLIR.
+func TestShapingRouteIdentityHeadersRefused(t *testing.T) {
+	var logs bytes.Buffer
+	r := route.Route{CarrierID: "carrier-a", GatewayGroup: "carrier-a", CallerIDPresentation: "restricted",
+		Headers: map[string]string{
+			"P-Asserted-Identity":  "<sip:+13105550999@evil.example>",
+			"p-preferred-identity": "<sip:+13105550999@evil.example>",
+			"Privacy":              "none",
+			"Remote-Party-ID":      "<sip:+13105550999@evil.example>;privacy=off",
+			"X-Account":            "42",
+		}}
+	_, m := shapedInviteLogged(t, r, nil, "", &logs)
+	for _, h := range []string{"P-Asserted-Identity", "p-preferred-identity", "Privacy", "Remote-Party-ID"} {
+		if !strings.Contains(logs.String(), "level=WARN msg=\"route header refused: identity goes through caller_id and caller_id_presentation\" call_id=a-call-1 carrier=carrier-a header="+h+"\n") {
+			t.Errorf("no warning for the route's %s:\n%s", h, logs.String())
+		}
+	}
+	if got := headerValues(m, "P-Asserted-Identity"); len(got) != 1 || got[0] != "<sip:+13105550199@203.0.113.1>" {
+		t.Errorf("PAI %q, want sipedge's own alone", got)
+	}
+	if got := headerValues(m, "Privacy"); len(got) != 1 || got[0] != "id" {
+		t.Errorf("Privacy %q, want id alone (CLIR)", got)
+	}
+	if got := headerValues(m, "P-Preferred-Identity"); len(got) != 0 {
+		t.Errorf("P-Preferred-Identity %q injected", got)
+	}
+	if got := headerValues(m, "Remote-Party-ID"); len(got) != 0 {
+		t.Errorf("Remote-Party-ID %q injected", got)
+	}
+	if got := headerValues(m, "X-Account"); len(got) != 1 || got[0] != "42" {
+		t.Errorf("X-Account %q, want the route's", got)
 	}
 }
 
