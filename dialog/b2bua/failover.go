@@ -226,7 +226,7 @@ func (e *Engine) burned(c *Call, st route.Step) {
 			"status", a.Status, "elapsed_ms", a.ElapsedMs)
 	default:
 		e.env.Log.Info("LCR: carrier burned without dialling", "call_id", string(c.a.callID), "carrier", a.CarrierID,
-			"status", a.Status, "reason", a.Reason)
+			"reason", a.Reason, "status", a.Status)
 	}
 	e.m.attempts.Inc()
 	if e.env.Policy.OnRouteFailure != nil {

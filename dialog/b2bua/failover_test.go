@@ -92,7 +92,7 @@ func TestFailoverLogged(t *testing.T) {
 	want := []string{
 		`"LCR: carrier failed" call_id=a-call-1 carrier=carrier-a status=503 elapsed_ms=20`,
 		`"LCR: failing over" call_id=a-call-1 from=carrier-a to=dead`,
-		`"LCR: carrier burned without dialling" call_id=a-call-1 carrier=dead status=503 reason=group_down`,
+		`"LCR: carrier burned without dialling" call_id=a-call-1 carrier=dead reason=group_down status=503`,
 		`"LCR: failing over" call_id=a-call-1 from=dead to=carrier-b`,
 		`"LCR: carrier failed" call_id=a-call-1 carrier=carrier-b status=502 elapsed_ms=0`,
 	}
