@@ -244,19 +244,20 @@ func compilePolicy(allow []string) headerPolicy {
 
 // appendAllowed appends the headers of m the policy allows.
 func (p *headerPolicy) appendAllowed(dst []byte, m *parser.Message) []byte {
-	return p.appendAllowedExcept(dst, m, 0)
+	return p.appendAllowedExcept(dst, m, 0, nil)
 }
 
 // appendAllowedExcept appends the headers of m the policy allows, but for
-// the kinds in skip, which the caller writes itself.
-func (p *headerPolicy) appendAllowedExcept(dst []byte, m *parser.Message, skip parser.HeaderSet) []byte {
+// the kinds in skip and the unknown headers named in replaced (a route's
+// headers), which the caller writes itself.
+func (p *headerPolicy) appendAllowedExcept(dst []byte, m *parser.Message, skip parser.HeaderSet, replaced map[string]string) []byte {
 	for i := 0; i < m.NumHeaders(); i++ {
 		if k := m.KindAt(i); skip.Has(k) || k != parser.HeaderOther && !p.kinds.Has(k) {
 			continue
 		}
 		h := m.HeaderAt(i)
 		if h.Kind == parser.HeaderOther {
-			if !p.allowsName(h.Name) {
+			if !p.allowsName(h.Name) || len(replaced) > 0 && replacedByRoute(replaced, h.Name) {
 				continue
 			}
 			dst = append(dst, h.Name...)

@@ -68,6 +68,9 @@ func (e *Engine) carryOut(c *Call, st route.Step) {
 			e.stopSequence(c)
 			e.releaseChannel(c) // the carrier left, if it had one
 			r := &c.seq.Routes()[st.Route]
+			if st.Burned {
+				e.failingOver(c, st, r)
+			}
 			// The channel before the member: a carrier at its limit is
 			// skipped before Resolve picks a member, which may take one
 			// of a half-open member's trial calls.
@@ -223,12 +226,23 @@ func (e *Engine) burned(c *Call, st route.Step) {
 			"status", a.Status, "elapsed_ms", a.ElapsedMs)
 	default:
 		e.env.Log.Info("LCR: carrier burned without dialling", "call_id", string(c.a.callID), "carrier", a.CarrierID,
-			"reason", a.Reason)
+			"reason", a.Reason, "status", a.Status)
 	}
 	e.m.attempts.Inc()
 	if e.env.Policy.OnRouteFailure != nil {
 		e.env.Policy.OnRouteFailure(c, r, a)
 	}
+}
+
+// failingOver logs the sequence's advance from the carrier it burned to
+// route r, the next to dial (the seed's "Seeing a failover happen": siphon
+// "logs the advance to the next carrier", at info).
+func (e *Engine) failingOver(c *Call, st route.Step, r *route.Route) {
+	if !e.env.Log.Enabled(context.Background(), slog.LevelInfo) {
+		return // a discarded line would still cost its arguments
+	}
+	e.env.Log.Info("LCR: failing over", "call_id", string(c.a.callID), "from", st.Attempt.CarrierID,
+		"to", r.CarrierID)
 }
 
 // armSequence (re)arms the sequence's deadline for the carrier in flight.

@@ -1,6 +1,9 @@
 package b2bua
 
 import (
+	"bytes"
+	"log/slog"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -60,6 +63,41 @@ func TestFailover503ThenAnswer(t *testing.T) {
 	s := r.summary()
 	if s.Target.CarrierID != "carrier-b" || len(s.Attempts) != 1 || s.Attempts[0] != (route.Attempt{CarrierID: "carrier-a", Status: 503, Dialed: true}) {
 		t.Fatalf("summary target %q attempts %+v", s.Target.CarrierID, s.Attempts)
+	}
+}
+
+// The seed's "Seeing a failover happen": each failed attempt is logged at
+// info with its carrier, status and elapsed time, an undialled one with its
+// status (503) too, and so is the advance to the next carrier; the last
+// carrier's failure advances nowhere.
+func TestFailoverLogged(t *testing.T) {
+	r := newRig(t, nil)
+	r.routes = []route.Route{routeA, {CarrierID: "dead", GatewayGroup: "down"}, routeB}
+	var logs bytes.Buffer
+	r.e.env.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	inv1 := r.startCall()
+	r.advance(20 * time.Millisecond)
+	r.recv(carrier, carrierResponse(inv1, 503, "Service Unavailable", ""))
+	r.take(carrier)
+	inv2 := r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")[0]
+	r.recv(carrierB, carrierResponse(inv2, 502, "Bad Gateway", ""))
+	r.take(carrierB)
+	r.take(caller)
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		if _, msg, ok := strings.Cut(l, " level=INFO msg="); ok {
+			lines = append(lines, msg)
+		}
+	}
+	want := []string{
+		`"LCR: carrier failed" call_id=a-call-1 carrier=carrier-a status=503 elapsed_ms=20`,
+		`"LCR: failing over" call_id=a-call-1 from=carrier-a to=dead`,
+		`"LCR: carrier burned without dialling" call_id=a-call-1 carrier=dead reason=group_down status=503`,
+		`"LCR: failing over" call_id=a-call-1 from=dead to=carrier-b`,
+		`"LCR: carrier failed" call_id=a-call-1 carrier=carrier-b status=502 elapsed_ms=0`,
+	}
+	if !slices.Equal(lines, want) {
+		t.Fatalf("info lines:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
 }
 

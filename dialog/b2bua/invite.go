@@ -304,11 +304,9 @@ func (e *Engine) sendInvite(c *Call, ainv *parser.Message, auth *challenge) bool
 	e.shape(id, c, r)
 	host := trimScheme(c.target.URI)
 	if r != nil && r.RURI != "" {
-		// The route's own Request-URI; its number is still shaped.
-		host = trimScheme(r.RURI)
-		if at := indexByte(host, '@'); at >= 0 {
-			host = host[at+1:]
-		}
+		// The route's own Request-URI (the seed's ruri): its host, port
+		// and parameters as given; its number, shaped, is in id.ruriUser.
+		host = ruriHost(r.RURI)
 	}
 	B.target = append(B.target[:0], "sip:"...)
 	B.target = append(B.target, id.ruriUser...)
@@ -344,7 +342,13 @@ func (e *Engine) sendInvite(c *Call, ainv *parser.Message, auth *challenge) bool
 
 	b := e.appendRequestHead(e.out[:0], "INVITE", B, B.cseq, int(c.maxFwd))
 	b = e.appendContact(b, B)
-	b = e.policy.appendAllowedExcept(b, ainv, identityHeaders)
+	// A route's header replaces the caller's of the same name: its value
+	// is the one the carrier reads (the seed's headers).
+	var routeHeaders map[string]string
+	if r != nil {
+		routeHeaders = r.Headers
+	}
+	b = e.policy.appendAllowedExcept(b, ainv, identityHeaders|routeHeaderKinds(r), routeHeaders)
 	b = e.appendIdentity(b, id, B, ainv)
 	b = e.appendRouteHeaders(b, c, r)
 	switch {
@@ -373,15 +377,6 @@ func (e *Engine) sendInvite(c *Call, ainv *parser.Message, auth *challenge) bool
 	e.watch(h, c, roleBInvite, 0, -1)
 	e.after()
 	return true
-}
-
-func indexByte(s string, c byte) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] == c {
-			return i
-		}
-	}
-	return -1
 }
 
 // callerDisplay returns the display name of the caller's From as

@@ -2,6 +2,7 @@ package b2bua
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 
 	"github.com/sipedge/sipedge/parser"
@@ -46,7 +47,11 @@ func (p *NumberPolicy) Shape(dst, num []byte) []byte {
 			return append(dst, num...)
 		}
 	}
-	if len(digits) == 0 || !plus && len(digits) < minSubscriberDigits && !hasPrefix(digits, "00") {
+	// "00" is the international prefix only before a country code, and
+	// no country code starts with 0 (ITU-T E.164): "000" is a short
+	// code (Australia's emergency number), not "+0".
+	intl := len(digits) > 2 && digits[0] == '0' && digits[1] == '0' && digits[2] != '0'
+	if len(digits) == 0 || !plus && len(digits) < minSubscriberDigits && !intl {
 		// No number, or a short code (999, 112, 911, a service code):
 		// dialled as it is, never given a country code.
 		return append(dst, num...)
@@ -56,7 +61,7 @@ func (p *NumberPolicy) Shape(dst, num []byte) []byte {
 	switch {
 	case plus:
 		e164 = digits
-	case len(digits) > 2 && digits[0] == '0' && digits[1] == '0':
+	case intl:
 		e164 = digits[2:]
 	case p.NationalPrefix != "" && hasPrefix(digits, p.NationalPrefix):
 		e164 = append(append(buf[len(digits):len(digits)], p.CountryCode...), digits[len(p.NationalPrefix):]...)
@@ -119,7 +124,19 @@ func (e *Engine) shape(id *identity, c *Call, r *route.Route) {
 	if r != nil {
 		id.ruriUser = appendUserEscaped(id.ruriUser, r.TechPrefix)
 	}
-	id.ruriUser = append(id.ruriUser, id.callee...)
+	if num, params, ok := ruriNumber(r); ok {
+		// The seed: a ruri override's number "is still shaped by the
+		// route's policy", and tech_prefix goes on after the policy. Its
+		// user parameters (";npdi", RFC 4694) are kept as given.
+		if policy != nil {
+			id.ruriUser = policy.Shape(id.ruriUser, []byte(num))
+		} else {
+			id.ruriUser = append(id.ruriUser, num...)
+		}
+		id.ruriUser = append(id.ruriUser, params...)
+	} else {
+		id.ruriUser = append(id.ruriUser, id.callee...)
+	}
 	// 4. Anonymise: "restricted", any presentation not understood (a
 	// withheld call going out with the real number is the failure that
 	// matters), and a caller that asks for it with Privacy.
@@ -145,6 +162,36 @@ func (e *Engine) shape(id *identity, c *Call, r *route.Route) {
 			id.anon = true
 		}
 	}
+}
+
+// ruriNumber returns the number in the user part of route r's ruri and
+// the user parameters after it (RFC 3966 5.1 par, in a SIP URI's user: RFC
+// 3261 19.1.6); ok is false when r has no ruri or its ruri no user, and
+// the Request-URI user is then the dialled number.
+func ruriNumber(r *route.Route) (num, params string, ok bool) {
+	if r == nil || r.RURI == "" {
+		return "", "", false
+	}
+	rest := trimScheme(r.RURI)
+	at := strings.IndexByte(rest, '@')
+	if at <= 0 {
+		return "", "", false
+	}
+	user := rest[:at]
+	if i := strings.IndexByte(user, ';'); i >= 0 {
+		return user[:i], user[i:], true
+	}
+	return user, "", true
+}
+
+// ruriHost returns what follows the user part of a ruri: host, port and
+// URI parameters as given.
+func ruriHost(ruri string) string {
+	rest := trimScheme(ruri)
+	if at := strings.IndexByte(rest, '@'); at >= 0 {
+		return rest[at+1:]
+	}
+	return rest
 }
 
 // appendUserEscaped appends s to a SIP URI's user part, %-escaping what
@@ -274,16 +321,68 @@ var dialogHeaders = parser.NewHeaderSet(parser.HeaderVia, parser.HeaderFrom, par
 	parser.HeaderRecordRoute, parser.HeaderMaxForwards, parser.HeaderContentLength,
 	parser.HeaderContentType)
 
+// routeHeader reports whether a route may inject the header name: value,
+// and why not when it may not: a dialog-forming header, an identity header
+// (identityHeaders and the pre-standard Remote-Party-ID), or a name or
+// value that would not make one header line. Identity goes through
+// caller_id and caller_id_presentation (the seed: caller_id "is a field
+// rather than something for headers because it goes through the
+// tag-preserving identity path"): a second PAI from headers would bypass
+// CLIR.
+func routeHeader(name, value string) (k parser.HeaderKind, refused string) {
+	if !validHeaderName(name) || !validHeaderValue(value) {
+		return parser.HeaderOther, "route header refused: not one header line"
+	}
+	k = parser.LookupHeader([]byte(name))
+	switch {
+	case dialogHeaders.Has(k):
+		return k, "route header refused: the B2BUA owns it"
+	case identityHeaders.Has(k), k == parser.HeaderOther && slices.ContainsFunc(neverNames, func(n string) bool { return strings.EqualFold(n, name) }):
+		return k, "route header refused: identity goes through caller_id and caller_id_presentation"
+	}
+	return k, ""
+}
+
+// routeHeaderKinds returns the known kinds of the headers route r injects:
+// the A-leg's copies of them are left out, so the route's value is the one
+// the carrier reads (the seed: route headers are "applied after the header
+// policy so they always land"). A kind matches its compact form too.
+func routeHeaderKinds(r *route.Route) parser.HeaderSet {
+	var s parser.HeaderSet
+	if r == nil {
+		return s
+	}
+	for name, value := range r.Headers {
+		if k, refused := routeHeader(name, value); refused == "" && k != parser.HeaderOther {
+			s |= parser.NewHeaderSet(k)
+		}
+	}
+	return s
+}
+
+// replacedByRoute reports whether one of a route's headers, injected,
+// replaces the A-leg's header name, of no known kind (compared without
+// regard to case, RFC 3261 7.3.5).
+func replacedByRoute(headers map[string]string, name []byte) bool {
+	for n, v := range headers {
+		if equalFold(name, n) {
+			if _, refused := routeHeader(n, v); refused == "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // appendRouteHeaders appends a route's headers (an account token, a
-// routing tag), refusing dialog-forming ones with a warning.
+// routing tag), refusing dialog-forming and identity ones with a warning.
 func (e *Engine) appendRouteHeaders(dst []byte, c *Call, r *route.Route) []byte {
 	if r == nil {
 		return dst
 	}
 	for name, value := range r.Headers {
-		if dialogHeaders.Has(parser.LookupHeader([]byte(name))) || !validHeaderName(name) || !validHeaderValue(value) {
-			e.env.Log.Warn("route header refused: the B2BUA owns it", "call_id", string(c.a.callID),
-				"carrier", r.CarrierID, "header", name)
+		if _, refused := routeHeader(name, value); refused != "" {
+			e.env.Log.Warn(refused, "call_id", string(c.a.callID), "carrier", r.CarrierID, "header", name)
 			continue
 		}
 		dst = parser.AppendHeaderString(dst, name, value)

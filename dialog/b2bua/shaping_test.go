@@ -1,6 +1,8 @@
 package b2bua
 
 import (
+	"bytes"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -32,6 +34,7 @@ func TestNumberPolicyShape(t *testing.T) {
 	f(ukNat, "112", "112")
 	f(uk, "118118", "118118")
 	f(uk, "0044999", "+44999") // but an international number is one
+	f(us, "000", "000")        // no country code starts with 0: a short code, not "+0"
 	f(us, "", "")
 }
 
@@ -45,6 +48,11 @@ func shapedInvite(t *testing.T, r route.Route, mod func(*Config)) (*rig, *parser
 // shapedInviteWith is shapedInvite with extra header lines in the caller's
 // INVITE.
 func shapedInviteWith(t *testing.T, r route.Route, mod func(*Config), extra string) (*rig, *parser.Message) {
+	return shapedInviteLogged(t, r, mod, extra, nil)
+}
+
+// shapedInviteLogged is shapedInviteWith logging to logs, when not nil.
+func shapedInviteLogged(t *testing.T, r route.Route, mod func(*Config), extra string, logs *bytes.Buffer) (*rig, *parser.Message) {
 	rg := newRig(t, func(c *Config) {
 		c.NumberPolicies = map[string]NumberPolicy{"e164": {CountryCode: "1"}, "national": {National: true, CountryCode: "1", NationalPrefix: "1"}}
 		c.AssertIdentity = true
@@ -52,6 +60,9 @@ func shapedInviteWith(t *testing.T, r route.Route, mod func(*Config), extra stri
 			mod(c)
 		}
 	})
+	if logs != nil {
+		rg.e.env.Log = slog.New(slog.NewTextHandler(logs, nil))
+	}
 	rg.routes = []route.Route{r}
 	inv := strings.Replace(callerInvite("1", "a-call-1", "12025550123"), "sip:alice@caller.example.org>;tag=atag1", "sip:+13105550199@caller.example.org>;tag=atag1", 1)
 	inv = strings.Replace(inv, "X-Keep: kept\r\n", "X-Keep: kept\r\nP-Preferred-Identity: <sip:+13105550199@caller.example.org>\r\n"+extra, 1)
@@ -143,7 +154,11 @@ func TestShapingRURIOverrideAndHeaders(t *testing.T) {
 	r := route.Route{CarrierID: "carrier-a", GatewayGroup: "carrier-a", RURI: "sip:000@gw.carrier.example.net:5080", NumberPolicy: "e164",
 		Headers: map[string]string{"X-Account": "42", "Call-ID": "evil", "X-Bad": "a\r\nVia: evil"}}
 	_, m := shapedInvite(t, r, nil)
-	if got := string(m.RequestURI()); got != "sip:+12025550123@gw.carrier.example.net:5080" {
+	// The seed: "ruri — full Request-URI override when a carrier wants its
+	// own host. The number in it is still shaped by the route's policy":
+	// the number is the ruri's 000, a short code no policy reformats, not
+	// the dialled number.
+	if got := string(m.RequestURI()); got != "sip:000@gw.carrier.example.net:5080" {
 		t.Errorf("R-URI %q", got)
 	}
 	if m.GetByName("X-Account") == nil || string(m.GetByName("X-Account")) != "42" {
@@ -151,6 +166,127 @@ func TestShapingRURIOverrideAndHeaders(t *testing.T) {
 	}
 	if hdr(m, parser.HeaderCallID) == "evil" || m.GetByName("X-Bad") != nil {
 		t.Error("a dialog-forming or multi-line route header was injected")
+	}
+}
+
+// headerValues returns every value of header name in m, compact forms and
+// any case included, in wire order.
+func headerValues(m *parser.Message, name string) []string {
+	k := parser.LookupHeader([]byte(name))
+	var vs []string
+	for i := 0; i < m.NumHeaders(); i++ {
+		h := m.HeaderAt(i)
+		if h.Kind == k && (k != parser.HeaderOther || strings.EqualFold(string(h.Name), name)) {
+			vs = append(vs, string(h.Value))
+		}
+	}
+	return vs
+}
+
+// A route's header replaces the caller's copied header of the same name,
+// in any case and in compact form, so the carrier reads the route's value
+// (the seed's headers: "applied after the header policy so they always
+// land"). A route header refused leaves the caller's in place.
+func TestShapingRouteHeaderReplacesCallers(t *testing.T) {
+	allow := func(c *Config) { c.HeaderAllow = append(c.HeaderAllow, "Subject", "X-Tag") }
+	r := route.Route{CarrierID: "carrier-a", GatewayGroup: "carrier-a",
+		Headers: map[string]string{"x-keep": "route-token", "Subject": "route-subject"}}
+	_, m := shapedInviteWith(t, r, allow, "s: caller-subject\r\nX-KEEP: caller-again\r\nX-Tag: t1\r\n")
+	if got := headerValues(m, "X-Keep"); len(got) != 1 || got[0] != "route-token" {
+		t.Errorf("X-Keep %q, want the route's value alone", got)
+	}
+	if got := headerValues(m, "Subject"); len(got) != 1 || got[0] != "route-subject" {
+		t.Errorf("Subject %q, want the route's value alone (the caller's was compact)", got)
+	}
+	if got := headerValues(m, "X-Tag"); len(got) != 1 || got[0] != "t1" {
+		t.Errorf("X-Tag %q: a header the route does not name is copied as it is", got)
+	}
+
+	r.Headers = map[string]string{"X-Keep": "a\r\nVia: evil"}
+	_, m = shapedInviteWith(t, r, allow, "")
+	if got := headerValues(m, "X-Keep"); len(got) != 1 || got[0] != "kept" {
+		t.Errorf("X-Keep %q, want the caller's, the route's being refused", got)
+	}
+}
+
+// Identity headers in a route's headers are refused with a warning: they
+// go through caller_id and caller_id_presentation (the seed: caller_id "is
+// a field rather than something for headers because it goes through the
+// tag-preserving identity path"). A second PAI, or a Privacy: none, would
+// bypass CLIR.
+func TestShapingRouteIdentityHeadersRefused(t *testing.T) {
+	var logs bytes.Buffer
+	r := route.Route{CarrierID: "carrier-a", GatewayGroup: "carrier-a", CallerIDPresentation: "restricted",
+		Headers: map[string]string{
+			"P-Asserted-Identity":  "<sip:+13105550999@evil.example>",
+			"p-preferred-identity": "<sip:+13105550999@evil.example>",
+			"Privacy":              "none",
+			"Remote-Party-ID":      "<sip:+13105550999@evil.example>;privacy=off",
+			"X-Account":            "42",
+		}}
+	_, m := shapedInviteLogged(t, r, nil, "", &logs)
+	for _, h := range []string{"P-Asserted-Identity", "p-preferred-identity", "Privacy", "Remote-Party-ID"} {
+		if !strings.Contains(logs.String(), "level=WARN msg=\"route header refused: identity goes through caller_id and caller_id_presentation\" call_id=a-call-1 carrier=carrier-a header="+h+"\n") {
+			t.Errorf("no warning for the route's %s:\n%s", h, logs.String())
+		}
+	}
+	if got := headerValues(m, "P-Asserted-Identity"); len(got) != 1 || got[0] != "<sip:+13105550199@203.0.113.1>" {
+		t.Errorf("PAI %q, want sipedge's own alone", got)
+	}
+	if got := headerValues(m, "Privacy"); len(got) != 1 || got[0] != "id" {
+		t.Errorf("Privacy %q, want id alone (CLIR)", got)
+	}
+	if got := headerValues(m, "P-Preferred-Identity"); len(got) != 0 {
+		t.Errorf("P-Preferred-Identity %q injected", got)
+	}
+	if got := headerValues(m, "Remote-Party-ID"); len(got) != 0 {
+		t.Errorf("Remote-Party-ID %q injected", got)
+	}
+	if got := headerValues(m, "X-Account"); len(got) != 1 || got[0] != "42" {
+		t.Errorf("X-Account %q, want the route's", got)
+	}
+}
+
+// A ruri's user part is the number dialled at that carrier: shaped by the
+// route's number policy, the tech prefix in front, its user parameters and
+// the rest of the URI as given (the seed's "ruri" and "tech_prefix"). To
+// stays the dialled number, shaped. A ruri without a user dials the
+// dialled number at its host.
+func TestShapingRURINumberShaped(t *testing.T) {
+	const ruri = "sip:2025550100;npdi@gw.carrier.example.net:5080;transport=tcp"
+	cases := []struct {
+		name     string
+		r        route.Route
+		ruri, to string
+	}{
+		{"e164+prefix", route.Route{RURI: ruri, NumberPolicy: "e164", TechPrefix: "1010288"},
+			"sip:1010288+12025550100;npdi@gw.carrier.example.net:5080;transport=tcp", "+12025550123"},
+		{"national", route.Route{RURI: "sip:+12025550100@gw.carrier.example.net", NumberPolicy: "national"},
+			"sip:12025550100@gw.carrier.example.net", "12025550123"},
+		{"no-policy", route.Route{RURI: ruri, TechPrefix: "#31#"},
+			"sip:%2331%232025550100;npdi@gw.carrier.example.net:5080;transport=tcp", "12025550123"},
+		{"default-policy", route.Route{RURI: ruri}, // b2bua.default_number_policy
+			"sip:+12025550100;npdi@gw.carrier.example.net:5080;transport=tcp", "+12025550123"},
+		{"no-user", route.Route{RURI: "sip:gw.carrier.example.net:5080", NumberPolicy: "e164", TechPrefix: "99"},
+			"sip:99+12025550123@gw.carrier.example.net:5080", "+12025550123"},
+	}
+	for _, c := range cases {
+		c.r.CarrierID, c.r.GatewayGroup = "carrier-a", "carrier-a"
+		_, m := shapedInvite(t, c.r, func(cfg *Config) {
+			if c.name == "default-policy" {
+				cfg.DefaultNumberPolicy = "e164"
+			}
+		})
+		if got := string(m.RequestURI()); got != c.ruri {
+			t.Errorf("%s: R-URI %q, want %q", c.name, got, c.ruri)
+		}
+		var to parser.Address
+		if err := m.To(&to); err != nil {
+			t.Fatalf("%s: To: %v", c.name, err)
+		}
+		if got := string(to.URI); !strings.HasPrefix(got, "sip:"+c.to+"@") {
+			t.Errorf("%s: To %q, want the dialled number %s (no tech prefix, not the ruri's)", c.name, got, c.to)
+		}
 	}
 }
 
