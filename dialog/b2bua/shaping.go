@@ -343,6 +343,14 @@ func routeHeader(name, value string) (k parser.HeaderKind, refused string) {
 	return k, ""
 }
 
+// RouteHeaderRefused says why a route may not inject the header name:
+// value ("" when it may): the rule each call applies, for a config loader
+// to refuse a static route's header at start rather than warn on every call.
+func RouteHeaderRefused(name, value string) string {
+	_, refused := routeHeader(name, value)
+	return refused
+}
+
 // routeHeaderKinds returns the known kinds of the headers route r injects:
 // the A-leg's copies of them are left out, so the route's value is the one
 // the carrier reads (the seed: route headers are "applied after the header

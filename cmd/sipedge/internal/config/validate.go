@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/ratelimit"
 	"github.com/sipedge/sipedge/route/lcr"
@@ -545,11 +546,14 @@ func (c *Config) validateRoute(v *validator, p string, r Route, known func(group
 	for _, name := range slices.Sorted(maps.Keys(r.Headers)) {
 		val := r.Headers[name]
 		hp := mapKeyPath(p+".headers", name)
-		if !isToken(name) {
+		switch refused := b2bua.RouteHeaderRefused(name, val); {
+		case !isToken(name):
 			v.errorf(hp, "%q: not a header name", name)
-		}
-		if strings.ContainsAny(val, "\r\n") {
+		case strings.ContainsAny(val, "\r\n"):
 			v.errorf(hp, "value must be one line")
+		case refused != "":
+			// Each call would refuse it with a warning: say so once, at start.
+			v.errorf(hp, "%s", strings.TrimPrefix(refused, "route header refused: "))
 		}
 	}
 	for name := range r.CDRFields {
