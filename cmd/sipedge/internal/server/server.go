@@ -470,15 +470,19 @@ func (s *Server) wall(sh *shard.Shard, d time.Duration) time.Time {
 	return time.Now().Add(d - sh.Now())
 }
 
-// Start opens the SIP sockets and the admin API.
+// Start opens the SIP sockets and the admin API. On an error it releases
+// what New built (a program embedding sipedge goes on running), and the
+// Server is not to be used again.
 func (s *Server) Start() error {
 	if err := s.rt.Start(); err != nil {
+		s.closeParts(context.Background())
 		return err
 	}
 	s.health.Start()
 	if !s.cfg.Admin.Listen.IsZero() {
 		if err := s.startAdmin(); err != nil {
 			s.rt.Shutdown(context.Background(), nil)
+			s.closeParts(context.Background())
 			return err
 		}
 	}
