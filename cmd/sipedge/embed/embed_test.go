@@ -1,6 +1,10 @@
 package embed_test
 
 import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,7 +48,7 @@ func TestOnInviteFiltersAndReorders(t *testing.T) {
 		})
 		d.Routes = keep
 	}}
-	r := start(t, embed.Options{Policy: policy}, routeA, routeB, routeX)
+	r := start(t, embed.Options{Policy: policy}, staticLCR(routeA, routeB, routeX))
 	c := r.dial("15551234")
 	r.b.reject(r.b.expect("INVITE sip:15551234@"), 503, "Service Unavailable")
 	r.a.reject(r.a.expect("INVITE sip:15551234@"), 503, "Service Unavailable")
@@ -75,7 +79,7 @@ func TestOnInviteRejects(t *testing.T) {
 			d.Code, d.Reason = 403, "Premium Blocked"
 		}
 	}}
-	r := start(t, embed.Options{Policy: policy}, routeA)
+	r := start(t, embed.Options{Policy: policy}, staticLCR(routeA))
 	r.dial("19005550000").final("403 Premium Blocked")
 	r.a.nothing()
 	if rec := r.cdr(); rec["final_code"] != float64(403) || len(attempts(rec)) != 0 {
@@ -105,7 +109,7 @@ func TestOnFailureRoutesAgain(t *testing.T) {
 		},
 		OnAnswer: func(_ *b2bua.Call, rt *route.Route) { note("answer:" + rt.CarrierID) },
 	}
-	r := start(t, embed.Options{Policy: policy}, routeA)
+	r := start(t, embed.Options{Policy: policy}, staticLCR(routeA))
 	c := r.dial("15551234")
 	r.a.reject(r.a.expect("INVITE sip:15551234@"), 503, "Service Unavailable")
 	r.b.respond(r.b.expect("INVITE sip:15551234@"), 200, "OK")
@@ -140,7 +144,7 @@ func TestOnFailureRejects(t *testing.T) {
 	policy := b2bua.Policy{OnFailure: func(*b2bua.Call, int, string) b2bua.FailureAction {
 		return b2bua.FailureAction{Code: 480, Reason: "Temporarily Unavailable"}
 	}}
-	r := start(t, embed.Options{Policy: policy}, routeA)
+	r := start(t, embed.Options{Policy: policy}, staticLCR(routeA))
 	c := r.dial("15551234")
 	r.a.reject(r.a.expect("INVITE sip:15551234@"), 503, "Service Unavailable")
 	c.final("480 Temporarily Unavailable")
@@ -151,3 +155,66 @@ func TestOnFailureRejects(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// With the LCR API unreachable and no fallback there is no decision: by
+// default the caller gets 503 Route Unavailable; a policy sees NoDecision
+// (which an API's 503 reject does not set) and may route the call itself.
+func TestOnInviteNoDecision(t *testing.T) {
+	api := closedURL(t)
+	lcr := fmt.Sprintf("lcr: { api_url: %q, timeout_ms: 1000 }", api)
+	t.Run("default", func(t *testing.T) {
+		r := start(t, embed.Options{}, lcr)
+		r.dial("15551234").final("503 Route Unavailable")
+		r.a.nothing()
+	})
+	t.Run("policy", func(t *testing.T) {
+		var mu sync.Mutex
+		var got []b2bua.Decision
+		policy := b2bua.Policy{OnInvite: func(_ *b2bua.RouteRequest, d *b2bua.Decision) {
+			mu.Lock()
+			got = append(got, *d)
+			mu.Unlock()
+			if d.NoDecision {
+				d.Code, d.Reason, d.Routes = 0, "", []route.Route{backupB}
+			}
+		}}
+		r := start(t, embed.Options{Policy: policy}, lcr)
+		c := r.dial("15551234")
+		r.b.reject(r.b.expect("INVITE sip:15551234@"), 486, "Busy Here")
+		c.final("486 Busy Here")
+		mu.Lock()
+		defer mu.Unlock()
+		if len(got) != 1 || !got[0].NoDecision || got[0].Code != 503 || got[0].Reason != "Route Unavailable" {
+			t.Errorf("OnInvite saw %+v, want one NoDecision with 503 Route Unavailable", got)
+		}
+	})
+}
+
+// closedURL is an API URL on a loopback port nothing listens on.
+func closedURL(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return "http://" + l.Addr().String() + "/route"
+}
+
+// A configuration is checked as the binary checks it: every problem at
+// once, by its path, with the file's name when read from one.
+func TestConfigErrors(t *testing.T) {
+	bad := "listen: [\"udp://127.0.0.1:5060\"]\nshards: -1\nnope: 1\n"
+	if _, err := embed.ParseConfig([]byte(bad)); err == nil || !strings.Contains(err.Error(), "shards") || !strings.Contains(err.Error(), "nope") {
+		t.Errorf("ParseConfig: %v, want errors naming shards and nope", err)
+	}
+	path := filepath.Join(t.TempDir(), "sipedge.yaml")
+	if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := embed.LoadConfig(path); err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("LoadConfig: %v, want errors naming %s", err, path)
+	}
+	if _, err := embed.LoadConfig(filepath.Join(t.TempDir(), "missing.yaml")); err == nil {
+		t.Error("LoadConfig of a missing file: no error")
+	}
+}

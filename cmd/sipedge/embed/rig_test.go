@@ -41,21 +41,18 @@ type rig struct {
 	shutdownEr error
 }
 
-// start runs sipedge with policy, the static routes given (YAML flow maps
-// under one prefix "") and both carriers' gateway groups.
-func start(t *testing.T, policy embed.Options, routes ...string) *rig {
+// start runs sipedge with policy, the lcr: section given (staticLCR) and
+// both carriers' gateway groups.
+func start(t *testing.T, policy embed.Options, lcr string) *rig {
 	t.Helper()
 	r := &rig{t: t, cdrPath: filepath.Join(t.TempDir(), "cdr.jsonl"), logs: &lockedBuffer{}}
 	port := freePort(t)
 	r.sip = netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))
 	r.caller, r.a, r.b = newPeer(t, "caller", r.sip), newPeer(t, "carrier-a", r.sip), newPeer(t, "carrier-b", r.sip)
-	table := ""
-	for _, rt := range routes {
-		table += "        - " + rt + "\n"
-	}
 	yaml := fmt.Sprintf(`
 listen: ["udp://127.0.0.1:%d"]
 shards: 1
+admin: { listen: "127.0.0.1:0" }
 b2bua: { drain_timeout_secs: 1 }
 trunks:
   - { name: local, trunk_group: cust-trunks, sources: ["127.0.0.1/32"] }
@@ -63,13 +60,9 @@ gateway:
   groups:
     - { name: carrier-a, destinations: [{ uri: "sip:%[2]s", address: "%[2]s" }] }
     - { name: carrier-b, destinations: [{ uri: "sip:%[3]s", address: "%[3]s" }] }
-lcr:
-  static_routes:
-    - prefix: ""
-      routes:
 %[4]s
 cdr: { file: %[5]q }
-`, port, r.a.addr(), r.b.addr(), table, r.cdrPath)
+`, port, r.a.addr(), r.b.addr(), lcr, r.cdrPath)
 	cfg, err := embed.ParseConfig([]byte(yaml))
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, yaml)
@@ -87,6 +80,16 @@ cdr: { file: %[5]q }
 		}
 	})
 	return r
+}
+
+// staticLCR is an lcr: section with one static prefix "" over routes (YAML
+// flow maps), which the table orders by rate.
+func staticLCR(routes ...string) string {
+	s := "lcr:\n  static_routes:\n    - prefix: \"\"\n      routes:\n"
+	for _, r := range routes {
+		s += "        - " + r + "\n"
+	}
+	return s
 }
 
 func (r *rig) shutdown() error {
