@@ -30,15 +30,15 @@ const waitMsg = 3 * time.Second // the longest a message may take to arrive
 const sdp = "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 4000 RTP/AVP 0\r\n"
 
 type rig struct {
-	t          *testing.T
-	srv        *embed.Server
-	sip        netip.AddrPort
-	caller     *peer
-	a, b       *peer
-	cdrPath    string
-	stopOnce   sync.Once
-	logs       *lockedBuffer
-	shutdownEr error
+	t        *testing.T
+	srv      *embed.Server
+	sip      netip.AddrPort
+	caller   *peer
+	a, b     *peer
+	cdrPath  string
+	stopOnce sync.Once
+	logs     *lockedBuffer
+	stopErr  error
 }
 
 // start runs sipedge with policy, the lcr: section given (staticLCR) and
@@ -96,9 +96,9 @@ func (r *rig) shutdown() error {
 	r.stopOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		r.shutdownEr = r.srv.Shutdown(ctx)
+		r.stopErr = r.srv.Shutdown(ctx)
 	})
-	return r.shutdownEr
+	return r.stopErr
 }
 
 // cdr stops sipedge (flushing the CDRs) and returns the only record.
@@ -228,7 +228,8 @@ func (p *peer) expect(prefix string) *parser.Message {
 	select {
 	case s := <-p.in:
 		if !strings.HasPrefix(s, prefix) {
-			p.t.Fatalf("%s: got %q, want %q:\n%s", p.name, s[:strings.Index(s, "\r\n")], prefix, s)
+			first, _, _ := strings.Cut(s, "\r\n")
+			p.t.Fatalf("%s: got %q, want %q:\n%s", p.name, first, prefix, s)
 		}
 		m := new(parser.Message)
 		if err := m.Parse([]byte(s)); err != nil {
