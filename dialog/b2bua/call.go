@@ -137,20 +137,21 @@ type callVars struct {
 
 	// The small fields, together: each Call is a heap object of its own,
 	// and its size class decides ConcurrentCalls' bytes per call.
-	reported   bool    // the outcome of the carrier in flight went to Env.Outcome
-	progress   bool    // the carrier in flight sent 101-199
-	trying     bool    // the carrier in flight sent 100
-	pacing     bool    // waiting for a CPS slot before dialling
-	canceled   bool    // the caller cancelled, or the call no longer wants the B-leg
-	answered   bool    //
-	byeOnAck   bool    // the other side hung up before rtxTo ACKed ok2xx: its BYE waits for the ACK
-	rtxTo      side    // where ok2xx goes: the side that sent the INVITE it answers
-	reinvite   [2]bool // a re-INVITE is in flight from A, from B (glare: 491)
-	cpsRetries uint8   // CPS rejects retried on the carrier in flight
-	maxFwd     uint8   // Max-Forwards for B-leg INVITEs
-	authTries  uint8   // the carrier in flight's challenges answered (answerChallenge)
-	channel    bool    // the carrier in flight counts this call against its limit (Env.TakeChannel)
-	rtxCSeq    uint32  // the CSeq of the INVITE ok2xx answers, which its ACK carries
+	reported     bool    // the outcome of the carrier in flight went to Env.Outcome
+	progress     bool    // the carrier in flight sent 101-199
+	trying       bool    // the carrier in flight sent 100
+	pacing       bool    // waiting for a CPS slot before dialling
+	canceled     bool    // the caller cancelled, or the call no longer wants the B-leg
+	answered     bool    //
+	byeOnAck     bool    // the other side hung up before rtxTo ACKed ok2xx: its BYE waits for the ACK
+	rtxTo        side    // where ok2xx goes: the side that sent the INVITE it answers
+	reinvite     [2]bool // a re-INVITE is in flight from A, from B (glare: 491)
+	cpsRetries   uint8   // CPS rejects retried on the carrier in flight
+	maxFwd       uint8   // Max-Forwards for B-leg INVITEs
+	authTries    uint8   // the carrier in flight's challenges answered (answerChallenge)
+	channel      bool    // the carrier in flight counts this call against its limit (Env.TakeChannel)
+	onFailureRan bool    // Policy.OnFailure ran: it runs once per call
+	rtxCSeq      uint32  // the CSeq of the INVITE ok2xx answers, which its ACK carries
 
 	aInvite []byte          // the caller's INVITE, to build responses from (a pooled buffer)
 	ainv    *parser.Message // it, parsed once (a pooled message); nil once the caller ACKs

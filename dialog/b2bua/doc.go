@@ -45,6 +45,17 @@
 // transaction) and sipedge_late_answers_over_cap_total. Every call ends in
 // one CDR.
 //
+// # Routing policy
+//
+// Env.Policy holds the Go form of a routing script's handlers, each
+// optional and run on the shard: OnInvite sees the Router's Decision (and
+// whether there was none, Decision.NoDecision) and may filter or reorder
+// its routes or reject; OnRouteFailure is told of every failed attempt;
+// OnAnswer of the winning route; OnFailure runs once per call, when every
+// carrier failed, and its FailureAction may pick the caller's response or
+// route the call again. Hooks must not block, nor keep what they are given
+// past their return.
+//
 // # Trunks
 //
 // The trunks are an immutable TrunkSet behind an atomic pointer

@@ -140,6 +140,11 @@ type Decision struct {
 	Code   int // when no route: the response to the caller (503 when 0)
 	Reason string
 	Source string // "lcr", "static", "fallback": for the CDR
+	// NoDecision says the Router had no decision to give (the LCR API
+	// failed and no fallback applied), as against one that rejects the
+	// call: Code and Reason then hold the default answer, 503 Route
+	// Unavailable, which Policy.OnInvite may replace, or clear to route.
+	NoDecision bool
 	// Pending says the decision comes later, through Engine.Decided: the
 	// Router started a lookup off the shard (RouteRequest.Ref names the
 	// call). RouteRequest's byte slices are valid only during the Router
@@ -148,18 +153,43 @@ type Decision struct {
 }
 
 // Policy is a routing policy's hooks: the Go form of the seed's script
-// handlers. Each is optional and runs on the shard.
+// handlers. Each is optional and runs on the shard's goroutine, in the
+// middle of the call's processing: a hook must not block (no I/O, no
+// locks held long), and must not keep the *Call, *RouteRequest or *Route
+// it is given past its return; all are valid only during the hook.
 type Policy struct {
-	// OnInvite may filter or reorder d.Routes, or set d.Code to reject.
+	// OnInvite runs once per new call, with the Router's decision. It may
+	// filter or reorder d.Routes, set d.Code (and d.Reason) to reject, or
+	// clear d.Code and set d.Routes to route a call the Router rejected.
+	// d.Routes may be shared with other calls (a cache entry, the static
+	// table): never change it in place; assign a new slice, which the call
+	// then keeps, unmodified, until it ends.
 	OnInvite func(r *RouteRequest, d *Decision)
 	// OnAnswer runs when a carrier answers.
 	OnAnswer func(c *Call, r *route.Route)
 	// OnRouteFailure runs once per failed attempt, including the last; it
 	// is a notification only.
 	OnRouteFailure func(c *Call, r *route.Route, a route.Attempt)
-	// OnFailure runs once when every carrier failed, with the caller's
-	// code; returning routes tries those instead (a backup trunk).
-	OnFailure func(c *Call, code int, reason string) []route.Route
+	// OnFailure runs once per call, when every carrier failed, with the
+	// code and reason the caller would get; its FailureAction says what
+	// happens instead, if anything. If it routes again and those carriers
+	// fail too, the caller gets their failure: OnFailure does not run a
+	// second time, so a policy cannot loop a call for ever.
+	OnFailure func(c *Call, code int, reason string) FailureAction
+}
+
+// FailureAction is Policy.OnFailure's answer. The zero value keeps the
+// default: the caller gets the sequence's code and reason.
+type FailureAction struct {
+	// Routes, when not empty, are tried next, in order (a backup trunk):
+	// the call's attempts so far stay in its CDR's lcr_attempts. The
+	// slice is kept, unmodified, until the call ends.
+	Routes []route.Route
+	// Code, when Routes is empty, is the caller's final response instead,
+	// with Reason (the code's standard phrase when empty). Only failure
+	// codes (300-699) are taken; any other is ignored.
+	Code   int
+	Reason string
 }
 
 // Engine is one shard's B2BUA. See the package documentation.

@@ -108,18 +108,24 @@ func (e *Engine) carryOut(c *Call, st route.Step) {
 			return
 		case route.StepFail:
 			e.stopSequence(c)
-			if e.env.Policy.OnFailure != nil {
-				if routes := e.env.Policy.OnFailure(c, st.Code, st.Reason); len(routes) > 0 {
-					c.seq.Restart(routes, e.cfg.Sequence)
+			code, reason := st.Code, st.Reason
+			if e.env.Policy.OnFailure != nil && !c.onFailureRan {
+				c.onFailureRan = true
+				act := e.env.Policy.OnFailure(c, code, reason)
+				if len(act.Routes) > 0 {
+					c.seq.Restart(act.Routes, e.cfg.Sequence)
 					st = c.seq.Next(e.now)
 					continue
 				}
+				if act.Code >= 300 && act.Code <= 699 {
+					// The policy's own response: not the carrier's relayed.
+					code, reason, e.failure = act.Code, act.Reason, nil
+				}
 			}
-			reason := st.Reason
 			if reason == "" {
-				reason = defaultReason(st.Code)
+				reason = defaultReason(code)
 			}
-			e.failCall(c, st.Code, reason)
+			e.failCall(c, code, reason)
 			return
 		}
 	}

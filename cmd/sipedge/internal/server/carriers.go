@@ -51,6 +51,33 @@ func (p *carrierPolicy) hooks() b2bua.Policy {
 	return b2bua.Policy{OnAnswer: p.answered, OnRouteFailure: p.failed}
 }
 
+// chainPolicy runs the server's own hooks, then the embedder's: a policy
+// given to NewWithPolicy adds to the per-carrier metrics, never replaces
+// them. own sets only the notifications (OnAnswer, OnRouteFailure); the
+// decisions (OnInvite, OnFailure) are user's alone.
+func chainPolicy(own, user b2bua.Policy) b2bua.Policy {
+	p := user
+	switch {
+	case user.OnAnswer == nil:
+		p.OnAnswer = own.OnAnswer
+	case own.OnAnswer != nil:
+		p.OnAnswer = func(c *b2bua.Call, r *route.Route) {
+			own.OnAnswer(c, r)
+			user.OnAnswer(c, r)
+		}
+	}
+	switch {
+	case user.OnRouteFailure == nil:
+		p.OnRouteFailure = own.OnRouteFailure
+	case own.OnRouteFailure != nil:
+		p.OnRouteFailure = func(c *b2bua.Call, r *route.Route, a route.Attempt) {
+			own.OnRouteFailure(c, r, a)
+			user.OnRouteFailure(c, r, a)
+		}
+	}
+	return p
+}
+
 func (p *carrierPolicy) answered(c *b2bua.Call, r *route.Route) {
 	p.count(r.CarrierID, 200, true)
 	s := c.Summary()

@@ -82,11 +82,12 @@ func routeOf(r config.Route) route.Route {
 
 // decisionOf applies the seed's default policy to a decision: no decision
 // (API down, no fallback) is 503 Route Unavailable, an API reject its code,
-// no routes 404 No Route.
+// no routes 404 No Route. No decision is marked as such, for a policy's
+// OnInvite to tell it from an API reject with 503.
 func decisionOf(d lcr.Decision) b2bua.Decision {
 	switch {
 	case d.NoDecision:
-		return b2bua.Decision{Code: 503, Reason: "Route Unavailable"}
+		return b2bua.Decision{Code: 503, Reason: "Route Unavailable", NoDecision: true}
 	case d.Reject != nil:
 		return b2bua.Decision{Code: d.Reject.Code, Reason: d.Reject.Reason}
 	case len(d.Routes) == 0:

@@ -9,6 +9,7 @@ import (
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/route"
+	"github.com/sipedge/sipedge/route/lcr"
 )
 
 // A route without a usable gateway group goes to its next_hop, else to its
@@ -117,5 +118,21 @@ func TestDialledHopsBounded(t *testing.T) {
 	}
 	if !h.has(netip.AddrFrom4([4]byte{10, 0, 0, 1})) || h.has(netip.AddrFrom4([4]byte{10, 0, 39, 16})) {
 		t.Errorf("the first hop should be kept and the %dth not", maxDialledHops+1)
+	}
+}
+
+// The default policy's decisions: no decision is 503 Route Unavailable
+// marked NoDecision, which an API reject with 503 is not.
+func TestDecisionOf(t *testing.T) {
+	none := decisionOf(lcr.Decision{NoDecision: true})
+	if none.Code != 503 || none.Reason != "Route Unavailable" || !none.NoDecision {
+		t.Errorf("no decision: %+v, want 503 Route Unavailable, NoDecision", none)
+	}
+	rej := decisionOf(lcr.Decision{Reject: &lcr.Reject{Code: 503, Reason: "Route Unavailable"}, Source: lcr.SourceLCR})
+	if rej.Code != 503 || rej.NoDecision {
+		t.Errorf("API reject: %+v, want 503 without NoDecision", rej)
+	}
+	if d := decisionOf(lcr.Decision{Source: lcr.SourceLCR}); d.Code != 404 || d.Reason != "No Route" || d.NoDecision {
+		t.Errorf("no routes: %+v, want 404 No Route", d)
 	}
 }

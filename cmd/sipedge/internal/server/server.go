@@ -36,6 +36,7 @@ import (
 type Server struct {
 	cfg     *config.Config
 	log     *slog.Logger
+	policy  b2bua.Policy // the embedder's hooks, chained after the server's own
 	rt      *shard.Server
 	engines []*b2bua.Engine
 	cdr     *cdr.Writer
@@ -72,10 +73,18 @@ type Server struct {
 
 // New builds a server from a validated configuration; Start runs it.
 func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
+	return NewWithPolicy(cfg, log, b2bua.Policy{})
+}
+
+// NewWithPolicy is New with a routing policy's hooks (see b2bua.Policy),
+// which run besides the server's own: OnAnswer and OnRouteFailure after
+// its per-carrier metrics (carriers.go), OnInvite and OnFailure alone.
+// The hooks run on the shards' goroutines, several at once.
+func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{cfg: cfg, log: log, runtimeSet: metrics.NewSet(), engineSet: metrics.NewSet(),
+	s := &Server{cfg: cfg, log: log, policy: policy, runtimeSet: metrics.NewSet(), engineSet: metrics.NewSet(),
 		cdrSet: metrics.NewSet(), lcrSet: metrics.NewSet(), healthSet: metrics.NewSet(), cpsSet: metrics.NewSet(),
 		adminSet: metrics.NewSet()}
 	s.reloadsOK = s.adminSet.NewCounter(`sipedge_config_reloads_total{result="ok"}`)
@@ -341,7 +350,7 @@ func (s *Server) newShardApp(sh *shard.Shard) (shard.Handler, error) {
 		Resolve:        a.resolve,
 		Outcome:        a.outcome,
 		Pace:           a.pace,
-		Policy:         a.carriers.hooks(),
+		Policy:         chainPolicy(a.carriers.hooks(), s.policy),
 		Admit:          a.admit,
 		CPSReject:      a.cpsReject,
 		TakeChannel:    s.channels.take,
@@ -461,15 +470,19 @@ func (s *Server) wall(sh *shard.Shard, d time.Duration) time.Time {
 	return time.Now().Add(d - sh.Now())
 }
 
-// Start opens the SIP sockets and the admin API.
+// Start opens the SIP sockets and the admin API. On an error it releases
+// what New built (a program embedding sipedge goes on running), and the
+// Server is not to be used again.
 func (s *Server) Start() error {
 	if err := s.rt.Start(); err != nil {
+		s.closeParts(context.Background())
 		return err
 	}
 	s.health.Start()
 	if !s.cfg.Admin.Listen.IsZero() {
 		if err := s.startAdmin(); err != nil {
 			s.rt.Shutdown(context.Background(), nil)
+			s.closeParts(context.Background())
 			return err
 		}
 	}
