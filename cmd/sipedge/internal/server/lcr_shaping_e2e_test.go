@@ -77,9 +77,13 @@ func headerValues(m *parser.Message, name string) []string {
 // through the tag-preserving identity path", and a PAI or Privacy from
 // headers would bypass CLIR.
 func TestLCRRouteHeadersAlwaysLand(t *testing.T) {
-	rt := `{ carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004, caller_id_presentation: restricted,
-	headers: { x-account: "route-42", Subject: "route-subject", P-Asserted-Identity: "<sip:+13105550999@10.1.1.1>", Privacy: none } }`
-	r := newLCR(t, lcrOpts{lcr: staticLCR(rt), b2bua: "header_policy: { allow: [Supported, X-Account, Subject, X-Tag] }"})
+	// From the API: a static route's identity header fails at start
+	// (TestRejects), an API's is refused call by call.
+	api := newLCRAPI(t, 200, `{"routes":[{"carrier_id":"carrier-a","gateway_group":"carrier-a","rate":0.004,`+
+		`"caller_id_presentation":"restricted","headers":{"x-account":"route-42","Subject":"route-subject",`+
+		`"P-Asserted-Identity":"<sip:+13105550999@10.1.1.1>","Privacy":"none"}}]}`)
+	r := newLCR(t, lcrOpts{lcr: fmt.Sprintf("lcr: { api_url: %q, timeout_ms: 1000 }", api.url()),
+		b2bua: "header_policy: { allow: [Supported, X-Account, Subject, X-Tag] }"})
 	c := r.call(dialed, "X-Account: caller-7\r\ns: caller-subject\r\nX-ACCOUNT: caller-8\r\nX-Tag: t1\r\n")
 	inv := c.invite(r.a, dialed)
 	if got := headerValues(inv, "X-Account"); !slices.Equal(got, []string{"route-42"}) {
