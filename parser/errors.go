@@ -92,10 +92,23 @@ var (
 func Answer(m *Message, err error) (code int, reason string, drop bool) {
 	var e *Error
 	if !errors.As(err, &e) {
-		return 500, "Server Internal Error", m.IsResponse() || m.method == MethodAck
+		return 500, "Server Internal Error", m.IsResponse() || m.IsAck()
 	}
 	if m.IsResponse() {
 		return 0, e.Reason, true
 	}
-	return e.Code, e.Reason, m.method == MethodAck
+	return e.Code, e.Reason, m.IsAck()
+}
+
+// IsAck reports whether m is an ACK: by its method, or by its CSeq when
+// the Request-Line failed before its method was read.
+func (m *Message) IsAck() bool {
+	if m.method == MethodAck {
+		return true
+	}
+	if m.methodS.end != 0 {
+		return false
+	}
+	c, err := m.CSeq()
+	return err == nil && c.Method == MethodAck
 }

@@ -138,7 +138,8 @@ func (m *Message) reset(buf []byte) {
 //
 // On error the Message is partially filled: IsResponse tells whether the
 // start line was a response's, which decides between answering and dropping
-// (see Answer).
+// (see Answer). After a bad Request-Line the headers are parsed all the
+// same, as far as they parse, so that the request can be answered.
 func (m *Message) Parse(buf []byte) error { return m.ParseLimits(buf, &DefaultLimits) }
 
 // ParseLimits is Parse with explicit limits.
@@ -174,6 +175,14 @@ func (m *Message) ParseLimits(buf []byte, lim *Limits) error {
 			if m.response {
 				err = ErrBadStatusLine
 			}
+			return err
+		}
+		if !m.response {
+			// A request with a bad Request-Line is still answered (RFC 3261
+			// 21.5.7 505, 21.4.12 414, 400 else): the headers a response
+			// copies are parsed, as far as they parse, and the start
+			// line's error is the one reported.
+			_, _ = m.parseHeaders(buf, next, lim)
 		}
 		return err
 	}

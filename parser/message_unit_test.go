@@ -3,6 +3,7 @@ package parser
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -759,6 +760,46 @@ func TestUnitAnswer(t *testing.T) {
 	if code, _, drop := Answer(&Message{}, errors.New("other")); code != 500 || drop {
 		t.Errorf("foreign error: %d %v", code, drop)
 		return
+	}
+}
+
+// After a bad Request-Line the headers are parsed all the same, so that the
+// request can be answered with the start line's code; an ACK is known by
+// its CSeq when the method itself could not be read.
+func TestUnitBadRequestLineKeepsHeaders(t *testing.T) {
+	const hdrs = "Via: SIP/2.0/UDP h;branch=z9hG4bK1\r\nCall-ID: c1\r\nCSeq: 7 %s\r\nContent-Length: 0\r\n\r\n"
+	f := func(start, cseqMethod string, wantErr error, wantAck bool) {
+		t.Helper()
+		var m Message
+		err := m.Parse([]byte(start + "\r\n" + fmt.Sprintf(hdrs, cseqMethod)))
+		if err != wantErr {
+			t.Errorf("%q: error %v, want %v", start, err, wantErr)
+			return
+		}
+		var via Via
+		if m.TopVia(&via) != nil || string(via.Branch) != "z9hG4bK1" || string(m.CallID()) != "c1" {
+			t.Errorf("%q: headers not parsed after the start line failed", start)
+		}
+		if m.IsAck() != wantAck {
+			t.Errorf("%q: IsAck %v, want %v", start, m.IsAck(), wantAck)
+		}
+		if _, _, drop := Answer(&m, err); drop != wantAck {
+			t.Errorf("%q: drop %v, want %v", start, drop, wantAck)
+		}
+	}
+	f("INVITE <sip:a@b> SIP/2.0", "INVITE", ErrBadRequestLine, false)
+	f("INVITE  sip:a@b SIP/2.0", "INVITE", ErrBadRequestLine, false)
+	f("INVITE sip:a@b SIP/2.0  ", "INVITE", ErrBadVersion, false)
+	f("OPTIONS sip:a@b SIP/7.0", "OPTIONS", ErrVersion, false)
+	f("OPTIONS sip:"+strings.Repeat("a", 600)+" SIP/2.0", "OPTIONS", ErrURITooLong, false)
+	f("ACK  sip:a@b SIP/2.0", "ACK", ErrBadRequestLine, true)    // method read, URI not
+	f("AC\x01K sip:a@b SIP/2.0", "ACK", ErrBadRequestLine, true) // method unreadable: the CSeq says
+	f("INV\x01TE sip:a@b SIP/2.0", "INVITE", ErrBadRequestLine, false)
+	// A header that fails after a bad start line does not hide the start
+	// line's error.
+	var m Message
+	if err := m.Parse([]byte("OPTIONS sip:a@b SIP/7.0\r\nVia: SIP/2.0/UDP h;branch=z9hG4bK1\r\nBad Header\r\n\r\n")); err != ErrVersion {
+		t.Errorf("start line error lost: %v", err)
 	}
 }
 

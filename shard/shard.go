@@ -192,14 +192,28 @@ func (s *Server) OwnerOf(callID []byte) int {
 	return int(xxhash.Sum64(callID) % uint64(len(s.shards)))
 }
 
-// receive handles a message parsed on this loop: validation, then delivery
-// here or hand-over to the Call-ID's owner.
-func (sh *Shard) receive(m *parser.Message, from Peer) {
-	m.SetSource(from.Addr) // responses stamp it on the top Via (RFC 3261 18.2.1)
-	if err := m.Validate(sh.srv.cfg.Supported); err != nil {
+// Inspect runs what the server runs on every message it receives before
+// it reaches a handler: Parse with the limits, then Validate with the
+// option tags the server supports. A message it fails is answered or
+// dropped as Reply says. `sipedge check-msg` runs it too, so that its
+// verdict is the server's.
+func Inspect(m *parser.Message, buf []byte, lim *parser.Limits, supported []string) error {
+	if err := m.ParseLimits(buf, lim); err != nil {
+		return err
+	}
+	return m.Validate(supported)
+}
+
+// receive handles one received message (a datagram, or a framed stream
+// message) on this loop: Inspect, then delivery here or hand-over to the
+// Call-ID's owner, or the stateless answer to a malformed request.
+func (sh *Shard) receive(buf []byte, from Peer) {
+	m := &sh.msg
+	if err := Inspect(m, buf, &sh.srv.cfg.Limits, sh.srv.cfg.Supported); err != nil {
 		sh.reject(m, err, from)
 		return
 	}
+	m.SetSource(from.Addr) // responses stamp it on the top Via (RFC 3261 18.2.1)
 	sh.m.countIn(m)
 	sh.dispatch(m, from)
 }
@@ -243,19 +257,35 @@ func (sh *Shard) reject(m *parser.Message, err error, from Peer) {
 	if !reply {
 		return
 	}
-	var via parser.Via
-	_ = m.TopVia(&via) // Reply read it
 	// A To tag, as on every response but a 100 (RFC 3261 8.2.6.2).
 	sh.tag = strconv.AppendUint(sh.tag[:0], rand.Uint64(), 36)
-	b := parser.AppendResponse(sh.out[:0], m, code, reason, sh.tag)
+	sh.out = AppendReject(sh.out[:0], m, code, reason, sh.tag, sh.srv.cfg.Supported)
+	sh.Send(RejectTarget(m, from), sh.out)
+}
+
+// AppendReject appends the stateless answer Reply decided on to dst: the
+// response to m with code and reason, To-tagged with tag; a 420 names the
+// unsupported option tags (RFC 3261 8.2.2.3).
+func AppendReject(dst []byte, m *parser.Message, code int, reason string, tag []byte, supported []string) []byte {
+	dst = parser.AppendResponse(dst, m, code, reason, tag)
 	if code == 420 {
-		b = append(b, "Unsupported: "...)
-		b = parser.AppendUnsupported(b, m, sh.srv.cfg.Supported)
-		b = append(b, "\r\n"...)
+		dst = append(dst, "Unsupported: "...)
+		dst = parser.AppendUnsupported(dst, m, supported)
+		dst = append(dst, "\r\n"...)
 	}
-	b = parser.AppendBody(b, "", nil)
-	sh.out = b
-	sh.Send(ResponseTarget(&via, from), b)
+	return parser.AppendBody(dst, "", nil)
+}
+
+// RejectTarget returns where the stateless answer to m, from peer, goes:
+// where its top Via says (ResponseTarget); for a 505, whose top Via is of
+// another SIP version that this one cannot read, the address and port the
+// request came from.
+func RejectTarget(m *parser.Message, from Peer) Peer {
+	var via parser.Via
+	if m.TopVia(&via) != nil {
+		return from
+	}
+	return ResponseTarget(&via, from)
 }
 
 // Reply tells what the runtime does with a message that failed Parse or
@@ -265,11 +295,11 @@ func (sh *Shard) reject(m *parser.Message, err error, from Peer) {
 // or one whose answer would echo a control character (echoable).
 func Reply(m *parser.Message, err error) (code int, reason string, reply bool) {
 	code, reason, drop := parser.Answer(m, err)
-	if drop || m.Get(parser.HeaderVia) == nil {
+	if drop || m.Get(parser.HeaderVia) == nil || !echoable(m) {
 		return code, reason, false
 	}
 	var via parser.Via
-	if m.TopVia(&via) != nil || !echoable(m) {
+	if m.TopVia(&via) != nil && code != 505 {
 		return code, reason, false
 	}
 	return code, reason, true
@@ -387,11 +417,7 @@ func (sh *Shard) readUDP(c gnet.Conn) {
 	if IsKeepAlive(buf) {
 		return // RFC 5626 over UDP is STUN, not CRLF; stray CRLFs are ignored
 	}
-	if err := sh.msg.ParseLimits(buf, &sh.srv.cfg.Limits); err != nil {
-		sh.reject(&sh.msg, err, from)
-		return
-	}
-	sh.receive(&sh.msg, from)
+	sh.receive(buf, from)
 }
 
 // IsKeepAlive reports whether a datagram is a stray keep-alive, up to four

@@ -152,11 +152,7 @@ func (sh *Shard) readTCP(tc *tcpConn) gnet.Action {
 		case parser.FramePing:
 			sh.writeTCP(tc.id, crlf) // RFC 5626 4.4.1: CRLFCRLF ping, CRLF pong
 		case parser.FrameMessage:
-			if err := sh.msg.ParseLimits(buf[:n], lim); err != nil {
-				sh.reject(&sh.msg, err, tc.peer)
-			} else {
-				sh.receive(&sh.msg, tc.peer)
-			}
+			sh.receive(buf[:n], tc.peer)
 		}
 		_, _ = c.Discard(n)
 		tc.partial = -1

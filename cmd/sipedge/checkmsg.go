@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"io"
@@ -49,7 +50,9 @@ func checkMsgCmd(args []string, stdout, stderr io.Writer) int {
 
 // checkMessage returns the verdict on one received message: "ok METHOD",
 // "ok CODE", "reject CODE REASON" or "drop REASON", as the server decides
-// it (shard.Reply) with the default limits.
+// it (shard.Inspect, shard.Reply) with the default limits. Over TCP the
+// message is framed first, past the CRLF keep-alives before it (RFC 5626
+// 4.4.1, RFC 3261 7.5), as the server frames a stream.
 func checkMessage(buf []byte, stream bool) (string, bool) {
 	switch {
 	case !stream && len(buf) > parser.DefaultLimits.MaxMessageSize:
@@ -58,26 +61,29 @@ func checkMessage(buf []byte, stream bool) (string, bool) {
 		return "ok keep-alive", true
 	}
 	if stream {
-		kind, n, err := parser.Frame(buf, parser.DefaultLimits.MaxMessageSize)
-		switch {
-		case err != nil:
-			return "drop " + err.(*parser.Error).Reason + " (framing error: the connection is closed)", false
-		case kind == parser.FrameNeedMore:
-			return "drop Incomplete Message (the server waits for more, then closes the connection)", false
-		case kind != parser.FrameMessage:
-			return "ok keep-alive", true
+		for {
+			kind, n, err := parser.Frame(buf, parser.DefaultLimits.MaxMessageSize)
+			switch {
+			case err != nil:
+				return "drop " + err.(*parser.Error).Reason + " (framing error: the connection is closed)", false
+			case kind == parser.FrameNeedMore && allCRLF(buf):
+				return "ok keep-alive", true // nothing but keep-alives
+			case kind == parser.FrameNeedMore:
+				return "drop Incomplete Message (the server waits for more, then closes the connection)", false
+			case kind == parser.FrameMessage:
+				buf = buf[:n]
+			default: // a keep-alive before the message
+				buf = buf[n:]
+				continue
+			}
+			break
 		}
-		buf = buf[:n]
 	}
 	var m parser.Message
-	err := m.Parse(buf)
-	if err == nil {
-		err = m.Validate(supportedOptionTags)
-	}
-	if err != nil {
+	if err := shard.Inspect(&m, buf, &parser.DefaultLimits, supportedOptionTags); err != nil {
 		code, reason, reply := shard.Reply(&m, err)
 		if !reply {
-			return "drop " + reason, false
+			return "drop " + reason + dropWhy(&m), false
 		}
 		return fmt.Sprintf("reject %d %s", code, reason), false
 	}
@@ -85,4 +91,23 @@ func checkMessage(buf []byte, stream bool) (string, bool) {
 		return fmt.Sprintf("ok %d", m.StatusCode()), true
 	}
 	return "ok " + string(m.MethodBytes()), true
+}
+
+// allCRLF reports whether b holds nothing but CR and LF bytes.
+func allCRLF(b []byte) bool {
+	return len(bytes.Trim(b, "\r\n")) == 0
+}
+
+// dropWhy says why a malformed message the server drops gets no answer.
+func dropWhy(m *parser.Message) string {
+	var via parser.Via
+	switch {
+	case m.IsResponse():
+		return " (a response is never answered: RFC 3261 18.1.2)"
+	case m.IsAck():
+		return " (an ACK is never answered: RFC 3261 17.1.1.3)"
+	case m.Get(parser.HeaderVia) == nil || m.TopVia(&via) != nil:
+		return " (no readable Via to answer to: RFC 3261 18.2.2)"
+	}
+	return " (the answer would echo a control character)"
 }
