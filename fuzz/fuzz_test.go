@@ -223,6 +223,7 @@ func FuzzParse(f *testing.F) {
 			if err != nil || !equalInts(st.d1, st.d2) {
 				t.Fatalf("small limits accept what default limits reject (%v), or differently", err)
 			}
+			checkWithin(t, dirty, &smallLimits)
 		}
 
 		if err != nil {
@@ -259,13 +260,35 @@ func checkParseError(t *testing.T, data []byte, m *parser.Message, err error) {
 		if !drop || code != 0 {
 			t.Fatalf("Answer for a response: %d %q drop=%v, want dropped", code, reason, drop)
 		}
-	} else if ack := m.Method() == parser.MethodAck; drop != ack || code != e.Code || reason != e.Reason {
+	} else if ack := m.IsAck(); drop != ack || code != e.Code || reason != e.Reason {
 		// An ACK is never answered (RFC 3261 17.1.1.3, 13.2.2.4).
 		t.Fatalf("Answer for a request (ACK %v): %d %q drop=%v, want %d %q drop=%v", ack, code, reason, drop, e.Code, e.Reason, ack)
 	}
 	if startsLikeResponse(data) && !drop {
 		t.Fatalf("a response (%q) failing Parse with %v would be answered %d, not dropped (RFC 3261 18.1.2)",
 			trunc(data), err, code)
+	}
+}
+
+// checkWithin fails the test when a message Parse accepted breaks one of
+// the limits it was parsed with.
+func checkWithin(t *testing.T, m *parser.Message, lim *parser.Limits) {
+	if n := len(m.Bytes()); n > lim.MaxMessageSize {
+		t.Fatalf("accepted %d bytes, limit %d", n, lim.MaxMessageSize)
+	}
+	if n := m.NumHeaders(); n > lim.MaxHeaders {
+		t.Fatalf("accepted %d header values, limit %d", n, lim.MaxHeaders)
+	}
+	if n := m.Count(parser.HeaderVia); n > lim.MaxVias {
+		t.Fatalf("accepted %d Via values, limit %d", n, lim.MaxVias)
+	}
+	if n := len(m.RequestURI()); n > lim.MaxURILength {
+		t.Fatalf("accepted a %d-byte Request-URI, limit %d", n, lim.MaxURILength)
+	}
+	for i := range m.NumHeaders() {
+		if h := m.HeaderAt(i); len(h.Value) > lim.MaxHeaderLine {
+			t.Fatalf("accepted a %d-byte %s value, limit %d on the line", len(h.Value), h.Name, lim.MaxHeaderLine)
+		}
 	}
 }
 

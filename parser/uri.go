@@ -100,6 +100,9 @@ func ParseURI(b []byte, u *URI) error {
 		return ErrBadURI
 	}
 	u.Host = b[:i]
+	if !validHost(u.Host) {
+		return ErrBadURI
+	}
 	if i < len(b) && b[i] == ':' {
 		// 1*DIGIT up to 65535, read in the pass that finds the digits.
 		start := i + 1

@@ -65,10 +65,8 @@ func ParseVia(b []byte, v *Via) error {
 		return ErrBadVia
 	}
 	v.Host = b[hs:i]
-	if v.Host[0] == '[' { // an IPv6 reference: check what is inside the brackets
-		if ipv6RefEnd(v.Host) < 0 {
-			return ErrBadVia
-		}
+	if !validHost(v.Host) {
+		return ErrBadVia
 	}
 	i = skipLWS(b, i)
 	if i < len(b) && b[i] == ':' {
@@ -127,6 +125,12 @@ func ParseVia(b []byte, v *Via) error {
 			case w == 0x6464616d && name[4]|0x20 == 'r':
 				v.Maddr = value
 			case w == 0x726f7072 && name[4]|0x20 == 't':
+				// response-port = "rport" [EQUAL 1*DIGIT] (RFC 3581 3)
+				if len(value) > 0 {
+					if _, end, ok := readPort(value, 0); !ok || end != len(value) {
+						return ErrBadVia
+					}
+				}
 				v.RPort, v.HasRPort = value, true
 			}
 		}

@@ -67,7 +67,7 @@ func TestUnitParseVia(t *testing.T) {
 	// (ParseVia compares the known names a word at a time).
 	f("SIP/2.0/UDP host;brancH=b;bRanch=c;branck=x;pranch=x;branch1=x;brnch=x", "UDP", "host", 0, "c", "", "", false, "")
 	f("SIP/2.0/UDP host;receiveD=r;receivee=x;deceived=x;receivedd=x;recv=x", "UDP", "host", 0, "", "r", "", false, "")
-	f("SIP/2.0/UDP host;maddR=m;maddx=x;nADDR=x;Rport=p;rporx=x;sport=x;rport_=x", "UDP", "host", 0, "", "", "m", true, "p")
+	f("SIP/2.0/UDP host;maddR=m;maddx=x;nADDR=x;Rport=5;rporx=x;sport=x;rport_=x", "UDP", "host", 0, "", "", "m", true, "5")
 	f("SIP/2.0/UDP host;madd=x;rpor=x;rport-=x;bran=x;branc=x", "UDP", "host", 0, "", "", "", false, "")
 	f(`SIP/2.0/UDP host;branch=z9hG4bK1;x="quoted;value";hide;ttl=1`, "UDP", "host", 0, "z9hG4bK1", "", "", false, "")
 	f("SIP/2.0/UDP 255.255.255.255;branch=z9hG4bK1", "UDP", "255.255.255.255", 0, "z9hG4bK1", "", "", false, "") // RFC 4475 3.3.10
@@ -128,6 +128,13 @@ func TestUnitParseViaErrors(t *testing.T) {
 	f("SIP/2.0/UDP host;branch=;rport")
 	f("SIP/2.0/UDP host;branch=a;rport;")
 	f("SIP/2.0/UDP host;branch=a;rport ;")
+	f("SIP/2.0/UDP host;rport=x")     // response-port = "rport" [EQUAL 1*DIGIT] (RFC 3581 3)
+	f("SIP/2.0/UDP host;rport=65536") // a port
+	f("SIP/2.0/UDP a..b;branch=z9hG4bK1")
+	f("SIP/2.0/UDP -a;branch=z9hG4bK1")
+	f("SIP/2.0/UDP 1.2.3.4.5;branch=z9hG4bK1")
+	f("SIP/2.0/UDP [::1;branch=z9hG4bK1")
+	f("SIP/2.0/UDP [1::2::3];branch=z9hG4bK1")
 	f(`SIP/2.0/UDP host;x="unterminated`)
 	f("SIP/2.0/UDP host;branch=z9hG4bK1,SIP/2.0/UDP other") // one value holds no comma
 	f("SIP/2.0/UDP [2001:db8::1")
