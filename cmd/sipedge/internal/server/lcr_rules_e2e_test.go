@@ -1,0 +1,54 @@
+package server
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/sipedge/sipedge/parser"
+)
+
+// LCR end-to-end tests, one per rule of the seed (issue 6) not covered by
+// lcr_e2e_test.go and lcr_shaping_e2e_test.go: a scripted caller and two
+// scripted carriers around a real Server over loopback, the routing API a
+// real HTTP server. See lcr_e2e_helpers_test.go.
+
+// apiLCR is an lcr: section asking api, with more keys of the flow map
+// ("fallback_gateway_group: carrier-b"), "" for none.
+func apiLCR(api *lcrAPI, more string) string {
+	s := fmt.Sprintf("lcr: { api_url: %q, timeout_ms: 1000", api.url())
+	if more != "" {
+		s += ", " + more
+	}
+	return s + " }"
+}
+
+// TestLCRUndialableTailOwn503: seed, Sequential failover: "When the
+// sequence moves on and none of the carriers left can be dialled, it ends
+// on them: the caller ... get[s] siphon's own 503, whatever the carrier
+// before them did ... a carrier's 503 is not turned into 500. Each of those
+// carriers is its own 503 attempt, with dialed: False."
+func TestLCRUndialableTailOwn503(t *testing.T) {
+	api := newLCRAPI(t, 200, `{"routes":[`+
+		`{"carrier_id":"carrier-a","gateway_group":"carrier-a","rate":0.004},`+
+		`{"carrier_id":"ghost","gateway_group":"no-such-group","rate":0.005}]}`)
+	r := newLCR(t, lcrOpts{lcr: apiLCR(api, "")})
+	c := r.call(dialed, "")
+	inv := c.invite(r.a, dialed)
+	// carrier-a's 503 has a phrase and a Reason (relayed on a carrier's
+	// failure) of its own, to tell it from sipedge's.
+	r.a.send(string(parser.AppendBody(append(parser.AppendResponse(nil, inv, 503, "Carrier Congested", []byte("btag9")),
+		"Reason: Q.850;cause=34\r\n"...), "", nil)))
+	r.a.expect("ACK "+string(inv.RequestURI())+" SIP/2.0", waitMsg)
+	// A 500 here would be carrier-a's 503 forwarded (RFC 3261 16.7).
+	m := c.final(503)
+	if got := firstLine(string(m.Bytes())); got != "SIP/2.0 503 Service Unavailable" || m.Get(parser.HeaderReason) != nil {
+		t.Errorf("caller got %q with Reason %q, want sipedge's own 503 Service Unavailable, nothing of carrier-a's:\n%s",
+			got, hdr(m, parser.HeaderReason), m.Bytes())
+	}
+	r.b.expectNothing(quiet)
+
+	rec := r.cdrOf(c.u.callID)
+	checkCDR(t, rec, 503, "")
+	checkFields(t, rec, map[string]any{"final_reason": "Service Unavailable"})
+	checkAttempts(t, rec, wantAttempt{"carrier-a", 503, true, ""}, wantAttempt{"ghost", 503, false, "unknown_group"})
+}
