@@ -52,3 +52,29 @@ func TestLCRUndialableTailOwn503(t *testing.T) {
 	checkFields(t, rec, map[string]any{"final_reason": "Service Unavailable"})
 	checkAttempts(t, rec, wantAttempt{"carrier-a", 503, true, ""}, wantAttempt{"ghost", 503, false, "unknown_group"})
 }
+
+// TestLCRUnknownGroupUsesNextHop: seed, Gateway integration: "If the API
+// names a gateway_group siphon doesn't know ..., siphon warns and falls
+// back to the route's next_hop if it has one". The API, since a static
+// route is checked at start.
+func TestLCRUnknownGroupUsesNextHop(t *testing.T) {
+	api := newLCRAPI(t, 200, `{"routes":[]}`)
+	r := newLCR(t, lcrOpts{lcr: apiLCR(api, "")})
+	// carrier-b's socket, reached by its address alone.
+	api.mu.Lock()
+	api.body = fmt.Sprintf(`{"routes":[{"carrier_id":"hop","gateway_group":"no-such-group","next_hop":"sip:%s","rate":0.003}]}`, r.b.addr())
+	api.mu.Unlock()
+	c := r.call(dialed, "")
+	inv := c.invite(r.b, dialed)
+	r.a.expectNothing(0)
+	c.answer(r.b, inv)
+	c.bye(r.b)
+	if len(logLines(r.logs.String(), "route names an unknown gateway_group", "level=WARN", "carrier=hop", "gateway_group=no-such-group")) != 1 {
+		t.Error("the unknown gateway_group is not warned about")
+	}
+
+	rec := r.cdrOf(c.u.callID)
+	checkCDR(t, rec, 200, "caller")
+	checkFields(t, rec, map[string]any{"carrier_id": "hop", "rate": 0.003, "route_source": "lcr"})
+	checkAttempts(t, rec)
+}
