@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/sipedge/sipedge/parser"
@@ -77,4 +78,51 @@ func TestLCRUnknownGroupUsesNextHop(t *testing.T) {
 	checkCDR(t, rec, 200, "caller")
 	checkFields(t, rec, map[string]any{"carrier_id": "hop", "rate": 0.003, "route_source": "lcr"})
 	checkAttempts(t, rec)
+}
+
+// TestLCRRerouteCausesPrecedence: seed, Reroute causes: the reroute set
+// is overridden "at three levels (most specific wins)": lcr.reroute_causes,
+// gateway.groups[].reroute_causes, the route's reroute_causes. Here global
+// [480, 503], carrier-a's group [404, 503], and carrier-b's group none.
+func TestLCRRerouteCausesPrecedence(t *testing.T) {
+	// rig has the global and carrier-a's group causes, over routes.
+	rig := func(t *testing.T, routes ...string) *lcrRig {
+		l := strings.Replace(staticLCR(routes...), "lcr:\n", "lcr:\n  reroute_causes: [480, 503]\n", 1)
+		return newLCR(t, lcrOpts{lcr: l, groupA: "reroute_causes: [404, 503]"})
+	}
+	// failsOver: carrier p's code moves the call to carrier q, which
+	// answers 486, forwarded.
+	failsOver := func(t *testing.T, r *lcrRig, p, q *sipPeer, code int) {
+		t.Helper()
+		c := r.call(dialed, "")
+		c.reject(p, c.invite(p, dialed), code, "Failed")
+		c.reject(q, c.invite(q, dialed), 486, "Busy Here")
+		c.final(486)
+	}
+	// forwarded: carrier p's code goes to the caller as it is; q is not tried.
+	forwarded := func(t *testing.T, r *lcrRig, p, q *sipPeer, code int) {
+		t.Helper()
+		c := r.call(dialed, "")
+		c.reject(p, c.invite(p, dialed), code, "Failed")
+		c.final(code)
+		q.expectNothing(quiet)
+	}
+	t.Run("route-over-group", func(t *testing.T) {
+		a := `{ carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004, reroute_causes: [486] }`
+		r := rig(t, a, yRouteB)
+		failsOver(t, r, r.a, r.b, 486)
+		forwarded(t, r, r.a, r.b, 404) // the group's, which the route overrides
+	})
+	t.Run("group-over-global", func(t *testing.T) {
+		r := rig(t, yRouteA, yRouteB)
+		failsOver(t, r, r.a, r.b, 404)
+		forwarded(t, r, r.a, r.b, 480) // the global one's, which the group overrides
+	})
+	t.Run("global-over-default", func(t *testing.T) {
+		// carrier-b first: its group sets no causes.
+		b := `{ carrier_id: carrier-b, gateway_group: carrier-b, rate: 0.001 }`
+		r := rig(t, b, yRouteA)
+		failsOver(t, r, r.b, r.a, 480)
+		forwarded(t, r, r.b, r.a, 502) // a default cause, which the global set overrides
+	})
 }
