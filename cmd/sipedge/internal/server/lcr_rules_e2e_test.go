@@ -126,3 +126,43 @@ func TestLCRRerouteCausesPrecedence(t *testing.T) {
 		forwarded(t, r, r.b, r.a, 502) // a default cause, which the global set overrides
 	})
 }
+
+// usNational is a number_policies: section with "us-national": US numbers
+// without country code or national prefix.
+const usNational = "number_policies:\n  - { name: us-national, format: national, country_code: \"1\" }"
+
+// checkNumbers checks the numbers of a carrier's INVITE: the Request-URI
+// and To user callee, the From and P-Asserted-Identity user caller.
+func checkNumbers(t *testing.T, inv *parser.Message, callee, caller string) {
+	t.Helper()
+	var to, from parser.Address
+	if err := inv.To(&to); err != nil {
+		t.Fatalf("To: %v\n%s", err, inv.Bytes())
+	}
+	if err := inv.From(&from); err != nil {
+		t.Fatalf("From: %v\n%s", err, inv.Bytes())
+	}
+	for _, h := range []struct{ name, uri, user string }{
+		{"Request-URI", string(inv.RequestURI()), callee},
+		{"To", string(to.URI), callee},
+		{"From", string(from.URI), caller},
+		{"P-Asserted-Identity", strings.Trim(hdr(inv, parser.HeaderPAssertedIdentity), "<>"), caller},
+	} {
+		if !strings.HasPrefix(h.uri, "sip:"+h.user+"@") {
+			t.Errorf("%s %q, want user %s:\n%s", h.name, h.uri, h.user, inv.Bytes())
+		}
+	}
+}
+
+// TestLCRNationalNumberPolicy: seed, Per-carrier shaping: "number_policy —
+// a named number_policies: preset for this carrier. It shapes the dialled
+// number in the Request-URI and the identity headers (From/To/PAI) alike".
+func TestLCRNationalNumberPolicy(t *testing.T) {
+	a := `{ carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004, number_policy: us-national }`
+	r := newLCR(t, lcrOpts{lcr: staticLCR(a), extra: usNational})
+	c := r.call("+12025550123", "")
+	inv := c.invite(r.a, "2025550123")
+	checkNumbers(t, inv, "2025550123", "3105550199")
+	c.reject(r.a, inv, 486, "Busy Here")
+	c.final(486)
+}
