@@ -166,3 +166,21 @@ func TestLCRNationalNumberPolicy(t *testing.T) {
 	c.reject(r.a, inv, 486, "Busy Here")
 	c.final(486)
 }
+
+// TestLCRUnknownNumberPolicyShapesNothing: seed, Per-carrier shaping: "A
+// name that is not configured shapes nothing and is logged at warn with
+// the carrier" - not even by b2bua.default_number_policy. From the API,
+// since a static route's is checked at start.
+func TestLCRUnknownNumberPolicyShapesNothing(t *testing.T) {
+	api := newLCRAPI(t, 200, `{"routes":[{"carrier_id":"carrier-a","gateway_group":"carrier-a","rate":0.004,"number_policy":"no-such-policy"}]}`)
+	r := newLCR(t, lcrOpts{lcr: apiLCR(api, ""), extra: usNational, b2bua: "default_number_policy: us-national"})
+	c := r.call("+12025550123", "")
+	inv := c.invite(r.a, "+12025550123")
+	checkNumbers(t, inv, "+12025550123", callerNumber)
+	c.reject(r.a, inv, 486, "Busy Here")
+	c.final(486)
+	if len(logLines(r.logs.String(), "unknown number_policy: the number is not shaped", "level=WARN",
+		"carrier=carrier-a", "number_policy=no-such-policy")) == 0 {
+		t.Error("the unknown number_policy is not warned about with the carrier")
+	}
+}
