@@ -184,3 +184,41 @@ func TestLCRUnknownNumberPolicyShapesNothing(t *testing.T) {
 		t.Error("the unknown number_policy is not warned about with the carrier")
 	}
 }
+
+// TestLCRUnknownPresentationIsRestricted: seed, Presented CLI and CLIR:
+// "An unrecognised caller_id_presentation is logged and treated as
+// restricted, because a withheld call going out with the real number is
+// the failure that matters"; and caller_id, "the number this carrier is
+// presented, on From and on P-Asserted-Identity", allowed by default.
+// From the API, since a static route's presentation is checked at start.
+func TestLCRUnknownPresentationIsRestricted(t *testing.T) {
+	t.Run("bogus", func(t *testing.T) {
+		api := newLCRAPI(t, 200, `{"routes":[{"carrier_id":"carrier-a","gateway_group":"carrier-a","rate":0.004,"caller_id_presentation":"bogus"}]}`)
+		r := newLCR(t, lcrOpts{lcr: apiLCR(api, "")})
+		c := r.call(dialed, "")
+		inv := c.invite(r.a, dialed)
+		checkCLIR(t, inv, callerNumber)
+		c.reject(r.a, inv, 486, "Busy Here")
+		c.final(486)
+		if len(logLines(r.logs.String(), "unknown caller_id_presentation, treated as restricted", "level=WARN",
+			"carrier=carrier-a", "presentation=bogus")) == 0 {
+			t.Error("the unknown caller_id_presentation is not logged")
+		}
+	})
+	t.Run("caller_id-allowed", func(t *testing.T) {
+		api := newLCRAPI(t, 200, `{"routes":[{"carrier_id":"carrier-a","gateway_group":"carrier-a","rate":0.004,`+
+			`"caller_id":"+13105550100","caller_id_presentation":"allowed"}]}`)
+		r := newLCR(t, lcrOpts{lcr: apiLCR(api, "")})
+		c := r.call(dialed, "")
+		inv := c.invite(r.a, dialed)
+		checkNumbers(t, inv, dialed, "+13105550100")
+		if p := hdr(inv, parser.HeaderPrivacy); strings.Contains(p, "id") {
+			t.Errorf("Privacy %q on an allowed presentation", p)
+		}
+		if strings.Contains(string(inv.Bytes()), callerNumber) {
+			t.Errorf("the caller's own number %s is still presented:\n%s", callerNumber, inv.Bytes())
+		}
+		c.reject(r.a, inv, 486, "Busy Here")
+		c.final(486)
+	})
+}
