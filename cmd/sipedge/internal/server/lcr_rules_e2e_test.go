@@ -222,3 +222,30 @@ func TestLCRUnknownPresentationIsRestricted(t *testing.T) {
 		c.final(486)
 	})
 }
+
+// TestLCRAPIRejectAndEmptyRoutes: seed, The flow: "if decision.reject:
+// call.reject(decision.reject["code"], decision.reject["reason"])" and "if
+// not decision.routes: call.reject(404, "No Route")" (API.md: the default
+// policy). No carrier is dialled either way.
+func TestLCRAPIRejectAndEmptyRoutes(t *testing.T) {
+	for _, tt := range []struct{ name, body, status string }{
+		{"reject", `{"reject":{"code":404,"reason":"Unallocated Number"}}`, "SIP/2.0 404 Unallocated Number"},
+		{"empty-routes", `{"routes":[]}`, "SIP/2.0 404 No Route"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			api := newLCRAPI(t, 200, tt.body)
+			r := newLCR(t, lcrOpts{lcr: apiLCR(api, "fallback_gateway_group: carrier-b")})
+			c := r.call(dialed, "")
+			m := c.final(404)
+			if got := firstLine(string(m.Bytes())); got != tt.status {
+				t.Errorf("caller got %q, want %q", got, tt.status)
+			}
+			r.a.expectNothing(quiet)
+			r.b.expectNothing(0) // an answer is not an API failure: no fallback
+			rec := r.cdrOf(c.u.callID)
+			checkCDR(t, rec, 404, "")
+			checkFields(t, rec, map[string]any{"final_reason": strings.TrimPrefix(tt.status, "SIP/2.0 404 ")})
+			checkAttempts(t, rec)
+		})
+	}
+}
