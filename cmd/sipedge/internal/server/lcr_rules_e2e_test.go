@@ -249,3 +249,32 @@ func TestLCRAPIRejectAndEmptyRoutes(t *testing.T) {
 		})
 	}
 }
+
+// TestLCRCDRFields: seed, Per-carrier shaping: "cdr_fields — key/value
+// fields siphon auto-stamps onto the CDR when this carrier wins", and
+// Charging: the winning carrier's carrier_id, rate and currency on the
+// CDR, with the burned carriers as lcr_attempts. API.md: the fields are
+// flat top-level keys; one naming a built-in field is left out.
+func TestLCRCDRFields(t *testing.T) {
+	api := newLCRAPI(t, 200, `{"routes":[`+
+		`{"carrier_id":"carrier-a","gateway_group":"carrier-a","rate":0.0042,"currency":"USD","cdr_fields":{"deck":"a-deck","a_only":"x"}},`+
+		`{"carrier_id":"carrier-b","gateway_group":"carrier-b","rate":0.0051,"currency":"EUR",`+
+		`"cdr_fields":{"deck":"b-deck","account":"acme-7","Carrier_ID":"spoof"}}]}`)
+	r := newLCR(t, lcrOpts{lcr: apiLCR(api, "")})
+	c := r.call(dialed, "")
+	c.reject(r.a, c.invite(r.a, dialed), 503, "Service Unavailable")
+	inv := c.invite(r.b, dialed)
+	c.answer(r.b, inv)
+	c.bye(r.b)
+
+	rec := r.cdrOf(c.u.callID)
+	checkCDR(t, rec, 200, "caller")
+	checkFields(t, rec, map[string]any{"deck": "b-deck", "account": "acme-7",
+		"carrier_id": "carrier-b", "rate": 0.0051, "currency": "EUR", "route_source": "lcr"})
+	for _, k := range []string{"a_only", "Carrier_ID", "cdr_fields"} {
+		if v, ok := rec[k]; ok {
+			t.Errorf("CDR has %s = %v: only the winner's cdr_fields, flat, none shadowing a built-in field", k, v)
+		}
+	}
+	checkAttempts(t, rec, wantAttempt{"carrier-a", 503, true, ""})
+}
