@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sipedge/sipedge/parser"
 )
@@ -277,4 +278,53 @@ func TestLCRCDRFields(t *testing.T) {
 		}
 	}
 	checkAttempts(t, rec, wantAttempt{"carrier-a", 503, true, ""})
+}
+
+// TestLCRBreakerOpensAfterConsecutiveFailures: API.md, Circuit breaker:
+// "After 5 consecutive failures ... sipedge stops asking for 5 seconds:
+// every lookup that misses the cache fails at once, without waiting
+// timeout_ms"; with the seed's "static fallback (lcr.fallback_gateway_group)
+// ... used when the API is unreachable or times out".
+func TestLCRBreakerOpensAfterConsecutiveFailures(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	api := newLCRAPI(t, 200, "")
+	api.mu.Lock()
+	api.wait = true // never answers
+	api.mu.Unlock()
+	r := newLCR(t, lcrOpts{lcr: fmt.Sprintf("lcr: { api_url: %q, timeout_ms: %d, fallback_gateway_group: carrier-b }",
+		api.url(), timeout.Milliseconds())})
+	// fallbackCall places a call carrier-b fails 486 and returns how long
+	// after the caller's INVITE carrier-b got it.
+	fallbackCall := func() time.Duration {
+		t.Helper()
+		c := r.call(dialed, "")
+		inv := c.invite(r.b, dialed)
+		d := time.Since(c.sentAt)
+		c.reject(r.b, inv, 486, "Busy Here")
+		c.final(486)
+		return d
+	}
+	for i := range 5 {
+		if d := fallbackCall(); d < timeout*3/4 {
+			t.Fatalf("call %d: fallback after %v, before the API's timeout_ms", i+1, d)
+		}
+	}
+	if got := r.metricWith("sipedge_lcr_breaker_state", ""); got != 1 {
+		t.Errorf("sipedge_lcr_breaker_state %v after 5 timeouts, want 1 (open)", got)
+	}
+	for i := range 3 {
+		if d := fallbackCall(); d > timeout/2 {
+			t.Errorf("call %d with the breaker open: fallback after %v, want at once", 6+i, d)
+		}
+	}
+	r.a.expectNothing(0)
+	if n := api.hits.Load(); n != 5 {
+		t.Errorf("%d API requests, want 5 (none once the breaker opened)", n)
+	}
+	if n := r.metricWith("sipedge_lcr_api_failures_total", `kind="breaker_open"`); n != 3 {
+		t.Errorf(`sipedge_lcr_api_failures_total{kind="breaker_open"} %v, want 3`, n)
+	}
+	if n := r.metricWith("sipedge_lcr_fallbacks_total", ""); n != 8 {
+		t.Errorf("sipedge_lcr_fallbacks_total %v, want 8", n)
+	}
 }
