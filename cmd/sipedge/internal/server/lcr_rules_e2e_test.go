@@ -328,3 +328,23 @@ func TestLCRBreakerOpensAfterConsecutiveFailures(t *testing.T) {
 		t.Errorf("sipedge_lcr_fallbacks_total %v, want 8", n)
 	}
 }
+
+// TestLCRFinalFailureAfterProgressFailsOver: seed, Ring timeout and
+// progress: "A final failure after progress (a 503, say) still fails over
+// as usual. Only the timeout changes."
+func TestLCRFinalFailureAfterProgressFailsOver(t *testing.T) {
+	r := newLCR(t, lcrOpts{lcr: staticLCR(yRouteA, yRouteB)})
+	c := r.call(dialed, "")
+	inv1 := c.invite(r.a, dialed)
+	respond(r.a, inv1, 180, "Ringing", "")
+	r.caller.expect("SIP/2.0 180 Ringing", waitMsg)
+	c.reject(r.a, inv1, 503, "Service Unavailable")
+	inv2 := c.invite(r.b, dialed)
+	c.answer(r.b, inv2)
+	c.bye(r.b)
+
+	rec := r.cdrOf(c.u.callID)
+	checkCDR(t, rec, 200, "caller")
+	checkFields(t, rec, map[string]any{"carrier_id": "carrier-b"})
+	checkAttempts(t, rec, wantAttempt{"carrier-a", 503, true, ""})
+}
