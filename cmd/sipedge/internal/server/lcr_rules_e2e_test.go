@@ -348,3 +348,33 @@ func TestLCRFinalFailureAfterProgressFailsOver(t *testing.T) {
 	checkFields(t, rec, map[string]any{"carrier_id": "carrier-b"})
 	checkAttempts(t, rec, wantAttempt{"carrier-a", 503, true, ""})
 }
+
+// TestLCRRetransmittedInviteNotRequeried: a caller's INVITE retransmitted
+// while its routing lookup is in flight is absorbed by its server
+// transaction (RFC 3261 17.2.1: the 100 Trying again), not a second call:
+// the API is asked once (seed, Caching and fallback: "The LCR API is on the
+// call-setup path"), the carrier gets one INVITE, the CDR has one record.
+func TestLCRRetransmittedInviteNotRequeried(t *testing.T) {
+	api := newLCRAPI(t, 200, `{"routes":[{"carrier_id":"carrier-a","gateway_group":"carrier-a","rate":0.004}]}`)
+	api.mu.Lock()
+	api.delay = 400 * time.Millisecond
+	api.mu.Unlock()
+	r := newLCR(t, lcrOpts{lcr: apiLCR(api, "")}) // no cache: a second call would ask again
+	c := r.call(dialed, "")
+	for range 2 {
+		time.Sleep(100 * time.Millisecond)
+		r.caller.send(c.fix(c.u.invite())) // the same INVITE, same branch
+		r.caller.expect("SIP/2.0 100 Trying", waitMsg)
+	}
+	inv := c.invite(r.a, dialed)
+	c.reject(r.a, inv, 486, "Busy Here")
+	c.final(486)
+	r.a.expectNothing(quiet)
+	r.caller.expectNothing(0)
+	if n := api.hits.Load(); n != 1 {
+		t.Errorf("%d API requests, want 1", n)
+	}
+	if recs := r.cdrs(); len(recs) != 1 {
+		t.Errorf("%d CDRs, want 1: %v", len(recs), recs)
+	}
+}
