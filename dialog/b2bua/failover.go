@@ -109,6 +109,13 @@ func (e *Engine) carryOut(c *Call, st route.Step) {
 		case route.StepFail:
 			e.stopSequence(c)
 			code, reason := st.Code, st.Reason
+			if st.Own {
+				// sipedge's own response (seed: the undialable tail's "siphon's
+				// own 503, whatever the carrier before them did"): the carrier
+				// response being handled, of the same code maybe, is not
+				// relayed, neither its phrase nor its headers.
+				e.failure = nil
+			}
 			if e.env.Policy.OnFailure != nil && !c.onFailureRan {
 				c.onFailureRan = true
 				act := e.env.Policy.OnFailure(c, code, reason)

@@ -218,6 +218,21 @@ func TestFailoverUndialableTailOwn503(t *testing.T) {
 	r.expect(caller, "SIP/2.0 503 Service Unavailable")
 }
 
+// After a carrier's 503 the undialable tail's 503 is still sipedge's own:
+// not the carrier's, whose code it shares, relayed with its phrase and
+// headers (route.Step.Own).
+func TestFailoverUndialableTailOwn503AfterCarrier503(t *testing.T) {
+	r := twoCarriers(t, routeA, route.Route{CarrierID: "ghost", GatewayGroup: "no-such-group"})
+	inv1 := r.startCall()
+	resp := strings.Replace(carrierResponse(inv1, 503, "Carrier Congested", ""), "Content-Length:", "Reason: Q.850;cause=34\r\nContent-Length:", 1)
+	r.recv(carrier, resp)
+	r.take(carrier)
+	m := r.expect(caller, "SIP/2.0 503 Service Unavailable")[0]
+	if m.Get(parser.HeaderReason) != nil {
+		t.Fatalf("sipedge's own 503 relays the carrier's Reason:\n%s", m.Bytes())
+	}
+}
+
 func TestFailoverCancelDuringSequence(t *testing.T) {
 	r := twoCarriers(t, routeA, routeB)
 	inv := callerInvite("1", "a-call-1", "15551234")

@@ -46,6 +46,9 @@ type lcrOpts struct {
 	// trunks are the trunks: entries, one "  - {...}" line each; "" = one
 	// trunk, local, for 127.0.0.1, trunk_group cust-trunks.
 	trunks string
+	// groupA is more keys of carrier-a's gateway group, YAML lines of a
+	// block map ("reroute_causes: [404, 503]"); "" = none.
+	groupA string
 }
 
 type lcrRig struct {
@@ -83,6 +86,12 @@ func newLCR(t *testing.T, o lcrOpts) *lcrRig {
 	if trunks == "" {
 		trunks = `  - { name: local, trunk_group: cust-trunks, sources: ["127.0.0.1/32"] }`
 	}
+	groupA := ""
+	for _, l := range strings.Split(o.groupA, "\n") {
+		if l != "" {
+			groupA += "      " + l + "\n"
+		}
+	}
 	b2 := "drain_timeout_secs: 1"
 	if o.b2bua != "" {
 		b2 += ", " + o.b2bua
@@ -98,7 +107,7 @@ trunks:
 gateway:
   groups:
     - name: carrier-a
-      destinations:
+%[9]s      destinations:
         - { uri: "sip:127.0.0.1:%[3]d", address: "127.0.0.1:%[3]d" }
     - name: carrier-b
       destinations:
@@ -106,7 +115,7 @@ gateway:
 %[5]s
 %[6]s
 cdr: { file: %[7]q }
-`, e.port, b2, r.a.addr().Port(), r.b.addr().Port(), o.lcr, o.extra, e.cdrPath, trunks)
+`, e.port, b2, r.a.addr().Port(), r.b.addr().Port(), o.lcr, o.extra, e.cdrPath, trunks, groupA)
 	e.run(yaml, logs)
 	e.caller = newUDPPeer(t, "caller", "127.0.0.1", e.sip)
 	e.caller.forbid(carrierSecrets...)
@@ -363,6 +372,7 @@ type lcrAPI struct {
 	status int
 	body   string
 	wait   bool
+	delay  time.Duration // how long each answer takes
 	reqs   []lcr.Request
 }
 
@@ -386,8 +396,16 @@ func (a *lcrAPI) serve(w http.ResponseWriter, r *http.Request) {
 	json.Unmarshal(b, &req)
 	a.mu.Lock()
 	a.reqs = append(a.reqs, req)
-	status, body, wait := a.status, a.body, a.wait
+	status, body, wait, delay := a.status, a.body, a.wait, a.delay
 	a.mu.Unlock()
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-a.block:
+		case <-r.Context().Done():
+			return
+		}
+	}
 	if wait {
 		select {
 		case <-a.block:

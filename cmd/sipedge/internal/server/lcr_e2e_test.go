@@ -594,6 +594,37 @@ func TestLCRAPIDownUsesFallback(t *testing.T) {
 	})
 }
 
+// checkCLIR checks the seed's four CLIR changes on a carrier's INVITE m:
+// anonymous From with its tag, Privacy: id, a P-Asserted-Identity with pai,
+// no P-Preferred-Identity; and that the caller's own number does not leak
+// unless it is pai.
+func checkCLIR(t *testing.T, m *parser.Message, pai string) {
+	t.Helper()
+	var from parser.Address
+	if err := m.From(&from); err != nil {
+		t.Fatalf("From: %v\n%s", err, m.Bytes())
+	}
+	if string(from.Display) != "Anonymous" || string(from.URI) != "sip:anonymous@anonymous.invalid" || len(from.Tag) == 0 {
+		t.Errorf("From %q, want \"Anonymous\" <sip:anonymous@anonymous.invalid> with a tag:\n%s", hdr(m, parser.HeaderFrom), m.Bytes())
+	}
+	hasID := false
+	for _, v := range strings.Split(hdr(m, parser.HeaderPrivacy), ";") {
+		hasID = hasID || strings.TrimSpace(v) == "id"
+	}
+	if !hasID {
+		t.Errorf("Privacy %q, want it to contain id:\n%s", hdr(m, parser.HeaderPrivacy), m.Bytes())
+	}
+	if got := hdr(m, parser.HeaderPAssertedIdentity); !strings.Contains(got, "sip:"+pai+"@") {
+		t.Errorf("P-Asserted-Identity %q, want the real identity %s:\n%s", got, pai, m.Bytes())
+	}
+	if m.Get(parser.HeaderPPreferredIdentity) != nil {
+		t.Errorf("P-Preferred-Identity forwarded past the privacy boundary:\n%s", m.Bytes())
+	}
+	if strings.Contains(string(m.Bytes()), callerNumber) && pai != callerNumber {
+		t.Errorf("the caller's own number %s leaks on a restricted route:\n%s", callerNumber, m.Bytes())
+	}
+}
+
 // TestLCRCLIRHeaders: caller_id_presentation: restricted does the seed's
 // four things together on that carrier's INVITE (anonymous From with its
 // tag, Privacy: id, a P-Asserted-Identity with the presented caller_id, no
@@ -601,32 +632,6 @@ func TestLCRAPIDownUsesFallback(t *testing.T) {
 // anonymised.
 func TestLCRCLIRHeaders(t *testing.T) {
 	const ppi = "P-Preferred-Identity: <sip:+13105550777@10.9.9.9>\r\n"
-	clir := func(t *testing.T, m *parser.Message, pai string) {
-		t.Helper()
-		var from parser.Address
-		if err := m.From(&from); err != nil {
-			t.Fatalf("From: %v\n%s", err, m.Bytes())
-		}
-		if string(from.Display) != "Anonymous" || string(from.URI) != "sip:anonymous@anonymous.invalid" || len(from.Tag) == 0 {
-			t.Errorf("From %q, want \"Anonymous\" <sip:anonymous@anonymous.invalid> with a tag:\n%s", hdr(m, parser.HeaderFrom), m.Bytes())
-		}
-		hasID := false
-		for _, v := range strings.Split(hdr(m, parser.HeaderPrivacy), ";") {
-			hasID = hasID || strings.TrimSpace(v) == "id"
-		}
-		if !hasID {
-			t.Errorf("Privacy %q, want it to contain id:\n%s", hdr(m, parser.HeaderPrivacy), m.Bytes())
-		}
-		if got := hdr(m, parser.HeaderPAssertedIdentity); !strings.Contains(got, "sip:"+pai+"@") {
-			t.Errorf("P-Asserted-Identity %q, want the real identity %s:\n%s", got, pai, m.Bytes())
-		}
-		if m.Get(parser.HeaderPPreferredIdentity) != nil {
-			t.Errorf("P-Preferred-Identity forwarded past the privacy boundary:\n%s", m.Bytes())
-		}
-		if strings.Contains(string(m.Bytes()), callerNumber) && pai != callerNumber {
-			t.Errorf("the caller's own number %s leaks on a restricted route:\n%s", callerNumber, m.Bytes())
-		}
-	}
 	t.Run("caller_id-restricted-then-failover", func(t *testing.T) {
 		a := `{ carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004, caller_id: "+13105550100", caller_id_presentation: restricted }`
 		r := newLCR(t, lcrOpts{lcr: staticLCR(a, yRouteB)})
@@ -634,7 +639,7 @@ func TestLCRCLIRHeaders(t *testing.T) {
 		// would be honoured as CLIR on every route).
 		c := r.call(dialed, ppi+"Privacy: none\r\n")
 		inv1 := c.invite(r.a, dialed)
-		clir(t, inv1, "+13105550100")
+		checkCLIR(t, inv1, "+13105550100")
 		c.reject(r.a, inv1, 503, "Service Unavailable")
 		// carrier-b's route says nothing: the call is not anonymised there.
 		inv2 := c.invite(r.b, dialed)
@@ -654,7 +659,7 @@ func TestLCRCLIRHeaders(t *testing.T) {
 		r := newLCR(t, lcrOpts{lcr: staticLCR(a)})
 		c := r.call(dialed, ppi)
 		inv := c.invite(r.a, dialed)
-		clir(t, inv, callerNumber) // the PAI carries the caller's own identity
+		checkCLIR(t, inv, callerNumber) // the PAI carries the caller's own identity
 		c.reject(r.a, inv, 486, "Busy Here")
 		c.final(486)
 	})
