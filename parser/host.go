@@ -38,11 +38,11 @@ func validHost(h []byte) bool {
 
 // badPairs reports whether h, of classHost bytes, holds "..", ".-" or
 // "-.". Hosts are looked at in every request, so the pairs are checked
-// eight at a time: the words at i and i+1 hold the first and the second
-// bytes of the pairs at i to i+7; the last word ends at the last pair,
-// overlapping the one before.
+// seven at a time, in words that overlap by a byte; the last word ends at
+// the end of h. '.' (0x2e) and '-' (0x2d) are the only classHost bytes
+// below '0', and bit 0 tells them apart.
 func badPairs(h []byte) bool {
-	if len(h) < 9 {
+	if len(h) < 8 {
 		for i := 1; i < len(h); i++ {
 			if a, b := h[i-1], h[i]; a == '.' && (b == '.' || b == '-') || a == '-' && b == '.' {
 				return true
@@ -50,25 +50,21 @@ func badPairs(h []byte) bool {
 		}
 		return false
 	}
-	le := binary.LittleEndian
-	for i := 0; ; i += 8 {
-		i = min(i, len(h)-9)
-		x, y := le.Uint64(h[i:]), le.Uint64(h[i+1:])
-		if hostBytes(x, '.')&(hostBytes(y, '.')|hostBytes(y, '-'))|hostBytes(x, '-')&hostBytes(y, '.') != 0 {
+	const high = 0x80 * ones
+	for i := 0; ; i += 7 {
+		i = min(i, len(h)-8)
+		x := binary.LittleEndian.Uint64(h[i:])
+		punct := ^(x | high - 0x30*ones) & high // '.' or '-', as high bits
+		dash := punct & (x << 7)
+		// A byte's mark is its high bit; >>8 brings the next byte's onto
+		// it. Two punctuation marks in a row are bad but "--".
+		if punct&(punct>>8)&^(dash&(dash>>8)) != 0 {
 			return true
 		}
-		if i == len(h)-9 {
+		if i == len(h)-8 {
 			return false
 		}
 	}
-}
-
-// hostBytes returns the bytes of x, classHost bytes, that equal c ('.' or
-// '-'), as their high bits. The borrow trick's false positive, a byte
-// equal to c^1 above a match, is '/' or ',', which no host holds.
-func hostBytes(x uint64, c byte) uint64 {
-	t := x ^ uint64(c)*ones
-	return (t - ones) &^ t & (0x80 * ones)
 }
 
 // validIPv4 checks IPv4address = 1*3DIGIT "." 1*3DIGIT "." 1*3DIGIT "."
