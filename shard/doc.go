@@ -56,7 +56,11 @@
 // TCP connections are dialled from a listen address for the owner's loop
 // and reused by address.
 //
-// Malformed requests are answered statelessly with the parser's code,
-// malformed responses and oversize datagrams are dropped; all are counted
-// in per-shard metrics created once with the shard label.
+// Every received message goes through Inspect (parse, then Validate), as
+// `sipedge check-msg` runs it. Malformed requests are answered statelessly
+// with the parser's code where their top Via says (RejectTarget: a 505 to
+// the source address, since a Via of another SIP version is not ours to
+// read); malformed responses, malformed ACKs, requests with no readable
+// Via and oversize datagrams are dropped (Reply); all are counted in
+// per-shard metrics created once with the shard label.
 package shard
