@@ -100,7 +100,7 @@ func ParseURI(b []byte, u *URI) error {
 		return ErrBadURI
 	}
 	u.Host = b[:i]
-	if !validHost(u.Host) {
+	if b[0] == '[' && !validIPv6Ref(u.Host) {
 		return ErrBadURI
 	}
 	if i < len(b) && b[i] == ':' {

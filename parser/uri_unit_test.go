@@ -1,9 +1,7 @@
 package parser
 
 import (
-	"bytes"
 	"errors"
-	"math/rand/v2"
 	"testing"
 )
 
@@ -140,18 +138,7 @@ func TestUnitParseURIErrors(t *testing.T) {
 	f("sip:alice@host>")
 	f("sip:host:")
 	f("sip:host:65536") // port out of range
-	// hostname, IPv4address, IPv6reference (RFC 3261 25.1, RFC 5954 4).
-	f("sip:alice@a..b")
-	f("sip:alice@.a")
-	f("sip:alice@-a.com")
-	f("sip:alice@a-.com")
-	f("sip:alice@a.-com")
-	f("sip:alice@host..")
-	f("sip:alice@1.2.3")     // a toplabel starts with a letter: this must be IPv4
-	f("sip:alice@1.2.3.4.5") // idem
-	f("sip:alice@1.2.3.256")
-	f("sip:alice@1.2.3.0001")
-	f("sip:alice@example.1com")
+	// IPv6reference (RFC 3261 25.1, RFC 5954 4).
 	f("sip:alice@[::1")
 	f("sip:alice@[]")
 	f("sip:alice@[1::2::3]")
@@ -265,40 +252,18 @@ func TestUnitUnescape(t *testing.T) {
 	f("x:", "%41", "x:A") // appends
 }
 
-func TestUnitValidHost(t *testing.T) {
+func TestUnitValidIPv6Ref(t *testing.T) {
 	f := func(h string, want bool) {
 		t.Helper()
-		if got := validHost([]byte(h)); got != want {
-			t.Errorf("validHost(%q) = %v, want %v", h, got, want)
+		if got := validIPv6Ref([]byte(h)); got != want {
+			t.Errorf("validIPv6Ref(%q) = %v, want %v", h, got, want)
 		}
 	}
-	for _, h := range []string{"a", "localhost", "example.com", "example.com.", "a-b.c-d.example", "9a.example",
-		"x_y.example.com", "1.2.3.4", "255.255.255.255", "0.0.0.0", "010.0.0.1", "[::1]", "[2001:db8::1]",
-		"[::ffff:192.0.2.1]", "[2001:DB8:0:0:0:0:0:1]"} {
+	for _, h := range []string{"[::1]", "[2001:db8::1]", "[::ffff:192.0.2.1]", "[2001:DB8:0:0:0:0:0:1]"} {
 		f(h, true)
 	}
-	for _, h := range []string{"", ".", "a..b", ".a", "-a", "a-", "a.-b", "a.b-", "a..", "1.2.3", "1.2.3.4.5",
-		"1.2.3.256", "1.2.3.0001", "1.2.3.", "example.1com", "averylonghostname.example-.com",
-		"averylonghostname.example.-com", "abcdefgh..example.com", "abcdefghijklmnop.-", "a.b.c.-", "1.2.3.4..", "[", "[]", "[::1", "[1::2::3]", "[1.2.3.4]", "[fe80::1%eth0]"} {
+	for _, h := range []string{"", "[", "[]", "[::1", "::1]", "[1::2::3]", "[1.2.3.4]", "[fe80::1%eth0]",
+		"[1:2:3:4:5:6:7:8:9]", "[::1.2.3.256]", "[g::1]"} {
 		f(h, false)
-	}
-}
-
-// badPairs, eight pairs at a time, agrees with a byte at a time on every
-// string of classHost bytes, '.' and '-' up to twenty bytes long that it is
-// tried on.
-func TestUnitBadPairs(t *testing.T) {
-	ref := func(h []byte) bool {
-		return bytes.Contains(h, []byte("..")) || bytes.Contains(h, []byte(".-")) || bytes.Contains(h, []byte("-."))
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	for range 200000 {
-		h := make([]byte, rng.IntN(21))
-		for i := range h {
-			h[i] = "az09_.-"[rng.IntN(7)]
-		}
-		if got := badPairs(h); got != ref(h) {
-			t.Fatalf("badPairs(%q) = %v", h, got)
-		}
 	}
 }

@@ -65,7 +65,7 @@ func ParseVia(b []byte, v *Via) error {
 		return ErrBadVia
 	}
 	v.Host = b[hs:i]
-	if !validHost(v.Host) {
+	if v.Host[0] == '[' && !validIPv6Ref(v.Host) {
 		return ErrBadVia
 	}
 	i = skipLWS(b, i)

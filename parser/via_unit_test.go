@@ -130,9 +130,6 @@ func TestUnitParseViaErrors(t *testing.T) {
 	f("SIP/2.0/UDP host;branch=a;rport ;")
 	f("SIP/2.0/UDP host;rport=x")     // response-port = "rport" [EQUAL 1*DIGIT] (RFC 3581 3)
 	f("SIP/2.0/UDP host;rport=65536") // a port
-	f("SIP/2.0/UDP a..b;branch=z9hG4bK1")
-	f("SIP/2.0/UDP -a;branch=z9hG4bK1")
-	f("SIP/2.0/UDP 1.2.3.4.5;branch=z9hG4bK1")
 	f("SIP/2.0/UDP [::1;branch=z9hG4bK1")
 	f("SIP/2.0/UDP [1::2::3];branch=z9hG4bK1")
 	f(`SIP/2.0/UDP host;x="unterminated`)
