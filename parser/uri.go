@@ -100,9 +100,6 @@ func ParseURI(b []byte, u *URI) error {
 		return ErrBadURI
 	}
 	u.Host = b[:i]
-	if b[0] == '[' && !validIPv6Ref(u.Host) {
-		return ErrBadURI
-	}
 	if i < len(b) && b[i] == ':' {
 		// 1*DIGIT up to 65535, read in the pass that finds the digits.
 		start := i + 1
@@ -181,17 +178,12 @@ func parseTel(u *URI, b []byte) error {
 	return nil
 }
 
-// ipv6RefEnd returns the length of the IPv6 reference "[" ... "]" that
-// starts b, of hex digits, ':' and '.', or -1 if it is malformed.
+// ipv6RefEnd returns the length of the IPv6 reference "[" IPv6address "]"
+// that starts b (validIPv6Ref), or -1 if it is malformed.
 func ipv6RefEnd(b []byte) int {
 	end := bytes.IndexByte(b, ']')
-	if end < 3 {
+	if end < 0 || !validIPv6Ref(b[:end+1]) {
 		return -1
-	}
-	for _, c := range b[1:end] {
-		if !isHex(c) && c != ':' && c != '.' {
-			return -1
-		}
 	}
 	return end + 1
 }

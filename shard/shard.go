@@ -291,8 +291,9 @@ func RejectTarget(m *parser.Message, from Peer) Peer {
 // Reply tells what the runtime does with a message that failed Parse or
 // Validate: answer it statelessly with code and reason (reply true), or
 // drop it: a response or an ACK (parser.Answer), a request whose top Via
-// cannot be read (there is nowhere to send the answer, RFC 3261 18.2.2),
-// or one whose answer would echo a control character (echoable).
+// cannot be read (there is nowhere to send the answer, RFC 3261 18.2.2)
+// but for a 505 (RejectTarget), or one whose answer would echo a control
+// character (echoable).
 func Reply(m *parser.Message, err error) (code int, reason string, reply bool) {
 	code, reason, drop := parser.Answer(m, err)
 	if drop || m.Get(parser.HeaderVia) == nil || !echoable(m) {
