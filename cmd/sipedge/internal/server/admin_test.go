@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sipedge/sipedge/internal/testtier"
 )
 
 // Without admin.token the admin API may be read from anywhere but changed
@@ -49,6 +51,7 @@ func TestAdminGuards(t *testing.T) {
 // A header policy that lists identity headers, never copied, is warned of
 // at start: the operator would otherwise believe they pass.
 func TestIdentityHeaderInPolicyWarned(t *testing.T) {
+	testtier.RequiresSockets(t)
 	e, logs := newE2EBase(t)
 	e.run(fmt.Sprintf(`
 listen: ["udp://127.0.0.1:%d"]
@@ -70,6 +73,7 @@ cdr: { file: %q }
 // idle connection, does not hold the admin API's connection (a socket, a
 // goroutine) for ever.
 func TestAdminStalledClientClosed(t *testing.T) {
+	testtier.RequiresSockets(t)
 	defer func(r, i time.Duration) { adminReadTimeout, adminIdleTimeout = r, i }(adminReadTimeout, adminIdleTimeout)
 	adminReadTimeout, adminIdleTimeout = 300*time.Millisecond, 300*time.Millisecond
 	e, logs := newE2EBase(t)
