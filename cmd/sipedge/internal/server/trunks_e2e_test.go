@@ -17,6 +17,7 @@ func (e *e2e) adminDo(method, path, body string) (int, string) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	req.Header.Set("Content-Type", "application/json") // without admin.token a change must be JSON
 	resp, err := (&http.Client{Timeout: waitMsg}).Do(req)
 	if err != nil {
 		e.t.Fatalf("%s %s: %v", method, path, err)
