@@ -1,5 +1,6 @@
 # sipedge. `make run` starts it on the embedded default; `make test` runs
-# every test, installing what the tests need on a fresh Debian machine.
+# every test, installing what the tests need on a fresh Debian machine;
+# `make test-short` runs the fast tier, the one to run while editing.
 
 GO       ?= go
 FUZZTIME ?= 30s
@@ -7,7 +8,7 @@ BENCH    ?= .
 COUNT    ?= 5
 PKGS     := ./...
 
-.PHONY: all build run test test-unit test-race bench fuzz lint deps clean
+.PHONY: all build run test test-short test-short-nosockets test-unit test-race bench fuzz lint deps clean
 
 all: build
 
@@ -23,6 +24,16 @@ test: deps lint test-unit test-race e2e
 
 test-unit:
 	$(GO) test -count=1 $(PKGS)
+
+# The fast tier (internal/testtier): no socket, no Redis or SIPp, no wait on
+# the wall clock; under a minute on 2 cores. Run it while editing; run
+# `make test` before committing.
+test-short:
+	$(GO) test -short -count=1 $(PKGS)
+
+# Proves the fast tier opens no socket: each test binary under strace.
+test-short-nosockets:
+	GO=$(GO) bash internal/testtier/nosockets.sh $(PKGS)
 
 # Allocation tests are excluded under -race (the race runtime allocates).
 test-race:

@@ -11,7 +11,8 @@ const module = "github.com/sipedge/sipedge"
 // forbidden lists, per package (and its subpackages), the import paths (and
 // their subpackages) it must not depend on, directly or not. Dependencies
 // flow one way: parser and dialog/digest are leaves; shard alone speaks
-// gnet; cmd wires.
+// gnet; cmd wires. internal/testtier is for tests alone: no package's
+// non-test code may depend on it.
 var forbidden = map[string][]string{
 	"parser":    {module, "github.com/panjf2000/gnet"},
 	"ratelimit": {module + "/shard", module + "/dialog", module + "/route", module + "/health", module + "/cmd"},
@@ -28,6 +29,7 @@ func TestDependencies(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
+	const testtier = module + "/internal/testtier"
 	seen, seenDigest := 0, 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)
@@ -47,12 +49,21 @@ func TestDependencies(t *testing.T) {
 		if digest {
 			seenDigest++
 		}
-		// parser and dialog/digest are leaves; redistest, a test helper, may
-		// be imported by any package's tests.
-		if top == "parser" || digest || rel == "ratelimit/redistest" {
+		// parser and dialog/digest are leaves; the test helpers redistest
+		// and testtier, which any package's tests may import, import only
+		// the standard library (redistest testtier too).
+		testHelper := rel == "ratelimit/redistest" || rel == "internal/testtier"
+		if top == "parser" || digest || testHelper {
 			for _, d := range deps {
-				if strings.Contains(strings.Split(d, "/")[0], ".") {
+				if strings.Contains(strings.Split(d, "/")[0], ".") && !(testHelper && d == testtier) {
 					t.Errorf("%s imports %s: it may import only the standard library", pkg, d)
+				}
+			}
+		}
+		if !testHelper {
+			for _, d := range deps {
+				if d == testtier {
+					t.Errorf("%s imports %s, which only tests may", pkg, d)
 				}
 			}
 		}

@@ -3,8 +3,6 @@ package health
 import (
 	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -13,22 +11,11 @@ import (
 
 func TestAdminHandler(t *testing.T) {
 	r, _ := newTestRegistry(t, Options{}, GroupConfig{Name: "yaml", Destinations: dests(1)})
-	srv := httptest.NewServer(r.Handler())
-	defer srv.Close()
-
+	h := r.Handler()
 	do := func(method, path, body string) (int, string) {
-		t.Helper()
-		req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(method, path, strings.NewReader(body)))
+		return w.Code, w.Body.String()
 	}
 	f := func(method, path, body string, wantCode int, wantIn ...string) string {
 		t.Helper()

@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sipedge/sipedge/internal/testtier"
 )
 
 func TestPassiveMarksDown(t *testing.T) {
@@ -136,6 +138,7 @@ func TestHalfOpenTrialFails(t *testing.T) {
 // An unprobed group's member marked down by calls comes back half-open
 // after passive.down_secs.
 func TestPassiveRecoveryUnprobed(t *testing.T) {
+	testtier.RequiresWallClock(t)
 	r, _ := newTestRegistry(t, Options{}, GroupConfig{Name: "g", Destinations: dests(1),
 		Passive: PassiveConfig{FailureThreshold: 1, DownTime: 50 * time.Millisecond}})
 	r.Start()
@@ -157,6 +160,7 @@ func TestPassiveRecoveryUnprobed(t *testing.T) {
 
 // Cooldown from a call's 503 with Retry-After: skipped, then back.
 func TestCallCooldown(t *testing.T) {
+	testtier.RequiresWallClock(t)
 	r, _ := newTestRegistry(t, Options{}, GroupConfig{Name: "g", Destinations: dests(2)})
 	r.Start()
 	var sel Selector

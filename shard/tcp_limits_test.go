@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sipedge/sipedge/internal/testtier"
 	"github.com/sipedge/sipedge/shard/timer"
 )
 
@@ -37,6 +38,7 @@ func onShard(sh *Shard, f func()) {
 // MaxQueued bytes wait for it (past what the kernel holds), instead of
 // growing the shard's memory without bound.
 func TestTCPPeerThatDoesNotReadIsClosed(t *testing.T) {
+	testtier.RequiresSockets(t)
 	const maxQueued = 256 << 10
 	s, _, port := startServer(t, 1, Config{TCP: TCPConfig{MaxQueued: maxQueued}})
 	// A small receive buffer, and never read. Set before connecting: set
@@ -98,6 +100,7 @@ func TestTCPPeerThatDoesNotReadIsClosed(t *testing.T) {
 // The flood bound counts messages, not reads: a source packing 90 requests
 // into each segment is banned like one sending them one by one.
 func TestTCPFloodCountsMessages(t *testing.T) {
+	testtier.RequiresSockets(t)
 	s, r, port := startServer(t, 1, Config{Flood: FloodConfig{PerSecond: 200, Ban: time.Minute}})
 	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 	if err != nil {
@@ -131,6 +134,7 @@ func TestTCPFloodCountsMessages(t *testing.T) {
 // not sent. It used to live outside the shard's tables, never swept nor
 // reused, and sent a message the caller had moved past.
 func TestTCPLateDialIsClosed(t *testing.T) {
+	testtier.RequiresSockets(t)
 	s, _, _ := startServer(t, 1, Config{TCP: TCPConfig{FirstDataTimeout: time.Second}})
 	// A listener whose accept queue is full drops SYNs: the client
 	// retransmits them at about 1 s and 3 s.
@@ -210,6 +214,7 @@ func TestTCPLateDialIsClosed(t *testing.T) {
 // from another shard goes on a new connection to the peer's address (RFC
 // 3261 18.2.2: for a response, the sent-by port), as on the owner itself.
 func TestTCPHandedOverToAClosedConnectionDials(t *testing.T) {
+	testtier.RequiresSockets(t)
 	s, _, _ := startServer(t, 2, Config{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -262,6 +267,7 @@ func TestTCPSourceKey(t *testing.T) {
 // A datagram is answered from the UDP socket it came in on, also when a TCP
 // listener on the same address and port comes first in the list.
 func TestListenerOfMatchesTransport(t *testing.T) {
+	testtier.RequiresSockets(t)
 	port := freePort(t)
 	s, err := New(Config{Listen: []string{fmt.Sprintf("tcp://127.0.0.1:%d", port), fmt.Sprintf("udp://127.0.0.1:%d", port)}},
 		(&responder{byShard: map[int]int{}}).handler, nil, nil)
@@ -282,6 +288,7 @@ func TestListenerOfMatchesTransport(t *testing.T) {
 // at whatever address the datagram claims to come from. The same request
 // without it is answered 400.
 func TestNoReplyEchoesABareCR(t *testing.T) {
+	testtier.RequiresSockets(t)
 	_, _, port := startServer(t, 1, Config{})
 	c, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
 	if err != nil {
@@ -308,6 +315,7 @@ func TestNoReplyEchoesABareCR(t *testing.T) {
 // start line are ignored) is not the start of a message: the whole-message
 // timeout must not close the connection for it.
 func TestTCPLoneCRLFNotTimedOut(t *testing.T) {
+	testtier.RequiresSockets(t)
 	s, _, port := startServer(t, 1, Config{TCP: TCPConfig{MessageTimeout: time.Second}})
 	sh := s.Shards()[0]
 	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
@@ -356,6 +364,7 @@ func TestTCPLoneCRLFNotTimedOut(t *testing.T) {
 // published to OnTick: a shard with it pending is woken every tick, not
 // once a second.
 func TestTimerStartedOnSendFailedKeepsShardAwake(t *testing.T) {
+	testtier.RequiresSockets(t)
 	port := freePort(t)
 	failed := make(chan struct{}, 1)
 	s, err := New(Config{Shards: 1, Listen: []string{fmt.Sprintf("udp://127.0.0.1:%d", port)}}, func(*Shard) Handler {
@@ -421,6 +430,7 @@ func TestFloodCountsIPv6By64(t *testing.T) {
 // and Contact, and the one carriers allow-list; the kernel's choice of
 // source (the route's) may be another of the host's addresses.
 func TestTCPDialFromListenAddress(t *testing.T) {
+	testtier.RequiresSockets(t)
 	port := freePort(t)
 	s, err := New(Config{Shards: 1, Listen: []string{fmt.Sprintf("tcp://127.0.0.2:%d", port)}},
 		func(*Shard) Handler { return Handler{} }, nil, nil)

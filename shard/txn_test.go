@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/dialog/txn"
+	"github.com/sipedge/sipedge/internal/testtier"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/shard/timer"
 )
@@ -85,6 +86,7 @@ func (r *txnResponder) handler(sh *Shard) Handler {
 // by its transaction without reaching the responder; a malformed request is
 // answered 400.
 func TestOptionsRetransmissionAbsorbed(t *testing.T) {
+	testtier.RequiresSockets(t)
 	port := freePort(t)
 	r := &txnResponder{}
 	s, err := New(Config{Shards: 2, Listen: []string{fmt.Sprintf("udp://127.0.0.1:%d", port), fmt.Sprintf("tcp://127.0.0.1:%d", port)}},

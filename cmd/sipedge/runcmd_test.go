@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sipedge/sipedge/internal/testtier"
 )
 
 // TestMain makes the test binary sipedge itself when SIPEDGE_TEST_MAIN is
@@ -31,6 +33,7 @@ func TestMain(m *testing.M) {
 // child is held inside its start by a Redis that accepts the connection and
 // never answers, so the signal lands there every time.
 func TestSIGHUPDuringStartup(t *testing.T) {
+	testtier.RequiresSockets(t)
 	cmd, lines, exited := runStalledInStart(t)
 	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
@@ -48,6 +51,7 @@ func TestSIGHUPDuringStartup(t *testing.T) {
 // os/signal drops what a full channel cannot take, so the signals must be
 // read while sipedge starts, not left to fill the channel.
 func TestSIGTERMBehindSIGHUPsDuringStartup(t *testing.T) {
+	testtier.RequiresSockets(t)
 	cmd, lines, exited := runStalledInStart(t)
 	for range 6 {
 		if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
@@ -163,6 +167,7 @@ func waitLog(t *testing.T, lines <-chan string, exited <-chan error, want string
 // A CDR file that cannot be opened stops the start with the field that
 // names it, like every other configuration problem.
 func TestCDRFileErrorNamesField(t *testing.T) {
+	testtier.RequiresSockets(t)
 	defer slog.SetDefault(slog.Default())
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "sipedge.yaml")

@@ -5,10 +5,13 @@ package lcr
 import (
 	"testing"
 	"time"
+
+	"github.com/sipedge/sipedge/internal/testtier"
 )
 
 // TestLookupCachedAllocs: the shard's hit path does not allocate.
 func TestLookupCachedAllocs(t *testing.T) {
+	testtier.RequiresSockets(t)
 	api := newAPIServer(t, nil)
 	r := newTestResolver(t, Options{APIURL: api.URL, KeyAttributes: []string{"customer"}})
 	req := testRequest("+12025550123")

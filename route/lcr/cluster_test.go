@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sipedge/sipedge/internal/testtier"
 	"github.com/sipedge/sipedge/ratelimit/redistest"
 )
 
@@ -15,6 +16,7 @@ import (
 // URL form of the server's cache[].url (every node as a seed, or one seed).
 // One cluster for the subtests: it takes some 2 s to come up.
 func TestRedisCluster(t *testing.T) {
+	testtier.RequiresSockets(t)
 	c := redistest.StartCluster(t, 3)
 
 	// Fleet-wide: a decision one resolver cached is found by another,

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sipedge/sipedge/internal/testtier"
 	"github.com/sipedge/sipedge/ratelimit/redistest"
 )
 
@@ -78,6 +79,7 @@ func waitStored(t *testing.T, s *redistest.Server, key string) string {
 // TestRedisSharedAcrossResolvers: a decision cached by one node is used by
 // another without asking the API.
 func TestRedisSharedAcrossResolvers(t *testing.T) {
+	testtier.RequiresSockets(t)
 	rs := redistest.Start(t)
 	api := newAPIServer(t, staticReply(200, `{"routes":[{"carrier_id":"carrier-a","gateway_group":"carrier-a","rate":0.01,"headers":{"X-A":"1"}}],"cache_ttl_secs":60}`))
 	a := newTestResolver(t, Options{APIURL: api.URL, RedisURL: rs.URL(), RedisDeadline: testRedisDeadline})
@@ -118,6 +120,7 @@ func TestRedisSharedAcrossResolvers(t *testing.T) {
 
 // TestRedisTTLZeroNotStored: "do not cache" holds for Redis too.
 func TestRedisTTLZeroNotStored(t *testing.T) {
+	testtier.RequiresSockets(t)
 	rs := redistest.Start(t)
 	api := newAPIServer(t, staticReply(200, `{"routes":[],"cache_ttl_secs":0}`))
 	a := newTestResolver(t, Options{APIURL: api.URL, RedisURL: rs.URL(), RedisDeadline: testRedisDeadline, CacheTTL: time.Hour})
@@ -132,6 +135,7 @@ func TestRedisTTLZeroNotStored(t *testing.T) {
 // API; the outage is logged once, counted and shown by the gauge; Redis
 // coming back is noticed.
 func TestRedisDown(t *testing.T) {
+	testtier.RequiresSockets(t)
 	t.Parallel()
 	rs := redistest.Start(t)
 	api := newAPIServer(t, nil)
@@ -186,6 +190,7 @@ func TestRedisDown(t *testing.T) {
 
 // TestRedisUnreachableAtStart: New does not fail; the tier starts down.
 func TestRedisUnreachableAtStart(t *testing.T) {
+	testtier.RequiresSockets(t)
 	t.Parallel()
 	api := newAPIServer(t, nil)
 	port := redistest.FreePort(t)
@@ -220,6 +225,7 @@ func TestRedisUnreachableAtStart(t *testing.T) {
 // with the reason; one it accepts is used. Refused by a Redis that came up
 // after New, it is logged as an error, once.
 func TestRedisDatabaseRefused(t *testing.T) {
+	testtier.RequiresSockets(t)
 	t.Parallel()
 	rs := redistest.Start(t)
 	api := newAPIServer(t, nil)
@@ -263,6 +269,7 @@ func TestRedisDatabaseRefused(t *testing.T) {
 // TestBreakerOpenRedisStillServes: with the API dead and the breaker open,
 // decisions other nodes cached in Redis are still used; the rest fail fast.
 func TestBreakerOpenRedisStillServes(t *testing.T) {
+	testtier.RequiresSockets(t)
 	rs := redistest.Start(t)
 	api := newAPIServer(t, nil)
 	a := newTestResolver(t, Options{APIURL: api.URL, RedisURL: rs.URL(), RedisDeadline: testRedisDeadline})

@@ -13,12 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sipedge/sipedge/internal/testtier"
 	"github.com/sipedge/sipedge/route"
 )
 
 // TestAPIRequest: the body is the documented JSON, POSTed with the
 // Authorization header, and the answer becomes the decision.
 func TestAPIRequest(t *testing.T) {
+	testtier.RequiresSockets(t)
 	api := newAPIServer(t, staticReply(200, `{"routes":[
 		{"carrier_id":"carrier-a","gateway_group":"carrier-a","rate":0.0042,"currency":"USD","timeout_secs":6,
 		 "tech_prefix":"1010288","headers":{"X-Account":"42"},"cdr_fields":{"deck":"7"}},
@@ -71,6 +73,7 @@ func TestAPIRequest(t *testing.T) {
 }
 
 func TestAPIReject(t *testing.T) {
+	testtier.RequiresSockets(t)
 	api := newAPIServer(t, staticReply(200, `{"routes":[],"reject":{"code":403,"reason":"Destination Blocked"},"cache_ttl_secs":60}`))
 	r := newTestResolver(t, Options{APIURL: api.URL})
 	d := r.lookup(t, testRequest("+8819123"))
@@ -86,6 +89,7 @@ func TestAPIReject(t *testing.T) {
 
 // TestAPINoRoute: an empty route list is a decision (the policy answers 404).
 func TestAPINoRoute(t *testing.T) {
+	testtier.RequiresSockets(t)
 	api := newAPIServer(t, staticReply(200, `{"routes":[]}`))
 	r := newTestResolver(t, Options{APIURL: api.URL, FallbackGatewayGroup: "fb"})
 	d := r.lookup(t, testRequest("+999"))
@@ -97,6 +101,7 @@ func TestAPINoRoute(t *testing.T) {
 // TestMalformedResponses: each breach of the contract is an API failure,
 // logged, counted as invalid, and answered with the fallback.
 func TestMalformedResponses(t *testing.T) {
+	testtier.RequiresSockets(t)
 	f := func(body, wantLog string) {
 		t.Helper()
 		api := newAPIServer(t, staticReply(200, body))
@@ -137,6 +142,7 @@ func TestMalformedResponses(t *testing.T) {
 // TestUnknownPresentationAccepted: the policy, not the client, deals with an
 // unknown caller_id_presentation.
 func TestUnknownPresentationAccepted(t *testing.T) {
+	testtier.RequiresSockets(t)
 	api := newAPIServer(t, staticReply(200, `{"routes":[{"carrier_id":"a","gateway_group":"g","caller_id_presentation":"private"}]}`))
 	r := newTestResolver(t, Options{APIURL: api.URL})
 	d := r.lookup(t, testRequest("1"))
@@ -148,6 +154,7 @@ func TestUnknownPresentationAccepted(t *testing.T) {
 // TestCacheHitAvoidsAPI: the second lookup of a key does not reach the API;
 // LookupCached answers it synchronously.
 func TestCacheHitAvoidsAPI(t *testing.T) {
+	testtier.RequiresSockets(t)
 	api := newAPIServer(t, nil)
 	r := newTestResolver(t, Options{APIURL: api.URL})
 	key := r.AppendKey(nil, "cust-trunks", "+12025550123", nil)
@@ -183,6 +190,7 @@ func TestCacheHitAvoidsAPI(t *testing.T) {
 
 // TestCacheKeyAttributes: named attributes are part of the key, sorted.
 func TestCacheKeyAttributes(t *testing.T) {
+	testtier.RequiresSockets(t)
 	api := newAPIServer(t, nil)
 	r := newTestResolver(t, Options{APIURL: api.URL, KeyAttributes: []string{"tier", "customer", "tier"}})
 	key := r.AppendKey(nil, "tg", "+1", map[string]string{"customer": "acme", "tier": "gold", "x": "y"})
@@ -225,6 +233,7 @@ func TestKeyAttributesValidated(t *testing.T) {
 // TestCacheTTL: cache_ttl_secs 0 and absent-without-a-default do not cache;
 // absent uses Options.CacheTTL.
 func TestCacheTTL(t *testing.T) {
+	testtier.RequiresSockets(t)
 	f := func(body string, defaultTTL time.Duration, wantRequests int64, wantTTL time.Duration) {
 		t.Helper()
 		api := newAPIServer(t, staticReply(200, body))
@@ -250,6 +259,7 @@ func TestCacheTTL(t *testing.T) {
 
 // TestLocalTTLCapsTTL: an in-process entry lives min(local_ttl, TTL).
 func TestLocalTTLCapsTTL(t *testing.T) {
+	testtier.RequiresSockets(t)
 	t.Parallel()
 	t.Run("local shorter", func(t *testing.T) {
 		t.Parallel()
@@ -299,6 +309,7 @@ func TestLocalTTLCapsTTL(t *testing.T) {
 // TestCoalescing: 50 concurrent lookups of one key make one API request and
 // all get its decision.
 func TestCoalescing(t *testing.T) {
+	testtier.RequiresSockets(t)
 	release := make(chan struct{})
 	api := newAPIServer(t, func(w http.ResponseWriter, _ []byte) {
 		<-release
@@ -344,6 +355,7 @@ func TestCoalescing(t *testing.T) {
 // lookups of a key in progress share one request). The lock is held here
 // while the flight ends as fly ends it: its answer cached, the flight gone.
 func TestLookupRacingTheEndOfAFlight(t *testing.T) {
+	testtier.RequiresSockets(t)
 	api := newAPIServer(t, nil)
 	r := newTestResolver(t, Options{APIURL: api.URL})
 	first := r.lookup(t, testRequest("+12025550999")) // a decision to cache, from another key
@@ -373,6 +385,7 @@ func TestLookupRacingTheEndOfAFlight(t *testing.T) {
 // TestAPIDown: an unreachable, slow, failing or garbled API gives the
 // fallback when configured, NoDecision otherwise, and is counted by kind.
 func TestAPIDown(t *testing.T) {
+	testtier.RequiresSockets(t)
 	t.Parallel()
 	cases := []struct {
 		name, kind string
@@ -432,6 +445,7 @@ func TestAPIDown(t *testing.T) {
 // asked and lookups fail fast; after the cool-down one trial goes through
 // and a success closes the breaker.
 func TestBreaker(t *testing.T) {
+	testtier.RequiresSockets(t)
 	t.Parallel()
 	var slow sync.Mutex
 	sleeping := true
@@ -539,6 +553,7 @@ func TestBreakerHalfOpenOneTrial(t *testing.T) {
 
 // TestMaxInFlight: past the bound, a lookup fails at once, synchronously.
 func TestMaxInFlight(t *testing.T) {
+	testtier.RequiresSockets(t)
 	release := make(chan struct{})
 	api := newAPIServer(t, func(w http.ResponseWriter, _ []byte) {
 		<-release
@@ -575,6 +590,7 @@ func TestMaxInFlight(t *testing.T) {
 // TestClose: flights in progress get their decision, later lookups the
 // failure decision at once.
 func TestClose(t *testing.T) {
+	testtier.RequiresSockets(t)
 	api := newAPIServer(t, func(w http.ResponseWriter, _ []byte) {
 		time.Sleep(time.Second)
 		io.WriteString(w, oneRoute)
@@ -624,6 +640,7 @@ func TestOptionsErrors(t *testing.T) {
 // (API.md): sipedge neither re-sends the call, and its Authorization, to the
 // Location, nor takes that answer as the API's.
 func TestAPIRedirectNotFollowed(t *testing.T) {
+	testtier.RequiresSockets(t)
 	t.Parallel()
 	for _, code := range []int{301, 302, 303, 307, 308} {
 		t.Run(strconv.Itoa(code), func(t *testing.T) {

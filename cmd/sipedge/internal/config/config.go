@@ -66,8 +66,12 @@ type Admin struct {
 	// Listen is host:port (default 127.0.0.1:9090; port 0 picks a free one).
 	// An explicit "" turns the admin API off.
 	Listen HostPort `yaml:"listen"`
-	// Token, when set, is the bearer token every admin request must carry.
+	// Token, when set, is the bearer token every admin request must carry,
+	// but the probes (/healthz, /readyz) and, unless MetricsAuth, /metrics.
 	Token string `yaml:"token"`
+	// MetricsAuth makes /metrics require the token too (default false:
+	// scrapers need no secret). It needs Token.
+	MetricsAuth bool `yaml:"metrics_auth"`
 }
 
 // Log configures logging.

@@ -195,6 +195,8 @@ func TestRejects(t *testing.T) {
 		{"admin listen port", "admin:\n  listen: \"x:y\"", `line 2: admin.listen: "x:y": invalid port`},
 		{"admin listen no port", `admin: { listen: "127.0.0.1" }`, `admin.listen: "127.0.0.1": missing port`},
 		{"admin not a mapping", `admin: [1]`, `line 1: admin: want a mapping, got a list`},
+		{"admin metrics_auth without token", "admin:\n  listen: \"127.0.0.1:9090\"\n  metrics_auth: true", `line 3: admin.metrics_auth: true without admin.token: there is no token to require`},
+		{"admin metrics_auth not a bool", `admin: { metrics_auth: sometimes }`, `admin.metrics_auth`},
 		{"log level", "log:\n  level: verbose", `line 2: log.level: "verbose": want one of "debug", "info", "warn", "error"`},
 		// sip
 		{"t2 below t1", "sip: { t1_ms: 1000, t2_ms: 500 }", `sip.t2_ms: 500: must not be below t1_ms (1000)`},

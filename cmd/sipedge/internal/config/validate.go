@@ -217,6 +217,9 @@ func (c *Config) validate(v *validator) {
 	if c.Shards > shard.MaxShards {
 		v.errorf("shards", "%d: at most %d", c.Shards, shard.MaxShards)
 	}
+	if c.Admin.MetricsAuth && c.Admin.Token == "" {
+		v.errorf("admin.metrics_auth", "true without admin.token: there is no token to require")
+	}
 	seenListen := map[Listen]int{}
 	for i, l := range c.Listen {
 		if j, dup := seenListen[l]; dup {

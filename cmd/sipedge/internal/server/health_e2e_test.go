@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sipedge/sipedge/internal/testtier"
 	"github.com/sipedge/sipedge/parser"
 )
 
@@ -65,8 +66,8 @@ func (r *lcrRig) adminDo(method, path, token, body string) (int, string) {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
+	if method != "GET" {
+		req.Header.Set("Content-Type", "application/json") // without admin.token a change must be JSON
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -194,6 +195,7 @@ func newRuntimeGroupRig(t *testing.T) *lcrRig {
 // static route whose gateway_group is not in the YAML unless it has a
 // next_hop, which would be dialled instead of the route being burned.
 func TestHealthRuntimeGroupsThroughAdminAPI(t *testing.T) {
+	testtier.RequiresSockets(t)
 	r := newRuntimeGroupRig(t)
 	x := r.b
 
@@ -403,6 +405,7 @@ func (pp *probedPeer) counts() (probes, unanswered int, others []string) {
 // a call at once, without an INVITE (dialed false, group_down), and the
 // next route takes the call; sipedge_gateway_member_up says 0.
 func TestHealthProbeMarksDownAndSkips(t *testing.T) {
+	testtier.RequiresSockets(t)
 	// interval_secs is a whole number of seconds in the YAML (0 is the 15 s
 	// default), so 1 s is the smallest interval the config accepts
 	// (health.MinProbeInterval, 10 ms, is only reachable through the API).
@@ -501,6 +504,7 @@ func TestHealthProbeMarksDownAndSkips(t *testing.T) {
 // without an INVITE; carrier-a, with passive disabled, stays up through
 // its own 503s.
 func TestHealthPassiveConfigured(t *testing.T) {
+	testtier.RequiresSockets(t)
 	r := newHealthRig(t, "carrier-a", "carrier-p", "", passiveGroups(60), passiveRoutes)
 	state := func(group string) string {
 		t.Helper()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
 	"github.com/sipedge/sipedge/dialog/b2bua"
+	"github.com/sipedge/sipedge/internal/testtier"
 	"github.com/sipedge/sipedge/route"
 	"github.com/sipedge/sipedge/route/lcr"
 )
@@ -22,6 +23,7 @@ import (
 // allocation, its trunk's attributes in the key included: it runs on the
 // shard for every call.
 func TestRouteCacheHitAllocs(t *testing.T) {
+	testtier.RequiresSockets(t)
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		io.WriteString(w, `{"routes":[{"carrier_id":"a","gateway_group":"a"}],"cache_ttl_secs":60}`)
 	}))

@@ -110,8 +110,20 @@ func TestFloodExemptions(t *testing.T) {
 // applies to new ones, with one warning.
 func TestDialledHopsBounded(t *testing.T) {
 	var h dialledHops
-	for i := range maxDialledHops + 5 {
-		h.add(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), slog.New(slog.DiscardHandler))
+	hop := func(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}) }
+	log := slog.New(slog.DiscardHandler)
+	for i := range 3 {
+		h.add(hop(i), log)
+	}
+	// Up to one below the bound at once: one add at a time copies the set
+	// each time, seconds for ten thousand.
+	filled := make(map[netip.Addr]struct{}, maxDialledHops)
+	for i := range maxDialledHops - 1 {
+		filled[hop(i)] = struct{}{}
+	}
+	h.set.Store(&filled)
+	for i := maxDialledHops - 1; i < maxDialledHops+5; i++ {
+		h.add(hop(i), log)
 	}
 	if n := len(*h.set.Load()); n != maxDialledHops {
 		t.Errorf("%d hops kept, want %d", n, maxDialledHops)

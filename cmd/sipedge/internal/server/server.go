@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
@@ -580,17 +579,12 @@ func (s *Server) startAdmin() error {
 	mux.Handle("/v1/trunks/", trunks)
 	mux.Handle("/v1/lcr/static_routes", serialized(&s.changeMu, s.staticRoutes.handler()))
 	mux.HandleFunc("POST /v1/reload", s.postReload)
-	var h http.Handler = mux
-	if tok := s.cfg.Admin.Token; tok != "" {
-		h = bearer(tok, mux)
-	} else {
-		h = loopbackWrites(mux)
-	}
 	ln, err := net.Listen("tcp", s.cfg.Admin.Listen.String())
 	if err != nil {
 		return fmt.Errorf("admin.listen: %w", err)
 	}
 	s.adminAddr = ln.Addr()
+	h := newAdminGuard(s.cfg.Admin, ln.Addr().(*net.TCPAddr).AddrPort(), mux)
 	s.admin = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout: adminReadTimeout, IdleTimeout: adminIdleTimeout}
 	s.adminDone = make(chan struct{})
@@ -607,35 +601,6 @@ func (s *Server) startAdmin() error {
 // and adminIdleTimeout a kept-alive connection between requests: without
 // them a client that stalls holds a socket and a goroutine for ever.
 var adminReadTimeout, adminIdleTimeout = 10 * time.Second, 60 * time.Second
-
-// bearer requires "Authorization: Bearer TOKEN" on every request.
-func bearer(token string, next http.Handler) http.Handler {
-	want := []byte("Bearer " + token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-			w.Header().Set("WWW-Authenticate", "Bearer")
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// loopbackWrites guards an admin API without a token: anyone who reaches
-// the port may read it, but only a client on the same host may change it
-// (the gateway groups calls are routed to).
-func loopbackWrites(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			ap, err := netip.ParseAddrPort(r.RemoteAddr)
-			if err != nil || !ap.Addr().IsLoopback() {
-				http.Error(w, "admin.token is not set: changes are accepted from this host only", http.StatusForbidden)
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
-}
 
 // WriteMetrics writes every metric in Prometheus text format.
 func (s *Server) WriteMetrics(w io.Writer) {
