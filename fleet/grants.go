@@ -37,18 +37,24 @@ import (
 // that nodes holding spare channels give them back within a round or two.
 //
 // want is the calls up plus a spare: the Takes expected during the next
-// two intervals, by a rate that rises at once and decays with a one-second
-// time constant, and at least the Takes just refused. A node keeps a spare
+// two intervals, by a rate that rises at once and decays with a time
+// constant of ten intervals, and at least the Takes just refused. A node keeps a spare
 // of one channel, so that the first call after a quiet spell does not wait
 // a round, only while the key is not scarce (the fleet has a free channel
 // per node beyond what is wanted).
 
 // grantScript decides grants for several keys of one node incarnation.
 //
+// A node that had an entry and finds none (Redis restarted empty, or
+// failed over to a replica that missed writes) is told so ("fresh") and
+// granted no more than its bound: the others may not have claimed their
+// calls again yet.
+//
 // KEYS  ch:<key> per key
 // ARGV  field (the incarnation), lease ms, live nodes, events channel;
-// then per key: limit, want (-1: give the grant back), bound
-// returns per key g·2 + scarce
+// then per key: limit, want (-1: give the grant back), bound, had an
+// entry (1 or 0)
+// returns per key g·4 + fresh·2 + scarce
 var grantScript = rueidis.NewLuaScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -56,15 +62,18 @@ local self, lease, nodes, events = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local r = {}
 for k = 1, #KEYS do
   local key = KEYS[k]
-  local limit, want, bound = tonumber(ARGV[3 * k + 2]), tonumber(ARGV[3 * k + 3]), tonumber(ARGV[3 * k + 4])
+  local a = 4 * k + 1
+  local limit, want, bound, had = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), ARGV[a + 3]
   if want < 0 then
     redis.call('HDEL', key, self)
     r[k] = 0
   else
     local h = redis.call('HGETALL', key)
-    local occ, dem, ds = 0, 0, {}
+    local occ, dem, ds, found = 0, 0, {}, false
     for i = 1, #h, 2 do
-      if h[i] ~= self then
+      if h[i] == self then
+        found = true
+      else
         local o, d, exp = string.match(h[i + 1], '^(%d+) (%d+) (%d+)$')
         if not o or tonumber(exp) <= now then
           redis.call('HDEL', key, h[i])
@@ -74,6 +83,11 @@ for k = 1, #KEYS do
           ds[#ds + 1] = tonumber(d)
         end
       end
+    end
+    local fresh = 0
+    if had == '1' and not found then
+      fresh = 1
+      want = math.min(want, bound)
     end
     local cap = limit - occ
     local contended = dem + want > limit
@@ -99,7 +113,7 @@ for k = 1, #KEYS do
     redis.call('PEXPIRE', key, 2 * lease)
     local scarce = 0
     if contended or limit - occ - o < nodes then scarce = 1 end
-    r[k] = g * 2 + scarce
+    r[k] = g * 4 + fresh * 2 + scarce
   end
 end
 return r
@@ -114,14 +128,16 @@ type grantState struct {
 	validUntil time.Duration // the grant's lease end, with a margin; 0: none yet
 	renewAt    time.Duration
 	scarce     bool
-	local      bool // at the failure mode's local share
-	registered bool // holds an entry in Redis
+	local      bool          // at the failure mode's local share
+	registered bool          // holds an entry in Redis
+	settle     time.Duration // no growth before: the other nodes are claiming their calls again
 }
 
 // grantReq is one key of a round.
 type grantReq struct {
 	c                  *Channel
 	limit, want, bound int64
+	had                bool // the node holds an entry, as far as it knows
 }
 
 // run is the grant loop.
@@ -130,7 +146,11 @@ func (cs *channels) run() {
 	defer f.wg.Done()
 	t := time.NewTicker(f.o.GrantInterval)
 	defer t.Stop()
+	// Rounds are at least a fifth of the interval apart: a flood of
+	// refused Takes wakes the loop at every one.
+	spacing := f.o.GrantInterval / 5
 	var reqs []grantReq
+	var last time.Duration
 	for {
 		select {
 		case <-f.quit:
@@ -138,7 +158,11 @@ func (cs *channels) run() {
 		case <-t.C:
 		case <-cs.wakeCh:
 		}
+		if d := last + spacing - f.now(); d > 0 && !f.sleep(d) {
+			return
+		}
 		reqs = cs.round(reqs[:0])
+		last = f.now()
 	}
 }
 
@@ -193,17 +217,25 @@ func (cs *channels) ask(c *Channel, now time.Duration) (grantReq, bool) {
 	takes := t - st.takes // wraps
 	st.takes = t
 	refused := c.refused.Swap(0)
-	if dt := (now - st.last).Seconds(); dt > 0 {
-		inst := float64(takes) / dt
-		st.rate = max(inst, st.rate*math.Exp(-dt))
+	if dt := now - st.last; dt > 0 {
+		// Up at once; down with a time constant of ten intervals, so that
+		// a burst's spare is given back within a second or two.
+		inst := float64(takes) / dt.Seconds()
+		st.rate = max(inst, st.rate*math.Exp(-float64(dt)/float64(10*f.o.GrantInterval)))
 		st.last = now
 	}
-	spare := max(int64(math.Ceil(st.rate*2*f.o.GrantInterval.Seconds())), refused)
+	// Rounded, not up: the decaying rate never reaches 0.
+	spare := max(int64(math.Round(st.rate*2*f.o.GrantInterval.Seconds())), refused)
 	if !st.scarce {
 		spare = max(spare, 1)
 	}
 	want := min(u+spare, limit)
 	cp := c.cap.Load()
+	if st.local || now < st.settle {
+		// Back from the failure mode, or Redis lost the grants: claim
+		// what is held, grow once every node had a renewal to do so.
+		want = min(want, max(cp, u))
+	}
 	_, nudged := cs.nudged.LoadAndDelete(c.rkey)
 	need := !st.registered || st.local || nudged || refused > 0 || want > cp || now >= st.renewAt ||
 		(want < cp && st.scarce)
@@ -217,7 +249,7 @@ func (cs *channels) ask(c *Channel, now time.Duration) (grantReq, bool) {
 		cp = c.cap.Load()
 	}
 	bound := max(cp, c.inUse())
-	return grantReq{c: c, limit: limit, want: want, bound: bound}, true
+	return grantReq{c: c, limit: limit, want: want, bound: bound, had: st.registered && !st.local}, true
 }
 
 // exec runs the grant script for reqs.
@@ -225,12 +257,16 @@ func (cs *channels) exec(reqs []grantReq) ([]int64, error) {
 	f := cs.f
 	self := f.self.Load()
 	keys := make([]string, len(reqs))
-	args := make([]string, 4, 4+3*len(reqs))
+	args := make([]string, 4, 4+4*len(reqs))
 	args[0], args[1], args[2], args[3] = self.field, strconv.FormatInt(f.lease.Milliseconds(), 10),
 		strconv.FormatInt(f.liveNodes(), 10), eventsChannel
 	for i, r := range reqs {
 		keys[i] = r.c.rkey
-		args = append(args, strconv.FormatInt(r.limit, 10), strconv.FormatInt(r.want, 10), strconv.FormatInt(r.bound, 10))
+		had := "0"
+		if r.had {
+			had = "1"
+		}
+		args = append(args, strconv.FormatInt(r.limit, 10), strconv.FormatInt(r.want, 10), strconv.FormatInt(r.bound, 10), had)
 	}
 	var grants []int64
 	err := f.do("grants", func(ctx context.Context, c rueidis.Client) error {
@@ -254,24 +290,31 @@ func (cs *channels) granted(r grantReq, v int64, sent time.Duration) {
 		c.low.Store(unlimited)
 		return
 	}
-	g, scarce := v>>1, v&1 == 1
+	g, fresh, scarce := v>>2, v&2 != 0, v&1 != 0
+	cs.f.log.Debug("fleet: grant", "key", c.name, "want", r.want, "bound", r.bound, "grant", g, "fresh", fresh, "scarce", scarce, "in_use", c.inUse())
 	st.registered = true
 	st.scarce = scarce
 	// The lease counts from when Redis ran the script, after sent: the
 	// node gives up the grant before the fleet can hand it to another.
 	st.validUntil = sent + cs.f.lease*9/10
 	st.renewAt = sent + cs.f.lease/3
+	settle := sent + cs.f.lease/3 + 2*cs.f.o.GrantInterval
 	if st.local {
 		st.local = false
+		st.settle = settle
 		cs.localShare.Add(-1)
 		cs.f.log.Info("fleet: channel limit back to fleet-wide grants", "key", c.name, "grant", g)
+	}
+	if fresh {
+		st.settle = settle
+		cs.f.log.Warn("fleet: redis had lost this node's channel grant: claiming the calls up again", "key", c.name)
 	}
 	if c.limit.Load() <= 0 { // unlimited meanwhile: the next round gives it back
 		return
 	}
 	c.cap.Store(g)
 	// Wake the loop when the spare left is less than two intervals' Takes.
-	spare := max(int64(math.Ceil(st.rate*2*cs.f.o.GrantInterval.Seconds())), 1)
+	spare := max(int64(math.Round(st.rate*2*cs.f.o.GrantInterval.Seconds())), 1)
 	c.low.Store(max(g-spare, 1))
 }
 
