@@ -2,7 +2,9 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,10 +33,12 @@ import (
 
 // putScript stores a document, if its version is the expected one.
 //
-// KEYS  doc:<kind>, state:version, state:kinds
-// ARGV  kind, name, document, expected version (-1: any, 0: absent), events channel
+// KEYS  doc:<kind>, state:version, state:kinds, state:epoch
+// ARGV  kind, name, document, expected version (-1: any, 0: absent), events
+// channel, an epoch for a Redis that has none
 // returns {version, previous version}; {-1, current version} when not the expected one
 var putScript = rueidis.NewLuaScript(`
+redis.call('SET', KEYS[4], ARGV[6], 'NX')
 local cur = redis.call('HGET', KEYS[1], ARGV[2])
 local curv = 0
 if cur then curv = tonumber(string.match(cur, '^(%d+)\n')) end
@@ -49,10 +53,11 @@ return {v, curv}
 
 // deleteScript removes a document.
 //
-// KEYS  doc:<kind>, state:version, state:kinds
-// ARGV  kind, name, events channel
+// KEYS  doc:<kind>, state:version, state:kinds, state:epoch
+// ARGV  kind, name, events channel, an epoch for a Redis that has none
 // returns {version, previous version}; {0, 0} when there was none
 var deleteScript = rueidis.NewLuaScript(`
+redis.call('SET', KEYS[4], ARGV[4], 'NX')
 local cur = redis.call('HGET', KEYS[1], ARGV[2])
 if not cur then return {0, 0} end
 local curv = tonumber(string.match(cur, '^(%d+)\n'))
@@ -108,12 +113,14 @@ type store struct {
 	kinds     map[string]int64 // the version of each kind at its last snapshot
 	version   int64            // without Redis: the version counter
 	drops     int64            // the decision drops last seen; -1: not known yet
+	epoch     string           // Redis' epoch, as last seen
 
 	events  chan string // notifications, from the subscriber to run
 	resnap  chan struct{}
 	applied *metrics.Counter
 	failed  *metrics.Counter
 	dropsM  *metrics.Counter
+	lostM   *metrics.Counter
 }
 
 func (s *store) init(f *Fleet) {
@@ -126,6 +133,7 @@ func (s *store) init(f *Fleet) {
 	s.applied = f.o.Metrics.GetOrCreateCounter("sipedge_fleet_state_applied_total")
 	s.failed = f.o.Metrics.GetOrCreateCounter("sipedge_fleet_state_apply_errors_total")
 	s.dropsM = f.o.Metrics.GetOrCreateCounter("sipedge_fleet_decision_drops_total")
+	s.lostM = f.o.Metrics.GetOrCreateCounter("sipedge_fleet_state_lost_total")
 }
 
 // checkDoc checks a kind and a name: they go into keys and notifications.
@@ -214,8 +222,8 @@ func (f *Fleet) put(ctx context.Context, kind, name string, doc []byte, want int
 	var v []int64
 	err := f.doCtx(ctx, "state", func(ctx context.Context, c rueidis.Client) error {
 		var err error
-		v, err = putScript.Exec(ctx, c, []string{prefix + ":doc:" + kind, prefix + ":state:version", prefix + ":state:kinds"},
-			[]string{kind, name, string(doc), strconv.FormatInt(want, 10), eventsChannel}).AsIntSlice()
+		v, err = putScript.Exec(ctx, c, []string{prefix + ":doc:" + kind, prefix + ":state:version", prefix + ":state:kinds", prefix + ":state:epoch"},
+			[]string{kind, name, string(doc), strconv.FormatInt(want, 10), eventsChannel, newEpoch()}).AsIntSlice()
 		return err
 	})
 	if err != nil {
@@ -254,8 +262,8 @@ func (f *Fleet) Delete(ctx context.Context, kind, name string) (Change, bool, er
 	var v []int64
 	err := f.doCtx(ctx, "state", func(ctx context.Context, c rueidis.Client) error {
 		var err error
-		v, err = deleteScript.Exec(ctx, c, []string{prefix + ":doc:" + kind, prefix + ":state:version", prefix + ":state:kinds"},
-			[]string{kind, name, eventsChannel}).AsIntSlice()
+		v, err = deleteScript.Exec(ctx, c, []string{prefix + ":doc:" + kind, prefix + ":state:version", prefix + ":state:kinds", prefix + ":state:epoch"},
+			[]string{kind, name, eventsChannel, newEpoch()}).AsIntSlice()
 		return err
 	})
 	if err != nil {
@@ -392,20 +400,32 @@ func (s *store) catchUp(ctx context.Context) error {
 	f := s.f
 	var kinds map[string]int64
 	var drops int64
+	var epoch string
 	err := f.doCtx(ctx, "poll", func(ctx context.Context, c rueidis.Client) error {
-		res := c.DoMulti(ctx, c.B().Hgetall().Key(prefix+":state:kinds").Build(), c.B().Get().Key(prefix+":lcr:drops").Build())
+		// The epoch is set by the first node to ask (or write): a Redis
+		// that lost the state has none, or another.
+		res := c.DoMulti(ctx, c.B().Set().Key(prefix+":state:epoch").Value(newEpoch()).Nx().Build(),
+			c.B().Hgetall().Key(prefix+":state:kinds").Build(), c.B().Get().Key(prefix+":lcr:drops").Build(),
+			c.B().Get().Key(prefix+":state:epoch").Build())
 		var err error
-		if kinds, err = res[0].AsIntMap(); err != nil {
+		if kinds, err = res[1].AsIntMap(); err != nil {
 			return err
 		}
-		drops, err = res[1].AsInt64()
-		if rueidis.IsRedisNil(err) {
-			drops, err = 0, nil
+		if drops, err = res[2].AsInt64(); err != nil && !rueidis.IsRedisNil(err) {
+			return err
 		}
+		epoch, err = res[3].ToString()
 		return err
 	})
 	if err != nil {
 		return err
+	}
+	if s.lost(epoch) {
+		s.reseed(ctx)
+		s.dropsM.Inc()
+		if cb := f.o.OnDropDecisions; cb != nil {
+			cb("") // drops may have been missed with the count
+		}
 	}
 	s.dropped(drops, "", false)
 	s.mu.Lock()
@@ -431,6 +451,54 @@ func (s *store) catchUp(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// newEpoch returns a fresh epoch, for a Redis that has none: a new one
+// each time, so that no node mistakes a new epoch for the one it knew.
+func newEpoch() string { return strconv.FormatUint(rand.Uint64(), 36) }
+
+// lost reports whether Redis lost the shared state (restarted without
+// persistence, or failed over to a replica that missed writes): its epoch,
+// set by the first node to read or write the state, changed. The node
+// then forgets the
+// versions it has (keeping the documents), so that new writes apply, and
+// the count of decision drops.
+func (s *store) lost(epoch string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if epoch == s.epoch || s.epoch == "" {
+		s.epoch = epoch
+		return false
+	}
+	s.epoch = epoch
+	s.drops = -1
+	s.lostM.Inc()
+	s.f.log.Error("fleet: redis lost the shared state: this node writes back the documents it applied", "documents", len(s.docs))
+	for k, e := range s.docs {
+		if e.doc == nil {
+			delete(s.docs, k)
+			continue
+		}
+		s.docs[k] = docEntry{doc: e.doc}
+	}
+	clear(s.kinds)
+	return true
+}
+
+// reseed writes back the documents this node has where Redis has none (the
+// first node to do so wins; the others then get its version).
+func (s *store) reseed(ctx context.Context) {
+	s.mu.Lock()
+	var docs []Change
+	for _, k := range s.sorted() {
+		docs = append(docs, Change{Kind: k.kind, Name: k.name, Doc: s.docs[k].doc})
+	}
+	s.mu.Unlock()
+	for _, d := range docs {
+		if _, err := s.f.PutIf(ctx, d.Kind, d.Name, d.Doc, 0); err != nil && !errors.Is(err, ErrVersion) {
+			s.f.log.Warn("fleet: cannot write back a shared document", "kind", d.Kind, "name", d.Name, "error", err)
+		}
+	}
 }
 
 // snapshot reads kind whole and applies it.
@@ -559,9 +627,10 @@ func (s *store) handle(msg string) {
 
 // dropDecisionsScript counts a drop of routing decisions and publishes it.
 //
-// KEYS  lcr:drops
-// ARGV  cache key ("" for all), events channel
+// KEYS  lcr:drops, state:epoch
+// ARGV  cache key ("" for all), events channel, an epoch for a Redis that has none
 var dropDecisionsScript = rueidis.NewLuaScript(`
+redis.call('SET', KEYS[2], ARGV[3], 'NX')
 local n = redis.call('INCR', KEYS[1])
 redis.call('PUBLISH', ARGV[2], 'c\n' .. n .. '\n' .. ARGV[1])
 return n
@@ -583,7 +652,7 @@ func (f *Fleet) DropDecisions(ctx context.Context, key string) error {
 		return nil
 	}
 	err := f.doCtx(ctx, "state", func(ctx context.Context, c rueidis.Client) error {
-		return dropDecisionsScript.Exec(ctx, c, []string{prefix + ":lcr:drops"}, []string{key, eventsChannel}).Error()
+		return dropDecisionsScript.Exec(ctx, c, []string{prefix + ":lcr:drops", prefix + ":state:epoch"}, []string{key, eventsChannel, newEpoch()}).Error()
 	})
 	if err != nil {
 		return fmt.Errorf("%w: cannot drop decisions: %w", ErrUnavailable, err)
@@ -591,24 +660,27 @@ func (f *Fleet) DropDecisions(ctx context.Context, key string) error {
 	return nil
 }
 
-// dropped handles the drop count n: key's drop when it is the next one
-// (from a notification), all decisions when one or more were missed. The
-// first count seen is the baseline.
+// dropped handles the drop count n, from a notification (with the key)
+// or a poll: the key's drop when it is the next one, all decisions when
+// some were missed or the count went back (Redis lost it). The first count
+// a poll sees is the baseline.
 func (s *store) dropped(n int64, key string, notified bool) {
 	s.mu.Lock()
 	last := s.drops
-	if n <= last || (last < 0 && !notified) {
-		if last < 0 {
-			s.drops = n
-		}
+	switch {
+	case last < 0 && !notified: // the baseline
+		s.drops = n
+		s.mu.Unlock()
+		return
+	case notified && (last < 0 || n == last+1):
+	case n > last:
+		key = ""
+	default: // an old notification: a poll saw it first
 		s.mu.Unlock()
 		return
 	}
 	s.drops = n
 	s.mu.Unlock()
-	if !notified || (last >= 0 && n != last+1) {
-		key = ""
-	}
 	s.dropsM.Inc()
 	if cb := s.f.o.OnDropDecisions; cb != nil {
 		cb(key)
