@@ -125,15 +125,15 @@ func TestStateSharedWithinOneSecond(t *testing.T) {
 	if _, ok := d.doc("group/carrier-x"); ok {
 		t.Fatal("a new node applied a removed document")
 	}
-	// Each node applied each change once, in version order.
+	// Each node applied each change once, in version order per document.
 	for _, n := range []*testNode{a, b, c} {
 		n.mu.Lock()
-		var last int64
+		last := map[string]int64{}
 		for _, ch := range n.seen {
-			if ch.Version <= last {
-				t.Errorf("%s applied version %d after %d", n.NodeID(), ch.Version, last)
+			if ch.Version <= last[ch.Kind+"/"+ch.Name] {
+				t.Errorf("%s applied %s/%s version %d after %d", n.NodeID(), ch.Kind, ch.Name, ch.Version, last[ch.Name])
 			}
-			last = ch.Version
+			last[ch.Kind+"/"+ch.Name] = ch.Version
 		}
 		if len(n.seen) != 4 {
 			t.Errorf("%s applied %d changes, want 4: %+v", n.NodeID(), len(n.seen), n.seen)
