@@ -97,6 +97,11 @@ func newNode(t testing.TB, url, id string, mod ...func(*Options)) (*testNode, er
 		Deadline:      200 * time.Millisecond,
 		GrantInterval: 20 * time.Millisecond,
 		PollInterval:  100 * time.Millisecond,
+		OnLost: func(calls []LostCall) {
+			n.mu.Lock()
+			n.lost = append(n.lost, calls...)
+			n.mu.Unlock()
+		},
 		OnDropDecisions: func(key string) {
 			n.mu.Lock()
 			n.drops = append(n.drops, key)
@@ -115,15 +120,8 @@ func newNode(t testing.TB, url, id string, mod ...func(*Options)) (*testNode, er
 	return n, nil
 }
 
-// withJournal turns the journal on, collecting the lost calls.
-func (n *testNode) withJournal(o *Options) {
-	o.CallJournal = true
-	o.OnLost = func(calls []LostCall) {
-		n.mu.Lock()
-		n.lost = append(n.lost, calls...)
-		n.mu.Unlock()
-	}
-}
+// withJournal turns the journal on; the node collects the lost calls.
+func withJournal(o *Options) { o.CallJournal = true }
 
 func (n *testNode) lostCalls() []LostCall {
 	n.mu.Lock()
