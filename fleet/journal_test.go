@@ -190,8 +190,8 @@ func TestJournalFencedNodeForgetsItsCalls(t *testing.T) {
 	}
 }
 
-// TestJournalQueueBound: Answered is refused past the queue's bound
-// (counted); Ended never is.
+// TestJournalQueueBound: with Redis frozen, Answered does not wait; it is
+// refused past the queue's bound (counted); Ended never is.
 func TestJournalQueueBound(t *testing.T) {
 	needsRedis(t)
 	r := redistest.Start(t)
@@ -202,10 +202,16 @@ func TestJournalQueueBound(t *testing.T) {
 	a.journal.wake()
 	time.Sleep(50 * time.Millisecond)
 	n := 0
+	var slowest time.Duration
 	for i := range 20 {
+		t0 := time.Now()
 		if a.Journal().Answered(uint64(i), testCall(i)) {
 			n++
 		}
+		slowest = max(slowest, time.Since(t0))
+	}
+	if slowest > 5*time.Millisecond {
+		t.Fatalf("Answered took %v with Redis frozen", slowest)
 	}
 	if n < 4 || n > 8 || !strings.Contains(metricsText(a.Fleet), "sipedge_fleet_journal_dropped_total") {
 		t.Fatalf("%d of 20 journalled with a queue of 4", n)

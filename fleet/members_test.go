@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -115,4 +116,32 @@ func TestFencedNodeStartsOver(t *testing.T) {
 	if err != nil || len(nodes) != 2 || nodes[0].ID != "a" {
 		t.Fatalf("after fencing: %+v %v", nodes, err)
 	}
+}
+
+// TestStartWithRedisDown: a node starts with Redis down: it serves at the
+// local share at once, logged and counted, and joins the fleet when Redis
+// comes up.
+func TestStartWithRedisDown(t *testing.T) {
+	needsRedis(t)
+	port := redistest.FreePort(t)
+	url := "redis://127.0.0.1:" + strconv.Itoa(port)
+	a := startNode(t, url, "a", withJournal, func(o *Options) { o.Nodes = 2 })
+	c := a.Channel("carrier", 10)
+	eventually(t, time.Second, "local share", func() bool { return c.Grant() == 5 })
+	if !a.Journal().Answered(1, testCall(1)) { // kept until Redis answers
+		t.Fatal("not journalled")
+	}
+	if !a.log.Contains("redis unavailable") || !hasMetric(metricsText(a.Fleet), "sipedge_fleet_redis_up 0") {
+		t.Fatalf("not logged or counted:\n%s", a.log)
+	}
+	r := redistest.StartOn(t, port)
+	eventually(t, 5*time.Second, "registered", func() bool {
+		nodes, err := a.Nodes(context.Background())
+		return err == nil && len(nodes) == 1 && nodes[0].Self
+	})
+	eventually(t, 2*time.Second, "journal written", func() bool { return journalLen(r, a) == ":1" })
+	eventually(t, 2*time.Second, "fleet-wide grant", func() bool {
+		hold(c, 10-int(c.InUse()), 0)
+		return hasMetric(metricsText(a.Fleet), "sipedge_fleet_channels_local_share 0") && c.InUse() == 10
+	})
 }
