@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strconv"
 	"sync"
@@ -38,15 +39,16 @@ import (
 // KEYS  journals, journal:<self>, dead:<self>
 // ARGV  self, renewed ms ("" to keep the last), n, n (field, call) pairs,
 // then the fields to delete
-// returns "ok", "resync" (the index was missing) or "fenced"
+// returns {"ok" | "resync" (the index was missing) | "fenced", the
+// journal's length}
 var syncScript = rueidis.NewLuaScript(`
-if redis.call('EXISTS', KEYS[3]) == 1 then return 'fenced' end
+if redis.call('EXISTS', KEYS[3]) == 1 then return {'fenced', 0} end
 local idx = redis.call('HGET', KEYS[1], ARGV[1])
 local state = 'ok'
 local renewed = ARGV[2]
 if idx then
   local owner, last = string.match(idx, '^(%S+) (%d+)')
-  if owner ~= ARGV[1] then return 'fenced' end
+  if owner ~= ARGV[1] then return {'fenced', 0} end
   if renewed == '' then renewed = last end
 else
   state = 'resync'
@@ -56,7 +58,7 @@ redis.call('HSET', KEYS[1], ARGV[1], ARGV[1] .. ' ' .. renewed .. ' live')
 local n = tonumber(ARGV[3])
 if n > 0 then redis.call('HSET', KEYS[2], unpack(ARGV, 4, 3 + 2 * n)) end
 if #ARGV > 3 + 2 * n then redis.call('HDEL', KEYS[2], unpack(ARGV, 4 + 2 * n)) end
-return state
+return {state, redis.call('HLEN', KEYS[2])}
 `)
 
 // dropJournalScript removes an empty journal on Close.
@@ -168,13 +170,14 @@ type Journal struct {
 	wakeCh  chan struct{}
 
 	// The journal goroutine's.
-	spare   []journalOp
-	calls   map[uint64]*journalEntry
-	dirty   map[uint64]struct{} // calls to write
-	dels    map[uint64]struct{} // calls to delete
-	indexed bool                // the journal's index entry exists in Redis, as far as the node knows
-	resyncs chan struct{}       // the incarnation changed: rewrite everything
-	retry   bool
+	spare    []journalOp
+	calls    map[uint64]*journalEntry
+	dirty    map[uint64]struct{} // calls to write
+	dels     map[string]struct{} // fields to delete
+	indexed  bool                // the journal's index entry exists in Redis, as far as the node knows
+	renewals int                 // renewals since the last reconcile
+	resyncs  chan struct{}       // the incarnation changed: rewrite everything
+	retry    bool
 
 	claimMu sync.Mutex
 	toClaim []lostJournal
@@ -195,7 +198,7 @@ func (j *Journal) init(f *Fleet) {
 	j.claimCh = make(chan struct{}, 1)
 	j.calls = make(map[uint64]*journalEntry)
 	j.dirty = make(map[uint64]struct{})
-	j.dels = make(map[uint64]struct{})
+	j.dels = make(map[string]struct{})
 	set := f.o.Metrics
 	j.m = journalMetrics{
 		dropped: set.GetOrCreateCounter("sipedge_fleet_journal_dropped_total"),
@@ -283,6 +286,7 @@ func (j *Journal) run() {
 			return
 		case <-j.wakeCh:
 		case <-renew.C:
+			j.renewals++
 		case <-retry.C:
 		case <-j.resyncs:
 			clear(j.calls)
@@ -312,7 +316,7 @@ func (j *Journal) take() {
 			delete(j.calls, op.id)
 			delete(j.dirty, op.id)
 			if e.synced {
-				j.dels[op.id] = struct{}{}
+				j.dels[callField(op.id)] = struct{}{}
 			}
 			continue
 		}
@@ -324,7 +328,7 @@ func (j *Journal) take() {
 		}
 		if old := j.calls[op.id]; old != nil && old.synced {
 			// The id came again: the new call replaces the old in Redis.
-			delete(j.dels, op.id)
+			delete(j.dels, callField(op.id))
 		}
 		j.calls[op.id] = &journalEntry{rec: rec}
 		j.dirty[op.id] = struct{}{}
@@ -344,9 +348,17 @@ func (j *Journal) sync() bool {
 	j.take()
 	for {
 		self := f.self.Load()
-		state, err := j.write(self, renewed)
+		state, n, err := j.write(self, renewed)
 		if err != nil {
 			return false
+		}
+		if state == "ok" && (n != int64(len(j.calls)) || j.renewals >= reconcileEvery) {
+			// Redis may hold other calls than the node: it lost writes (a
+			// replica promoted that missed them). Compare, and mend.
+			j.renewals = 0
+			if j.reconcile(self) {
+				continue
+			}
 		}
 		switch state {
 		case "fenced":
@@ -375,27 +387,75 @@ func (j *Journal) sync() bool {
 	}
 }
 
+// reconcileEvery is how many renewals go between two comparisons of the
+// journal in Redis with the node's, whatever its length says.
+const reconcileEvery = 10
+
+// callField is a call's field in the journal.
+func callField(id uint64) string { return strconv.FormatUint(id, 16) }
+
+// reconcile compares the journal's fields in Redis with the node's calls
+// and marks what differs to be written or deleted; it reports whether
+// anything did.
+func (j *Journal) reconcile(self *identity) bool {
+	var fields []string
+	err := j.f.do("journal", func(ctx context.Context, c rueidis.Client) error {
+		var err error
+		fields, err = c.Do(ctx, c.B().Hkeys().Key(prefix+":journal:"+self.field).Build()).AsStrSlice()
+		return err
+	})
+	if err != nil {
+		return false
+	}
+	in := make(map[string]bool, len(fields))
+	for _, k := range fields {
+		in[k] = true
+	}
+	missing, extra := 0, 0
+	for id, e := range j.calls {
+		if !in[callField(id)] && e.synced {
+			e.synced = false
+			j.dirty[id] = struct{}{}
+			missing++
+		}
+	}
+	for _, k := range fields {
+		id, err := strconv.ParseUint(k, 16, 64)
+		if e := j.calls[id]; err != nil || e == nil {
+			j.dels[k] = struct{}{}
+			extra++
+		}
+	}
+	if missing+extra == 0 {
+		return false
+	}
+	j.f.log.Warn("fleet: the call journal in Redis differed from this node's: mended", "missing", missing, "extra", extra)
+	return true
+}
+
 // write sends the dirty calls and the deletions in chunks, the renewal
-// with the last; it returns the last chunk's state.
-func (j *Journal) write(self *identity, renewed time.Time) (string, error) {
+// with the last; it returns the last chunk's state and the journal's
+// length in Redis.
+func (j *Journal) write(self *identity, renewed time.Time) (string, int64, error) {
 	f := j.f
 	keys := []string{prefix + ":journals", prefix + ":journal:" + self.field, prefix + ":dead:" + self.field}
 	for {
 		args := []string{self.field, "", ""}
-		var sets, dels []uint64
+		var sets []uint64
+		var dels []string
 		for id := range j.dirty {
 			if len(sets) == syncChunk {
 				break
 			}
 			sets = append(sets, id)
-			args = append(args, strconv.FormatUint(id, 16), string(j.calls[id].rec))
+			args = append(args, callField(id), string(j.calls[id].rec))
 		}
 		for id := range j.dels {
 			if len(sets)+len(dels) == syncChunk {
 				break
 			}
 			dels = append(dels, id)
-			args = append(args, strconv.FormatUint(id, 16))
+			args = append(args, id)
 		}
 		last := len(sets) == len(j.dirty) && len(dels) == len(j.dels)
 		if last {
@@ -403,16 +463,26 @@ func (j *Journal) write(self *identity, renewed time.Time) (string, error) {
 		}
 		args[2] = strconv.Itoa(len(sets))
 		var state string
+		var n int64
 		err := f.do("journal", func(ctx context.Context, c rueidis.Client) error {
-			var err error
-			state, err = syncScript.Exec(ctx, c, keys, args).ToString()
+			reply, err := syncScript.Exec(ctx, c, keys, args).ToArray()
+			if err != nil {
+				return err
+			}
+			if len(reply) != 2 {
+				return fmt.Errorf("fleet: unexpected journal reply %v", reply)
+			}
+			if state, err = reply[0].ToString(); err != nil {
+				return err
+			}
+			n, err = reply[1].AsInt64()
 			return err
 		})
 		if err != nil {
-			return "", err
+			return "", 0, err
 		}
 		if state == "fenced" {
-			return state, nil
+			return state, 0, nil
 		}
 		for _, id := range sets {
 			j.calls[id].synced = true
@@ -422,7 +492,7 @@ func (j *Journal) write(self *identity, renewed time.Time) (string, error) {
 			delete(j.dels, id)
 		}
 		if last || state == "resync" && j.indexed {
-			return state, nil
+			return state, n, nil
 		}
 	}
 }
