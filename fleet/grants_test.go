@@ -273,3 +273,57 @@ func TestLimitChangeAndUnlimited(t *testing.T) {
 		t.Fatal("takes refused without a limit")
 	}
 }
+
+// TestBusyNodesShareFairly: two nodes that both want more than the limit
+// get about half of it each, whichever got there first.
+func TestBusyNodesShareFairly(t *testing.T) {
+	needsRedis(t)
+	r := redistest.Start(t)
+	const limit = 10
+	a := startNode(t, r.URL(), "a").Channel("carrier", limit)
+	b := startNode(t, r.URL(), "b").Channel("carrier", limit)
+	if hold(a, limit, 2*time.Second) != limit {
+		t.Fatal("a does not hold the limit")
+	}
+	for range limit {
+		a.Release()
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, c := range []*Channel{a, b} {
+		for range 8 { // 16 callers for 10 channels
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if c.Take() {
+						time.Sleep(time.Duration(5+rand.IntN(5)) * time.Millisecond)
+						c.Release()
+					} else {
+						time.Sleep(time.Millisecond)
+					}
+				}
+			}()
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // a's head start fades
+	var sa, sb, n int64
+	for range 150 {
+		sa += a.InUse()
+		sb += b.InUse()
+		n++
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	ma, mb := float64(sa)/float64(n), float64(sb)/float64(n)
+	t.Logf("mean calls up: a %.1f, b %.1f of %d", ma, mb, limit)
+	if ma < 3.5 || mb < 3.5 || ma+mb > limit {
+		t.Fatalf("a %.1f, b %.1f: not a fair split of %d", ma, mb, limit)
+	}
+}

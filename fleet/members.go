@@ -315,7 +315,7 @@ func (m *members) publish(nodes []Node) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for id := range m.gauges {
-		if !live[id] {
+		if !live[id] && id != m.f.o.NodeID {
 			delete(m.gauges, id)
 			m.set.UnregisterMetric(nodeCallsName(id))
 		}
