@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -15,7 +16,8 @@ import (
 // TestStateLocal: without Redis, Put and Delete apply at once, in order,
 // with versions; Follow applies what was put before it.
 func TestStateLocal(t *testing.T) {
-	f, err := New(Options{Config: Config{NodeID: "a"}})
+	log := new(syncBuffer)
+	f, err := New(Options{Config: Config{NodeID: "a"}, Logger: slog.New(slog.NewTextHandler(log, nil))})
 	must(t, err)
 	defer f.Close()
 	ctx := context.Background()
@@ -41,8 +43,9 @@ func TestStateLocal(t *testing.T) {
 	if _, err := f.PutIf(ctx, "group", "g2", []byte(`{}`), 0); err != nil {
 		t.Fatalf("PutIf of a new document: %v", err)
 	}
-	if _, err := f.Put(ctx, "trunk", "t", []byte("bad")); !errors.Is(err, ErrApply) {
-		t.Fatalf("apply error: %v", err)
+	if _, err := f.Put(ctx, "trunk", "t", []byte("bad")); !errors.Is(err, ErrApply) || !log.Contains("cannot apply a shared document") ||
+		!hasMetric(metricsText(f), "sipedge_fleet_state_apply_errors_total 1") {
+		t.Fatalf("apply error: %v, not logged or counted", err)
 	}
 	if _, ok, _ := f.Delete(ctx, "group", "g1"); !ok {
 		t.Fatal("delete found nothing")
