@@ -11,8 +11,8 @@ const module = "github.com/sipedge/sipedge"
 // forbidden lists, per package (and its subpackages), the import paths (and
 // their subpackages) it must not depend on, directly or not. Dependencies
 // flow one way: parser and dialog/digest are leaves; shard alone speaks
-// gnet; cmd wires. internal/testtier is for tests alone: no package's
-// non-test code may depend on it.
+// gnet; fleet stays below what uses it; cmd wires. internal/testtier is for
+// tests alone: no package's non-test code may depend on it.
 var forbidden = map[string][]string{
 	"parser":    {module, "github.com/panjf2000/gnet"},
 	"ratelimit": {module + "/shard", module + "/dialog", module + "/route", module + "/health", module + "/cmd"},
@@ -20,6 +20,10 @@ var forbidden = map[string][]string{
 	"route":     {module + "/shard", module + "/dialog", module + "/cmd"},
 	"dialog":    {module + "/shard", module + "/cmd", "github.com/panjf2000/gnet"},
 	"shard":     {module + "/cmd"},
+	// fleet is below the call core and the carrier plane, which use it:
+	// it hands them callbacks, never imports them.
+	"fleet": {module + "/shard", module + "/dialog", module + "/route", module + "/health", module + "/ratelimit",
+		module + "/carrier", module + "/quality", module + "/cmd", "github.com/panjf2000/gnet"},
 }
 
 // TestDependencies fails when a package imports what it must not.

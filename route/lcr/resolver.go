@@ -161,7 +161,8 @@ type Resolver struct {
 	log       *slog.Logger
 	failLog   logLimiter
 	epoch     time.Time
-	clock     atomic.Int64 // coarse now(), advanced every clockTick
+	clock     atomic.Int64  // coarse now(), advanced every clockTick
+	drops     atomic.Uint64 // DropLocal calls: a flight that saw one does not cache
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -453,14 +454,21 @@ func (r *Resolver) Lookup(req *Request, done func(Decision)) {
 // neither, and stores it in Redis after the waiters have their decision.
 func (r *Resolver) fly(key string, req *Request, f *flight) {
 	defer r.wg.Done()
+	drops := r.drops.Load()
 	d, body := r.resolve(key, req)
-	if r.local != nil && d.Source == SourceLCR && d.TTL > 0 {
+	// A drop (DropLocal) while the flight ran: what it read may be what
+	// was dropped, so it caches nothing.
+	fresh := func() bool { return r.drops.Load() == drops }
+	if r.local != nil && d.Source == SourceLCR && d.TTL > 0 && fresh() {
 		life := d.TTL
 		if r.localTTL > 0 && r.localTTL < life {
 			life = r.localTTL
 		}
 		now := r.coarseNow()
 		r.local.put(key, d, now+int64(life), now)
+		if !fresh() {
+			r.local.remove(key)
+		}
 	}
 	<-r.sem
 	r.mu.Lock()
@@ -471,7 +479,7 @@ func (r *Resolver) fly(key string, req *Request, f *flight) {
 	for _, done := range waiters {
 		r.deliver(d, done)
 	}
-	if body != nil {
+	if body != nil && fresh() {
 		r.redis.store(r.ctx, key, body, d.TTL)
 	}
 }
