@@ -74,3 +74,221 @@ flow_update_both_ways() {
 		< <(msgs caller -v dir=received -v start='^UPDATE ' -v hdr=body)
 	expect_cdr hangup_side caller
 }
+
+flow_early_media_183() {
+	carrier carrier uas_early_media.xml
+	gateway carrier-a "127.0.0.1:$carrier_PORT"
+	sipedge_up
+	caller uac_early_media.xml "127.0.0.1:$SIP_PORT"
+	end_flow
+	sipp_ok caller carrier
+	expect_lines "183's Content-Type at the caller" '^application/sdp$' \
+		< <(msgs caller -v dir=received -v start='^SIP/2.0 183' -v hdr=Content-Type)
+	expect_lines "183's SDP at the caller (the carrier's, unchanged)" '^v=0\|o=carrier 7 7 .*m=audio [0-9]+ RTP/AVP 0' \
+		< <(msgs caller -v dir=received -v start='^SIP/2.0 183' -v hdr=body)
+	expect_cdr final_code 200
+}
+
+flow_info_both_ways() {
+	carrier carrier uas_info.xml
+	gateway carrier-a "127.0.0.1:$carrier_PORT"
+	sipedge_up
+	caller uac_info.xml "127.0.0.1:$SIP_PORT"
+	end_flow
+	sipp_ok caller carrier
+	expect_lines "INFO at the carrier: Content-Type" '^application/dtmf-relay$' \
+		< <(msgs carrier -v dir=received -v start='^INFO ' -v hdr=Content-Type)
+	expect_lines "INFO at the carrier: body" '^Signal=5\|Duration=160$' \
+		< <(msgs carrier -v dir=received -v start='^INFO ' -v hdr=body)
+	expect_lines "INFO at the caller: body" '^Signal=9\|Duration=160$' \
+		< <(msgs caller -v dir=received -v start='^INFO ' -v hdr=body)
+	expect_cdr hangup_side caller
+}
+
+flow_bye_before_ack() {
+	carrier carrier uas_bye_before_ack.xml
+	gateway carrier-a "127.0.0.1:$carrier_PORT"
+	sipedge_up
+	caller uac_late_ack.xml "127.0.0.1:$SIP_PORT"
+	end_flow
+	sipp_ok caller carrier
+	# The order the caller saw: the BYE only after its ACK.
+	expect_lines "what the caller sent and got after the 200" '^ACK ' '^BYE ' '^SIP/2.0 200' \
+		< <(msgs caller | sed -n '/^SIP\/2.0 200/,$p' | sed 1d)
+	expect_cdr hangup_side callee
+}
+
+# cancel_flow: the caller cancels a ringing call (uac_cancel.xml, uas_ring_cancel.xml).
+cancel_flow() {
+	carrier carrier uas_ring_cancel.xml
+	gateway carrier-a "127.0.0.1:$carrier_PORT"
+	sipedge_up
+	caller uac_cancel.xml "127.0.0.1:$SIP_PORT"
+	end_flow
+}
+
+flow_cancel() {
+	cancel_flow
+	sipp_ok caller carrier
+	expect_lines "CANCEL at the carrier" '^CANCEL ' < <(msgs carrier -v dir=received -v start='^CANCEL ')
+	expect_lines "ACK of the 487 at the carrier" '^ACK ' < <(msgs carrier -v dir=received -v start='^ACK ')
+	expect_cdr final_code 487
+	expect_cdr hangup_side caller
+}
+
+flow_cancel_to_tag() {
+	cancel_flow
+	sipp_ok caller carrier
+	local t180 t200 t487
+	t180=$(tag "$(msgs caller -v dir=received -v start='^SIP/2.0 180' -v hdr=To | head -1)")
+	t200=$(tag "$(msgs caller -v dir=received -v start='^SIP/2.0 200' -v cseq='CANCEL$' -v hdr=To | head -1)")
+	t487=$(tag "$(msgs caller -v dir=received -v start='^SIP/2.0 487' -v hdr=To | head -1)")
+	[ -n "$t180" ] && [ "$t487" = "$t180" ] || bad "487 To tag '$t487', 180's '$t180': want one"
+	[ "$t200" = "$t487" ] || bad "the 200 to CANCEL has To tag '$t200', the 180 and 487 '$t487' (RFC 3261 9.2: the same)"
+}
+
+flow_refer_603() {
+	carrier carrier uas_answer.xml
+	gateway carrier-a "127.0.0.1:$carrier_PORT"
+	sipedge_up
+	caller uac_refer.xml "127.0.0.1:$SIP_PORT"
+	end_flow
+	sipp_ok caller carrier
+	expect_lines "REFER at the carrier" < <(msgs carrier -v dir=received -v start='^REFER ')
+	expect_cdr hangup_side caller
+}
+
+flow_tcp_to_udp() {
+	carrier carrier uas_dialog.xml udp
+	gateway carrier-a "127.0.0.1:$carrier_PORT" udp
+	sipedge_up
+	caller uac_dialog.xml "127.0.0.1:$SIP_PORT" tcp
+	end_flow
+	sipp_ok caller carrier
+	expect_lines "carrier's requests at the caller (over its TCP connection)" '^INVITE ' '^INFO ' '^BYE ' \
+		< <(msgs caller -v dir=received -v start='^(INVITE|INFO|BYE) ')
+	grep -q '^TCP message received' "$WORK/caller_msg.log" || bad "the caller got nothing over TCP"
+	grep -q '^UDP message received' "$WORK/carrier_msg.log" || bad "the carrier got nothing over UDP"
+	expect_cdr hangup_side callee
+}
+
+flow_udp_to_tcp() {
+	carrier carrier uas_dialog.xml tcp
+	gateway carrier-a "127.0.0.1:$carrier_PORT" tcp
+	sipedge_up
+	caller uac_dialog.xml "127.0.0.1:$SIP_PORT" udp
+	end_flow
+	sipp_ok caller carrier
+	expect_lines "caller's requests at the carrier (over TCP)" '^INVITE ' '^ACK ' '^INVITE ' '^ACK ' \
+		< <(msgs carrier -v dir=received -v start='^[A-Z]+ ' -v cseq='(INVITE|ACK)$')
+	grep -q '^TCP message received' "$WORK/carrier_msg.log" || bad "the carrier got nothing over TCP"
+	expect_cdr hangup_side callee
+}
+
+flow_preloaded_route() {
+	carrier carrier uas_answer.xml
+	gateway carrier-a "127.0.0.1:$carrier_PORT"
+	sipedge_up
+	caller uac_basic.xml "127.0.0.1:$SIP_PORT" udp -key route "Route: <sip:127.0.0.1:$SIP_PORT;lr>"
+	end_flow
+	sipp_ok caller carrier
+	expect_lines "Route of the caller's INVITE" "^<sip:127\.0\.0\.1:$SIP_PORT;lr>$" \
+		< <(msgs caller -v dir=sent -v start='^INVITE ' -v hdr=Route)
+	expect_lines "Route of the carrier's INVITE" '^<none>$' < <(msgs carrier -v dir=received -v start='^INVITE ' -v hdr=Route)
+	expect_cdr hangup_side caller
+}
+
+flow_100rel_supported() {
+	carrier carrier uas_100rel.xml
+	gateway carrier-a "127.0.0.1:$carrier_PORT"
+	sipedge_up
+	caller uac_100rel.xml "127.0.0.1:$SIP_PORT"
+	end_flow
+	sipp_ok caller carrier
+	expect_cdr hangup_side caller
+}
+
+flow_100rel_required() {
+	carrier carrier uas_100rel.xml
+	gateway carrier-a "127.0.0.1:$carrier_PORT"
+	sipedge_up
+	caller uac_100rel.xml "127.0.0.1:$SIP_PORT" udp -key rel "Require: 100rel"
+	end_flow
+	local final
+	final=$(msgs caller -v dir=received -v start='^SIP/2.0 [2-6]' -v cseq='INVITE$' | head -1)
+	[[ $final == "SIP/2.0 200"* ]] || bad "the caller, which requires 100rel, got '$final' (RFC 3262: sipedge may PRACK the carrier's or send its own, not refuse)"
+	sipp_ok caller carrier
+	expect_lines "RSeq of the 180 the caller got (it requires 100rel: RFC 3262 3)" '^[0-9]+$' \
+		< <(msgs caller -v dir=received -v start='^SIP/2.0 180' -v hdr=RSeq)
+	expect_cdr hangup_side caller
+}
+
+flow_session_timer_uac_refresher() {
+	carrier carrier uas_session_timer.xml
+	gateway carrier-a "127.0.0.1:$carrier_PORT"
+	sipedge_up
+	caller uac_session_timer.xml "127.0.0.1:$SIP_PORT"
+	end_flow
+	sipp_ok caller carrier
+	expect_lines "Supported of the carrier's INVITE" 'timer' < <(msgs carrier -v dir=received -v start='^INVITE ' -v hdr=Supported)
+	expect_lines "Session-Expires of the caller's 200" '^1800;refresher=uac$' \
+		< <(msgs caller -v dir=received -v start='^SIP/2.0 200' -v cseq='INVITE$' -v hdr=Session-Expires)
+	expect_lines "Require of the caller's 200 (refresher=uac: RFC 4028 9)" 'timer' \
+		< <(msgs caller -v dir=received -v start='^SIP/2.0 200' -v cseq='INVITE$' -v hdr=Require)
+}
+
+flow_redirect_302_reroute() {
+	carrier carrier_a uas_302.xml
+	carrier carrier_b uas_answer.xml
+	gateway carrier-a "127.0.0.1:$carrier_a_PORT"
+	gateway carrier-b "127.0.0.1:$carrier_b_PORT"
+	sipedge_up "reroute_causes: [302, 408, 500, 502, 503, 504]"
+	caller uac_basic.xml "127.0.0.1:$SIP_PORT"
+	end_flow
+	sipp_ok caller carrier_a carrier_b
+	expect_lines "3xx at the caller" < <(msgs caller -v dir=received -v start='^SIP/2.0 3')
+	expect_cdr carrier_id carrier-b
+	grep -q '"carrier_id":"carrier-a","status":302' "$WORK/cdr.jsonl" || bad "CDR lcr_attempts lack carrier-a's 302: $(cdr_field lcr_attempts)"
+}
+
+flow_redirect_302_not_relayed() {
+	carrier carrier uas_302.xml
+	gateway carrier-a "127.0.0.1:$carrier_PORT"
+	sipedge_up
+	caller uac_failure.xml "127.0.0.1:$SIP_PORT"
+	end_flow
+	sipp_ok caller carrier
+	local final contact
+	final=$(msgs caller -v dir=received -v start='^SIP/2.0 [3-6]' -v cseq='INVITE$' | head -1)
+	contact=$(msgs caller -v dir=received -v start='^SIP/2.0 3' -v cseq='INVITE$' -v hdr=Contact | head -1)
+	[ -n "$final" ] || bad "the caller got no final response"
+	if [[ $final == "SIP/2.0 3"* ]] && [ "$contact" = "<none>" ]; then
+		bad "the caller got '$final' without a Contact (a 3xx names where to go: RFC 3261 21.3, 8.1.3.4)"
+	fi
+}
+
+flow_options_ping() {
+	sipedge_up
+	caller uac_options.xml "127.0.0.1:$SIP_PORT"
+	end_flow
+	sipp_ok caller
+	local allow m
+	allow=$(msgs caller -v dir=received -v start='^SIP/2.0 200' -v hdr=Allow | head -1)
+	for m in INVITE ACK CANCEL BYE OPTIONS; do
+		grep -qw "$m" <<<"$allow" || bad "Allow of the 200 to OPTIONS lacks $m: '$allow'"
+	done
+}
+
+flow_options_capabilities() {
+	sipedge_up
+	caller uac_options.xml "127.0.0.1:$SIP_PORT"
+	end_flow
+	sipp_ok caller
+	local allow accept supported
+	allow=$(msgs caller -v dir=received -v start='^SIP/2.0 200' -v hdr=Allow | head -1)
+	accept=$(msgs caller -v dir=received -v start='^SIP/2.0 200' -v hdr=Accept | head -1)
+	supported=$(msgs caller -v dir=received -v start='^SIP/2.0 200' -v hdr=Supported | head -1)
+	grep -q 'application/sdp' <<<"$accept" || bad "200 to OPTIONS: Accept '$accept', want application/sdp (RFC 3261 11.2)"
+	[ "$supported" != "<none>" ] || bad "200 to OPTIONS has no Supported (RFC 3261 11.2)"
+	! grep -qw REFER <<<"$allow" || bad "200 to OPTIONS: Allow '$allow' lists REFER, which sipedge refuses (603)"
+}

@@ -62,7 +62,7 @@ carrier() {
 	pick 1 port cp
 	pick 4 mp
 	TRANSPORT=$tr SIPP_T=$(sipp_t "$tr")
-	start_uas "$role" "$port" "$cp" "$mp" -sf "$SCEN/$scen" -m 1 -nd \
+	start_uas "$role" "$port" "$cp" "$mp" -sf "$SCEN/$scen" -m 1 -default_behaviors abortunexp \
 		-trace_msg -message_file "$WORK/${role}_msg.log" \
 		-recv_timeout 8s -timeout 30s -timeout_error -key carrier_port "$port" "$@"
 	CARRIER_PIDS+=("$role|${UAS_PIDS##* }")
@@ -138,20 +138,26 @@ kamailio_up() {
 	fail "kamailio $name does not listen on $port"
 }
 
-# caller SCENARIO HOST:PORT [udp|tcp] [SIPP_ARGS...]: a SIPp caller (UAC)
+# caller SCENARIO HOST:PORT [udp|tcp [SIPP_ARGS...]]: a SIPp caller (UAC)
 # placing one call to number 1000 at HOST:PORT, to its end or 25 s;
-# RC[caller] is its exit status, WORK/caller_msg.log what it saw.
+# RC[caller] is its exit status, WORK/caller_msg.log what it saw. The
+# scenarios' optional header lines, [route] and [rel], are empty unless
+# SIPP_ARGS set them (-key route "Route: <sip:...;lr>").
 caller() {
-	local scen=$1 dest=$2 tr=${3:-udp} port cp mp
+	local scen=$1 dest=$2 tr=${3:-udp} port cp mp key keys=
 	shift 2
 	[ $# -gt 0 ] && shift
+	for key in route rel; do
+		[[ " $* " == *" -key $key "* ]] || keys+=" $key"
+	done
+	for key in $keys; do set -- "$@" -key "$key" ""; done
 	pick 1 port cp
 	pick 4 mp
 	CALLER_PORT=$port
 	log "caller: $scen to $dest over $tr"
 	RC[caller]=0
 	(cd "$WORK" && exec timeout -s TERM -k 5 25 "$SIPP" "$dest" -sf "$SCEN/$scen" -t "$(sipp_t "$tr")" \
-		-i 127.0.0.1 -p "$port" -mi 127.0.0.1 -mp "$mp" -cp "$cp" -s 1000 -m 1 -nd -nostdin \
+		-i 127.0.0.1 -p "$port" -mi 127.0.0.1 -mp "$mp" -cp "$cp" -s 1000 -m 1 -default_behaviors abortunexp -nostdin \
 		-trace_msg -message_file "$WORK/caller_msg.log" \
 		-trace_err -error_file "$WORK/caller_errors.log" \
 		-recv_timeout 8s -timeout 20s -timeout_error -key sipedge_port "$SIP_PORT" "$@" \
@@ -233,7 +239,10 @@ end_flow() {
 sipp_error() {
 	local role=$1 line
 	line=$(grep -h -m1 -E 'Aborting call|unexpected|timeout|Timeout|Regexp|regexp|check|Failed' \
-		"$WORK/${role}_errors.log" 2>/dev/null | sed -E 's/^[0-9:. -]+//; s/[[:space:]]+/ /g' | cut -c1-240)
+		"$WORK/${role}_errors.log" 2>/dev/null | sed -E 's/^[0-9-]+[[:space:]]+[0-9:.]+[[:space:]]+[0-9.]+: //; s/Call-I[dD]: [^,]*, //; s/[[:space:]]+/ /g' | cut -c1-240)
+	if [ -z "$line" ] && [ "${RC[$role]}" = 124 ]; then
+		line="did not reach the end of its scenario (stopped)"
+	fi
 	echo "${line:-exit status ${RC[$role]}}"
 }
 
@@ -285,9 +294,11 @@ expect_lines() {
 # tag HEADER_VALUE: the tag parameter of a From or To value.
 tag() { sed -nE 's/.*;[[:space:]]*tag=([^;>[:space:]]+).*/\1/p' <<<"$1"; }
 
-# cdr_field FIELD: FIELD's value in the flow's one CDR ("" if none).
+# cdr_field FIELD: FIELD's value in the flow's first CDR ("" if none),
+# a field of the call, not of its lcr_attempts.
 cdr_field() {
-	sed -nE "s/.*\"$1\":(\"[^\"]*\"|[^,}]*).*/\1/p" "$WORK/cdr.jsonl" 2>/dev/null | head -1 | tr -d '"'
+	head -1 "$WORK/cdr.jsonl" 2>/dev/null | sed -E 's/"lcr_attempts":\[[^]]*\]//' |
+		sed -nE "s/.*\"$1\":(\"[^\"]*\"|[^,}]*).*/\1/p" | tr -d '"'
 }
 
 # expect_cdr FIELD VALUE: the flow's one CDR says FIELD is VALUE.
