@@ -292,3 +292,181 @@ flow_options_capabilities() {
 	[ "$supported" != "<none>" ] || bad "200 to OPTIONS has no Supported (RFC 3261 11.2)"
 	! grep -qw REFER <<<"$allow" || bad "200 to OPTIONS: Allow '$allow' lists REFER, which sipedge refuses (603)"
 }
+
+# sipedge_requests PROXY: the requests but ACK that sipedge sent through
+# Kamailio PROXY, as it logged them (method, Request-URI, source, local
+# socket, transport, Route count...).
+sipedge_requests() { kam_lines "$1" '^in\|' "\|127\.0\.0\.1:$SIP_PORT\|" '^in\|(INVITE|BYE|INFO|UPDATE|PRACK|OPTIONS)\|'; }
+
+flow_kamrr_dialog() {
+	carrier carrier uas_dialog.xml
+	gateway carrier-a "127.0.0.1:$carrier_PORT"
+	sipedge_up
+	kamailio_up customer "sip:127.0.0.1:$SIP_PORT" -A WITH_RR
+	caller uac_dialog.xml "127.0.0.1:$customer_PORT"
+	end_flow
+	sipp_ok caller carrier
+	expect_lines "sipedge's requests at the customer proxy (Route: the proxy)" \
+		"^in\|INVITE\|sip:alice@.*\|routes=1\|route=<sip:127\.0\.0\.1:$customer_PORT;lr>" '^in\|INFO\|.*\|routes=1\|' '^in\|BYE\|.*\|routes=1\|' \
+		< <(sipedge_requests customer)
+	expect_cdr hangup_side callee
+}
+
+flow_kamrr_cancel() {
+	carrier carrier uas_ring_cancel.xml
+	gateway carrier-a "127.0.0.1:$carrier_PORT"
+	sipedge_up
+	kamailio_up customer "sip:127.0.0.1:$SIP_PORT" -A WITH_RR
+	caller uac_cancel.xml "127.0.0.1:$customer_PORT"
+	end_flow
+	sipp_ok caller carrier
+	expect_lines "the caller's CANCEL at the customer proxy" '^in\|CANCEL\|' \
+		< <(kam_lines customer '^in\|CANCEL\|' "\|127\.0\.0\.1:$CALLER_PORT\|")
+	expect_cdr final_code 487
+}
+
+flow_kamrr_double_rr() {
+	carrier carrier uas_bye.xml
+	gateway carrier-a "127.0.0.1:$carrier_PORT"
+	sipedge_up
+	# The caller over TCP, sipedge over UDP: the proxy record-routes twice
+	# (RFC 3261 16.6 step 4 allows it), once per side.
+	kamailio_up customer "sip:127.0.0.1:$SIP_PORT;transport=udp" -A WITH_RR
+	caller uac_wait_bye.xml "127.0.0.1:$customer_PORT" tcp
+	end_flow
+	sipp_ok caller carrier
+	local rr_udp="<sip:127\.0\.0\.1:$customer_PORT;r2=on;lr>" rr_tcp="<sip:127\.0\.0\.1:$customer_PORT;transport=tcp;r2=on;lr>"
+	expect_lines "Record-Route of the 200 the caller got" "^$rr_udp$" "^$rr_tcp$" \
+		< <(msgs caller -v dir=received -v start='^SIP/2.0 200' -v cseq='INVITE$' -v hdr=Record-Route -v all=1)
+	expect_lines "sipedge's BYE at the customer proxy (both Routes, the Record-Route's order)" "^in\|BYE\|.*\|udp\|routes=[12]\|route=$rr_udp, ?$rr_tcp\|" \
+		< <(sipedge_requests customer)
+	grep -q '^TCP message received' "$WORK/caller_msg.log" || bad "the caller got nothing over TCP"
+	expect_cdr hangup_side callee
+}
+
+flow_kamrr_other_host() {
+	local vip_PORT
+	pick 1 vip_PORT
+	carrier carrier uas_bye.xml
+	gateway carrier-a "127.0.0.1:$carrier_PORT"
+	sipedge_up
+	# The proxy receives on 127.0.0.1 but record-routes its other address,
+	# 127.0.0.2 (a VIP, or the next proxy of a pair): in-dialog requests go
+	# there (RFC 3261 12.2.1.1, 16.12: the first Route is the next hop).
+	kamailio_up customer "sip:127.0.0.1:$SIP_PORT" -l "udp:127.0.0.2:$vip_PORT" -A WITH_RR -A "RR_PRESET=\"127.0.0.2:$vip_PORT\""
+	caller uac_wait_bye.xml "127.0.0.1:$customer_PORT"
+	end_flow
+	sipp_ok caller carrier
+	expect_lines "Record-Route of the 200 the caller got" "^<sip:127\.0\.0\.2:$vip_PORT;lr>$" \
+		< <(msgs caller -v dir=received -v start='^SIP/2.0 200' -v cseq='INVITE$' -v hdr=Record-Route -v all=1)
+	local bye
+	bye=$(sipedge_requests customer | grep '^in|BYE|' | head -1)
+	[ -n "$bye" ] || bad "no BYE from sipedge at the customer proxy"
+	if [ -n "$bye" ] && ! grep -q "|127\.0\.0\.2:$vip_PORT|" <<<"$bye"; then
+		bad "sipedge sent its BYE to $(cut -d'|' -f5 <<<"$bye"), the INVITE's source, not to 127.0.0.2:$vip_PORT, its Route (RFC 3261 12.2.1.1, 8.1.2)"
+	fi
+}
+
+flow_kamnorr_caller_bye() {
+	carrier carrier uas_answer.xml
+	gateway carrier-a "127.0.0.1:$carrier_PORT"
+	sipedge_up
+	kamailio_up customer "sip:127.0.0.1:$SIP_PORT"
+	caller uac_basic.xml "127.0.0.1:$customer_PORT"
+	end_flow
+	sipp_ok caller carrier
+	# No route set: the caller's ACK and BYE go to sipedge's Contact, not
+	# through the proxy (RFC 3261 12.2.1.1).
+	expect_lines "requests at the customer proxy" '^in\|INVITE\|' < <(kam_lines customer '^in\|')
+	expect_cdr hangup_side caller
+}
+
+# norr_bye_reason: why sipedge's requests did not reach the caller behind
+# a proxy that does not record-route, from the proxy's log.
+norr_bye_reason() {
+	local got
+	got=$(kam_lines customer '^answered\|404\|' | head -1)
+	[ -n "$got" ] && bad "sipedge sent '$(cut -d'|' -f3-4 <<<"$got" | tr '|' ' ')' to the customer proxy (the INVITE's source), which answered 404: it is not on the dialog's path; the caller's Contact is (RFC 3261 12.2.1.1)"
+}
+
+flow_kamnorr_carrier_bye() {
+	carrier carrier uas_bye.xml
+	gateway carrier-a "127.0.0.1:$carrier_PORT"
+	sipedge_up
+	kamailio_up customer "sip:127.0.0.1:$SIP_PORT"
+	caller uac_wait_bye.xml "127.0.0.1:$customer_PORT"
+	end_flow
+	expect_lines "BYE the caller got" '^BYE sip:alice@' < <(msgs caller -v dir=received -v start='^BYE ')
+	norr_bye_reason
+	sipp_ok caller carrier
+	expect_cdr hangup_side callee
+}
+
+flow_kamnorr_dialog() {
+	carrier carrier uas_dialog.xml
+	gateway carrier-a "127.0.0.1:$carrier_PORT"
+	sipedge_up
+	kamailio_up customer "sip:127.0.0.1:$SIP_PORT"
+	caller uac_dialog.xml "127.0.0.1:$customer_PORT"
+	end_flow
+	expect_lines "the carrier's requests at the caller" '^INVITE ' '^INFO ' '^BYE ' \
+		< <(msgs caller -v dir=received -v start='^(INVITE|INFO|BYE) ')
+	norr_bye_reason
+	sipp_ok caller carrier
+}
+
+flow_kamcarrier_dialog() {
+	carrier carrier uas_dialog.xml
+	kamailio_up carrierproxy "sip:127.0.0.1:$carrier_PORT" -A WITH_RR
+	gateway carrier-a "127.0.0.1:$carrierproxy_PORT"
+	sipedge_up
+	caller uac_dialog.xml "127.0.0.1:$SIP_PORT"
+	end_flow
+	sipp_ok caller carrier
+	expect_lines "sipedge's requests at the carrier's proxy (Route: the proxy)" \
+		"^in\|INVITE\|sip:1000@.*\|routes=0\|.*\|rr=0\|" "^in\|INVITE\|sip:carrier@.*\|routes=1\|route=<sip:127\.0\.0\.1:$carrierproxy_PORT;lr>" \
+		< <(sipedge_requests carrierproxy)
+	expect_lines "the carrier's requests through its proxy" '^in\|INVITE\|sip:sipedge@.*\|routes=1\|' '^in\|INFO\|sip:sipedge@.*\|routes=1\|' '^in\|BYE\|sip:sipedge@.*\|routes=1\|' \
+		< <(kam_lines carrierproxy '^in\|(INVITE|INFO|BYE)\|' "\|127\.0\.0\.1:$carrier_PORT\|")
+	expect_cdr hangup_side callee
+}
+
+flow_kamcarrier_cancel() {
+	carrier carrier uas_ring_cancel.xml
+	kamailio_up carrierproxy "sip:127.0.0.1:$carrier_PORT" -A WITH_RR
+	gateway carrier-a "127.0.0.1:$carrierproxy_PORT"
+	sipedge_up
+	caller uac_cancel.xml "127.0.0.1:$SIP_PORT"
+	end_flow
+	sipp_ok caller carrier
+	expect_lines "sipedge's CANCEL at the carrier's proxy" '^in\|CANCEL\|' < <(kam_lines carrierproxy '^in\|CANCEL\|' "\|127\.0\.0\.1:$SIP_PORT\|")
+	expect_cdr final_code 487
+}
+
+flow_kamboth_dialog() {
+	carrier carrier uas_dialog.xml
+	kamailio_up carrierproxy "sip:127.0.0.1:$carrier_PORT" -A WITH_RR
+	gateway carrier-a "127.0.0.1:$carrierproxy_PORT"
+	sipedge_up
+	kamailio_up customer "sip:127.0.0.1:$SIP_PORT" -A WITH_RR
+	caller uac_dialog.xml "127.0.0.1:$customer_PORT"
+	end_flow
+	sipp_ok caller carrier
+	expect_lines "sipedge's requests at the customer proxy" '^in\|INVITE\|sip:alice@.*\|routes=1\|' '^in\|INFO\|.*\|routes=1\|' '^in\|BYE\|.*\|routes=1\|' \
+		< <(sipedge_requests customer)
+	expect_lines "sipedge's requests at the carrier's proxy" '^in\|INVITE\|sip:1000@.*\|routes=0\|' '^in\|INVITE\|sip:carrier@.*\|routes=1\|' \
+		< <(sipedge_requests carrierproxy)
+	expect_cdr hangup_side callee
+}
+
+flow_kamboth_cancel() {
+	carrier carrier uas_ring_cancel.xml
+	kamailio_up carrierproxy "sip:127.0.0.1:$carrier_PORT" -A WITH_RR
+	gateway carrier-a "127.0.0.1:$carrierproxy_PORT"
+	sipedge_up
+	kamailio_up customer "sip:127.0.0.1:$SIP_PORT" -A WITH_RR
+	caller uac_cancel.xml "127.0.0.1:$customer_PORT"
+	end_flow
+	sipp_ok caller carrier
+	expect_cdr final_code 487
+}

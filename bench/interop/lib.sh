@@ -123,7 +123,8 @@ kamailio_up() {
 	pick 1 port
 	"$KAMAILIO" -DD -E -f "$INTEROP/kamailio/proxy.cfg" -w "$WORK" -m 32 -M 8 \
 		-l "udp:127.0.0.1:$port" -l "tcp:127.0.0.1:$port" \
-		-A "NAME=\"$name\"" -A "NEXT_HOP=\"$next\"" "$@" >"$WORK/kam_$name.log" 2>&1 &
+		-A "NAME=$name" -A "NEXT_HOP=\"$next\"" -A "DUMP_DIR=\"$WORK\"" -A "DUMP_PREFIX=\"kam_$name-\"" \
+		"$@" >"$WORK/kam_$name.log" 2>&1 &
 	pid=$!
 	KAM_PIDS+=" $pid"
 	for ((i = 0; i < 50; i++)); do
