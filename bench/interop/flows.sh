@@ -6,7 +6,46 @@
 # (end_flow) and checks what each side saw.
 
 FLOWS=(
-	"call-caller-bye|plain call, the caller hangs up: BYE relayed to the carrier, CDR hangup_side caller"
+	# SIPp caller -> sipedge -> SIPp carrier, UDP unless named
+	"call-caller-bye|a call; the caller hangs up: BYE relayed, CDR hangup_side caller"
+	"call-carrier-bye|the carrier hangs up: its BYE reaches the caller at its Contact"
+	"hold-unhold-caller|the caller's re-INVITEs (a=sendonly, a=sendrecv) and the carrier's answers pass unchanged"
+	"hold-unhold-carrier|the carrier's re-INVITEs reach the caller, its answers go back"
+	"update-both-ways|UPDATE with SDP from each side (RFC 3311), offers and answers unchanged"
+	"early-media-183|the carrier's 183 with SDP reaches the caller with its SDP"
+	"info-both-ways|INFO (application/dtmf-relay) each way, body and type unchanged"
+	"bye-before-ack|the carrier hangs up before the caller's late ACK: the caller's BYE waits for its ACK (RFC 3261 15), the carrier gets its ACK"
+	"cancel|CANCEL while ringing: 200 and 487 to the caller, CANCEL and ACK of the 487 at the carrier, CDR 487"
+	"cancel-to-tag|the 200 to the CANCEL has the To tag of the 180 and the 487 (RFC 3261 9.2)"
+	"refer-603|the caller's REFER is answered 603 and never reaches the carrier; the call goes on"
+	"tcp-to-udp|caller over TCP, carrier over UDP: requests both ways, the carrier's over the caller's connection"
+	"udp-to-tcp|caller over UDP, carrier over TCP: requests both ways"
+	"preloaded-route|the caller's INVITE carries a Route naming sipedge (RFC 3261 8.1.1.1); the carrier sees no Route"
+	"100rel-supported|a caller that supports 100rel, a carrier that sends reliable 18x when asked: the call goes through"
+	"100rel-required|a caller that requires 100rel (RFC 3262) gets its 180 reliably, PRACKs it, and is answered"
+	"session-timer-uac-refresher|the carrier's 2xx with Session-Expires refresher=uac reaches the caller with Require: timer (RFC 4028 9)"
+	"redirect-302-reroute|reroute_causes lists 302: the carrier's 302 fails over to the next carrier, no 3xx to the caller"
+	"redirect-302-not-relayed|a carrier's 302 never reaches the caller as a 3xx without Contact (RFC 3261 8.1.3.4, 21.3)"
+	"options-ping|OPTIONS to sipedge: 200 with Allow"
+	"options-capabilities|the 200 to OPTIONS has Accept and Supported, and its Allow no REFER (RFC 3261 11.2)"
+	# Kamailio as the customer's proxy (kamrr: record_route(); kamnorr: not)
+	"kamrr-dialog|requests both ways through a record-routing customer proxy: sipedge's carry its Route"
+	"kamrr-cancel|CANCEL through the customer proxy"
+	"kamrr-double-rr|caller over TCP, proxy to sipedge over UDP: two Record-Routes, sipedge's BYE carries both"
+	"kamrr-other-host|the proxy record-routes another address (127.0.0.2): sipedge's BYE goes there (RFC 3261 12.2.1.1)"
+	"kamnorr-caller-bye|a proxy without record_route: the caller's ACK and BYE go to sipedge's Contact, the call ends"
+	"kamnorr-carrier-bye|a proxy without record_route: the carrier's BYE reaches the caller at its Contact (RFC 3261 12.2.1.1)"
+	"kamnorr-dialog|a proxy without record_route: the carrier's re-INVITE, INFO and BYE reach the caller"
+	# Kamailio as the carrier's proxy (record_route()), and on both sides
+	"kamcarrier-dialog|requests both ways through a record-routing carrier proxy"
+	"kamcarrier-cancel|CANCEL through the carrier's proxy, 487 back"
+	"kamboth-dialog|a customer proxy and a carrier proxy, requests both ways"
+	"kamboth-cancel|CANCEL through both proxies"
+	# baresip as the caller
+	"baresip-caller-bye|baresip calls and hangs up"
+	"baresip-carrier-bye|the carrier hangs up: baresip gets the BYE at its Contact and answers it"
+	"baresip-tcp-carrier-bye|baresip over TCP, carrier over UDP: the carrier's BYE reaches baresip over its connection"
+	"baresip-kamnorr-carrier-bye|baresip behind a proxy without record_route: the carrier's BYE reaches baresip (RFC 3261 12.2.1.1)"
 )
 
 flow_call_caller_bye() {
@@ -469,4 +508,68 @@ flow_kamboth_cancel() {
 	end_flow
 	sipp_ok caller carrier
 	expect_cdr final_code 487
+}
+
+# baresip_ok: baresip ran to its end (-t) and sent nothing twice.
+baresip_ok() {
+	[ "${RC[baresip]:-?}" = 0 ] || bad "baresip: exit status ${RC[baresip]}: $(grep -a -m1 -iE 'error|fail' "$WORK/baresip.log" | tr -d '\033' | cut -c1-160)"
+}
+
+flow_baresip_caller_bye() {
+	carrier carrier uas_answer.xml
+	gateway carrier-a "127.0.0.1:$carrier_PORT"
+	sipedge_up
+	baresip_call "sip:1000@127.0.0.1:$SIP_PORT" 2
+	end_flow
+	baresip_ok
+	sipp_ok carrier
+	expect_lines "requests baresip sent" '^INVITE ' "^ACK sip:sipedge@127\.0\.0\.1:$SIP_PORT " "^BYE sip:sipedge@127\.0\.0\.1:$SIP_PORT " \
+		< <(msgs baresip -v dir=sent -v start='^[A-Z]+ ')
+	expect_lines "final responses baresip got" '^SIP/2.0 200 ' '^SIP/2.0 200 ' \
+		< <(msgs baresip -v dir=received -v start='^SIP/2.0 [2-6]')
+	expect_cdr hangup_side caller
+}
+
+flow_baresip_carrier_bye() {
+	carrier carrier uas_bye.xml
+	gateway carrier-a "127.0.0.1:$carrier_PORT"
+	sipedge_up
+	baresip_call "sip:1000@127.0.0.1:$SIP_PORT" 2
+	end_flow
+	baresip_ok
+	sipp_ok carrier
+	expect_lines "BYE baresip got (Request-URI: its Contact)" "^BYE sip:alice-[^@]*@$BARESIP_ADDR SIP/2.0" \
+		< <(msgs baresip -v dir=received -v start='^BYE ')
+	expect_lines "baresip's answer to the BYE" '^SIP/2.0 200 ' < <(msgs baresip -v dir=sent -v cseq='BYE$')
+	expect_cdr hangup_side callee
+}
+
+flow_baresip_tcp_carrier_bye() {
+	carrier carrier uas_bye.xml
+	gateway carrier-a "127.0.0.1:$carrier_PORT"
+	sipedge_up
+	baresip_call "sip:1000@127.0.0.1:$SIP_PORT;transport=tcp" 2 tcp
+	end_flow
+	baresip_ok
+	sipp_ok carrier
+	grep -aq "^TCP 127\.0\.0\.1:$SIP_PORT -> " "$WORK/baresip.log" || bad "baresip got nothing from sipedge over TCP"
+	expect_lines "BYE baresip got" "^BYE sip:alice-[^@]*@$BARESIP_ADDR;transport=tcp SIP/2.0" \
+		< <(msgs baresip -v dir=received -v start='^BYE ')
+	expect_lines "baresip's answer to the BYE" '^SIP/2.0 200 ' < <(msgs baresip -v dir=sent -v cseq='BYE$')
+	expect_cdr hangup_side callee
+}
+
+flow_baresip_kamnorr_carrier_bye() {
+	carrier carrier uas_bye.xml
+	gateway carrier-a "127.0.0.1:$carrier_PORT"
+	sipedge_up
+	kamailio_up customer "sip:127.0.0.1:$SIP_PORT"
+	baresip_call "sip:1000@127.0.0.1:$customer_PORT" 2
+	end_flow
+	expect_lines "BYE baresip got" "^BYE sip:alice-[^@]*@$BARESIP_ADDR SIP/2.0" \
+		< <(msgs baresip -v dir=received -v start='^BYE ')
+	norr_bye_reason
+	baresip_ok
+	sipp_ok carrier
+	expect_cdr hangup_side callee
 }

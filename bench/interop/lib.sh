@@ -64,7 +64,7 @@ carrier() {
 	TRANSPORT=$tr SIPP_T=$(sipp_t "$tr")
 	start_uas "$role" "$port" "$cp" "$mp" -sf "$SCEN/$scen" -m 1 -default_behaviors abortunexp \
 		-trace_msg -message_file "$WORK/${role}_msg.log" \
-		-recv_timeout 8s -timeout 30s -timeout_error -key carrier_port "$port" "$@"
+		-recv_timeout 8s -timeout 30s -timeout_error "$@"
 	CARRIER_PIDS+=("$role|${UAS_PIDS##* }")
 	printf -v "${role}_PORT" '%s' "$port"
 	TRANSPORT=udp SIPP_T=u1
@@ -161,7 +161,7 @@ caller() {
 		-i 127.0.0.1 -p "$port" -mi 127.0.0.1 -mp "$mp" -cp "$cp" -s 1000 -m 1 -default_behaviors abortunexp -nostdin \
 		-trace_msg -message_file "$WORK/caller_msg.log" \
 		-trace_err -error_file "$WORK/caller_errors.log" \
-		-recv_timeout 8s -timeout 20s -timeout_error -key sipedge_port "$SIP_PORT" "$@" \
+		-recv_timeout 5s -timeout 20s -timeout_error "$@" \
 		>"$WORK/caller.out" 2>&1) || RC[caller]=$?
 }
 
@@ -171,7 +171,7 @@ caller() {
 baresip_call() {
 	local uri=$1 secs=$2 tr=${3:-udp} port dir=$WORK/baresip
 	command -v "$BARESIP" >/dev/null || fail "baresip not found (Debian package baresip-core; make interop installs it)"
-	pick 1 port
+	pick 2 port # SIP over UDP and TCP on port, TLS on port+1
 	pick 16 rtp
 	mkdir -p "$dir"
 	# No sound card: the aubridge module is both the audio source and the
@@ -202,13 +202,13 @@ baresip_call() {
 		>"$WORK/baresip.log" 2>&1 || RC[baresip]=$?
 }
 
-# carriers_done: wait up to 10 s for the SIPp carriers to end their call
+# carriers_done: wait up to 5 s for the SIPp carriers to end their call
 # and exit; RC[ROLE] is each one's exit status (124: still running, stopped).
 carriers_done() {
 	local entry role pid i
 	for entry in "${CARRIER_PIDS[@]}"; do
 		IFS='|' read -r role pid <<<"$entry"
-		for ((i = 0; i < 100; i++)); do
+		for ((i = 0; i < 50; i++)); do
 			kill -0 "$pid" 2>/dev/null || break
 			sleep 0.1
 		done
@@ -261,7 +261,10 @@ msgs() {
 	local role=$1 file
 	shift
 	file=$WORK/${role}_msg.log
-	[ "$role" = baresip ] && file=$WORK/baresip.log && set -- -v self="$BARESIP_ADDR" "$@"
+	if [ "$role" = baresip ]; then
+		file=$WORK/baresip.log
+		set -- -v self="$BARESIP_ADDR" -v peers="127.0.0.1:$SIP_PORT${customer_PORT:+ 127.0.0.1:$customer_PORT}" "$@"
+	fi
 	awk -f "$INTEROP/siplog.awk" "$@" "$file" 2>/dev/null
 }
 

@@ -7,7 +7,9 @@
 #   dir=sent|received    the message's direction as that side saw it (any if empty)
 #   start=REGEX          its start line ("^BYE ", "^SIP/2.0 487 ")
 #   cseq=REGEX           its CSeq value ("INVITE$", "^2 ")
-#   self=IP:PORT         baresip only: its own address, which tells sent from received
+#   self=IP:PORT         baresip only: its own address, and
+#   peers="IP:PORT ..."  the addresses it talks to: a message from self or to
+#                        a peer is one it sent (over TCP it sends from other ports)
 #   rtx=1                keep retransmissions (by default a message with the
 #                        direction, start line, Call-ID, CSeq and first Via of
 #                        one before is left out)
@@ -76,7 +78,8 @@ function begin(d) {
 # baresip: "UDP 127.0.0.1:25075 -> 127.0.0.1:25060", the message after it,
 # ended by the escape sequence that resets the colour.
 /^(UDP|TCP|TLS) [^ ]+ -> [^ ]+$/ {
-	begin($2 == self ? "sent" : "received")
+	to = $4
+	begin($2 == self || (" " peers " ") ~ (" " to " ") ? "sent" : "received")
 	next
 }
 raw ~ /^\033\[;m/ { flush(); next }
