@@ -510,7 +510,7 @@ flow_kamboth_cancel() {
 	expect_cdr final_code 487
 }
 
-# baresip_ok: baresip ran to its end (-t) and sent nothing twice.
+# baresip_ok: baresip ran until it quit (-t), without an error.
 baresip_ok() {
 	[ "${RC[baresip]:-?}" = 0 ] || bad "baresip: exit status ${RC[baresip]}: $(grep -a -m1 -iE 'error|fail' "$WORK/baresip.log" | tr -d '\033' | cut -c1-160)"
 }

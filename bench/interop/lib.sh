@@ -22,7 +22,6 @@ REASONS=()      # why the flow failed, one entry per failed check
 GATEWAYS=()     # "name|host:port|udp or tcp", in the order sipedge tries them
 CARRIER_PIDS=() # "role|pid" of the SIPp carriers
 KAM_PIDS=
-BARESIP_PID=
 declare -A RC   # exit status per role: caller, each carrier, baresip
 
 # bad REASON: the flow fails, for REASON.
@@ -41,10 +40,10 @@ flow_setup() {
 	TRANSPORT=udp SIPP_T=u1
 }
 
-# interop_cleanup: on exit, stop what the flow started and lib.sh's cleanup.
+# interop_cleanup: on exit, stop the proxies, then what bench/sipp/lib.sh's
+# cleanup stops (SIPp, sipedge), which keeps WORK unless the flow passed.
 interop_cleanup() {
 	local p
-	stop "$BARESIP_PID" 5
 	for p in $KAM_PIDS; do stop "$p" 5; done
 	cleanup
 }
@@ -52,7 +51,7 @@ interop_cleanup() {
 # sipp_t udp|tcp: SIPp's -t for a transport (one socket, as a phone has).
 sipp_t() { [ "$1" = tcp ] && echo t1 || echo u1; }
 
-# carrier ROLE SCENARIO [udp|tcp] [SIPP_ARGS...]: a SIPp carrier (UAS) for
+# carrier ROLE SCENARIO [udp|tcp [SIPP_ARGS...]]: a SIPp carrier (UAS) for
 # one call on free ports, tracing its messages to WORK/ROLE_msg.log; sets
 # ROLE_PORT. It exits by itself once its call is over (-m 1).
 carrier() {
@@ -166,8 +165,9 @@ caller() {
 }
 
 # baresip_call URI SECONDS [udp|tcp]: baresip, headless, dials URI and
-# quits after SECONDS (hanging up a call still up); RC[baresip] is its
-# exit status, WORK/baresip.log its SIP trace. Sets BARESIP_ADDR.
+# quits after SECONDS (hanging up a call still up), in the foreground;
+# RC[baresip] is its exit status, WORK/baresip.log its SIP trace. Sets
+# BARESIP_ADDR, where it listens.
 baresip_call() {
 	local uri=$1 secs=$2 tr=${3:-udp} port dir=$WORK/baresip
 	command -v "$BARESIP" >/dev/null || fail "baresip not found (Debian package baresip-core; make interop installs it)"
@@ -227,8 +227,6 @@ carriers_done() {
 end_flow() {
 	local p
 	carriers_done
-	stop "$BARESIP_PID" 5
-	BARESIP_PID=
 	for p in $KAM_PIDS; do stop "$p" 5; done
 	KAM_PIDS=
 	kill -0 "$SIPEDGE_PID" 2>/dev/null || bad "sipedge died: $(tail -3 "$WORK/sipedge.out" 2>/dev/null)"
