@@ -44,7 +44,7 @@ flow_setup() {
 # cleanup stops (SIPp, sipedge), which keeps WORK unless the flow passed.
 interop_cleanup() {
 	local p
-	for p in $KAM_PIDS; do stop "$p" 5; done
+	for p in $KAM_PIDS; do stop_kamailio "$p"; done
 	cleanup
 }
 
@@ -120,7 +120,9 @@ kamailio_up() {
 	shift 2
 	command -v "$KAMAILIO" >/dev/null || fail "kamailio not found (Debian package kamailio; make interop installs it)"
 	pick 1 port
-	"$KAMAILIO" -DD -E -f "$INTEROP/kamailio/proxy.cfg" -w "$WORK" -m 32 -M 8 \
+	# A process group of its own (setsid), so that stop_kamailio can end
+	# its children too, should the main process not.
+	setsid "$KAMAILIO" -DD -E -f "$INTEROP/kamailio/proxy.cfg" -w "$WORK" -m 32 -M 8 \
 		-l "udp:127.0.0.1:$port" -l "tcp:127.0.0.1:$port" \
 		-A "NAME=$name" -A "NEXT_HOP=\"$next\"" -A "DUMP_DIR=\"$WORK\"" -A "DUMP_PREFIX=\"kam_$name-\"" \
 		"$@" >"$WORK/kam_$name.log" 2>&1 &
@@ -136,6 +138,13 @@ kamailio_up() {
 		sleep 0.1
 	done
 	fail "kamailio $name does not listen on $port"
+}
+
+# stop_kamailio PID: SIGTERM to Kamailio's main process, which stops its
+# children; what is left of its process group after 5 s gets SIGKILL.
+stop_kamailio() {
+	stop "$1" 5
+	kill -KILL -- "-$1" 2>/dev/null || true
 }
 
 # caller SCENARIO HOST:PORT [udp|tcp [SIPP_ARGS...]]: a SIPp caller (UAC)
@@ -227,7 +236,7 @@ carriers_done() {
 end_flow() {
 	local p
 	carriers_done
-	for p in $KAM_PIDS; do stop "$p" 5; done
+	for p in $KAM_PIDS; do stop_kamailio "$p"; done
 	KAM_PIDS=
 	kill -0 "$SIPEDGE_PID" 2>/dev/null || bad "sipedge died: $(tail -3 "$WORK/sipedge.out" 2>/dev/null)"
 	stop_sipedge
