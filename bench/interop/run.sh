@@ -4,7 +4,7 @@
 #   bench/interop/run.sh [-j N] [FLOW...]     run the flows (all by default)
 #   bench/interop/run.sh -l                   list them
 #
-# Builds sipedge once, then runs each flow (flows.sh) in its own process
+# Builds sipedge once (or takes the binary SIPEDGE names), then runs each flow (flows.sh) in its own process
 # (flow.sh), N at a time (default 1), each bounded by FLOW_TIMEOUT seconds
 # (60). A flow is PASS or FAIL; one listed in known_failures is KNOWN
 # while it fails as listed, and NOW PASSING once it passes. Prints a line
@@ -76,8 +76,14 @@ done
 
 SUITE=$(mktemp -d "${TMPDIR:-/tmp}/sipedge-interop.XXXXXX")
 mkdir -p "$SUITE/logs" "$SUITE/work"
-echo "interop: building sipedge into $SUITE" >&2
-(cd "$REPO" && "$GO" build -o "$SUITE/sipedge" ./cmd/sipedge) || { echo "run.sh: go build failed" >&2; exit 1; }
+if [ -n "${SIPEDGE:-}" ]; then
+	[ -x "$SIPEDGE" ] || { echo "run.sh: SIPEDGE=$SIPEDGE is not an executable" >&2; exit 1; }
+	echo "interop: testing $SIPEDGE" >&2
+	cp "$SIPEDGE" "$SUITE/sipedge"
+else
+	echo "interop: building sipedge into $SUITE" >&2
+	(cd "$REPO" && "$GO" build -o "$SUITE/sipedge" ./cmd/sipedge) || { echo "run.sh: go build failed" >&2; exit 1; }
+fi
 
 # run_flow NAME INDEX: run one flow; its result goes to
 # SUITE/logs/NAME.result as "SECONDS STATUS REASON". Its ports come from
