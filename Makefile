@@ -7,8 +7,9 @@ FUZZTIME ?= 30s
 BENCH    ?= .
 COUNT    ?= 5
 PKGS     := ./...
+INTEROP_JOBS ?= 2
 
-.PHONY: all build run test test-short test-short-nosockets test-unit test-race bench fuzz lint deps clean
+.PHONY: all build run test test-short test-short-nosockets test-unit test-race bench fuzz lint deps interop interop-deps clean
 
 all: build
 
@@ -20,7 +21,7 @@ build:
 run: build
 	$(GO) run ./cmd/sipedge run
 
-test: deps lint test-unit test-race e2e
+test: deps lint test-unit test-race e2e interop
 
 test-unit:
 	$(GO) test -count=1 $(PKGS)
@@ -47,6 +48,14 @@ e2e:
 	bash bench/sipp/run.sh 100 5 tcp
 	bash bench/sipp/failover.sh 50 10
 	bash bench/sipp/auth.sh 20 10
+
+# The interop suite (bench/interop/README.md): sipedge between SIPp,
+# Kamailio and baresip on loopback, each flow checked from what every side
+# saw; fails on a flow that breaks, or on one of the known failures
+# (bench/interop/known_failures) that starts to pass. INTEROP_JOBS flows at
+# a time (2: about 80 s on 2 cores; 1: about 140 s).
+interop: deps interop-deps
+	bash bench/interop/run.sh -j $(INTEROP_JOBS)
 
 # Parser benchmarks and the sipgo baseline measured in the same run; prints
 # the speed-up. The baseline lives in its own module (bench/sipgo) so that
@@ -86,6 +95,15 @@ deps:
 		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 		$$SUDO apt-get update -qq && \
 		$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server sip-tester curl iproute2 >/dev/null; \
+	fi
+
+# What the interop suite runs besides SIPp: Kamailio and a headless baresip.
+interop-deps:
+	@if ! command -v kamailio >/dev/null || ! command -v baresip >/dev/null; then \
+		echo "installing kamailio and baresip-core"; \
+		SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update -qq && \
+		$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends kamailio baresip-core >/dev/null; \
 	fi
 
 clean:

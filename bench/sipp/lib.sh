@@ -130,7 +130,8 @@ port_free() {
 	done
 }
 
-# pick N VAR...: set each VAR to a random port P with P..P+N-1 free.
+# pick N VAR...: set each VAR to a random port P with P..P+N-1 free, P
+# from PICK_FROM (20000) up to PICK_FROM+PICK_SPAN (40000), excluded.
 pick() {
 	local n=$1 var p i tries
 	shift
@@ -138,7 +139,7 @@ pick() {
 	[ -n "$USED" ] || USED=" $(ss -Hantu 2>/dev/null | awk '{n = split($5, a, ":"); print a[n]}' | sort -un | tr '\n' ' ') "
 	for var; do
 		for ((tries = 0; tries < 1000; tries++)); do
-			p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+			p=$((${PICK_FROM:-20000} + (RANDOM * 32768 + RANDOM) % ${PICK_SPAN:-40000}))
 			port_free "$p" "$n" && break
 		done
 		port_free "$p" "$n" || fail "no free port found"
