@@ -19,6 +19,9 @@ var forbidden = map[string][]string{
 	"route":     {module + "/shard", module + "/dialog", module + "/cmd"},
 	"dialog":    {module + "/shard", module + "/cmd", "github.com/panjf2000/gnet"},
 	"shard":     {module + "/cmd"},
+	// quality is a library the carrier plane feeds: it may read route's
+	// types, nothing of the runtime.
+	"quality": {module + "/shard", module + "/dialog", module + "/cmd", module + "/carrier", module + "/health", module + "/ratelimit", "github.com/panjf2000/gnet"},
 }
 
 // TestDependencies fails when a package imports what it must not.
