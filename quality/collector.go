@@ -19,11 +19,13 @@ import (
 // The reader thus only reads buckets the shard has let go of.
 type Collector struct {
 	interval time.Duration
-	// slots interns the pairs this shard has seen: per prefix, carriers
-	// and gateways (separate name spaces) to a slot, the index of the
-	// pair's tally in a bucket.
+	// carriers and gateways intern the pairs this shard has seen: per
+	// prefix, a carrier or gateway name (separate name spaces) to its slot,
+	// the index of the pair's tally in a bucket. A gateway also remembers
+	// the carrier it was first seen with, and that carrier's slot, so that
+	// an attempt through a known gateway takes one map lookup, not two.
 	carriers []map[string]int32
-	gateways []map[string]int32
+	gateways []map[string]gatewaySlots
 	// keys says, by slot, which pair it is. The shard only appends to it:
 	// a sealed bucket keeps the keys it was sealed with.
 	keys []slotKey
@@ -36,6 +38,14 @@ type Collector struct {
 
 	sealed stack // shard -> reader
 	free   stack // reader -> shard
+}
+
+// gatewaySlots is a gateway's slot, and the carrier it was first seen
+// with and its slot.
+type gatewaySlots struct {
+	carrier     string
+	carrierSlot int32
+	slot        int32
 }
 
 // slotKey names the pair a slot counts for.
@@ -74,7 +84,7 @@ func newCollector(interval time.Duration, prefixes int) *Collector {
 	return &Collector{
 		interval: interval,
 		carriers: make([]map[string]int32, prefixes),
-		gateways: make([]map[string]int32, prefixes),
+		gateways: make([]map[string]gatewaySlots, prefixes),
 		cur:      &bucket{},
 		index:    -1,
 	}
@@ -94,9 +104,13 @@ func (c *Collector) Record(now time.Duration, p Prefix, o *Outcome) {
 	if v == vNone {
 		return
 	}
-	c.cur.tallies[c.slot(p, o.Carrier, false)].record(v, o)
-	if o.Gateway != "" {
-		c.cur.tallies[c.slot(p, o.Gateway, true)].record(v, o)
+	pdd, setup := seconds(o.PDD), seconds(o.Setup)
+	if o.Gateway == "" {
+		c.cur.tallies[c.carrierSlot(p, o.Carrier)].record(v, pdd, setup)
+	} else {
+		cs, gs := c.slots(p, o.Carrier, o.Gateway)
+		c.cur.tallies[cs].record(v, pdd, setup)
+		c.cur.tallies[gs].record(v, pdd, setup)
 	}
 	c.dirty = true
 }
@@ -111,10 +125,13 @@ func (c *Collector) RecordEnd(now time.Duration, p Prefix, carrier, gateway stri
 	if p < 0 || int(p) >= len(c.carriers) {
 		return
 	}
-	x := max(d, 0).Seconds()
-	c.cur.tallies[c.slot(p, carrier, false)].acd.add(x)
-	if gateway != "" {
-		c.cur.tallies[c.slot(p, gateway, true)].acd.add(x)
+	x := seconds(max(d, 0))
+	if gateway == "" {
+		c.cur.tallies[c.carrierSlot(p, carrier)].acd.add(x)
+	} else {
+		cs, gs := c.slots(p, carrier, gateway)
+		c.cur.tallies[cs].acd.add(x)
+		c.cur.tallies[gs].acd.add(x)
 	}
 	c.dirty = true
 }
@@ -166,31 +183,45 @@ func (c *Collector) takeSpare() *bucket {
 	return b
 }
 
-// slot returns the slot of a pair, interning it the first time.
-func (c *Collector) slot(p Prefix, name string, gateway bool) int32 {
-	m := c.carriers[p]
-	if gateway {
-		m = c.gateways[p]
-	}
-	if s, ok := m[name]; ok {
+// carrierSlot returns the slot of (p, carrier), interning it the first
+// time.
+func (c *Collector) carrierSlot(p Prefix, carrier string) int32 {
+	if s, ok := c.carriers[p][carrier]; ok {
 		return s
 	}
-	return c.intern(p, name, gateway)
+	if c.carriers[p] == nil {
+		c.carriers[p] = map[string]int32{}
+	}
+	s := c.intern(p, carrier, false)
+	c.carriers[p][c.keys[s].name] = s
+	return s
 }
 
-// intern adds a slot for a pair first seen: the one path that allocates.
+// slots returns the slots of (p, carrier) and (p, gateway), interning
+// them the first time.
+func (c *Collector) slots(p Prefix, carrier, gateway string) (carrierSlot, gatewaySlot int32) {
+	g, ok := c.gateways[p][gateway]
+	if ok && g.carrier == carrier {
+		return g.carrierSlot, g.slot
+	}
+	cs := c.carrierSlot(p, carrier)
+	if ok {
+		// A gateway shared by carriers: its first carrier stays cached.
+		return cs, g.slot
+	}
+	if c.gateways[p] == nil {
+		c.gateways[p] = map[string]gatewaySlots{}
+	}
+	gs := c.intern(p, gateway, true)
+	c.gateways[p][c.keys[gs].name] = gatewaySlots{carrier: c.keys[cs].name, carrierSlot: cs, slot: gs}
+	return cs, gs
+}
+
+// intern adds a slot for a pair first seen, the one path that allocates:
+// the name is copied (the caller's string may be a view into a buffer).
 func (c *Collector) intern(p Prefix, name string, gateway bool) int32 {
-	ms := c.carriers
-	if gateway {
-		ms = c.gateways
-	}
-	if ms[p] == nil {
-		ms[p] = map[string]int32{}
-	}
-	name = strings.Clone(name) // the caller's string may be a view into a buffer
 	s := int32(len(c.keys))
-	ms[p][name] = s
-	c.keys = append(c.keys, slotKey{prefix: p, gateway: gateway, name: name})
+	c.keys = append(c.keys, slotKey{prefix: p, gateway: gateway, name: strings.Clone(name)})
 	c.cur.tallies = append(c.cur.tallies, tally{})
 	return s
 }

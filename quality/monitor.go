@@ -62,7 +62,7 @@ type Monitor struct {
 	entries  []*entry
 	byKey    map[slotKey]int32
 	ring     []ringSlot
-	sums     []tally
+	totals   []tally // by entry: the sum of the ring's intervals in the window
 	disables map[disableKey]Disable
 	updated  time.Time
 
@@ -260,19 +260,14 @@ func (m *Monitor) Update(now time.Duration) {
 			b = next
 		}
 	}
-	m.sums = resize(m.sums, len(m.entries))
 	for i := range m.ring {
-		rs := &m.ring[i]
-		if rs.index < cur-m.span || rs.index > cur+1 {
-			continue
-		}
-		for e, t := range rs.tallies {
-			m.sums[e].merge(&t)
+		if rs := &m.ring[i]; rs.index >= 0 && rs.index < cur-m.span {
+			m.expire(rs)
 		}
 	}
 	wall := time.Now()
 	for i, e := range m.entries {
-		e.figs = judgeTally(&m.sums[i], m.profiles[e.key.prefix], m.z)
+		e.figs = judgeTally(&m.totals[i], m.profiles[e.key.prefix], m.z)
 		e.metrics.set(&e.figs)
 		threshold := m.badDst[e.key.prefix]
 		bad := threshold >= 0 && e.figs.score >= threshold
@@ -315,7 +310,8 @@ func (m *Monitor) fold(ci int, b *bucket, cur int64) {
 	m.trans[ci] = tr
 	rs := &m.ring[b.index%int64(len(m.ring))]
 	if rs.index != b.index {
-		clear(rs.tallies)
+		// The slot's interval, if any, is older than the window.
+		m.expire(rs)
 		rs.index = b.index
 	}
 	for s := range b.tallies {
@@ -327,7 +323,18 @@ func (m *Monitor) fold(ci int, b *bucket, cur int64) {
 		sum := rs.tallies[e]
 		sum.merge(t)
 		rs.tallies[e] = sum
+		m.totals[e].merge(t)
 	}
+}
+
+// expire takes an interval out of the window: out of the totals, and its
+// ring slot emptied.
+func (m *Monitor) expire(rs *ringSlot) {
+	for e, t := range rs.tallies {
+		m.totals[e].remove(&t)
+	}
+	clear(rs.tallies)
+	rs.index = -1
 }
 
 // entryIndex returns the entry of a pair, creating it (and its metrics)
@@ -343,6 +350,7 @@ func (m *Monitor) entryIndex(k slotKey) int32 {
 	e.metrics = newEntryMetrics(m.set, m.cfg.Prefixes[k.prefix], k)
 	e.metrics.set(&e.figs)
 	m.entries = append(m.entries, e)
+	m.totals = append(m.totals, tally{})
 	return i
 }
 
@@ -382,14 +390,4 @@ func (m *Monitor) prefixPtr(p Prefix) *string {
 	}
 	s := m.cfg.Prefixes[p]
 	return &s
-}
-
-// resize returns s with length n, zeroed, reusing its storage.
-func resize[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n, n+n/4)
-	}
-	s = s[:n]
-	clear(s)
-	return s
 }

@@ -51,7 +51,7 @@ func classify(o *Outcome) verdict {
 		// Group down, CPS or channel limited, unknown group, disabled: no
 		// INVITE left, so nothing was asked of the carrier.
 		return vNone
-	case o.Reason == route.ReasonCallerCancelled && o.PDD == 0:
+	case o.PDD == 0 && o.Reason == route.ReasonCallerCancelled:
 		// The caller gave up before the carrier showed progress: too early
 		// to say anything about it.
 		return vNone
@@ -93,8 +93,20 @@ func (m *moments) merge(o *moments) {
 	m.sq += o.sq
 }
 
+// remove takes out what merge(o) added. With no sample left the sums are
+// reset, so that rounding errors do not outlive the samples.
+func (m *moments) remove(o *moments) {
+	m.n -= o.n
+	m.sum -= o.sum
+	m.sq -= o.sq
+	if m.n == 0 {
+		m.sum, m.sq = 0, 0
+	}
+}
+
 // tally sums the outcomes of one pair: on a shard, over one sampling
-// interval; in the reader, over the window.
+// interval; in the reader, over one interval of every shard, and over the
+// window.
 type tally struct {
 	attempts  uint64
 	answered  uint64
@@ -104,19 +116,24 @@ type tally struct {
 	acd       moments
 }
 
-func (t *tally) record(v verdict, o *Outcome) {
+// record adds an attempt with verdict v, its PDD (0: none) and its setup
+// time, in seconds.
+func (t *tally) record(v verdict, pdd, setup float64) {
 	t.attempts++
 	if v >= vCompleted {
 		t.completed++
 	}
 	if v == vAnswered {
 		t.answered++
-		t.ast.add(o.Setup.Seconds())
+		t.ast.add(setup)
 	}
-	if o.PDD > 0 {
-		t.pdd.add(o.PDD.Seconds())
+	if pdd > 0 {
+		t.pdd.add(pdd)
 	}
 }
+
+// seconds converts d to seconds: Duration.Seconds in one division.
+func seconds(d time.Duration) float64 { return float64(d) / 1e9 }
 
 func (t *tally) merge(o *tally) {
 	t.attempts += o.attempts
@@ -125,6 +142,15 @@ func (t *tally) merge(o *tally) {
 	t.pdd.merge(&o.pdd)
 	t.ast.merge(&o.ast)
 	t.acd.merge(&o.acd)
+}
+
+func (t *tally) remove(o *tally) {
+	t.attempts -= o.attempts
+	t.answered -= o.answered
+	t.completed -= o.completed
+	t.pdd.remove(&o.pdd)
+	t.ast.remove(&o.ast)
+	t.acd.remove(&o.acd)
 }
 
 func (t *tally) empty() bool { return t.attempts == 0 && t.acd.n == 0 }

@@ -181,7 +181,7 @@ func TestScore(t *testing.T) {
 	p := newProfile(&prof)
 	var tl tally
 	for range 100 { // ASR 0 (critical), CCR 100%, PDD 60 s (disabled)
-		tl.record(vCompleted, &Outcome{Status: 486, PDD: time.Minute})
+		tl.record(vCompleted, 60, 0)
 	}
 	for range 100 { // ACD 10 s: a warning
 		tl.acd.add(10)
@@ -245,9 +245,9 @@ func TestInvariants(t *testing.T) {
 				o.Reason = "caller_cancelled"
 			}
 			if v := classify(&o); v != vNone {
-				all.record(v, &o)
+				all.record(v, seconds(o.PDD), seconds(o.Setup))
 				if v == vAnswered {
-					answered.record(v, &o)
+					answered.record(v, seconds(o.PDD), seconds(o.Setup))
 				}
 			}
 		}
