@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Errors of Disable and Enable.
@@ -39,13 +42,22 @@ type disableKey struct {
 	prefix  Prefix
 }
 
-// maxCarrierLen bounds a carrier ID given to Disable.
-const maxCarrierLen = 256
+// maxCarrierID bounds a carrier ID given to Disable, as the LCR API's
+// carrier_id is bounded (route/lcr.MaxCarrierID).
+const maxCarrierID = 128
+
+// validCarrierID reports whether id can be a carrier_id, by the LCR API's
+// rule (route/lcr.ValidCarrierID): 1 to 128 printable characters of valid
+// UTF-8.
+func validCarrierID(id string) bool {
+	return id != "" && utf8.ValidString(id) && utf8.RuneCountInString(id) <= maxCarrierID &&
+		!strings.ContainsFunc(id, func(r rune) bool { return !strconv.IsPrint(r) })
+}
 
 // key checks t and returns its key.
 func (m *Monitor) key(t Target) (disableKey, error) {
-	if t.Carrier == "" || !printable(t.Carrier, maxCarrierLen) {
-		return disableKey{}, fmt.Errorf("%w: %q: want 1 to %d printable characters", ErrInvalidTarget, t.Carrier, maxCarrierLen)
+	if !validCarrierID(t.Carrier) {
+		return disableKey{}, fmt.Errorf("%w: %q: want 1 to %d printable characters", ErrInvalidTarget, t.Carrier, maxCarrierID)
 	}
 	k := disableKey{carrier: t.Carrier, prefix: NoPrefix}
 	if t.Prefix != nil {

@@ -272,16 +272,16 @@ func (m *Monitor) Update(now time.Duration) {
 		threshold := m.badDst[e.key.prefix]
 		bad := threshold >= 0 && e.figs.score >= threshold
 		if bad && !e.bad {
-			ev := Event{Entry: m.entryStatus(e), Time: wall, Threshold: threshold}
+			auto := false
 			if m.cfg.AutoDisable && !e.key.gateway {
 				k := disableKey{carrier: e.key.name, prefix: e.key.prefix}
 				if _, done := m.disables[k]; !done {
 					m.disables[k] = Disable{Carrier: k.carrier, Prefix: m.prefixPtr(k.prefix), Auto: true, Since: wall}
-					ev.AutoDisabled = true
+					auto = true
 				}
 			}
 			e.metrics.events.Inc()
-			events = append(events, ev)
+			events = append(events, Event{Entry: m.entryStatus(e), Time: wall, Threshold: threshold, AutoDisabled: auto})
 		}
 		if !bad && e.bad {
 			m.log.Info("quality: destination no longer bad", e.logAttrs(m)...)

@@ -78,7 +78,7 @@ func TestWebhook(t *testing.T) {
 	badCarrier(m, "a", 0)
 	p := <-posts
 	if p.ctype != "application/json" || p.body["type"] != "bad_destination" || p.body["carrier"] != "a" ||
-		p.body["prefix"] != "" || p.body["score"] != 20.0 || p.body["threshold"] != 10.0 || p.body["auto_disabled"] != true ||
+		p.body["prefix"] != "" || p.body["score"] != 20.0 || p.body["threshold"] != 10.0 || p.body["auto_disabled"] != true || p.body["disabled"] != true ||
 		p.body["asr"].(map[string]any)["level"] != "critical" {
 		t.Fatalf("posted %+v", p)
 	}
