@@ -1,6 +1,10 @@
 package quality
 
-import "github.com/sipedge/sipedge/route"
+import (
+	"slices"
+
+	"github.com/sipedge/sipedge/route"
+)
 
 // snapshot is what the shards read: the scores and disables as of the last
 // Update, Disable or Enable, immutable once published.
@@ -15,6 +19,13 @@ type snapshot struct {
 // disable; a carrier it does not hold scores 0 and is not disabled there.
 type prefixView struct {
 	carriers map[string]carrierView
+	// ranked holds the carriers Reorder moves under the mode: the demoted
+	// ones (key 1) in demote mode, the scored ones (key: the score) in
+	// sort mode. Empty, Reorder returns the decision at once. few holds
+	// the same when they are fewFlat or fewer: comparing a route's carrier
+	// with a handful of names is cheaper than a map lookup.
+	ranked map[string]float64
+	few    []rankedCarrier
 }
 
 type carrierView struct {
@@ -22,6 +33,14 @@ type carrierView struct {
 	demoted  bool // score at or above the profile's critical penalty
 	disabled bool // for this prefix
 }
+
+type rankedCarrier struct {
+	carrier string
+	key     float64
+}
+
+// fewFlat is the most ranked carriers of a prefix kept in a slice.
+const fewFlat = 8
 
 // publish builds a snapshot of the entries' figures and the disables.
 // Called with m.mu held (or before New returns).
@@ -42,6 +61,28 @@ func (m *Monitor) publish() {
 		cv.score = e.figs.score
 		cv.demoted = e.figs.score >= m.profiles[e.key.prefix].criticalPenalty
 		pv.carriers[e.key.name] = cv
+		key := 0.0
+		switch {
+		case m.mode == ModeSort:
+			key = cv.score
+		case m.mode == ModeDemote && cv.demoted:
+			key = 1
+		}
+		if key > 0 {
+			if pv.ranked == nil {
+				pv.ranked = map[string]float64{}
+			}
+			pv.ranked[e.key.name] = key
+		}
+	}
+	for i := range s.prefixes {
+		pv := &s.prefixes[i]
+		if n := len(pv.ranked); n > 0 && n <= fewFlat {
+			pv.few = make([]rankedCarrier, 0, n)
+			for c, k := range pv.ranked {
+				pv.few = append(pv.few, rankedCarrier{c, k})
+			}
+		}
 	}
 	for k := range m.disables {
 		if k.prefix == NoPrefix {
@@ -56,6 +97,19 @@ func (m *Monitor) publish() {
 		pv.carriers[k.carrier] = cv
 	}
 	m.snap.Store(s)
+}
+
+// key returns a carrier's sort key: 0 unless it is ranked.
+func (pv *prefixView) key(carrier string) float64 {
+	if pv.few != nil {
+		for i := range pv.few {
+			if pv.few[i].carrier == carrier {
+				return pv.few[i].key
+			}
+		}
+		return 0
+	}
+	return pv.ranked[carrier]
 }
 
 // Disabled reports whether carrier is disabled for quality prefix p: the
@@ -86,8 +140,8 @@ func (m *Monitor) Score(p Prefix, carrier string) float64 {
 	return s.prefixes[p].carriers[carrier].score
 }
 
-// maxStackRoutes is the longest decision Reorder orders on the stack;
-// longer ones allocate their sort keys.
+// maxStackRoutes is the longest decision Reorder reorders on the stack;
+// a longer one that must move allocates its sort keys.
 const maxStackRoutes = 64
 
 // Reorder applies the mode to a decision's routes for a number under
@@ -101,46 +155,48 @@ const maxStackRoutes = 64
 // it does not allocate when nothing moves.
 func (m *Monitor) Reorder(dst, routes []route.Route, p Prefix) []route.Route {
 	s := m.snap.Load()
-	if m.mode == ModeOff || p < 0 || int(p) >= len(s.prefixes) || len(routes) < 2 {
+	if p < 0 || int(p) >= len(s.prefixes) || len(routes) < 2 {
 		return routes
 	}
-	carriers := s.prefixes[p].carriers
-	if len(carriers) == 0 {
+	pv := &s.prefixes[p]
+	if len(pv.ranked) == 0 { // mode off, or no carrier to move
 		return routes
 	}
-	var stackKeys [maxStackRoutes]float64
-	keys := stackKeys[:0]
-	if len(routes) > maxStackRoutes {
-		keys = make([]float64, 0, len(routes))
-	}
-	sorted := true
+	prev := 0.0
 	for i := range routes {
-		cv := carriers[routes[i].CarrierID]
-		k := cv.score
-		if m.mode == ModeDemote {
-			k = 0
-			if cv.demoted {
-				k = 1
-			}
+		k := pv.key(routes[i].CarrierID)
+		if i > 0 && k < prev {
+			return reorder(dst, routes, pv)
 		}
-		if i > 0 && k < keys[i-1] {
-			sorted = false
-		}
-		keys = append(keys, k)
+		prev = k
 	}
-	if sorted {
-		return routes
+	return routes
+}
+
+// reorder copies routes into dst in the order of their keys, stably.
+func reorder(dst, routes []route.Route, pv *prefixView) []route.Route {
+	var stackKeys [maxStackRoutes]float64
+	var stackOrder [maxStackRoutes]int
+	keys, order := stackKeys[:0], stackOrder[:0]
+	if len(routes) > maxStackRoutes {
+		keys, order = make([]float64, 0, len(routes)), make([]int, 0, len(routes))
 	}
-	// A stable insertion sort of the routes by key into dst: decisions
-	// are short, and it needs no index array.
-	dst = append(dst[:0], routes...)
-	for i := 1; i < len(dst); i++ {
-		r, k := dst[i], keys[i]
+	for i := range routes {
+		keys, order = append(keys, pv.key(routes[i].CarrierID)), append(order, i)
+	}
+	// A stable insertion sort of the indices (decisions are short), then
+	// one copy of each route.
+	for i := 1; i < len(order); i++ {
+		o := order[i]
 		j := i
-		for ; j > 0 && keys[j-1] > k; j-- {
-			dst[j], keys[j] = dst[j-1], keys[j-1]
+		for ; j > 0 && keys[order[j-1]] > keys[o]; j-- {
+			order[j] = order[j-1]
 		}
-		dst[j], keys[j] = r, k
+		order[j] = o
+	}
+	dst = slices.Grow(dst[:0], len(routes))[:len(routes)]
+	for k, i := range order {
+		dst[k] = routes[i]
 	}
 	return dst
 }
