@@ -114,8 +114,8 @@ func TestMeanBound(t *testing.T) {
 }
 
 // TestTimeVerdicts: the samples a time statistic needs before a verdict,
-// under the built-in profile (PDD critical above 10 s, ACD critical below
-// 5 s with its warning at 15 s).
+// under the built-in profile (PDD: warning above 5 s, critical above 10 s;
+// AST: warning above 30 s; ACD: warning below 15 s, critical below 5 s).
 func TestTimeVerdicts(t *testing.T) {
 	p := newProfile(&DefaultProfile)
 	f := func(s stat, x float64, n int, want level) {
@@ -140,6 +140,14 @@ func TestTimeVerdicts(t *testing.T) {
 	f(statPDD, 13, 51, levelCritical)
 	// Below the warning threshold: never.
 	f(statPDD, 4.9, 100000, levelOK)
+	// PDD at twice its 5 s warning: a warning from 11 samples.
+	f(statPDD, 10, 10, levelOK)
+	f(statPDD, 10, 11, levelWarning)
+	// AST: a warning above 30 s, never critical (the built-in profile
+	// has none).
+	f(statAST, 60, 10, levelOK)
+	f(statAST, 60, 11, levelWarning)
+	f(statAST, 600, 1000, levelWarning)
 	// ACD of 0 s: the warning after 3 calls, critical after 25.
 	f(statACD, 0, 2, levelOK)
 	f(statACD, 0, 3, levelWarning)
