@@ -10,10 +10,11 @@ const module = "github.com/sipedge/sipedge"
 
 // forbidden lists, per package (and its subpackages), the import paths (and
 // their subpackages) it must not depend on, directly or not. Dependencies
-// flow one way: parser and dialog/digest are leaves; shard alone speaks
-// gnet; cmd wires.
+// flow one way: parser, transport and dialog/digest are leaves; shard alone
+// speaks gnet; cmd wires.
 var forbidden = map[string][]string{
 	"parser":    {module, "github.com/panjf2000/gnet"},
+	"transport": {module},
 	"ratelimit": {module + "/shard", module + "/dialog", module + "/route", module + "/health", module + "/cmd"},
 	"health":    {module + "/shard", module + "/dialog", module + "/route", module + "/cmd"},
 	"route":     {module + "/shard", module + "/dialog", module + "/cmd"},
@@ -47,9 +48,9 @@ func TestDependencies(t *testing.T) {
 		if digest {
 			seenDigest++
 		}
-		// parser and dialog/digest are leaves; redistest, a test helper, may
-		// be imported by any package's tests.
-		if top == "parser" || digest || rel == "ratelimit/redistest" {
+		// parser, transport and dialog/digest are leaves; redistest, a test
+		// helper, may be imported by any package's tests.
+		if top == "parser" || top == "transport" || digest || rel == "ratelimit/redistest" {
 			for _, d := range deps {
 				if strings.Contains(strings.Split(d, "/")[0], ".") {
 					t.Errorf("%s imports %s: it may import only the standard library", pkg, d)

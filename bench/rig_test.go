@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/dialog/b2bua"
-	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/route"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // The rig runs one shard's b2bua.Engine over an in-memory network with a
@@ -127,7 +127,7 @@ func (t *template) append(dst []byte, n uint64, tag []byte) []byte {
 // peer read stay valid until then.
 type peer struct {
 	tb     testing.TB
-	addr   txn.Peer
+	addr   transport.Peer
 	name   string
 	secret string // strict: what of the other side must never reach this peer
 	strict bool
@@ -386,9 +386,9 @@ func newRig(tb testing.TB, o rigOptions) *rig {
 		r.period = 1024
 	}
 	r.clk.now = time.Second // times of 0 read as "did not happen" in a Summary
-	r.caller = peer{tb: tb, addr: txn.Peer{Addr: callerAddr, Transport: txn.TransportUDP},
+	r.caller = peer{tb: tb, addr: transport.Peer{Addr: callerAddr, Transport: transport.UDP},
 		name: "caller", secret: "carrier", strict: o.strict}
-	r.carrier = peer{tb: tb, addr: txn.Peer{Addr: carrierAddr, Transport: txn.TransportUDP},
+	r.carrier = peer{tb: tb, addr: transport.Peer{Addr: carrierAddr, Transport: transport.UDP},
 		name: "carrier", secret: "caller", strict: o.strict}
 	for _, p := range []*peer{&r.caller, &r.carrier} {
 		p.q, p.ends, p.out = make([]byte, 0, 8<<10), make([]int, 0, 8), make([]byte, 0, 2<<10)
@@ -399,7 +399,7 @@ func newRig(tb testing.TB, o rigOptions) *rig {
 		r.routes = append([]route.Route{{CarrierID: "carrier-z", GatewayGroup: "carrier-a", Rate: 0.003, Currency: "USD"}}, r.routes...)
 	}
 	r.target = b2bua.Target{CarrierID: "carrier-a", Group: "carrier-a", URI: "sip:198.51.100.20:5070",
-		Peer: txn.Peer{Addr: carrierAddr, Transport: txn.TransportUDP}, Rate: 0.004, Currency: "USD"}
+		Peer: transport.Peer{Addr: carrierAddr, Transport: transport.UDP}, Rate: 0.004, Currency: "USD"}
 	cfg := b2bua.Config{
 		Trunks: []b2bua.Trunk{{Name: "local", Group: "cust-trunks",
 			Sources: []b2bua.Source{{Prefix: netip.MustParsePrefix("192.0.2.0/24")}}}},
@@ -425,7 +425,7 @@ func newRig(tb testing.TB, o rigOptions) *rig {
 }
 
 // send is Env.Send: a copy into the addressee's queue.
-func (r *rig) send(to txn.Peer, b []byte) {
+func (r *rig) send(to transport.Peer, b []byte) {
 	switch to.Addr {
 	case callerAddr:
 		r.caller.push(b)

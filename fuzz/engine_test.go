@@ -10,9 +10,9 @@ import (
 
 	"github.com/sipedge/sipedge/dialog/b2bua"
 	digestauth "github.com/sipedge/sipedge/dialog/digest"
-	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/route"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // FuzzEngine drives one B2BUA engine with sequences of caller and carrier
@@ -100,7 +100,7 @@ func newEngineRig(t *testing.T) *engineRig {
 				addr = fzCarrierB
 			}
 			return b2bua.Target{CarrierID: rt.CarrierID, Group: rt.GatewayGroup, URI: "sip:" + addr.String(),
-				Peer: txn.Peer{Addr: addr, Transport: txn.TransportUDP}}, ""
+				Peer: transport.Peer{Addr: addr, Transport: transport.UDP}}, ""
 		},
 		Credentials: func(t *b2bua.Target) (digestauth.Credentials, string, bool) {
 			return digestauth.Credentials{Username: "u", Password: "p"}, "", t.Group == "a"
@@ -160,7 +160,7 @@ func (r *engineRig) advance(d time.Duration) {
 
 // send records what sipedge sends: requests are kept for the peer to
 // answer; responses to the caller give the A-leg tag.
-func (r *engineRig) send(to txn.Peer, b []byte) {
+func (r *engineRig) send(to transport.Peer, b []byte) {
 	m := new(parser.Message)
 	if err := m.Parse(append([]byte(nil), b...)); err != nil {
 		r.t.Fatalf("sipedge sent a message that does not parse: %v\n%s", err, b)
@@ -186,7 +186,7 @@ func (r *engineRig) recv(from netip.AddrPort, msg string) {
 	if m.Parse([]byte(msg)) != nil || m.Validate(nil) != nil {
 		return // what the shard would not deliver
 	}
-	r.e.Receive(&m, txn.Peer{Addr: from, Transport: txn.TransportUDP}, r.now)
+	r.e.Receive(&m, transport.Peer{Addr: from, Transport: transport.UDP}, r.now)
 }
 
 const fzSDP = "v=0\r\no=- 1 1 IN IP4 192.0.2.10\r\ns=-\r\nc=IN IP4 192.0.2.10\r\nt=0 0\r\nm=audio 4000 RTP/AVP 0\r\n"

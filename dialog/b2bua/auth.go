@@ -8,6 +8,7 @@ import (
 	"github.com/sipedge/sipedge/dialog/digest"
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // challenge is a carrier's Digest challenge to a B-leg INVITE and the
@@ -203,7 +204,7 @@ var byeMethod = []byte("BYE")
 // same rules as the INVITE's (challengeOf: once, and once more on a stale
 // nonce). The new transaction takes h's entry. False when sipedge cannot
 // answer: the carrier ends the call on its own timers.
-func (e *Engine) answerByeChallenge(h txn.Handle, i int32, m *parser.Message, code int, bye []byte, peer txn.Peer) bool {
+func (e *Engine) answerByeChallenge(h txn.Handle, i int32, m *parser.Message, code int, bye []byte, peer transport.Peer) bool {
 	p := &e.byes[i]
 	a, ok := e.challengeOf(&p.target, "b_call_id", m.CallID(), m, code, p.tries)
 	if !ok {

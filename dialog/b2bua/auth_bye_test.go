@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/dialog/digest"
-	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/route"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // byeChallenge is the carrier's challenge in these tests, nonce and
@@ -113,7 +113,7 @@ func TestCarrierByeChallengeAnswered(t *testing.T) {
 				resolve := r.e.env.Resolve
 				r.e.env.Resolve = func(rt *route.Route, key uint64) (Target, string) {
 					t, reason := resolve(rt, key)
-					t.Peer.Transport = txn.TransportTCP
+					t.Peer.Transport = transport.TCP
 					return t, reason
 				}
 			}

@@ -5,11 +5,12 @@ import (
 
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // localHost returns sipedge's host:port for a leg's transport.
 func (e *Engine) localHost(l *leg) string {
-	if l.peer.Transport == txn.TransportTCP && e.cfg.LocalTCP != "" {
+	if l.peer.Transport == transport.TCP && e.cfg.LocalTCP != "" {
 		return e.cfg.LocalTCP
 	}
 	return e.cfg.LocalUDP
@@ -21,7 +22,7 @@ func (e *Engine) appendContact(dst []byte, l *leg) []byte {
 	dst = append(dst, e.cfg.User...)
 	dst = append(dst, '@')
 	dst = append(dst, e.localHost(l)...)
-	if l.peer.Transport == txn.TransportTCP {
+	if l.peer.Transport == transport.TCP {
 		dst = append(dst, ";transport=tcp"...)
 	}
 	return append(dst, ">\r\n"...)
@@ -46,7 +47,7 @@ func (e *Engine) appendRequestHead(dst []byte, method string, l *leg, cseq uint3
 	dst = append(dst, " SIP/2.0\r\nVia: "...)
 	at = len(dst)
 	dst = append(dst, "SIP/2.0/"...)
-	dst = append(dst, transportName(l.peer.Transport)...)
+	dst = append(dst, l.peer.Transport.String()...)
 	dst = append(dst, ' ')
 	dst = append(dst, e.localHost(l)...)
 	dst = append(dst, ";branch="...)
@@ -96,7 +97,7 @@ func span(start int, dst []byte) txn.Span {
 
 // sendBuilt starts a client transaction for the request in e.out, whose
 // head appendRequestHead wrote.
-func (e *Engine) sendBuilt(to txn.Peer) (txn.Handle, error) {
+func (e *Engine) sendBuilt(to transport.Peer) (txn.Handle, error) {
 	e.req.Data = e.out
 	h, err := e.txns.SendBuilt(&e.req, to, e.now)
 	e.req.Data = nil

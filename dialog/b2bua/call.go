@@ -7,6 +7,7 @@ import (
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/route"
+	"github.com/sipedge/sipedge/transport"
 )
 
 type side uint8
@@ -51,7 +52,7 @@ type leg struct {
 	target     []byte // the peer's Contact URI: the Request-URI of requests on this leg
 	routes     []byte // the route set, as Route header values joined with ", "
 	ackCopy    []byte // the ACK below when it carried a body (an SDP answer) or credentials, to send again; or see ackAuth (a pooled buffer)
-	peer       txn.Peer
+	peer       transport.Peer
 	cseq       uint32 // the CSeq of the last request sipedge sent on this leg
 	inviteCSeq uint32 // the CSeq of the last INVITE sipedge sent on this leg, for its ACK
 	remoteCSeq uint32 // the CSeq of the last request the peer sent on this leg; 0: none yet
@@ -62,7 +63,7 @@ type leg struct {
 func (l *leg) reset() {
 	l.callID, l.localTag, l.remoteTag = l.callID[:0], l.localTag[:0], l.remoteTag[:0]
 	l.localURI, l.remoteURI, l.target, l.routes = l.localURI[:0], l.remoteURI[:0], l.target[:0], l.routes[:0]
-	l.cseq, l.inviteCSeq, l.peer, l.acked, l.ackAuth = 0, 0, txn.Peer{}, false, false
+	l.cseq, l.inviteCSeq, l.peer, l.acked, l.ackAuth = 0, 0, transport.Peer{}, false, false
 	l.remoteCSeq = 0 // empty: the next dialog's first request sets it (RFC 3261 12.2.2)
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/route"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // Clock arms timers on the shard's wheel. When one fires, the shard calls
@@ -27,11 +28,11 @@ type Clock interface {
 
 // Env is what an Engine needs from its shard.
 type Env struct {
-	Send       func(to txn.Peer, b []byte)    // b may be reused once Send returns
-	Clock      Clock                          // the shard's timer wheel
-	MintCallID func(dst []byte) []byte        // a Call-ID that hashes to this shard
-	Finished   func(c *Call)                  // a call ended; c is valid during the call only (CDR)
-	Router     func(r *RouteRequest) Decision // where a new call goes
+	Send       func(to transport.Peer, b []byte) // b may be reused once Send returns
+	Clock      Clock                             // the shard's timer wheel
+	MintCallID func(dst []byte) []byte           // a Call-ID that hashes to this shard
+	Finished   func(c *Call)                     // a call ended; c is valid during the call only (CDR)
+	Router     func(r *RouteRequest) Decision    // where a new call goes
 	// Resolve turns a route into the place its INVITE goes: a healthy
 	// member of its gateway group, or its next hop. A non-empty reason
 	// (a route.Reason constant) means the carrier cannot be dialled; the
@@ -107,7 +108,7 @@ type RouteRequest struct {
 	Dialed []byte // the dialled number: the Request-URI user, normalised by the trunk's policy
 	From   []byte // the caller's From URI
 	To     []byte // the caller's To URI
-	Source txn.Peer
+	Source transport.Peer
 }
 
 // Target is one carrier to try.
@@ -117,7 +118,7 @@ type Target struct {
 	// URI is the Request-URI without user ("sip:host:port;params"); the
 	// dialled number becomes its user.
 	URI  string
-	Peer txn.Peer // where the INVITE is sent
+	Peer transport.Peer // where the INVITE is sent
 	// Rate and Currency are the carrier's price, for the CDR.
 	Rate     float64
 	Currency string
@@ -364,7 +365,7 @@ func (e *Engine) Transactions() int { return e.txns.Len() }
 
 // Receive handles a message the shard parsed and validated. m is valid only
 // during the call.
-func (e *Engine) Receive(m *parser.Message, from txn.Peer, now time.Duration) {
+func (e *Engine) Receive(m *parser.Message, from transport.Peer, now time.Duration) {
 	e.now = now
 	if m.IsResponse() {
 		if !e.ownVia(m) {
@@ -389,7 +390,7 @@ func (e *Engine) Receive(m *parser.Message, from txn.Peer, now time.Duration) {
 // is lost. The client transactions to it fail at once (RFC 3261 17.1.4)
 // rather than when their timers run out: a carrier's INVITE fails over to
 // the next carrier as a 503 would (RFC 3261 8.1.3.1).
-func (e *Engine) PeerFailed(peer txn.Peer, now time.Duration) {
+func (e *Engine) PeerFailed(peer transport.Peer, now time.Duration) {
 	e.now = now
 	if e.txns.PeerFailed(peer, now) > 0 {
 		e.runActions(nil)
@@ -537,7 +538,7 @@ func (e *Engine) after() {
 // the transaction (RFC 6026 Timer M, or the 64*T1 after a CANCEL) is ACKed
 // again in a live dialog, or ACKed and BYEd where it came from when no call
 // keeps its dialog (orphan2xx). Nothing else is answered.
-func (e *Engine) strayResponse(m *parser.Message, from txn.Peer, _ error) {
+func (e *Engine) strayResponse(m *parser.Message, from transport.Peer, _ error) {
 	e.orphan2xx(m, true, from)
 }
 
@@ -548,7 +549,7 @@ func (e *Engine) strayResponse(m *parser.Message, from txn.Peer, _ error) {
 // 13.2.2.4). Otherwise one of sipedge's INVITEs established a dialog nobody
 // keeps, as when a carrier's 200 crosses the call's CANCEL or end, or comes
 // after its transaction: it is ACKed and BYEd (RFC 3261 13.2.2.4, 15).
-func (e *Engine) orphan2xx(m *parser.Message, stray bool, peer txn.Peer) {
+func (e *Engine) orphan2xx(m *parser.Message, stray bool, peer transport.Peer) {
 	if code := m.StatusCode(); code < 200 || code >= 300 {
 		return
 	}
@@ -569,7 +570,7 @@ func (e *Engine) orphan2xx(m *parser.Message, stray bool, peer txn.Peer) {
 }
 
 // rejectStateless answers a request the transaction layer refused.
-func (e *Engine) rejectStateless(m *parser.Message, from txn.Peer, err error) {
+func (e *Engine) rejectStateless(m *parser.Message, from transport.Peer, err error) {
 	code, reason, drop := 500, "Server Internal Error", false
 	switch err {
 	case txn.ErrFull:
@@ -592,7 +593,7 @@ func (e *Engine) rejectStateless(m *parser.Message, from txn.Peer, err error) {
 // replyTo is where responses to request m from peer from go: where RFC
 // 3261 18.2.2 says (txn.ReplyTo), or back to the source port for a trunk
 // with ForceRPort.
-func (e *Engine) replyTo(m *parser.Message, from txn.Peer) txn.Peer {
+func (e *Engine) replyTo(m *parser.Message, from transport.Peer) transport.Peer {
 	var via parser.Via
 	if m.TopVia(&via) != nil {
 		return from // the transaction layer refuses it

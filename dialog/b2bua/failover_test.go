@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/route"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // twoCarriers routes to carrier-a then carrier-b.
@@ -313,7 +313,7 @@ func TestProbe(t *testing.T) {
 	}
 	var got []result
 	done := func(code int, retry, _ time.Duration, err error) { got = append(got, result{code, retry, err}) }
-	to := txn.Peer{Addr: carrier, Transport: txn.TransportUDP}
+	to := transport.Peer{Addr: carrier, Transport: transport.UDP}
 	r.e.Probe(to, "sip:198.51.100.20:5070", 2*time.Second, r.now, done)
 	opt := r.expect(carrier, "OPTIONS sip:198.51.100.20:5070 SIP/2.0")[0]
 	b := parser.AppendResponse(nil, opt, 503, "Service Unavailable", []byte("x"))
@@ -557,7 +557,7 @@ func TestPeerFailedFailsOverEveryCall(t *testing.T) {
 	r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0", "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")
 	var failed []route.Attempt
 	r.e.env.Policy.OnRouteFailure = func(_ *Call, _ *route.Route, a route.Attempt) { failed = append(failed, a) }
-	r.e.PeerFailed(txn.Peer{Addr: carrier, Transport: txn.TransportUDP}, r.now)
+	r.e.PeerFailed(transport.Peer{Addr: carrier, Transport: transport.UDP}, r.now)
 	if got := r.take(carrierB); len(got) != 2 || len(failed) != 2 {
 		t.Fatalf("after the transport to carrier-a failed: %d INVITEs to carrier-b, %d attempts burned; want 2 and 2 (%+v)", len(got), len(failed), failed)
 	}

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/dialog/digest"
-	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/route"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // rig runs one Engine over an in-memory network with a fake clock: what the
@@ -71,7 +71,7 @@ func newRig(t *testing.T, mod func(*Config)) *rig {
 		mod(&cfg)
 	}
 	env := Env{
-		Send:  func(to txn.Peer, b []byte) { r.sent[to.Addr] = append(r.sent[to.Addr], string(b)) },
+		Send:  func(to transport.Peer, b []byte) { r.sent[to.Addr] = append(r.sent[to.Addr], string(b)) },
 		Clock: r,
 		MintCallID: func(dst []byte) []byte {
 			r.callID++
@@ -110,7 +110,7 @@ func newRig(t *testing.T, mod func(*Config)) *rig {
 				return Target{}, route.ReasonGroupDown
 			}
 			return Target{CarrierID: rt.CarrierID, Group: rt.GatewayGroup, URI: "sip:" + addr.String(),
-				Peer: txn.Peer{Addr: addr, Transport: txn.TransportUDP}, Rate: rt.Rate}, ""
+				Peer: transport.Peer{Addr: addr, Transport: transport.UDP}, Rate: rt.Rate}, ""
 		},
 	}
 	e, err := New(cfg, env)
@@ -172,7 +172,7 @@ func (r *rig) recv(from netip.AddrPort, msg string) {
 	if err := m.Validate(nil); err != nil {
 		r.t.Fatalf("test message does not validate: %v\n%s", err, msg)
 	}
-	r.e.Receive(&m, txn.Peer{Addr: from, Transport: txn.TransportUDP}, r.now)
+	r.e.Receive(&m, transport.Peer{Addr: from, Transport: transport.UDP}, r.now)
 }
 
 // take returns the messages sent to a peer since the last take.

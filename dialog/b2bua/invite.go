@@ -8,11 +8,12 @@ import (
 
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // trunkOf returns the trunk a source address belongs to, nil if none, in
 // the set loaded for the request being handled.
-func (e *Engine) trunkOf(from txn.Peer) *Trunk { return e.set.Match(from.Addr) }
+func (e *Engine) trunkOf(from transport.Peer) *Trunk { return e.set.Match(from.Addr) }
 
 // isInitialInvite reports whether m is an INVITE outside a dialog.
 func isInitialInvite(m *parser.Message) bool {
@@ -26,7 +27,7 @@ func isInitialInvite(m *parser.Message) bool {
 // admit filters initial INVITEs by source before the transaction layer
 // sees them, so that an unknown source gets nothing, not even a 100
 // Trying. It reports whether the request goes on.
-func (e *Engine) admit(m *parser.Message, from txn.Peer) bool {
+func (e *Engine) admit(m *parser.Message, from transport.Peer) bool {
 	if !isInitialInvite(m) || e.trunkOf(from) != nil {
 		return true
 	}
@@ -224,7 +225,7 @@ func (e *Engine) callOf(callID []byte) bool {
 // same routes and cache entry.
 func (e *Engine) routeRequest(c *Call, to []byte) RouteRequest {
 	return RouteRequest{Ref: e.arg(c), CallID: c.a.callID, Trunk: c.trunk, Dialed: c.callee, From: c.fromURI,
-		To: to, Source: txn.Peer{Addr: c.sourceAddr(), Transport: c.a.peer.Transport}}
+		To: to, Source: transport.Peer{Addr: c.sourceAddr(), Transport: c.a.peer.Transport}}
 }
 
 // Decided delivers the routing decision for the call Ref names, which the
@@ -264,13 +265,6 @@ func (e *Engine) decided(c *Call) {
 	c.source = d.Source
 	c.seq.Reset(d.Routes, e.cfg.Sequence)
 	e.carryOut(c, c.seq.Next(e.now))
-}
-
-func transportName(t txn.Transport) string {
-	if t == txn.TransportTCP {
-		return "TCP"
-	}
-	return "UDP"
 }
 
 // dial sends the B-leg INVITE for c's target: a fresh Call-ID, From tag and
@@ -446,7 +440,7 @@ func (e *Engine) failCall(c *Call, code int, reason string) {
 // onBInviteResponse handles a response to a B-leg INVITE: the current
 // carrier's feeds the failover sequence; a burned carrier's 2xx is ACKed
 // and BYEd (RFC 3261 13.2.2.4 leaves it a dialog to end), the rest ignored.
-func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, peer txn.Peer) {
+func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, peer transport.Peer) {
 	code := m.StatusCode()
 	if h != c.bTxn || c.canceled {
 		if code >= 200 && code < 300 {
@@ -585,7 +579,7 @@ func dialogKey(callID, toTag []byte) uint64 {
 // transactions is never left so: strays, which anyone can send, would
 // otherwise keep sipedge from ending the dialogs it did establish (a 200
 // crossing a CANCEL); without a free slot it is torn down unrecorded.
-func (e *Engine) endUnwanted(c *Call, m *parser.Message, peer txn.Peer, stray bool) {
+func (e *Engine) endUnwanted(c *Call, m *parser.Message, peer transport.Peer, stray bool) {
 	var to parser.Address
 	if m.To(&to) != nil || len(to.Tag) == 0 {
 		return // a 2xx without a To tag establishes no dialog to end
@@ -632,7 +626,7 @@ func (e *Engine) endUnwanted(c *Call, m *parser.Message, peer txn.Peer, stray bo
 
 // legFromResponse fills l with the dialog a 2xx to one of sipedge's
 // INVITEs establishes, from the response alone: enough to ACK and BYE it.
-func (e *Engine) legFromResponse(l *leg, m *parser.Message, peer txn.Peer) {
+func (e *Engine) legFromResponse(l *leg, m *parser.Message, peer transport.Peer) {
 	var from parser.Address
 	_ = m.From(&from)
 	l.callID = append(l.callID[:0], m.CallID()...)

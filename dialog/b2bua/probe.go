@@ -6,6 +6,7 @@ import (
 
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // ErrProbeTimeout is a probe that got no final response in time.
@@ -26,7 +27,7 @@ type probe struct {
 // transaction (the health issue) and calls done on the shard with the
 // final response's code, its Retry-After and the round trip time, or an
 // error when no final response came within timeout.
-func (e *Engine) Probe(to txn.Peer, uri string, timeout time.Duration, now time.Duration,
+func (e *Engine) Probe(to transport.Peer, uri string, timeout time.Duration, now time.Duration,
 	done func(code int, retryAfter, rtt time.Duration, err error)) {
 	e.now = now
 	l := &e.scratch

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/route"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // carrierResponseTagged is carrierResponse with the To tag tag: another
@@ -60,7 +60,7 @@ func TestForkedAnswerLeavesTheCallsDialog(t *testing.T) {
 	wantTag(t, r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0"), "fork1") // ACKed again, not BYEd again
 
 	// A health probe reuses the scratch dialog.
-	r.e.Probe(txn.Peer{Addr: carrier, Transport: txn.TransportUDP}, "sip:198.51.100.20:5070", time.Second, r.now, func(int, time.Duration, time.Duration, error) {})
+	r.e.Probe(transport.Peer{Addr: carrier, Transport: transport.UDP}, "sip:198.51.100.20:5070", time.Second, r.now, func(int, time.Duration, time.Duration, error) {})
 	r.expect(carrier, "OPTIONS sip:198.51.100.20:5070 SIP/2.0")
 
 	r.recv(caller, ackFromCaller(aTag))

@@ -13,10 +13,10 @@ import (
 
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
 	"github.com/sipedge/sipedge/dialog/b2bua"
-	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/route"
 	"github.com/sipedge/sipedge/route/lcr"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // lcrRedisDeadline, when not 0, replaces lcr's deadline for each call to
@@ -136,11 +136,7 @@ func (a *shardApp) resolve(r *route.Route, key uint64) (b2bua.Target, string) {
 	m, res := a.s.health.Pick(r.GatewayGroup, key, &a.sel)
 	switch res {
 	case health.OK:
-		tr := txn.TransportUDP
-		if m.Transport == health.TransportTCP {
-			tr = txn.TransportTCP
-		}
-		return b2bua.Target{CarrierID: r.CarrierID, Group: m.Group, URI: m.URI, Peer: txn.Peer{Addr: m.Addr, Transport: tr},
+		return b2bua.Target{CarrierID: r.CarrierID, Group: m.Group, URI: m.URI, Peer: transport.Peer{Addr: m.Addr, Transport: m.Transport},
 			Rate: r.Rate, Currency: r.Currency, Gateway: m}, ""
 	case health.UnknownGroup:
 		if r.GatewayGroup != "" {
@@ -208,11 +204,7 @@ type prober struct{ s *Server }
 
 func (p prober) Probe(m health.Member, timeout time.Duration, done func(health.ProbeResult)) {
 	a := p.s.apps[int(xxhash.Sum64String(m.Addr.String())%uint64(len(p.s.apps)))]
-	tr := txn.TransportUDP
-	if m.Transport == health.TransportTCP {
-		tr = txn.TransportTCP
-	}
-	peer := txn.Peer{Addr: m.Addr, Transport: tr}
+	peer := transport.Peer{Addr: m.Addr, Transport: m.Transport}
 	a.sh.Post(func() {
 		a.eng.Probe(peer, m.URI, timeout, a.sh.Now(), func(code int, retry, rtt time.Duration, err error) {
 			done(health.ProbeResult{Code: code, RetryAfter: retry, RTT: rtt, Err: err})
@@ -235,7 +227,7 @@ func nextHop(r *route.Route) (b2bua.Target, string) {
 		return b2bua.Target{}, route.ReasonUnresolvable
 	}
 	uri := "sip:" + peer.Addr.String()
-	if peer.Transport == txn.TransportTCP {
+	if peer.Transport == transport.TCP {
 		uri += ";transport=tcp"
 	}
 	return b2bua.Target{CarrierID: r.CarrierID, Group: dest, URI: uri, Peer: peer, Rate: r.Rate, Currency: r.Currency}, ""
@@ -244,9 +236,9 @@ func nextHop(r *route.Route) (b2bua.Target, string) {
 // hopOf reads "sip:[user@]host[:port][;params]" or "host[:port]" with an
 // IP literal host (5060 when no port, never 0) and the transport parameter. A sips:
 // URI is refused: sipedge has no TLS transport to honour it with.
-func hopOf(s string) (txn.Peer, bool) {
+func hopOf(s string) (transport.Peer, bool) {
 	if len(s) >= 5 && strings.EqualFold(s[:5], "sips:") {
-		return txn.Peer{}, false
+		return transport.Peer{}, false
 	}
 	if len(s) >= 4 && strings.EqualFold(s[:4], "sip:") {
 		s = s[4:]
@@ -254,11 +246,11 @@ func hopOf(s string) (txn.Peer, bool) {
 	if i := strings.IndexByte(s, '@'); i >= 0 {
 		s = s[i+1:]
 	}
-	tr := txn.TransportUDP
+	tr := transport.UDP
 	if i := strings.IndexAny(s, ";?"); i >= 0 {
 		for _, p := range strings.Split(s[i+1:], ";") {
 			if strings.EqualFold(p, "transport=tcp") {
-				tr = txn.TransportTCP
+				tr = transport.TCP
 			}
 		}
 		s = s[:i]
@@ -267,12 +259,12 @@ func hopOf(s string) (txn.Peer, bool) {
 	if err != nil {
 		a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]"))
 		if err != nil {
-			return txn.Peer{}, false
+			return transport.Peer{}, false
 		}
 		ap = netip.AddrPortFrom(a, 5060)
 	}
 	if ap.Port() == 0 {
-		return txn.Peer{}, false // nothing listens there: skipped, not dialled
+		return transport.Peer{}, false // nothing listens there: skipped, not dialled
 	}
-	return txn.Peer{Addr: netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), Transport: tr}, true
+	return transport.Peer{Addr: netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), Transport: tr}, true
 }

@@ -6,10 +6,10 @@ import (
 	"testing"
 
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
-	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/route"
 	"github.com/sipedge/sipedge/route/lcr"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // A route without a usable gateway group goes to its next_hop, else to its
@@ -46,8 +46,8 @@ func TestNextHop(t *testing.T) {
 		if reason != "" {
 			continue
 		}
-		if tgt.Peer.Addr != netip.MustParseAddrPort(c.addr) || (tgt.Peer.Transport == txn.TransportTCP) != c.tcp || tgt.URI != c.uri {
-			t.Errorf("%s: %v tcp=%v %q, want %s tcp=%v %q", c.name, tgt.Peer.Addr, tgt.Peer.Transport == txn.TransportTCP, tgt.URI, c.addr, c.tcp, c.uri)
+		if tgt.Peer.Addr != netip.MustParseAddrPort(c.addr) || (tgt.Peer.Transport == transport.TCP) != c.tcp || tgt.URI != c.uri {
+			t.Errorf("%s: %v tcp=%v %q, want %s tcp=%v %q", c.name, tgt.Peer.Addr, tgt.Peer.Transport == transport.TCP, tgt.URI, c.addr, c.tcp, c.uri)
 		}
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/sipedge/sipedge/route/lcr"
 	"github.com/sipedge/sipedge/shard"
 	"github.com/sipedge/sipedge/shard/timer"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // Server is a running sipedge.
@@ -211,9 +212,9 @@ func (s *Server) b2buaConfig(shardIdx int) b2bua.Config {
 	}
 	for _, l := range cfg.Listen {
 		switch {
-		case l.Transport == "udp" && bc.LocalUDP == "":
+		case l.Transport == transport.UDP && bc.LocalUDP == "":
 			bc.LocalUDP = advertised(cfg, l).String()
-		case l.Transport == "tcp" && bc.LocalTCP == "":
+		case l.Transport == transport.TCP && bc.LocalTCP == "":
 			bc.LocalTCP = advertised(cfg, l).String()
 		}
 	}
@@ -331,7 +332,7 @@ func (a *shardApp) trunkAttributes(t *b2bua.Trunk) map[string]string {
 
 // advertised is the address sipedge writes into its Via and Contact for
 // the socket l: config.Advertise, else l's own.
-func advertised(cfg *config.Config, l config.Listen) netip.AddrPort {
+func advertised(cfg *config.Config, l transport.Listen) netip.AddrPort {
 	if ap, err := cfg.AdvertiseAddr(l.Addr.Port()); err == nil {
 		return ap
 	}
@@ -342,7 +343,7 @@ func (s *Server) newShardApp(sh *shard.Shard) (shard.Handler, error) {
 	a := &shardApp{s: s, sh: sh, carriers: newCarrierPolicy(s.engineSet)}
 	suffix := "@" + advertised(s.cfg, s.cfg.Listen[0]).Addr().String()
 	eng, err := b2bua.New(s.b2buaConfig(sh.Index()), b2bua.Env{
-		Send:           a.send,
+		Send:           sh.Send,
 		Clock:          wheelClock{sh.Timers()},
 		MintCallID:     func(dst []byte) []byte { return sh.MintCallID(dst, suffix) },
 		Finished:       a.finished,
@@ -372,39 +373,18 @@ func (s *Server) newShardApp(sh *shard.Shard) (shard.Handler, error) {
 	s.engines = append(s.engines, eng)
 	s.apps = append(s.apps, a)
 	return shard.Handler{
-		Message: func(sh *shard.Shard, m *parser.Message, from shard.Peer) {
-			eng.Receive(m, txnPeer(from), sh.Now())
+		Message: func(sh *shard.Shard, m *parser.Message, from transport.Peer) {
+			eng.Receive(m, from, sh.Now())
 		},
 		Timer: func(sh *shard.Shard, p timer.Payload) { eng.Timer(p.Kind, p.Arg, sh.Now()) },
 		// The engine publishes its counts at most every millisecond of
 		// traffic; each run of the loop brings those of a quiet one up to date.
 		Tick: func(*shard.Shard, time.Duration) { eng.Publish() },
-		SendFailed: func(sh *shard.Shard, to shard.Peer) {
-			eng.PeerFailed(txnPeer(to), sh.Now())
+		SendFailed: func(sh *shard.Shard, to transport.Peer) {
+			eng.PeerFailed(to, sh.Now())
 		},
 	}, nil
 }
-
-// txnPeer and shardPeer translate between the runtime's and the
-// transaction layer's address of a peer. The transaction layer's opaque
-// Conn carries the runtime's connection id on streams and the listener
-// index on UDP, so replies leave from the socket the request came in on.
-func txnPeer(p shard.Peer) txn.Peer {
-	tp := txn.Peer{Addr: p.Addr, Transport: txn.TransportUDP, Conn: uint64(p.Listener)}
-	if p.Transport == shard.TCP {
-		tp.Transport, tp.Conn = txn.TransportTCP, uint64(p.Conn)
-	}
-	return tp
-}
-
-func shardPeer(p txn.Peer) shard.Peer {
-	if p.Transport == txn.TransportTCP {
-		return shard.Peer{Addr: p.Addr, Transport: shard.TCP, Conn: shard.ConnID(p.Conn)}
-	}
-	return shard.Peer{Addr: p.Addr, Transport: shard.UDP, Listener: uint8(p.Conn)}
-}
-
-func (a *shardApp) send(to txn.Peer, b []byte) { a.sh.Send(shardPeer(to), b) }
 
 // wheelClock lets the engine arm timers on the shard's wheel.
 type wheelClock struct{ w *timer.Wheel }
