@@ -10,14 +10,16 @@ const module = "github.com/sipedge/sipedge"
 
 // forbidden lists, per package (and its subpackages), the import paths (and
 // their subpackages) it must not depend on, directly or not. Dependencies
-// flow one way: parser, transport and dialog/digest are leaves; shard alone
-// speaks gnet; cmd wires.
+// flow one way: parser, transport and dialog/digest are leaves; the
+// carrier plane (carrier) sits on health, ratelimit and route, under the
+// call core (dialog); shard alone speaks gnet; cmd wires.
 var forbidden = map[string][]string{
 	"parser":    {module, "github.com/panjf2000/gnet"},
 	"transport": {module},
-	"ratelimit": {module + "/shard", module + "/dialog", module + "/route", module + "/health", module + "/cmd"},
-	"health":    {module + "/shard", module + "/dialog", module + "/route", module + "/cmd"},
-	"route":     {module + "/shard", module + "/dialog", module + "/cmd"},
+	"ratelimit": {module + "/shard", module + "/dialog", module + "/route", module + "/health", module + "/carrier", module + "/cmd"},
+	"health":    {module + "/shard", module + "/dialog", module + "/route", module + "/carrier", module + "/cmd"},
+	"route":     {module + "/shard", module + "/dialog", module + "/carrier", module + "/cmd"},
+	"carrier":   {module + "/shard", module + "/dialog", module + "/cmd"},
 	"dialog":    {module + "/shard", module + "/cmd", "github.com/panjf2000/gnet"},
 	"shard":     {module + "/cmd"},
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sipedge/sipedge/carrier"
 	"github.com/sipedge/sipedge/dialog/digest"
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
@@ -50,7 +51,7 @@ const maxAuthTries = 2
 // algorithm or realm), or the carrier challenges again a request that
 // carried them, with no stale nonce to explain it: it refused them.
 func (e *Engine) answerChallenge(c *Call, m *parser.Message, code int) bool {
-	a, ok := e.challengeOf(&c.target, "call_id", c.a.callID, m, code, c.authTries)
+	a, ok := e.challengeOf(&c.att.dial, "call_id", c.a.callID, m, code, c.att.authTries)
 	if !ok {
 		return false
 	}
@@ -58,7 +59,7 @@ func (e *Engine) answerChallenge(c *Call, m *parser.Message, code int) bool {
 	if ainv == nil {
 		return false
 	}
-	c.authTries++
+	c.att.authTries++
 	if !e.sendInvite(c, ainv, a) {
 		return false // logged; the challenge is the attempt's failure
 	}
@@ -71,21 +72,15 @@ func (e *Engine) answerChallenge(c *Call, m *parser.Message, code int) bool {
 // answers to the request it challenges (the RFC 3261 22.2 loop guard: a
 // second challenge only for a stale nonce); false, counted and warned of
 // (the call named by idKey and callID), when it answers none.
-func (e *Engine) challengeOf(t *Target, idKey string, callID []byte, m *parser.Message, code int, tries uint8) (*challenge, bool) {
-	var (
-		cr    digest.Credentials
-		realm string
-		ok    bool
-	)
-	if e.env.Credentials != nil {
-		cr, realm, ok = e.env.Credentials(t)
-	}
-	if !ok {
+func (e *Engine) challengeOf(t *carrier.Dial, idKey string, callID []byte, m *parser.Message, code int, tries uint8) (*challenge, bool) {
+	acct := e.env.Carriers.Credentials(t)
+	if acct == nil {
 		e.m.authNoCredentials.Inc()
 		return nil, false
 	}
+	realm := acct.Realm
 	a := &e.auth
-	a.proxy, a.cr = code == 407, cr
+	a.proxy, a.cr = code == 407, digest.Credentials{Username: acct.Username, Password: acct.Password}
 	kind := parser.HeaderWWWAuthenticate
 	if a.proxy {
 		kind = parser.HeaderProxyAuthenticate
@@ -119,7 +114,7 @@ func (e *Engine) challengeOf(t *Target, idKey string, callID []byte, m *parser.M
 // caller gets the failure as 403 (appendRelayedResponse).
 func (e *Engine) answerRelayChallenge(c *Call, role txnRole, m *parser.Message, code int) bool {
 	r := &c.relays[role.slot]
-	a, ok := e.challengeOf(&c.target, "call_id", c.a.callID, m, code, r.authTries)
+	a, ok := e.challengeOf(&c.att.dial, "call_id", c.a.callID, m, code, r.authTries)
 	if !ok {
 		return false
 	}
@@ -169,13 +164,13 @@ func (e *Engine) answerRelayChallenge(c *Call, role txnRole, m *parser.Message, 
 // given back with it (unwatch): a warm engine reuses them, and holds as
 // many as it has such BYEs in flight.
 type carrierBye struct {
-	target Target
+	target carrier.Dial
 	tries  uint8
 	next   int32 // the free list
 }
 
 // watchCarrierBye watches h, a BYE sent to t's carrier, past its call's end.
-func (e *Engine) watchCarrierBye(h txn.Handle, t *Target) {
+func (e *Engine) watchCarrierBye(h txn.Handle, t *carrier.Dial) {
 	i := e.byeFree
 	if i >= 0 {
 		e.byeFree = e.byes[i].next
@@ -188,7 +183,7 @@ func (e *Engine) watchCarrierBye(h txn.Handle, t *Target) {
 	e.setRole(h, roleCarrierBye).bye = i
 }
 
-// freeCarrierBye gives entry i of e.byes back, its Target cleared: the
+// freeCarrierBye gives entry i of e.byes back, its Dial cleared: the
 // Gateway it names is not kept alive past the BYE.
 func (e *Engine) freeCarrierBye(i int32) {
 	e.byes[i] = carrierBye{next: e.byeFree}
@@ -329,7 +324,7 @@ const authLogInterval = time.Minute
 // next (and all of them in sipedge_carrier_auth_challenges_total). The
 // call is named by idKey and callID: "call_id" and the caller's Call-ID,
 // or "b_call_id" and the carrier's for a BYE, sent as the call ended.
-func (e *Engine) warnAuth(t *Target, idKey string, callID []byte, msg string, code int, challenge string) {
+func (e *Engine) warnAuth(t *carrier.Dial, idKey string, callID []byte, msg string, code int, challenge string) {
 	if e.authLogged && e.now-e.authLogAt < authLogInterval {
 		e.authSuppressed++
 		return

@@ -93,13 +93,13 @@ func TestTxnBudgetUnderFlood(t *testing.T) {
 	}
 
 	// The call goes on: 180, 200 relayed, the caller's ACK reaches the carrier.
-	r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
+	r.recv(carrierA, carrierResponse(binv, 180, "Ringing", ""))
 	aTag := tagOf(t, r.expect(caller, "SIP/2.0 180 Ringing")[0], parser.HeaderTo)
 	flood(100, "more") // still over budget
-	r.recv(carrier, carrierResponse(binv, 200, "OK", sdp))
+	r.recv(carrierA, carrierResponse(binv, 200, "OK", sdp))
 	r.expect(caller, "SIP/2.0 200 OK")
 	r.recv(caller, ackFromCaller(aTag))
-	r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")
+	r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")
 	if st := r.e.txns.Stats(); st.StoredBytes > budget+64<<10 {
 		t.Fatalf("the table keeps %d bytes, budget %d", st.StoredBytes, budget)
 	}
@@ -107,7 +107,7 @@ func TestTxnBudgetUnderFlood(t *testing.T) {
 	// A minute on, the flood goes on and is told of once more.
 	r.advance(time.Minute)
 	r.take(caller)
-	r.take(carrier)
+	r.take(carrierA)
 	flood(100, "later")
 	if n := strings.Count(logs.String(), overBudget); n != 2 {
 		t.Errorf("%d warnings about the budget after a minute more, want 2:\n%s", n, logs.String())

@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/sipedge/sipedge/carrier"
+	"github.com/sipedge/sipedge/dialog/cdr"
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/route"
@@ -26,21 +28,6 @@ const (
 	stateConfirmed           // answered
 	stateEnding              // BYE sent; waiting for the other side
 )
-
-// hangupSide is the side that ended a call; String names it as the CDR
-// does. A byte, not a string: every Call holds one (see Call).
-type hangupSide uint8
-
-const (
-	hangupNone hangupSide = iota
-	hangupCaller
-	hangupCallee
-	hangupSystem
-)
-
-var hangupNames = [...]string{hangupNone: "", hangupCaller: "caller", hangupCallee: "callee", hangupSystem: "system"}
-
-func (h hangupSide) String() string { return hangupNames[h] }
 
 // leg is one dialog of a call, seen from sipedge.
 type leg struct {
@@ -124,33 +111,21 @@ type Call struct {
 type callVars struct {
 	next    int32
 	state   callState
-	hangup  hangupSide // who ended the call, for the CDR
-	srcPort uint16     // the caller's INVITE's source port (a.peer has the reply port)
+	hangup  cdr.HangupSide // who ended the call, for the CDR
+	srcPort uint16         // the caller's INVITE's source port (a.peer has the reply port)
 	trunk   *Trunk
-	target  Target
-
-	seqTimer  uint64        // the carriers' sequence's deadline for the carrier in flight
-	route     *route.Route  // the route of the carrier in flight (in seq.Routes())
-	paceTimer uint64        // the wait for a CPS slot, or for a CPS-reject retry
-	seqWait   time.Duration // the carrier's deadline, from its dial; -1 for none
-	source    string        // where the decision came from
-	key       uint64        // spreads hash selection of gateways per call
+	att     attempt      // the carrier in flight, or the last one dialled
+	source  route.Source // where the decision came from
+	key     uint64       // spreads hash selection of gateways per call
 
 	// The small fields, together: each Call is a heap object of its own,
 	// and its size class decides ConcurrentCalls' bytes per call.
-	reported     bool    // the outcome of the carrier in flight went to Env.Outcome
-	progress     bool    // the carrier in flight sent 101-199
-	trying       bool    // the carrier in flight sent 100
-	pacing       bool    // waiting for a CPS slot before dialling
 	canceled     bool    // the caller cancelled, or the call no longer wants the B-leg
 	answered     bool    //
 	byeOnAck     bool    // the other side hung up before rtxTo ACKed ok2xx: its BYE waits for the ACK
 	rtxTo        side    // where ok2xx goes: the side that sent the INVITE it answers
 	reinvite     [2]bool // a re-INVITE is in flight from A, from B (glare: 491)
-	cpsRetries   uint8   // CPS rejects retried on the carrier in flight
 	maxFwd       uint8   // Max-Forwards for B-leg INVITEs
-	authTries    uint8   // the carrier in flight's challenges answered (answerChallenge)
-	channel      bool    // the carrier in flight counts this call against its limit (Env.TakeChannel)
 	onFailureRan bool    // Policy.OnFailure ran: it runs once per call
 	rtxCSeq      uint32  // the CSeq of the INVITE ok2xx answers, which its ACK carries
 
@@ -172,17 +147,18 @@ type callVars struct {
 	finalCode                            int
 }
 
-// Summary is what a finished call reports (for its CDR). Byte slices are
-// valid only during the Finished callback.
+// Summary is what a call reports of itself (Call.Summary): the facts of its
+// CDR, on the shard's clock. Byte slices are views into the call, valid
+// only during the hook that asked.
 type Summary struct {
 	ACallID, BCallID []byte
 	Trunk            *Trunk
 	Caller, Callee   []byte
 	Source           netip.AddrPort  // where the caller's INVITE came from
-	Target           Target          // the carrier that answered, or the last one dialled
+	Target           carrier.Dial    // the carrier that answered, or the last one dialled
 	Route            *route.Route    // Target's route; nil when none was dialled
 	Attempts         []route.Attempt // failed attempts, oldest first (lcr_attempts)
-	RouteSource      string
+	RouteSource      route.Source
 	// Times on the shard clock; 0 when the event did not happen.
 	Invite, FirstProvisional, Answer, End time.Duration
 	// Dialed and Progress are the answering carrier's: when its INVITE
@@ -191,7 +167,7 @@ type Summary struct {
 	Dialed, Progress time.Duration
 	FinalCode        int
 	FinalReason      []byte
-	HangupSide       string
+	HangupSide       cdr.HangupSide
 }
 
 // Summary describes the call for its CDR.
@@ -200,9 +176,9 @@ func (c *Call) Summary() Summary {
 	if c.answered {
 		dialed, progress = c.seq.Timing()
 	}
-	return Summary{Dialed: dialed, Progress: progress, Route: c.route, ACallID: c.a.callID, BCallID: c.b.callID, Trunk: c.trunk, Caller: c.caller, Callee: c.callee,
-		Source: c.sourceAddr(), Target: c.target, Attempts: c.seq.Attempts(), RouteSource: c.source, Invite: c.tInvite, FirstProvisional: c.tProvisional, Answer: c.tAnswer, End: c.tEnd,
-		FinalCode: c.finalCode, FinalReason: c.finalReason, HangupSide: c.hangup.String()}
+	return Summary{Dialed: dialed, Progress: progress, Route: c.att.route, ACallID: c.a.callID, BCallID: c.b.callID, Trunk: c.trunk, Caller: c.caller, Callee: c.callee,
+		Source: c.sourceAddr(), Target: c.att.dial, Attempts: c.seq.Attempts(), RouteSource: c.source, Invite: c.tInvite, FirstProvisional: c.tProvisional, Answer: c.tAnswer, End: c.tEnd,
+		FinalCode: c.finalCode, FinalReason: c.finalReason, HangupSide: c.hangup}
 }
 
 // allocCall takes a call from the free list.
@@ -335,11 +311,11 @@ func (e *Engine) settle(c *Call) {
 			e.after()
 		}
 	}
-	if c.route != nil && !c.answered {
+	if c.att.route != nil && !c.answered {
 		// The gateway picked for the carrier in flight hears of its
 		// attempt once (a half-open one's trial call goes back): the call
 		// ended without a word from it (a BYE in the early dialog, a drain).
-		e.report(c, OutcomeAbandoned, 0)
+		e.report(c, carrier.OutcomeAbandoned, 0)
 	}
 	// The caller's INVITE must get a final response before the call goes
 	// (RFC 3261 13.3.1): a carrier that ended its early dialog leaves the
@@ -371,9 +347,9 @@ func (e *Engine) EndAll(now time.Duration) int {
 		case c.state == stateFree:
 			continue
 		case c.answered:
-			e.hangup(c, hangupSystem)
+			e.hangup(c, cdr.HangupSystem)
 		default:
-			c.hangup = hangupSystem
+			c.hangup = cdr.HangupSystem
 			e.failCall(c, 503, "Service Unavailable")
 		}
 		n++
@@ -382,36 +358,34 @@ func (e *Engine) EndAll(now time.Duration) int {
 }
 
 // end finishes a call: CDR, timers, indexes, and back to the free list.
-func (e *Engine) end(c *Call, hangup hangupSide) {
+func (e *Engine) end(c *Call, hangup cdr.HangupSide) {
 	if c.state == stateFree {
 		return
 	}
 	if c.tEnd == 0 { // else the call ended earlier, its last BYE waiting for an ACK
 		c.tEnd = e.now
 	}
-	if c.hangup == hangupNone {
+	if c.hangup == cdr.HangupNone {
 		c.hangup = hangup
 	}
 	e.settle(c)
-	e.releaseChannel(c)
+	e.env.Carriers.Release(&c.att.dial)
 	if c.rtx != 0 {
 		e.env.Clock.Stop(c.rtx)
 	}
 	if c.maxDur != 0 {
 		e.env.Clock.Stop(c.maxDur)
 	}
-	if c.seqTimer != 0 {
-		e.env.Clock.Stop(c.seqTimer)
+	if c.att.timer != 0 {
+		e.env.Clock.Stop(c.att.timer)
 	}
-	if c.paceTimer != 0 {
-		e.env.Clock.Stop(c.paceTimer)
+	if c.att.paceTimer != 0 {
+		e.env.Clock.Stop(c.att.paceTimer)
 	}
-	if e.env.Finished != nil {
-		e.env.Finished(c)
-	}
+	e.finished(c)
 	e.m.ended.Inc()
 	if c.trunk != nil {
-		c.trunk.Calls.Add(-1)
+		c.trunk.Stats.Calls.Add(-1)
 		if c.trunk.ForceRPort {
 			e.forcedCalls--
 		}

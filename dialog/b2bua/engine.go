@@ -2,6 +2,7 @@ package b2bua
 
 import (
 	"bytes"
+	"errors"
 	"hash/maphash"
 	"log/slog"
 	"math/rand/v2"
@@ -11,187 +12,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sipedge/sipedge/dialog/digest"
+	"github.com/sipedge/sipedge/carrier"
+	"github.com/sipedge/sipedge/dialog/cdr"
 	"github.com/sipedge/sipedge/dialog/txn"
-	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/route"
 	"github.com/sipedge/sipedge/transport"
 )
-
-// Clock arms timers on the shard's wheel. When one fires, the shard calls
-// Engine.Timer with its kind and arg.
-type Clock interface {
-	StartAt(at time.Duration, kind uint8, arg uint64) uint64
-	Stop(h uint64) bool
-}
-
-// Env is what an Engine needs from its shard.
-type Env struct {
-	Send       func(to transport.Peer, b []byte) // b may be reused once Send returns
-	Clock      Clock                             // the shard's timer wheel
-	MintCallID func(dst []byte) []byte           // a Call-ID that hashes to this shard
-	Finished   func(c *Call)                     // a call ended; c is valid during the call only (CDR)
-	Router     func(r *RouteRequest) Decision    // where a new call goes
-	// Resolve turns a route into the place its INVITE goes: a healthy
-	// member of its gateway group, or its next hop. A non-empty reason
-	// (a route.Reason constant) means the carrier cannot be dialled; the
-	// sequence then burns it at once. key spreads hash selection per call.
-	Resolve func(r *route.Route, key uint64) (Target, string)
-	// Admit applies a trunk's ingress calls-per-second limit to a new call,
-	// before any routing work (optional): false refuses it with 503 and
-	// Retry-After.
-	Admit func(t *Trunk) (retryAfter time.Duration, ok bool)
-	// Pace reserves a calls-per-second slot for dialling t (optional): the
-	// route's carrier account. ref names the call to Engine.Paced.
-	Pace func(r *route.Route, t *Target, ref uint64) PaceResult
-	// CPSReject tells whether a final response to the dial of route r at t
-	// is the carrier refusing the call over its CPS limit (the group's
-	// cps_reject matchers: the code, and text in the reason phrase or the
-	// Reason header) and, if the call should retry the same carrier, after
-	// how long. The engine retries at most MaxCPSRetries times, then fails
-	// over; a CPS reject never counts against the gateway's health.
-	CPSReject func(r *route.Route, t *Target, code int, phrase, reason []byte) (time.Duration, bool)
-	// Outcome reports what a B-leg attempt said about its gateway, once
-	// per dialled target: a final status, or an Outcome constant, with the
-	// response's Retry-After (optional).
-	Outcome func(t *Target, code int, retryAfter time.Duration)
-	// TakeChannel counts a call about to be dialled on a route naming
-	// group (route.Route.GatewayGroup) against its carrier's concurrent-call
-	// limit, before a member is picked: ok false when the limit is reached,
-	// and the carrier is skipped (route.ReasonCallsLimited); counted false
-	// when nothing counts the group's calls (no such group: the route's
-	// next hop). A call counted gives its channel back through
-	// ReleaseChannel once, when it moves on to another carrier or ends
-	// (optional, both or neither).
-	TakeChannel    func(group string) (counted, ok bool)
-	ReleaseChannel func(group string)
-	// Credentials returns the account sipedge holds with t's carrier, to
-	// answer its Digest challenges to the INVITE, to the requests relayed
-	// in the dialog and to sipedge's BYE (RFC 3261 22.2): ok false
-	// when it holds none. A non-empty realm is the only one it answers
-	// (optional).
-	Credentials func(t *Target) (cr digest.Credentials, realm string, ok bool)
-	// Policy holds the optional hooks of a routing policy.
-	Policy   Policy
-	Draining func() bool // new calls get 503 while true (optional)
-	Log      *slog.Logger
-}
-
-// Timer kinds the Engine starts: TimerTxn for the transaction layer, the
-// others its own. A shard passes them back to Engine.Timer.
-const (
-	TimerTxn uint8 = iota + 1
-	timer2xx       // retransmit the 2xx to the caller (RFC 3261 13.3.1.4)
-	timerMaxDuration
-	timerSequence // the failover sequence's deadline for the carrier in flight
-	timerProbe    // a gateway probe's deadline
-	timerPace     // a CPS slot has come (or a CPS reject's retry delay passed)
-)
-
-// MaxCPSRetries bounds the retries of one carrier after CPS rejects.
-const MaxCPSRetries = 2
-
-// PaceResult is a CPS reservation for a dial: go now, wait, over the
-// limit, or Pending (the answer comes through Engine.Paced).
-type PaceResult struct {
-	Wait    time.Duration
-	Over    bool
-	Pending bool
-}
-
-// RouteRequest describes a new call to the Router.
-type RouteRequest struct {
-	Ref    uint64 // names the call to Engine.Decided
-	CallID []byte // A-leg
-	Trunk  *Trunk
-	Dialed []byte // the dialled number: the Request-URI user, normalised by the trunk's policy
-	From   []byte // the caller's From URI
-	To     []byte // the caller's To URI
-	Source transport.Peer
-}
-
-// Target is one carrier to try.
-type Target struct {
-	CarrierID string
-	Group     string // gateway group, recorded as the route taken
-	// URI is the Request-URI without user ("sip:host:port;params"); the
-	// dialled number becomes its user.
-	URI  string
-	Peer transport.Peer // where the INVITE is sent
-	// Rate and Currency are the carrier's price, for the CDR.
-	Rate     float64
-	Currency string
-	// Gateway is the health member Resolve picked; the engine reports the
-	// attempt's outcome for it through Env.Outcome, once.
-	Gateway health.Member
-}
-
-// Outcome codes other than a final response's status, for Env.Outcome.
-const (
-	OutcomeNoResponse = 0  // no final response in time (Timer B, or the carrier's deadline without progress)
-	OutcomeTransport  = -1 // the INVITE could not be sent or the transport failed
-	OutcomeAbandoned  = -2 // the caller gave up first: says nothing about the gateway
-)
-
-// Decision is the Router's answer: the carriers to try in order, or a code
-// to reject the call with.
-type Decision struct {
-	Routes []route.Route
-	Code   int // when no route: the response to the caller (503 when 0)
-	Reason string
-	Source string // "lcr", "static", "fallback": for the CDR
-	// NoDecision says the Router had no decision to give (the LCR API
-	// failed and no fallback applied), as against one that rejects the
-	// call: Code and Reason then hold the default answer, 503 Route
-	// Unavailable, which Policy.OnInvite may replace, or clear to route.
-	NoDecision bool
-	// Pending says the decision comes later, through Engine.Decided: the
-	// Router started a lookup off the shard (RouteRequest.Ref names the
-	// call). RouteRequest's byte slices are valid only during the Router
-	// call: copy what the lookup needs.
-	Pending bool
-}
-
-// Policy is a routing policy's hooks: the Go form of the seed's script
-// handlers. Each is optional and runs on the shard's goroutine, in the
-// middle of the call's processing: a hook must not block (no I/O, no
-// locks held long), and must not keep the *Call, *RouteRequest or *Route
-// it is given past its return; all are valid only during the hook.
-type Policy struct {
-	// OnInvite runs once per new call, with the Router's decision. It may
-	// filter or reorder d.Routes, set d.Code (and d.Reason) to reject, or
-	// clear d.Code and set d.Routes to route a call the Router rejected.
-	// d.Routes may be shared with other calls (a cache entry, the static
-	// table): never change it in place; assign a new slice, which the call
-	// then keeps, unmodified, until it ends.
-	OnInvite func(r *RouteRequest, d *Decision)
-	// OnAnswer runs when a carrier answers.
-	OnAnswer func(c *Call, r *route.Route)
-	// OnRouteFailure runs once per failed attempt, including the last; it
-	// is a notification only.
-	OnRouteFailure func(c *Call, r *route.Route, a route.Attempt)
-	// OnFailure runs once per call, when every carrier failed, with the
-	// code and reason the caller would get; its FailureAction says what
-	// happens instead, if anything. If it routes again and those carriers
-	// fail too, the caller gets their failure: OnFailure does not run a
-	// second time, so a policy cannot loop a call for ever.
-	OnFailure func(c *Call, code int, reason string) FailureAction
-}
-
-// FailureAction is Policy.OnFailure's answer. The zero value keeps the
-// default: the caller gets the sequence's code and reason.
-type FailureAction struct {
-	// Routes, when not empty, are tried next, in order (a backup trunk):
-	// the call's attempts so far stay in its CDR's lcr_attempts. The
-	// slice is kept, unmodified, until the call ends.
-	Routes []route.Route
-	// Code, when Routes is empty, is the caller's final response instead,
-	// with Reason (the code's standard phrase when empty). Only failure
-	// codes (300-699) are taken; any other is ignored.
-	Code   int
-	Reason string
-}
 
 // Engine is one shard's B2BUA. See the package documentation.
 type Engine struct {
@@ -244,8 +71,9 @@ type Engine struct {
 	tag     []byte            // scratch for the To tag of a response that ends no dialog (tagFor)
 	bufs    [][]byte          // message buffers calls borrow (getBuf)
 	msgs    []*parser.Message // parsed INVITEs calls borrow
-	rr      RouteRequest      // the Router's request, reused
-	dec     Decision          // the decision being carried out, reused
+	rr      route.Request     // the Router's request, reused
+	dec     route.Decision    // the decision being carried out, reused
+	rep     carrier.Report    // the report being made to the carrier plane, reused
 	m       engineMetrics
 }
 
@@ -275,8 +103,21 @@ const (
 	roleCarrierBye
 )
 
-// New returns an Engine; env's functions must be set.
+// New returns an Engine; env's Send, Clock and MintCallID must be set, and
+// the rest takes its defaults (see Env).
 func New(cfg Config, env Env) (*Engine, error) {
+	if env.Send == nil || env.Clock == nil || env.MintCallID == nil {
+		return nil, errors.New("b2bua: Env.Send, Env.Clock and Env.MintCallID must be set")
+	}
+	if env.Carriers == nil {
+		env.Carriers = new(carrier.NextHops)
+	}
+	if env.Router == nil {
+		env.Router = Routes(nil)
+	}
+	if env.Draining == nil {
+		env.Draining = neverDraining
+	}
 	if cfg.ReferCode == 0 {
 		cfg.ReferCode = 603
 	}
@@ -410,13 +251,13 @@ func (e *Engine) Timer(kind uint8, arg uint64, now time.Duration) {
 		}
 	case timerSequence:
 		if c := e.callByArg(arg); c != nil && c.state == stateEarly && !c.canceled {
-			c.seqTimer = 0
+			c.att.timer = 0
 			e.carryOut(c, c.seq.Timeout(now))
 		}
 	case timerPace:
 		if c := e.callByArg(arg); c != nil && c.state == stateEarly && !c.canceled {
-			c.paceTimer = 0
-			if c.pacing {
+			c.att.paceTimer = 0
+			if c.att.pacing {
 				e.paced(c)
 			} else { // a CPS reject's retry: a fresh B-leg to the same carrier
 				if st, ok := e.pace(c); !ok {
@@ -429,7 +270,7 @@ func (e *Engine) Timer(kind uint8, arg uint64, now time.Duration) {
 	case timerMaxDuration:
 		if c := e.callByArg(arg); c != nil && c.state == stateConfirmed {
 			e.env.Log.Info("call reached its maximum duration", "call_id", string(c.a.callID))
-			e.hangup(c, hangupSystem)
+			e.hangup(c, cdr.HangupSystem)
 		}
 	}
 }

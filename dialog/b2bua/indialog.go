@@ -3,6 +3,8 @@ package b2bua
 import (
 	"math/rand/v2"
 
+	"github.com/sipedge/sipedge/carrier"
+	"github.com/sipedge/sipedge/dialog/cdr"
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
 )
@@ -63,9 +65,9 @@ func (e *Engine) inDialog(m *parser.Message, a *txn.Action) {
 		if c.state == stateEnding {
 			return
 		}
-		hangup := hangupCaller
+		hangup := cdr.HangupCaller
 		if s == sideB {
-			hangup = hangupCallee
+			hangup = cdr.HangupCallee
 		}
 		if !c.answered { // a BYE in an early dialog (RFC 3261 15)
 			if s == sideA {
@@ -292,7 +294,7 @@ func (e *Engine) onRelayResponse(c *Call, role txnRole, m *parser.Message) {
 			// "the UAC SHOULD terminate the dialog" (RFC 3261 12.2.1.2),
 			// and with it the call, rather than bill a call that is gone.
 			e.m.orphans.Inc()
-			e.hangup(c, hangupSystem)
+			e.hangup(c, cdr.HangupSystem)
 		}
 	}
 }
@@ -332,17 +334,17 @@ func (e *Engine) onTxnFailure(h txn.Handle, transport bool) {
 		}
 		c.bTxn = 0
 		if c.canceled {
-			e.end(c, hangupCaller)
+			e.end(c, cdr.HangupCaller)
 			return
 		}
 		if transport {
 			// The INVITE could not reach the carrier: a 503 (RFC 3261
 			// 8.1.3.1), which fails over at once.
-			e.report(c, OutcomeTransport, 0)
+			e.report(c, carrier.OutcomeTransport, 0)
 			e.carryOut(c, c.seq.Final(e.now, 503, "Service Unavailable"))
 			return
 		}
-		e.report(c, OutcomeNoResponse, 0)
+		e.report(c, carrier.OutcomeNoResponse, 0)
 		// No final response from the carrier (RFC 3261 17.1.1.2 Timer B):
 		// a failure of this carrier like a 408.
 		e.carryOut(c, c.seq.Final(e.now, 408, "Request Timeout"))
@@ -356,7 +358,7 @@ func (e *Engine) onTxnFailure(h txn.Handle, transport bool) {
 		e.unwatch(r.in)
 		r.in, r.out = 0, 0
 		e.m.orphans.Inc()
-		e.hangup(c, hangupSystem)
+		e.hangup(c, cdr.HangupSystem)
 	}
 }
 
@@ -387,7 +389,7 @@ func (e *Engine) sendBye(c *Call, l *leg, from *parser.Message) txn.Handle {
 	case c != nil && l == &c.b:
 		// The carrier may challenge it: what an answer needs outlives the
 		// call, which ends as its BYE goes (end), while the BYE is pending.
-		e.watchCarrierBye(h, &c.target)
+		e.watchCarrierBye(h, &c.att.dial)
 	case c != nil:
 		e.watch(h, c, roleBye, 0, -1)
 	}
@@ -396,7 +398,7 @@ func (e *Engine) sendBye(c *Call, l *leg, from *parser.Message) txn.Handle {
 }
 
 // hangup ends a confirmed call from sipedge's side: BYE on both legs.
-func (e *Engine) hangup(c *Call, side hangupSide) {
+func (e *Engine) hangup(c *Call, side cdr.HangupSide) {
 	switch {
 	case c.answered && c.byeOnAck:
 		// One side hung up already, its BYE answered, and the other's BYE

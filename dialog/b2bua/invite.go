@@ -6,8 +6,11 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/sipedge/sipedge/carrier"
+	"github.com/sipedge/sipedge/dialog/cdr"
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/route"
 	"github.com/sipedge/sipedge/transport"
 )
 
@@ -111,7 +114,7 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 		// again and take the first one's Call-ID over.
 		e.respond(a.Txn, m, 482, "Loop Detected", nil)
 		return
-	case e.env.Draining != nil && e.env.Draining():
+	case e.env.Draining():
 		e.m.rejected.Inc()
 		e.respond(a.Txn, m, 503, "Service Unavailable", nil)
 		return
@@ -120,12 +123,10 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 		e.respond(a.Txn, m, 503, "Service Unavailable", nil)
 		return
 	}
-	if e.env.Admit != nil {
-		if retry, ok := e.env.Admit(trunk); !ok {
-			e.m.trunkLimited.Inc()
-			e.respondLimited(a.Txn, m, retry)
-			return
-		}
+	if !trunk.admit(e.now) {
+		e.m.trunkLimited.Inc()
+		e.respondLimited(a.Txn, m, ingressRetry)
+		return
 	}
 	mf, present, _ := m.MaxForwards()
 	if !present {
@@ -153,12 +154,10 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	}
 	// The trunk's concurrent calls, across the node's shards: taken last,
 	// so that no refusal above has to give it back.
-	if n := trunk.Calls.Add(1); trunk.MaxCalls > 0 && n > int64(trunk.MaxCalls) {
-		trunk.Calls.Add(-1)
+	if n := trunk.Stats.Calls.Add(1); trunk.MaxCalls > 0 && n > int64(trunk.MaxCalls) {
+		trunk.Stats.Calls.Add(-1)
+		trunk.Stats.Refused.Add(1)
 		e.m.trunkLimited.Inc()
-		if trunk.Refused != nil {
-			trunk.Refused.Add(1)
-		}
 		e.respondLimited(a.Txn, m, time.Second)
 		return
 	}
@@ -177,8 +176,8 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	c.ainv = e.getMsg()
 	c.aInvite = m.CopyTo(c.ainv, e.getBuf())
 	if n := trunk.Normalize; n != nil {
-		// The seed's rewrite_identities: the trunk's numbers in E.164, for
-		// routing, the carriers (before their own policies) and the CDR.
+		// The trunk's numbers in E.164, for routing, the carriers (before
+		// their own policies) and the CDR.
 		c.caller = n.Shape(c.caller, fromURI.User)
 		c.callee = n.Shape(c.callee, ruri.User)
 	} else {
@@ -206,7 +205,7 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	e.m.started.Inc()
 
 	e.rr = e.routeRequest(c, to.URI)
-	e.dec = e.env.Router(&e.rr)
+	e.dec = e.env.Router.Route(&e.rr)
 	if e.dec.Pending {
 		return // Decided carries on
 	}
@@ -223,15 +222,16 @@ func (e *Engine) callOf(callID []byte) bool {
 // Router. The dialled number is in E.164 when the trunk has a number policy
 // (Trunk.Normalize), so that "+1202...", "1202..." and "001202..." find the
 // same routes and cache entry.
-func (e *Engine) routeRequest(c *Call, to []byte) RouteRequest {
-	return RouteRequest{Ref: e.arg(c), CallID: c.a.callID, Trunk: c.trunk, Dialed: c.callee, From: c.fromURI,
-		To: to, Source: transport.Peer{Addr: c.sourceAddr(), Transport: c.a.peer.Transport}}
+func (e *Engine) routeRequest(c *Call, to []byte) route.Request {
+	return route.Request{Ref: e.arg(c), CallID: c.a.callID, Trunk: c.trunk.Name, TrunkGroup: c.trunk.Group,
+		Attributes: c.trunk.Attributes, Dialed: c.callee, From: c.fromURI, To: to,
+		Source: transport.Peer{Addr: c.sourceAddr(), Transport: c.a.peer.Transport}}
 }
 
 // Decided delivers the routing decision for the call Ref names, which the
 // Router answered Pending: an LCR API lookup finished off the shard and was
 // posted back. A call that ended meanwhile (the caller cancelled) ignores it.
-func (e *Engine) Decided(ref uint64, d Decision, now time.Duration) {
+func (e *Engine) Decided(ref uint64, d route.Decision, now time.Duration) {
 	e.now = now
 	if c := e.callByArg(ref); c != nil && c.state == stateRouting {
 		e.dec = d
@@ -251,7 +251,7 @@ func (e *Engine) decided(c *Call) {
 		e.rr = e.routeRequest(c, to.URI)
 		e.env.Policy.OnInvite(&e.rr, d)
 	}
-	if d.Code != 0 || len(d.Routes) == 0 && d.Source == "" {
+	if d.Code != 0 || len(d.Routes) == 0 && d.Source == route.SourceNone {
 		code, reason := d.Code, d.Reason
 		if code == 0 {
 			code, reason = 503, "Service Unavailable"
@@ -268,7 +268,7 @@ func (e *Engine) decided(c *Call) {
 }
 
 // dial sends the B-leg INVITE for c's target: a fresh Call-ID, From tag and
-// CSeq (the seed's dialog hygiene: a carrier never sees a Call-ID another
+// CSeq (dialog hygiene: a carrier never sees a Call-ID another
 // carrier saw), the caller's user re-hosted on sipedge's address, and the
 // A INVITE's allowed headers and body. It reports false when the INVITE
 // could not be sent.
@@ -281,9 +281,9 @@ func (e *Engine) dial(c *Call) bool {
 	e.unindexLeg(c, B)
 	B.callID = e.env.MintCallID(B.callID[:0])
 	B.localTag = randomToken(B.localTag[:0], 10)
-	B.peer = c.target.Peer
+	B.peer = c.att.dial.Peer
 	B.cseq = 0
-	c.authTries = 0
+	c.att.authTries = 0
 	e.indexLeg(c, B)
 	return e.sendInvite(c, ainv, nil)
 }
@@ -293,12 +293,12 @@ func (e *Engine) dial(c *Call) bool {
 // credentials answering the carrier's challenge (RFC 3261 22.2).
 func (e *Engine) sendInvite(c *Call, ainv *parser.Message, auth *challenge) bool {
 	B := &c.b
-	r := c.route
+	r := c.att.route
 	id := &e.id
 	e.shape(id, c, r)
-	host := trimScheme(c.target.URI)
+	host := trimScheme(c.att.dial.URI)
 	if r != nil && r.RURI != "" {
-		// The route's own Request-URI (the seed's ruri): its host, port
+		// The route's own Request-URI (its ruri): its host, port
 		// and parameters as given; its number, shaped, is in id.ruriUser.
 		host = ruriHost(r.RURI)
 	}
@@ -337,7 +337,7 @@ func (e *Engine) sendInvite(c *Call, ainv *parser.Message, auth *challenge) bool
 	b := e.appendRequestHead(e.out[:0], "INVITE", B, B.cseq, int(c.maxFwd))
 	b = e.appendContact(b, B)
 	// A route's header replaces the caller's of the same name: its value
-	// is the one the carrier reads (the seed's headers).
+	// is the one the carrier reads.
 	var routeHeaders map[string]string
 	if r != nil {
 		routeHeaders = r.Headers
@@ -434,7 +434,7 @@ func (e *Engine) failCall(c *Call, code int, reason string) {
 			e.respond(c.aTxn, req, code, reason, c.a.localTag)
 		}
 	}
-	e.end(c, hangupNone)
+	e.end(c, cdr.HangupNone)
 }
 
 // onBInviteResponse handles a response to a B-leg INVITE: the current
@@ -447,15 +447,15 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 			e.endUnwanted(c, m, peer, false)
 		}
 		if h == c.bTxn && code >= 200 {
-			e.end(c, hangupCaller) // the caller cancelled; the carrier has answered
+			e.end(c, cdr.HangupCaller) // the caller cancelled; the carrier has answered
 		}
 		return
 	}
 	var to parser.Address
 	_ = m.To(&to)
 	switch {
-	case code == 100: // hop by hop: not progress (the seed; RFC 3261 16.7 step 2)
-		c.trying = true // but the gateway is alive
+	case code == 100: // hop by hop: not progress (RFC 3261 16.7 step 2)
+		c.att.trying = true // but the gateway is alive
 		return
 	case code < 200:
 		if c.tProvisional == 0 {
@@ -466,7 +466,7 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 			// 1xx's (RFC 3261 12.1.2), for requests sent in it (UPDATE).
 			e.confirmLeg(&c.b, m)
 		}
-		c.progress = true
+		c.att.progress = true
 		e.relayToCaller(c, m)
 		e.carryOut(c, c.seq.Progress(e.now, code))
 	case code < 300:
@@ -509,16 +509,16 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 		// After a 101-199 the carrier had taken the call: its failure is
 		// no CPS reject, and a retry would ring the callee again from a
 		// sequence that has moved on from dialling (route.Sequence).
-		if e.env.CPSReject != nil && !c.progress {
-			delay, ok := e.env.CPSReject(c.route, &c.target, code, m.ReasonPhrase(), m.Get(parser.HeaderReason))
+		if !c.att.progress {
+			delay, ok := e.env.Carriers.CPSReject(&c.att.dial, code, m.ReasonPhrase(), m.Get(parser.HeaderReason))
 			cpsReject = ok
-			if ok && c.cpsRetries < MaxCPSRetries {
-				// The carrier refused the call over its CPS limit (seed 003):
-				// not its fault; retry it after the delay on a fresh B-leg.
-				c.cpsRetries++
-				c.trying = false // the retry's fresh B-leg has sent no 100 yet
+			if ok && c.att.cpsRetries < MaxCPSRetries {
+				// The carrier refused the call over its CPS limit: not its
+				// fault; retry it after the delay on a fresh B-leg.
+				c.att.cpsRetries++
+				c.att.trying = false // the retry's fresh B-leg has sent no 100 yet
 				e.m.cpsRejects.Inc()
-				c.paceTimer = e.env.Clock.StartAt(e.now+delay, timerPace, e.arg(c))
+				c.att.paceTimer = e.env.Clock.StartAt(e.now+delay, timerPace, e.arg(c))
 				return
 			}
 		}
@@ -528,8 +528,8 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 		}
 		if cpsReject {
 			// Retries used up: the carrier's CPS limit, not its health (a
-			// 503 would put the gateway in cooldown; the seed warns of it).
-			e.report(c, OutcomeAbandoned, 0)
+			// 503 would put the gateway in cooldown).
+			e.report(c, carrier.OutcomeAbandoned, 0)
 		} else {
 			e.report(c, code, retry)
 		}
@@ -720,10 +720,10 @@ func (e *Engine) retransmit2xx(c *Call) {
 		e.env.Log.Info("no ACK for the 2xx; ending the call", "call_id", string(c.a.callID))
 		if c.byeOnAck { // the other side has hung up already
 			e.sendBye(c, c.leg(c.rtxTo), nil)
-			e.end(c, hangupNone)
+			e.end(c, cdr.HangupNone)
 			return
 		}
-		e.hangup(c, hangupSystem)
+		e.hangup(c, cdr.HangupSystem)
 		return
 	}
 	e.m.retransmitted2xx.Inc()
@@ -782,7 +782,7 @@ func (e *Engine) onAck(m *parser.Message, _ *txn.Action) {
 	if c.byeOnAck && s == c.rtxTo {
 		// The other side hung up while this one's ACK was awaited.
 		e.sendBye(c, c.leg(s), nil)
-		e.end(c, hangupNone)
+		e.end(c, cdr.HangupNone)
 	}
 }
 
@@ -878,12 +878,12 @@ func (e *Engine) onCancel(m *parser.Message, a *txn.Action) {
 		return
 	}
 	if c.state == stateRouting { // no carrier dialled yet
-		c.hangup = hangupCaller
+		c.hangup = cdr.HangupCaller
 		e.failCall(c, 487, "Request Terminated")
 		return
 	}
 	c.finalCode, c.finalReason = 487, append(c.finalReason[:0], "Request Terminated"...)
-	c.hangup = hangupCaller
+	c.hangup = cdr.HangupCaller
 	if req := e.aInviteCopy(c); req != nil {
 		e.respond(c.aTxn, req, 487, "Request Terminated", c.a.localTag)
 	}
@@ -914,14 +914,14 @@ func (e *Engine) cancelHeaders(cancel *parser.Message) []byte {
 // and BYEd.
 func (e *Engine) abandon(c *Call, cancel *parser.Message) {
 	c.canceled = true
-	if c.seqTimer != 0 {
-		e.env.Clock.Stop(c.seqTimer)
-		c.seqTimer = 0
+	if c.att.timer != 0 {
+		e.env.Clock.Stop(c.att.timer)
+		c.att.timer = 0
 	}
-	e.report(c, OutcomeAbandoned, 0)
+	e.report(c, carrier.OutcomeAbandoned, 0)
 	e.stopPacing(c)
-	if st := c.seq.Abandon(e.now); st.Burned && e.env.Policy.OnRouteFailure != nil {
-		e.env.Policy.OnRouteFailure(c, &c.seq.Routes()[st.BurnedRoute], st.Attempt)
+	if st := c.seq.Abandon(e.now); st.Burned {
+		e.attemptFailed(c, st, true)
 	}
 	if c.bTxn != 0 {
 		if err := e.txns.CancelWith(c.bTxn, e.cancelHeaders(cancel), e.now); err == nil {
@@ -929,7 +929,7 @@ func (e *Engine) abandon(c *Call, cancel *parser.Message) {
 			return
 		}
 	}
-	e.end(c, hangupCaller)
+	e.end(c, cdr.HangupCaller)
 }
 
 // phrase returns a carrier's reason phrase as a string, without a copy when

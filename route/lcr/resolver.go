@@ -238,9 +238,9 @@ func New(opts Options) (*Resolver, error) {
 		epoch:    time.Now(),
 		flights:  make(map[string]*flight),
 	}
-	r.failure = Decision{Source: SourceNone, NoDecision: true}
+	r.failure = Decision{Source: route.SourceNone, NoDecision: true}
 	if g := opts.FallbackGatewayGroup; g != "" {
-		r.failure = Decision{Source: SourceFallback, Routes: []route.Route{{CarrierID: FallbackCarrierID, GatewayGroup: g}}}
+		r.failure = Decision{Source: route.SourceFallback, Routes: []route.Route{{CarrierID: FallbackCarrierID, GatewayGroup: g}}}
 	}
 	r.br = breaker{threshold: opts.BreakerThreshold, cooldown: opts.BreakerCooldown, log: opts.Log, now: r.now}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
@@ -398,7 +398,7 @@ func (r *Resolver) LookupCached(key []byte) (Decision, bool) {
 func (r *Resolver) Lookup(req *Request, done func(Decision)) {
 	if r.url == "" {
 		routes, _ := r.static.Lookup(req.DialedNumber)
-		done(Decision{Routes: routes, Source: SourceStatic})
+		done(Decision{Routes: routes, Source: route.SourceStatic})
 		return
 	}
 	var buf [128]byte
@@ -454,7 +454,7 @@ func (r *Resolver) Lookup(req *Request, done func(Decision)) {
 func (r *Resolver) fly(key string, req *Request, f *flight) {
 	defer r.wg.Done()
 	d, body := r.resolve(key, req)
-	if r.local != nil && d.Source == SourceLCR && d.TTL > 0 {
+	if r.local != nil && d.Source == route.SourceLCR && d.TTL > 0 {
 		life := d.TTL
 		if r.localTTL > 0 && r.localTTL < life {
 			life = r.localTTL
@@ -478,7 +478,7 @@ func (r *Resolver) fly(key string, req *Request, f *flight) {
 
 func (r *Resolver) deliver(d Decision, done func(Decision)) {
 	switch {
-	case d.Source == SourceFallback:
+	case d.Source == route.SourceFallback:
 		r.m.fallbacks.Inc()
 	case d.NoDecision:
 		r.m.noDecisions.Inc()
@@ -498,7 +498,7 @@ func (r *Resolver) resolve(key string, req *Request) (Decision, []byte) {
 			}
 			if err == nil {
 				r.m.redisHits.Inc()
-				return Decision{Routes: resp.Routes, Reject: resp.Reject, Source: SourceLCR, TTL: ttl}, nil
+				return Decision{Routes: resp.Routes, Reject: resp.Reject, Source: route.SourceLCR, TTL: ttl}, nil
 			}
 			r.log.Warn("lcr: ignoring an invalid decision in Redis", "key", RedisKeyPrefix+key, "err", err)
 		}
@@ -520,7 +520,7 @@ func (r *Resolver) resolve(key string, req *Request) (Decision, []byte) {
 	if resp.CacheTTLSecs != nil {
 		ttl = time.Duration(min(int64(*resp.CacheTTLSecs), int64(maxCacheTTL/time.Second))) * time.Second
 	}
-	d := Decision{Routes: resp.Routes, Reject: resp.Reject, Source: SourceLCR, TTL: ttl}
+	d := Decision{Routes: resp.Routes, Reject: resp.Reject, Source: route.SourceLCR, TTL: ttl}
 	if ttl <= 0 || r.redis == nil {
 		body = nil
 	}
