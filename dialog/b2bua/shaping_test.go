@@ -169,6 +169,25 @@ func TestShapingRURIOverrideAndHeaders(t *testing.T) {
 	}
 }
 
+// A route's headers leave in the order of their names, whatever order the
+// map gives them in: the same route gives the same INVITE, call after call.
+func TestShapingRouteHeadersStableOrder(t *testing.T) {
+	r := route.Route{CarrierID: "carrier-a", GatewayGroup: "carrier-a", Headers: map[string]string{
+		"X-Echo": "5", "X-Alpha": "1", "X-Delta": "4", "X-Bravo": "2", "X-Charlie": "3", "Call-ID": "refused"}}
+	for range 20 {
+		_, m := shapedInvite(t, r, nil)
+		var names []string
+		for i := 0; i < m.NumHeaders(); i++ {
+			if h := m.HeaderAt(i); h.Kind == parser.HeaderOther && strings.HasPrefix(string(h.Name), "X-") && string(h.Name) != "X-Keep" {
+				names = append(names, string(h.Name)+"="+string(h.Value))
+			}
+		}
+		if got := strings.Join(names, " "); got != "X-Alpha=1 X-Bravo=2 X-Charlie=3 X-Delta=4 X-Echo=5" {
+			t.Fatalf("route headers in the order %s", got)
+		}
+	}
+}
+
 // headerValues returns every value of header name in m, compact forms and
 // any case included, in wire order.
 func headerValues(m *parser.Message, name string) []string {
