@@ -56,11 +56,11 @@ func carrierByes(t *testing.T, e *Engine) int {
 		}
 	}
 	free := 0
-	for i := e.byeFree; i >= 0; i = e.byes[i].next {
+	for i := e.byes.free; i >= 0; i = e.byes.list[i].next {
 		free++
 	}
-	if n+free != len(e.byes) {
-		t.Fatalf("%d BYEs watched and %d entries free, of %d", n, free, len(e.byes))
+	if n+free != len(e.byes.list) {
+		t.Fatalf("%d BYEs watched and %d entries free, of %d", n, free, len(e.byes.list))
 	}
 	return n
 }

@@ -71,7 +71,7 @@ func TestTxnBudgetUnderFlood(t *testing.T) {
 		}
 	}
 	flood(300, "flood")
-	if r.e.sharedShortcuts.Load() == 0 {
+	if r.e.published.shortcuts.Load() == 0 {
 		t.Fatal("no transaction shortened: the flood put no pressure on the table")
 	}
 	if n := strings.Count(logs.String(), overBudget); n != 1 {
@@ -125,18 +125,18 @@ func TestPublishPaced(t *testing.T) {
 		r.recv(src, spoofedRequest("OPTIONS", fmt.Sprint("paced", k), "", src))
 		r.expect(src, "SIP/2.0 200 OK")
 	}
-	if got := r.e.sharedTxns.Load(); got != 1 {
+	if got := r.e.published.txns.Load(); got != 1 {
 		t.Errorf("published %d transactions after three messages within publishEvery, want 1 (the first's)", got)
 	}
 	r.e.Publish()
-	if got, want := r.e.sharedTxns.Load(), int64(r.e.txns.Len()); got != want || want != 3 {
+	if got, want := r.e.published.txns.Load(), int64(r.e.txns.Len()); got != want || want != 3 {
 		t.Errorf("after Publish: %d transactions published, %d live, want 3", got, want)
 	}
 	r.now += publishEvery
 	src := netip.AddrPortFrom(netip.AddrFrom4([4]byte{203, 0, 113, 99}), 5060)
 	r.recv(src, spoofedRequest("OPTIONS", "paced-later", "", src))
 	r.expect(src, "SIP/2.0 200 OK")
-	if got := r.e.sharedTxns.Load(); got != 4 {
+	if got := r.e.published.txns.Load(); got != 4 {
 		t.Errorf("a message publishEvery later published %d transactions, want 4", got)
 	}
 }

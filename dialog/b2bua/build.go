@@ -33,10 +33,10 @@ func (e *Engine) appendContact(dst []byte, l *leg) []byte {
 // remote target, Route the route set, From our URI and tag, To the peer's
 // URI and tag (empty before the dialog exists), the leg's Call-ID, CSeq.
 // The caller appends Contact, other headers and AppendBody. dst must be
-// empty: e.req records where each part went, for SendBuilt, which then
+// empty: e.tmp.req records where each part went, for SendBuilt, which then
 // need not parse the request.
 func (e *Engine) appendRequestHead(dst []byte, method string, l *leg, cseq uint32, maxForwards int) []byte {
-	r := &e.req
+	r := &e.tmp.req
 	r.CSeq = cseq
 	dst = append(dst, method...)
 	r.Method = span(0, dst)
@@ -95,12 +95,12 @@ func span(start int, dst []byte) txn.Span {
 	return txn.Span{Start: uint32(start), End: uint32(len(dst))}
 }
 
-// sendBuilt starts a client transaction for the request in e.out, whose
+// sendBuilt starts a client transaction for the request in e.tmp.out, whose
 // head appendRequestHead wrote.
 func (e *Engine) sendBuilt(to transport.Peer) (txn.Handle, error) {
-	e.req.Data = e.out
-	h, err := e.txns.SendBuilt(&e.req, to, e.now)
-	e.req.Data = nil
+	e.tmp.req.Data = e.tmp.out
+	h, err := e.txns.SendBuilt(&e.tmp.req, to, e.now)
+	e.tmp.req.Data = nil
 	return h, err
 }
 

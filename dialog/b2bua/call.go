@@ -75,13 +75,13 @@ func (r *relay) setRelayed(m *parser.Message) {
 	r.srcIP, r.srcPort = src.Addr().As16(), src.Port()
 }
 
-// parseRelayed parses r's request into e.areq, to answer it.
+// parseRelayed parses r's request into e.tmp.areq, to answer it.
 func (e *Engine) parseRelayed(r *relay) error {
-	if err := e.areq.Parse(r.req); err != nil {
+	if err := e.tmp.areq.Parse(r.req); err != nil {
 		return err
 	}
 	if r.srcPort != 0 {
-		e.areq.SetSource(netip.AddrPortFrom(netip.AddrFrom16(r.srcIP), r.srcPort))
+		e.tmp.areq.SetSource(netip.AddrPortFrom(netip.AddrFrom16(r.srcIP), r.srcPort))
 	}
 	return nil
 }
@@ -184,20 +184,20 @@ func (c *Call) Summary() Summary {
 // allocCall takes a call from the free list.
 func (e *Engine) allocCall() (int32, *Call) {
 	var i int32
-	if e.free >= 0 {
-		i = e.free
-		e.free = e.calls[i].next
+	if e.calls.free >= 0 {
+		i = e.calls.free
+		e.calls.free = e.calls.list[i].next
 	} else {
-		i = int32(len(e.calls))
-		e.calls = append(e.calls, &Call{idx: i})
+		i = int32(len(e.calls.list))
+		e.calls.list = append(e.calls.list, &Call{idx: i})
 	}
-	c := e.calls[i]
+	c := e.calls.list[i]
 	c.gen++
 	c.next = -1
 	c.seq.Reset(nil, e.cfg.Sequence)
-	e.live++
-	e.shared.Store(int64(e.live))
-	e.m.active.Set(float64(e.live))
+	e.calls.live++
+	e.calls.shared.Store(int64(e.calls.live))
+	e.m.active.Set(float64(e.calls.live))
 	return i, c
 }
 
@@ -206,10 +206,10 @@ func (e *Engine) arg(c *Call) uint64 { return uint64(c.gen)<<32 | uint64(uint32(
 
 func (e *Engine) callByArg(arg uint64) *Call {
 	i := int(uint32(arg))
-	if i >= len(e.calls) {
+	if i >= len(e.calls.list) {
 		return nil
 	}
-	c := e.calls[i]
+	c := e.calls.list[i]
 	if c.gen != uint32(arg>>32) || c.state == stateFree {
 		return nil
 	}
@@ -218,14 +218,14 @@ func (e *Engine) callByArg(arg uint64) *Call {
 
 // indexLeg makes a leg's Call-ID find its call.
 func (e *Engine) indexLeg(c *Call, l *leg) {
-	e.byCallID.set(e.byCallID.hash(l.callID), c.idx)
+	e.calls.index.set(e.calls.index.hash(l.callID), c.idx)
 }
 
 func (e *Engine) unindexLeg(c *Call, l *leg) {
 	if len(l.callID) == 0 {
 		return
 	}
-	e.byCallID.delete(e.byCallID.hash(l.callID), c.idx)
+	e.calls.index.delete(e.calls.index.hash(l.callID), c.idx)
 }
 
 func (e *Engine) watch(h txn.Handle, c *Call, kind roleKind, peer txn.Handle, slot int8) {
@@ -274,7 +274,7 @@ func (e *Engine) roleOf(h txn.Handle, r *txnRole) *Call {
 	if r.kind == 0 || r.kind == roleCarrierBye { // no call: see roleCarrierBye
 		return nil
 	}
-	c := e.calls[r.call]
+	c := e.calls.list[r.call]
 	if c.gen != r.gen || c.state == stateFree {
 		e.unwatch(h)
 		return nil
@@ -303,7 +303,7 @@ func (e *Engine) settle(c *Call) {
 			e.after() // a re-INVITE after a provisional waits on no timer of its own
 		}
 		if e.parseRelayed(r) == nil {
-			e.respond(in, &e.areq, 487, "Request Terminated", nil)
+			e.respond(in, &e.tmp.areq, 487, "Request Terminated", nil)
 		}
 	}
 	if c.bTxn != 0 && !c.answered {
@@ -342,7 +342,7 @@ func (c *Call) sourceAddr() netip.AddrPort {
 func (e *Engine) EndAll(now time.Duration) int {
 	e.now = now
 	n := 0
-	for _, c := range e.calls {
+	for _, c := range e.calls.list {
 		switch {
 		case c.state == stateFree:
 			continue
@@ -350,7 +350,7 @@ func (e *Engine) EndAll(now time.Duration) int {
 			e.hangup(c, cdr.HangupSystem)
 		default:
 			c.hangup = cdr.HangupSystem
-			e.failCall(c, 503, "Service Unavailable")
+			e.failCall(c, 503, "Service Unavailable", nil)
 		}
 		n++
 	}
@@ -387,7 +387,7 @@ func (e *Engine) end(c *Call, hangup cdr.HangupSide) {
 	if c.trunk != nil {
 		c.trunk.Stats.Calls.Add(-1)
 		if c.trunk.ForceRPort {
-			e.forcedCalls--
+			e.trunks.forced--
 		}
 	}
 	e.unindexLeg(c, &c.a)
@@ -405,9 +405,38 @@ func (e *Engine) end(c *Call, hangup cdr.HangupSide) {
 		c.relays[k].in, c.relays[k].out = 0, 0
 	}
 	c.caller, c.callee, c.fromURI, c.finalReason = c.caller[:0], c.callee[:0], c.fromURI[:0], c.finalReason[:0]
-	c.callVars = callVars{next: e.free}
-	e.free = c.idx
-	e.live--
-	e.shared.Store(int64(e.live))
-	e.m.active.Set(float64(e.live))
+	c.callVars = callVars{next: e.calls.free}
+	e.calls.free = c.idx
+	e.calls.live--
+	e.calls.shared.Store(int64(e.calls.live))
+	e.m.active.Set(float64(e.calls.live))
+}
+
+// failCall answers the caller with code and ends the call: with the
+// carrier's response failure, when it has that code, relayed.
+func (e *Engine) failCall(c *Call, code int, reason string, failure *parser.Message) {
+	if code == 401 || code == 407 {
+		// A carrier's challenge was for sipedge's account with it, which
+		// the caller cannot answer; and a 401 or 407 without its challenge
+		// would break RFC 3261 22.1. sipedge does not challenge callers.
+		code, reason = 403, "Forbidden"
+	}
+	c.finalCode, c.finalReason = code, append(c.finalReason[:0], reason...)
+	if req := c.ainv; req != nil && !c.canceled {
+		if f := failure; f != nil && f.StatusCode() == code {
+			// The carrier's failure reaches the caller as it is, with the
+			// headers the policy relays: a 422's Min-SE (RFC 4028 6), a
+			// Retry-After, a Reason (RFC 3326). Not its body: an error
+			// text may name the carrier's network.
+			b := parser.AppendResponse(e.tmp.out[:0], req, code, string(f.ReasonPhrase()), c.a.localTag)
+			b = e.policy.appendAllowed(b, f)
+			e.tmp.out = parser.AppendBody(b, "", nil)
+			if e.txns.Respond(c.aTxn, e.tmp.out, e.now) == nil {
+				e.after()
+			}
+		} else {
+			e.respond(c.aTxn, req, code, reason, c.a.localTag)
+		}
+	}
+	e.end(c, cdr.HangupNone)
 }

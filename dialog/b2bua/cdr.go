@@ -12,10 +12,10 @@ import (
 // its record to the CDR sink.
 func (e *Engine) finished(c *Call) {
 	if c.tAnswer != 0 && c.tEnd != 0 && c.att.route != nil {
-		e.rep = carrier.Report{Event: carrier.CallEnded, CarrierID: c.att.route.CarrierID, Gateway: c.att.dial.Gateway,
+		e.tmp.rep = carrier.Report{Event: carrier.CallEnded, CarrierID: c.att.route.CarrierID, Gateway: c.att.dial.Gateway,
 			Number: c.callee, Code: c.finalCode, Dialed: true, Answer: c.tAnswer, Duration: c.tEnd - c.tAnswer}
-		e.rep.Invite, e.rep.Progress = c.seq.Timing()
-		e.env.Carriers.Report(&e.rep)
+		e.tmp.rep.Invite, e.tmp.rep.Progress = c.seq.Timing()
+		e.env.Carriers.Report(&e.tmp.rep)
 	}
 	if c.trunk != nil {
 		c.trunk.Stats.ended(c.tAnswer != 0, c.hangup)

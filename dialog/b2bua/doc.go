@@ -126,4 +126,21 @@
 // host (a private address behind NAT, a name to resolve) is never where
 // sipedge sends: the edge talks only to the peers it knows, and does no
 // DNS on a shard.
+//
+// # Files
+//
+// One concern each, in the order a call meets them: engine.go (the
+// Engine, its inputs and the actions of the transaction layer), env.go
+// (what the owner gives), trunk.go (trunks: sources, ingress limits,
+// counters), admit.go (a new call up to the routing decision), dial.go (a
+// carrier's B-leg INVITE and its pacing), failover.go (the failover
+// sequence's steps, each attempt reported), attempt.go (the carrier in
+// flight), shaping.go (a carrier's view of the numbers and identity),
+// auth.go (the carriers' challenges), answer.go (the carrier's responses
+// relayed, the 2xx and its ACK), cancel.go (the caller's CANCEL),
+// indialog.go (requests in the dialog, and BYE), teardown.go (dialogs no
+// call keeps: late and forked 2xx), call.go (a call's state and end),
+// cdr.go (what an ended call reports), respond.go (sipedge's own
+// responses and where they go), headers.go (the header policy), build.go
+// (the messages sipedge writes), probe.go (gateway probes).
 package b2bua

@@ -25,56 +25,95 @@ type Engine struct {
 	cfg    Config
 	env    Env
 	policy headerPolicy
-	trunks *atomic.Pointer[TrunkSet] // Config.TrunkSet, or the fixed Config.Trunks
+	txns   *txn.Table
+	now    time.Duration // the time of the input being handled
+
+	trunks trunkState
+	calls  callTable
+	roles  []txnRole             // by txn.Handle.Index: the transactions the engine is waiting on
+	probes map[txn.Handle]*probe // gateway probes in flight
+	sentBy []sentBy              // what sipedge writes as its Vias' sent-by
+
+	teardowns [maxTeardowns]teardown // dialogs endUnwanted is ending
+	byes      byeTable               // BYEs to carriers in flight (roleCarrierBye)
+
+	published published // the counts metrics read from other goroutines
+	authLog   logPacing // warnAuth's
+
+	tmp  scratch
+	pool pools
+	m    engineMetrics
+}
+
+// trunkState is what the engine keeps of the trunks.
+type trunkState struct {
+	all *atomic.Pointer[TrunkSet] // Config.TrunkSet, or the fixed Config.Trunks
 	// set is the trunks loaded for the request being handled (Receive):
 	// one snapshot for its admission, its reply address and its call.
-	set  *TrunkSet
-	txns *txn.Table
-	now  time.Duration
+	set *TrunkSet
+	// forced are the live calls whose trunk has ForceRPort (replyTo).
+	forced int
+}
 
-	calls  []*Call
-	free   int32 // head of the free list of calls, -1 if none
+// callTable holds the calls: a slab reused through a free list, and the
+// index of their legs' Call-IDs.
+type callTable struct {
+	list   []*Call
+	free   int32 // head of the free list, -1 if none
 	live   int
 	shared atomic.Int64 // live, readable from other goroutines (drain, admin)
-	// Transaction counts published for metrics (Publish); publishAt is
-	// when publishDue publishes next.
-	sharedTxns, sharedRtx, sharedAbsorbed atomic.Int64
-	publishAt                             time.Duration
-	byCallID                              callIndex              // Call-ID of either leg -> call
-	roles                                 []txnRole              // by txn.Handle.Index: the transactions the engine is waiting on
-	probes                                map[txn.Handle]*probe  // gateway probes in flight
-	sentBy                                []sentBy               // what sipedge writes as its Vias' sent-by
-	teardowns                             [maxTeardowns]teardown // dialogs endUnwanted is ending
-	byes                                  []carrierBye           // BYEs to carriers in flight (roleCarrierBye)
-	byeFree                               int32                  // head of byes' free list, -1 if none
+	index  callIndex    // Call-ID of either leg -> call
+}
 
-	// The transaction table's memory budget (txn.Config.MaxStoredBytes),
-	// published the same way; budgetLogged and budgetLogAt pace its log.
-	sharedStored, sharedShortcuts, sharedRefused atomic.Int64
-	budgetLogged                                 uint64
-	budgetLogAt                                  time.Duration
-	// forcedCalls are the live calls whose trunk has ForceRPort (replyTo).
-	forcedCalls int
-	// warnAuth's pacing.
-	authLogged     bool
-	authLogAt      time.Duration
-	authSuppressed uint64
+// byeTable are the BYEs to carriers in flight, reused through a free
+// list (watchCarrierBye).
+type byeTable struct {
+	list []carrierBye
+	free int32 // head of the free list, -1 if none
+}
 
-	acts    []txn.Action      // the table's spare action list (see runActions)
-	req     txn.Built         // the request being built: where appendRequestHead wrote what
-	areq    parser.Message    // scratch for requests the engine re-reads to answer them
-	scratch leg               // a dialog the engine ends without keeping (a forked 2xx)
-	id      identity          // the identity of the B-leg being dialled
-	auth    challenge         // the carrier's challenge being answered (answerChallenge)
-	failure *parser.Message   // the carrier's final failure being handled, for failCall
-	out     []byte            // scratch for outgoing messages
-	tag     []byte            // scratch for the To tag of a response that ends no dialog (tagFor)
-	bufs    [][]byte          // message buffers calls borrow (getBuf)
-	msgs    []*parser.Message // parsed INVITEs calls borrow
-	rr      route.Request     // the Router's request, reused
-	dec     route.Decision    // the decision being carried out, reused
-	rep     carrier.Report    // the report being made to the carrier plane, reused
-	m       engineMetrics
+// published are the transaction table's counts, copied where metrics read
+// them from other goroutines (Publish), and the pacing of its budget's
+// warning (logBudget).
+type published struct {
+	txns, rtx, absorbed        atomic.Int64
+	stored, shortcuts, refused atomic.Int64  // the memory budget (txn.Config.MaxStoredBytes)
+	at                         time.Duration // when publishDue publishes next
+	budgetLogged               uint64
+	budgetLogAt                time.Duration
+}
+
+// logPacing paces a warning: once per interval at most, the lines left
+// out counted in the next.
+type logPacing struct {
+	logged     bool
+	at         time.Duration
+	suppressed uint64
+}
+
+// scratch is storage the engine reuses from one input to the next, so that
+// a warm engine allocates nothing. Each part holds what one step builds for
+// the next, to which it goes as a parameter: none carries anything from one
+// input to another.
+type scratch struct {
+	acts []txn.Action   // the table's spare action list (see runActions)
+	req  txn.Built      // the request being built: where appendRequestHead wrote what
+	areq parser.Message // a request the engine re-reads to answer it
+	leg  leg            // a dialog the engine ends without keeping (a forked 2xx)
+	id   identity       // the identity of the B-leg being dialled
+	auth challenge      // the carrier's challenge being answered (answerChallenge)
+	out  []byte         // an outgoing message
+	tag  []byte         // the To tag of a response that ends no dialog (tagFor)
+	rr   route.Request  // the Router's request
+	dec  route.Decision // the decision being carried out
+	rep  carrier.Report // the report being made to the carrier plane
+}
+
+// pools are the buffers calls borrow while they need them (getBuf,
+// getMsg): a warm engine allocates none, and a held call keeps none.
+type pools struct {
+	bufs [][]byte          // message buffers
+	msgs []*parser.Message // parsed INVITEs
 }
 
 // txnRole says what a transaction is to its call. An entry of Engine.roles
@@ -127,14 +166,14 @@ func New(cfg Config, env Env) (*Engine, error) {
 	if env.Log == nil {
 		env.Log = slog.Default()
 	}
-	e := &Engine{cfg: cfg, env: env, policy: compilePolicy(cfg.HeaderAllow), free: -1, byeFree: -1,
-		probes: make(map[txn.Handle]*probe)}
-	e.byCallID.seed = maphash.MakeSeed()
-	if e.trunks = cfg.TrunkSet; e.trunks == nil {
-		e.trunks = new(atomic.Pointer[TrunkSet])
-		e.trunks.Store(NewTrunkSet(cfg.Trunks))
+	e := &Engine{cfg: cfg, env: env, policy: compilePolicy(cfg.HeaderAllow), probes: make(map[txn.Handle]*probe)}
+	e.calls.free, e.byes.free = -1, -1
+	e.calls.index.seed = maphash.MakeSeed()
+	if e.trunks.all = cfg.TrunkSet; e.trunks.all == nil {
+		e.trunks.all = new(atomic.Pointer[TrunkSet])
+		e.trunks.all.Store(NewTrunkSet(cfg.Trunks))
 	}
-	e.set = e.trunks.Load()
+	e.trunks.set = e.trunks.all.Load()
 	var err error
 	if e.txns, err = txn.New(cfg.Txn, txnClock{env.Clock}); err != nil {
 		return nil, err
@@ -196,10 +235,10 @@ func (c txnClock) StartAt(at time.Duration, arg uint64) uint64 { return c.c.Star
 func (c txnClock) Stop(h uint64) bool                          { return c.c.Stop(h) }
 
 // Calls returns the number of live calls.
-func (e *Engine) Calls() int { return e.live }
+func (e *Engine) Calls() int { return e.calls.live }
 
 // LiveCalls returns the number of live calls; safe from any goroutine.
-func (e *Engine) LiveCalls() int { return int(e.shared.Load()) }
+func (e *Engine) LiveCalls() int { return int(e.calls.shared.Load()) }
 
 // Transactions returns the number of live transactions.
 func (e *Engine) Transactions() int { return e.txns.Len() }
@@ -217,7 +256,7 @@ func (e *Engine) Receive(m *parser.Message, from transport.Peer, now time.Durati
 			e.strayResponse(m, from, err)
 			return
 		}
-	} else if e.set = e.trunks.Load(); !e.admit(m, from) {
+	} else if e.trunks.set = e.trunks.all.Load(); !e.admit(m, from) {
 		return
 	} else if err := e.txns.ReceiveRequestTo(m, from, e.replyTo(m, from), now); err != nil {
 		e.rejectStateless(m, from, err)
@@ -252,7 +291,7 @@ func (e *Engine) Timer(kind uint8, arg uint64, now time.Duration) {
 	case timerSequence:
 		if c := e.callByArg(arg); c != nil && c.state == stateEarly && !c.canceled {
 			c.att.timer = 0
-			e.carryOut(c, c.seq.Timeout(now))
+			e.carryOut(c, c.seq.Timeout(now), nil)
 		}
 	case timerPace:
 		if c := e.callByArg(arg); c != nil && c.state == stateEarly && !c.canceled {
@@ -261,7 +300,7 @@ func (e *Engine) Timer(kind uint8, arg uint64, now time.Duration) {
 				e.paced(c)
 			} else { // a CPS reject's retry: a fresh B-leg to the same carrier
 				if st, ok := e.pace(c); !ok {
-					e.carryOut(c, st)
+					e.carryOut(c, st, nil)
 				}
 			}
 		}
@@ -282,7 +321,7 @@ const publishEvery = time.Millisecond
 
 // publishDue publishes unless the engine did less than publishEvery ago.
 func (e *Engine) publishDue() {
-	if e.now >= e.publishAt {
+	if e.now >= e.published.at {
 		e.Publish()
 	}
 }
@@ -292,16 +331,16 @@ func (e *Engine) publishDue() {
 // it on every run of the shard's loop (Handler.Tick), so that the counts of
 // an engine gone quiet are no older than that run.
 func (e *Engine) Publish() {
-	e.publishAt = e.now + publishEvery
+	e.published.at = e.now + publishEvery
 	st := e.txns.Stats()
-	e.sharedTxns.Store(int64(e.txns.Len()))
-	e.sharedRtx.Store(int64(st.Retransmissions))
-	e.sharedAbsorbed.Store(int64(st.Absorbed))
-	e.sharedStored.Store(int64(st.StoredBytes))
-	e.sharedShortcuts.Store(int64(st.BudgetShortcuts))
-	e.sharedRefused.Store(int64(st.BudgetRefused))
-	if n := st.BudgetShortcuts + st.BudgetRefused; n != e.budgetLogged &&
-		(e.budgetLogged == 0 || e.now-e.budgetLogAt >= budgetLogInterval) {
+	e.published.txns.Store(int64(e.txns.Len()))
+	e.published.rtx.Store(int64(st.Retransmissions))
+	e.published.absorbed.Store(int64(st.Absorbed))
+	e.published.stored.Store(int64(st.StoredBytes))
+	e.published.shortcuts.Store(int64(st.BudgetShortcuts))
+	e.published.refused.Store(int64(st.BudgetRefused))
+	if n := st.BudgetShortcuts + st.BudgetRefused; n != e.published.budgetLogged &&
+		(e.published.budgetLogged == 0 || e.now-e.published.budgetLogAt >= budgetLogInterval) {
 		e.logBudget(st, n)
 	}
 }
@@ -316,8 +355,8 @@ func (e *Engine) logBudget(st txn.Stats, n uint64) {
 	e.env.Log.Warn("transaction table over its memory budget: non-INVITE transactions end without Timer J, new requests beyond twice the budget are refused 503",
 		"shard", e.cfg.Shard, "stored_bytes", st.StoredBytes,
 		"shortcuts", st.BudgetShortcuts, "refused", st.BudgetRefused,
-		"since_last", n-e.budgetLogged)
-	e.budgetLogged, e.budgetLogAt = n, e.now
+		"since_last", n-e.published.budgetLogged)
+	e.published.budgetLogged, e.published.budgetLogAt = n, e.now
 }
 
 // runActions carries out what the transaction layer asked for. m is the
@@ -325,12 +364,12 @@ func (e *Engine) logBudget(st txn.Stats, n uint64) {
 func (e *Engine) runActions(m *parser.Message) {
 	defer e.publishDue()
 	// Handling an action may call into the table again, which clears its
-	// action list: take the list, the table recording into e.acts, which
+	// action list: take the list, the table recording into e.tmp.acts, which
 	// is taken while in use so that a nested call (a Send that delivers
 	// at once) gives the table storage of its own.
-	list := e.txns.TakeActions(e.acts)
+	list := e.txns.TakeActions(e.tmp.acts)
 	defer e.txns.ReturnActions()
-	e.acts = nil
+	e.tmp.acts = nil
 	for i := range list {
 		a := &list[i]
 		switch a.Kind {
@@ -356,7 +395,7 @@ func (e *Engine) runActions(m *parser.Message) {
 			e.unwatch(a.Txn)
 		}
 	}
-	e.acts = list[:0]
+	e.tmp.acts = list[:0]
 }
 
 // after runs the actions of a table call the engine made itself.
@@ -374,93 +413,13 @@ func (e *Engine) after() {
 	}
 }
 
-// strayResponse handles a response no client transaction matches, its top
-// Via sipedge's own (Receive checked it): a 2xx to an INVITE that outlived
-// the transaction (RFC 6026 Timer M, or the 64*T1 after a CANCEL) is ACKed
-// again in a live dialog, or ACKed and BYEd where it came from when no call
-// keeps its dialog (orphan2xx). Nothing else is answered.
-func (e *Engine) strayResponse(m *parser.Message, from transport.Peer, _ error) {
-	e.orphan2xx(m, true, from)
-}
-
-// orphan2xx handles a 2xx to an INVITE no call watches: its transaction
-// ended (stray, from peer), or the call or re-INVITE it answered is done
-// with it (its transaction's peer). In a live dialog it is a
-// retransmission, ACKed again once sipedge has ACKed it (RFC 3261
-// 13.2.2.4). Otherwise one of sipedge's INVITEs established a dialog nobody
-// keeps, as when a carrier's 200 crosses the call's CANCEL or end, or comes
-// after its transaction: it is ACKed and BYEd (RFC 3261 13.2.2.4, 15).
-func (e *Engine) orphan2xx(m *parser.Message, stray bool, peer transport.Peer) {
-	if code := m.StatusCode(); code < 200 || code >= 300 {
-		return
-	}
-	cseq, err := m.CSeq()
-	if err != nil || cseq.Method != parser.MethodInvite {
-		return
-	}
-	c, s := e.lookupCall(m.CallID())
-	if c != nil {
-		l := c.leg(s)
-		var to parser.Address
-		if m.To(&to) == nil && string(to.Tag) == string(l.remoteTag) {
-			e.ackAgain(l, cseq.Num)
-			return
-		}
-	}
-	e.endUnwanted(c, m, peer, stray)
-}
-
-// rejectStateless answers a request the transaction layer refused.
-func (e *Engine) rejectStateless(m *parser.Message, from transport.Peer, err error) {
-	code, reason, drop := 500, "Server Internal Error", false
-	switch err {
-	case txn.ErrFull:
-		code, reason = 503, "Service Unavailable"
-	default:
-		code, reason, drop = parser.Answer(m, err)
-	}
-	if drop || m.Method() == parser.MethodAck {
-		return
-	}
-	var via parser.Via
-	if m.TopVia(&via) != nil {
-		return
-	}
-	b := parser.AppendResponse(e.out[:0], m, code, reason, e.tagFor(nil))
-	e.out = parser.AppendBody(b, "", nil)
-	e.env.Send(e.replyTo(m, from), e.out)
-}
-
-// replyTo is where responses to request m from peer from go: where RFC
-// 3261 18.2.2 says (txn.ReplyTo), or back to the source port for a trunk
-// with ForceRPort.
-func (e *Engine) replyTo(m *parser.Message, from transport.Peer) transport.Peer {
-	var via parser.Via
-	if m.TopVia(&via) != nil {
-		return from // the transaction layer refuses it
-	}
-	if e.set.forceRPort {
-		if t := e.trunkOf(from); t != nil && t.ForceRPort {
-			return from
-		}
-	}
-	if e.forcedCalls > 0 {
-		// A call keeps its trunk: one removed or replaced since the call
-		// began still answers its dialog at the source port.
-		if c, s := e.lookupCall(m.CallID()); c != nil && s == sideA && c.trunk != nil && c.trunk.ForceRPort {
-			return from
-		}
-	}
-	return txn.ReplyTo(&via, from)
-}
-
 // lookupCall finds the call a Call-ID belongs to and which leg it names.
 func (e *Engine) lookupCall(callID []byte) (*Call, side) {
-	i, ok := e.byCallID.get(e.byCallID.hash(callID))
+	i, ok := e.calls.index.get(e.calls.index.hash(callID))
 	if !ok {
 		return nil, 0
 	}
-	c := e.calls[i]
+	c := e.calls.list[i]
 	switch {
 	case string(c.a.callID) == string(callID):
 		return c, sideA
@@ -474,9 +433,9 @@ func (e *Engine) lookupCall(callID []byte) (*Call, side) {
 // for the caller's INVITE and their 2xx while they need them, so a warm
 // engine allocates none and a held call keeps none.
 func (e *Engine) getBuf() []byte {
-	if n := len(e.bufs); n > 0 {
-		b := e.bufs[n-1]
-		e.bufs = e.bufs[:n-1]
+	if n := len(e.pool.bufs); n > 0 {
+		b := e.pool.bufs[n-1]
+		e.pool.bufs = e.pool.bufs[:n-1]
 		return b[:0]
 	}
 	return make([]byte, 0, 1024)
@@ -484,7 +443,7 @@ func (e *Engine) getBuf() []byte {
 
 func (e *Engine) putBuf(b []byte) {
 	if cap(b) > 0 && cap(b) <= 64<<10 {
-		e.bufs = append(e.bufs, b[:0])
+		e.pool.bufs = append(e.pool.bufs, b[:0])
 	}
 }
 
@@ -510,4 +469,29 @@ func randomToken(dst []byte, n int) []byte {
 		}
 	}
 	return dst
+}
+
+// onRequest handles a new server transaction.
+func (e *Engine) onRequest(m *parser.Message, a *txn.Action) {
+	switch m.Method() {
+	case parser.MethodInvite:
+		if isInitialInvite(m) {
+			e.newCall(m, a)
+			return
+		}
+	case parser.MethodCancel:
+		e.onCancel(m, a)
+		return
+	}
+	e.inDialog(m, a)
+}
+
+// getMsg takes a parsed-message holder from the engine's pool.
+func (e *Engine) getMsg() *parser.Message {
+	if n := len(e.pool.msgs); n > 0 {
+		m := e.pool.msgs[n-1]
+		e.pool.msgs = e.pool.msgs[:n-1]
+		return m
+	}
+	return new(parser.Message)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/carrier"
+	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/route"
 )
 
@@ -13,7 +14,9 @@ import (
 // Step's field order: CANCEL the burned carrier, notify its failure, then
 // act on the kind. It loops while carriers are burned without being
 // dialled, so an undialable carrier never waits out a ring timeout.
-func (e *Engine) carryOut(c *Call, st route.Step) {
+// failure is the carrier's final response st follows from, which the
+// caller may get relayed (failCall); nil for any other input.
+func (e *Engine) carryOut(c *Call, st route.Step, failure *parser.Message) {
 	for {
 		if st.Cancel && c.bTxn != 0 {
 			code := carrier.OutcomeNoResponse
@@ -87,7 +90,7 @@ func (e *Engine) carryOut(c *Call, st route.Step) {
 				// own 503, whatever the carrier before it did): the carrier
 				// response being handled, of the same code maybe, is not
 				// relayed, neither its phrase nor its headers.
-				e.failure = nil
+				failure = nil
 			}
 			if e.env.Policy.OnFailure != nil && !c.onFailureRan {
 				c.onFailureRan = true
@@ -99,98 +102,17 @@ func (e *Engine) carryOut(c *Call, st route.Step) {
 				}
 				if act.Code >= 300 && act.Code <= 699 {
 					// The policy's own response: not the carrier's relayed.
-					code, reason, e.failure = act.Code, act.Reason, nil
+					code, reason, failure = act.Code, act.Reason, nil
 				}
 			}
 			if reason == "" {
 				reason = defaultReason(code)
 			}
-			e.failCall(c, code, reason)
+			e.failCall(c, code, reason, failure)
 			return
 		}
 	}
 }
-
-// pace reserves a slot of the carrier's calls-per-second budget (deferred
-// to the next free slot while one comes within the account's max_wait)
-// and dials now, later on the shard's wheel, or when an asynchronous
-// reservation is posted back (Paced). Over the limit the carrier is burned without dialling, reason
-// cps_limited, and its quality is not blamed: ok is false and the caller
-// continues with the returned step.
-func (e *Engine) pace(c *Call) (route.Step, bool) {
-	p := e.env.Carriers.Pace(&c.att.dial, e.arg(c))
-	switch {
-	case p.Pending:
-		c.att.pacing = true
-		return route.Step{}, true
-	case p.Over:
-		e.m.cpsLimited.Inc()
-		e.report(c, carrier.OutcomeAbandoned, 0) // the gateway picked was not tried: its trial goes back
-		return c.seq.Undialable(e.now, route.ReasonCPSLimited), false
-	case p.Wait > 0:
-		c.att.pacing = true
-		c.att.paceTimer = e.env.Clock.StartAt(e.now+p.Wait, timerPace, e.arg(c))
-		return route.Step{}, true
-	}
-	return e.dialNow(c)
-}
-
-// Paced delivers an asynchronous CPS reservation for the call ref names.
-func (e *Engine) Paced(ref uint64, p carrier.Pace, now time.Duration) {
-	e.now = now
-	c := e.callByArg(ref)
-	if c == nil || !c.att.pacing || c.canceled {
-		return
-	}
-	switch {
-	case p.Over:
-		c.att.pacing = false
-		e.m.cpsLimited.Inc()
-		e.report(c, carrier.OutcomeAbandoned, 0) // the gateway picked was not tried: its trial goes back
-		e.carryOut(c, c.seq.Undialable(e.now, route.ReasonCPSLimited))
-	case p.Wait > 0:
-		c.att.paceTimer = e.env.Clock.StartAt(e.now+p.Wait, timerPace, e.arg(c))
-	default:
-		e.paced(c)
-	}
-}
-
-// stopPacing drops the wait for a CPS slot or a CPS-reject retry.
-func (e *Engine) stopPacing(c *Call) {
-	if c.att.paceTimer != 0 {
-		e.env.Clock.Stop(c.att.paceTimer)
-		c.att.paceTimer = 0
-	}
-	c.att.pacing = false
-}
-
-// paced dials a call whose slot has come.
-func (e *Engine) paced(c *Call) {
-	c.att.pacing, c.att.paceTimer = false, 0
-	if st, ok := e.dialNow(c); !ok {
-		e.carryOut(c, st)
-	}
-}
-
-// dialNow sends the B-leg INVITE and arms the carrier's deadline; when it
-// cannot be sent the carrier is burned and ok is false.
-func (e *Engine) dialNow(c *Call) (route.Step, bool) {
-	if !e.dial(c) {
-		e.report(c, carrier.OutcomeTransport, 0)
-		return c.seq.Undialable(e.now, reasonSendFailed), false
-	}
-	c.seq.Dialed(e.now) // after a CPS wait: its times count from here
-	c.att.dialed = e.now
-	e.stopSequence(c)
-	if c.att.wait >= 0 {
-		c.att.timer = e.env.Clock.StartAt(e.now+c.att.wait, timerSequence, e.arg(c))
-	}
-	return route.Step{}, true
-}
-
-// reasonSendFailed is the attempt's reason when its INVITE could not be
-// sent.
-const reasonSendFailed = "send_failed"
 
 // report gives the carrier plane the outcome of the carrier in flight on
 // its gateway, once (Carriers.Outcome).
@@ -225,7 +147,7 @@ func (e *Engine) burned(c *Call, st route.Step) {
 func (e *Engine) attemptFailed(c *Call, st route.Step, abandoned bool) {
 	r := &c.seq.Routes()[st.BurnedRoute]
 	a := st.Attempt
-	rep := &e.rep // not a local: through an interface, it would escape
+	rep := &e.tmp.rep // not a local: through an interface, it would escape
 	*rep = carrier.Report{Event: carrier.AttemptFailed, CarrierID: a.CarrierID, Number: c.callee, Code: a.Status,
 		Reason: a.Reason, Dialed: a.Dialed, Abandoned: abandoned && a.PDD == 0}
 	if r == c.att.route { // reserved: the carrier in flight
@@ -252,9 +174,9 @@ func (e *Engine) answered(c *Call) {
 	}
 	r := &c.seq.Routes()[i]
 	dialed, progress := c.seq.Timing()
-	e.rep = carrier.Report{Event: carrier.Answered, CarrierID: r.CarrierID, Gateway: c.att.dial.Gateway,
+	e.tmp.rep = carrier.Report{Event: carrier.Answered, CarrierID: r.CarrierID, Gateway: c.att.dial.Gateway,
 		Number: c.callee, Code: c.finalCode, Dialed: true, Invite: dialed, Progress: progress, Answer: c.tAnswer}
-	e.env.Carriers.Report(&e.rep)
+	e.env.Carriers.Report(&e.tmp.rep)
 	if e.env.Policy.OnAnswer != nil {
 		e.env.Policy.OnAnswer(c, r)
 	}

@@ -30,7 +30,7 @@ type probe struct {
 func (e *Engine) Probe(to transport.Peer, uri string, timeout time.Duration, now time.Duration,
 	done func(code int, retryAfter, rtt time.Duration, err error)) {
 	e.now = now
-	l := &e.scratch
+	l := &e.tmp.leg
 	l.reset()
 	l.peer = to
 	l.target = append(l.target, uri...)
@@ -42,8 +42,8 @@ func (e *Engine) Probe(to transport.Peer, uri string, timeout time.Duration, now
 	l.localURI = append(l.localURI, hostOnly(e.localHost(l))...)
 	l.localURI = append(l.localURI, '>')
 	l.remoteURI = append(append(append(l.remoteURI, '<'), uri...), '>')
-	b := e.appendRequestHead(e.out[:0], "OPTIONS", l, 1, 70)
-	e.out = parser.AppendBody(b, "", nil)
+	b := e.appendRequestHead(e.tmp.out[:0], "OPTIONS", l, 1, 70)
+	e.tmp.out = parser.AppendBody(b, "", nil)
 	h, err := e.sendBuilt(to)
 	if err != nil {
 		done(0, 0, 0, err)

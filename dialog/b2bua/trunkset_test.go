@@ -67,7 +67,7 @@ func TestForceRPortOutlivesItsTrunk(t *testing.T) {
 	r.recv(nat, inDialogFromCaller("BYE", "bye", 11, aTag, ""))
 	r.expect(nat, "SIP/2.0 200 OK")
 	r.expect(caller) // nothing to the Via's port
-	if r.e.forcedCalls != 0 {
-		t.Fatalf("%d calls counted as forcing rport after the last ended", r.e.forcedCalls)
+	if r.e.trunks.forced != 0 {
+		t.Fatalf("%d calls counted as forcing rport after the last ended", r.e.trunks.forced)
 	}
 }
