@@ -672,7 +672,7 @@ func TestLeftCarriersDeadlineSparesAPacedCarrier(t *testing.T) {
 	r.expect(caller)
 }
 
-// Every dialled gateway hears of its attempt once (Env.Outcome), however
+// Every dialled gateway hears of its attempt once (Carriers.Outcome), however
 // the call ends: a caller that hangs up its early dialog with a BYE
 // rather than a CANCEL, or a drain, leaves the attempt abandoned, so a
 // half-open gateway's trial call goes back instead of being lost.
