@@ -38,3 +38,16 @@ func TestShardDialAllocs(t *testing.T) {
 		t.Errorf("%v allocations per two dials, want 0", n)
 	}
 }
+
+// Finding the account of a route's own cps, once registered, allocates
+// nothing: it runs on every paced dial.
+func TestRouteCPSKeyAllocs(t *testing.T) {
+	c := newTestCPS(t)
+	r := &route.Route{CarrierID: "wholesale", CPS: &route.CPS{Rate: 10}}
+	if _, ok := c.keyOf(r, "g"); !ok {
+		t.Fatal("not registered")
+	}
+	if n := testing.AllocsPerRun(100, func() { c.keyOf(r, "g") }); n != 0 {
+		t.Errorf("%v allocations per lookup, want 0", n)
+	}
+}
