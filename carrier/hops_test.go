@@ -60,8 +60,16 @@ func TestNextHop(t *testing.T) {
 // applies to new ones, with one warning.
 func TestDialledHopsBounded(t *testing.T) {
 	var h dialledHops
-	for i := range maxDialledHops + 5 {
-		h.add(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), slog.New(slog.DiscardHandler))
+	addr := func(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}) }
+	// All but the last few added at once: one at a time, each a copy of
+	// the set, they take seconds.
+	full := make(map[netip.Addr]struct{}, maxDialledHops)
+	for i := range maxDialledHops - 2 {
+		full[addr(i)] = struct{}{}
+	}
+	h.set.Store(&full)
+	for i := maxDialledHops - 2; i < maxDialledHops+5; i++ {
+		h.add(addr(i), slog.New(slog.DiscardHandler))
 	}
 	if n := len(*h.set.Load()); n != maxDialledHops {
 		t.Errorf("%d hops kept, want %d", n, maxDialledHops)
