@@ -64,11 +64,9 @@ func (k Kind) DefaultPort() uint16 {
 	return 5060
 }
 
-// ErrUnknown is a transport name sipedge does not serve.
-var ErrUnknown = errors.New(`want one of "udp", "tcp"`)
-
 // Parse reads a served transport as the configuration writes it: "udp" or
-// "tcp".
+// "tcp". Its error is worded for the configuration's reader, who sees it
+// after the field's path.
 func Parse(s string) (Kind, error) {
 	switch s {
 	case "udp":
@@ -76,7 +74,7 @@ func Parse(s string) (Kind, error) {
 	case "tcp":
 		return TCP, nil
 	}
-	return 0, fmt.Errorf("%q: %w", s, ErrUnknown)
+	return 0, fmt.Errorf(`%q: want one of "udp", "tcp"`, s)
 }
 
 // FromParam reads the value of a URI's transport parameter, whose case does
