@@ -10,14 +10,18 @@ const module = "github.com/sipedge/sipedge"
 
 // forbidden lists, per package (and its subpackages), the import paths (and
 // their subpackages) it must not depend on, directly or not. Dependencies
-// flow one way: parser and dialog/digest are leaves; shard alone speaks
-// gnet; fleet stays below what uses it; cmd wires. internal/testtier is for
-// tests alone: no package's non-test code may depend on it.
+// flow one way: parser, transport and dialog/digest are leaves; the
+// carrier plane (carrier) sits on health, ratelimit and route, under the
+// call core (dialog); shard alone speaks gnet; fleet stays below what uses
+// it; cmd wires. internal/testtier is for tests alone: no package's
+// non-test code may depend on it.
 var forbidden = map[string][]string{
 	"parser":    {module, "github.com/panjf2000/gnet"},
-	"ratelimit": {module + "/shard", module + "/dialog", module + "/route", module + "/health", module + "/cmd"},
-	"health":    {module + "/shard", module + "/dialog", module + "/route", module + "/cmd"},
-	"route":     {module + "/shard", module + "/dialog", module + "/cmd"},
+	"transport": {module},
+	"ratelimit": {module + "/shard", module + "/dialog", module + "/route", module + "/health", module + "/carrier", module + "/cmd"},
+	"health":    {module + "/shard", module + "/dialog", module + "/route", module + "/carrier", module + "/cmd"},
+	"route":     {module + "/shard", module + "/dialog", module + "/carrier", module + "/cmd"},
+	"carrier":   {module + "/shard", module + "/dialog", module + "/cmd"},
 	"dialog":    {module + "/shard", module + "/cmd", "github.com/panjf2000/gnet"},
 	"shard":     {module + "/cmd"},
 	// fleet is below the call core and the carrier plane, which use it:
@@ -56,11 +60,11 @@ func TestDependencies(t *testing.T) {
 		if digest {
 			seenDigest++
 		}
-		// parser and dialog/digest are leaves; the test helpers redistest
-		// and testtier, which any package's tests may import, import only
-		// the standard library (redistest testtier too).
+		// parser, transport and dialog/digest are leaves; the test helpers
+		// redistest and testtier, which any package's tests may import, import
+		// only the standard library (redistest testtier too).
 		testHelper := rel == "ratelimit/redistest" || rel == "internal/testtier"
-		if top == "parser" || digest || testHelper {
+		if top == "parser" || top == "transport" || digest || testHelper {
 			for _, d := range deps {
 				if strings.Contains(strings.Split(d, "/")[0], ".") && !(testHelper && d == testtier) {
 					t.Errorf("%s imports %s: it may import only the standard library", pkg, d)

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/dialog/b2bua"
-	"github.com/sipedge/sipedge/dialog/txn"
+	"github.com/sipedge/sipedge/dialog/cdr"
 	"github.com/sipedge/sipedge/parser"
-	"github.com/sipedge/sipedge/route"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // The rig runs one shard's b2bua.Engine over an in-memory network with a
@@ -127,7 +127,7 @@ func (t *template) append(dst []byte, n uint64, tag []byte) []byte {
 // peer read stay valid until then.
 type peer struct {
 	tb     testing.TB
-	addr   txn.Peer
+	addr   transport.Peer
 	name   string
 	secret string // strict: what of the other side must never reach this peer
 	strict bool
@@ -268,6 +268,9 @@ func (c *clock) StartAt(at time.Duration, kind uint8, arg uint64) uint64 {
 	return c.base + uint64(len(c.ts))
 }
 
+// Wall implements b2bua.Clock.
+func (c *clock) Wall(at time.Duration) time.Time { return time.Unix(0, 0).Add(at) }
+
 // Stop implements b2bua.Clock.
 func (c *clock) Stop(h uint64) bool {
 	if h <= c.base || h-c.base > uint64(len(c.ts)) {
@@ -369,15 +372,13 @@ type rig struct {
 	aTag   []byte // the caller's: sipedge's To tag of the A-leg dialog
 	bTag   []byte // the carrier's To tag
 	minted uint64
-	want   []byte        // scratch: the A-leg Call-ID of the current call
-	routes []route.Route // the Router's answer
-	target b2bua.Target  // what Resolve makes of it
+	want   []byte // scratch: the A-leg Call-ID of the current call
 
-	// What Env.Finished saw: calls ended, and those that did not end as a
+	// What the CDRs said: calls ended, and those that did not end as a
 	// call answered 200 and hung up by the caller should (the first of
 	// them in bad).
 	ended, wrong int
-	bad          b2bua.Summary
+	bad          string
 }
 
 func newRig(tb testing.TB, o rigOptions) *rig {
@@ -386,20 +387,20 @@ func newRig(tb testing.TB, o rigOptions) *rig {
 		r.period = 1024
 	}
 	r.clk.now = time.Second // times of 0 read as "did not happen" in a Summary
-	r.caller = peer{tb: tb, addr: txn.Peer{Addr: callerAddr, Transport: txn.TransportUDP},
+	r.caller = peer{tb: tb, addr: transport.Peer{Addr: callerAddr, Transport: transport.UDP},
 		name: "caller", secret: "carrier", strict: o.strict}
-	r.carrier = peer{tb: tb, addr: txn.Peer{Addr: carrierAddr, Transport: txn.TransportUDP},
+	r.carrier = peer{tb: tb, addr: transport.Peer{Addr: carrierAddr, Transport: transport.UDP},
 		name: "carrier", secret: "caller", strict: o.strict}
 	for _, p := range []*peer{&r.caller, &r.carrier} {
 		p.q, p.ends, p.out = make([]byte, 0, 8<<10), make([]int, 0, 8), make([]byte, 0, 2<<10)
 	}
 	r.aTag, r.bTag, r.want = make([]byte, 0, 64), make([]byte, 0, 64), make([]byte, 0, 64)
-	r.routes = []route.Route{{CarrierID: "carrier-a", GatewayGroup: "carrier-a", Rate: 0.004, Currency: "USD"}}
+	// Every call to the one carrier, its next hop: the call core's own
+	// carrier plane (carrier.NextHops), without gateway groups or limits.
+	routes := b2bua.Routes{{CarrierID: "carrier-a", NextHop: "sip:198.51.100.20:5070", Rate: 0.004, Currency: "USD"}}
 	if o.failover {
-		r.routes = append([]route.Route{{CarrierID: "carrier-z", GatewayGroup: "carrier-a", Rate: 0.003, Currency: "USD"}}, r.routes...)
+		routes = append(b2bua.Routes{{CarrierID: "carrier-z", NextHop: "sip:198.51.100.20:5070", Rate: 0.003, Currency: "USD"}}, routes...)
 	}
-	r.target = b2bua.Target{CarrierID: "carrier-a", Group: "carrier-a", URI: "sip:198.51.100.20:5070",
-		Peer: txn.Peer{Addr: carrierAddr, Transport: txn.TransportUDP}, Rate: 0.004, Currency: "USD"}
 	cfg := b2bua.Config{
 		Trunks: []b2bua.Trunk{{Name: "local", Group: "cust-trunks",
 			Sources: []b2bua.Source{{Prefix: netip.MustParsePrefix("192.0.2.0/24")}}}},
@@ -411,9 +412,8 @@ func newRig(tb testing.TB, o rigOptions) *rig {
 		Send:       r.send,
 		Clock:      &r.clk,
 		MintCallID: r.mintCallID,
-		Finished:   r.finished,
-		Router:     r.route,
-		Resolve:    r.resolve,
+		Router:     routes,
+		CDR:        r,
 		Log:        slog.New(slog.DiscardHandler), // a failover per call logs at info
 	}
 	e, err := b2bua.New(cfg, env)
@@ -425,7 +425,7 @@ func newRig(tb testing.TB, o rigOptions) *rig {
 }
 
 // send is Env.Send: a copy into the addressee's queue.
-func (r *rig) send(to txn.Peer, b []byte) {
+func (r *rig) send(to transport.Peer, b []byte) {
 	switch to.Addr {
 	case callerAddr:
 		r.caller.push(b)
@@ -444,30 +444,20 @@ func (r *rig) mintCallID(dst []byte) []byte {
 	return append(dst, "@sipedge"...)
 }
 
-// route is Env.Router: every call to the one carrier.
-func (r *rig) route(*b2bua.RouteRequest) b2bua.Decision {
-	return b2bua.Decision{Routes: r.routes, Source: "static"}
-}
-
-// resolve is Env.Resolve: the carrier's one gateway.
-func (r *rig) resolve(*route.Route, uint64) (b2bua.Target, string) {
-	return r.target, ""
-}
-
-// finished is Env.Finished: the call's summary, checked.
-func (r *rig) finished(c *b2bua.Call) {
-	s := c.Summary()
+// Write is Env.CDR's: the call's record, checked.
+func (r *rig) Write(rec *cdr.Record) bool {
 	r.ended++
 	r.want = strconv.AppendUint(append(r.want[:0], "caller-"...), r.n, 10)
 	r.want = append(r.want, "@caller.example.org"...)
-	if s.FinalCode != 200 || s.HangupSide != "caller" || !bytes.Equal(s.ACallID, r.want) ||
-		s.Answer == 0 || s.End == 0 {
+	if rec.FinalCode != 200 || rec.HangupSide != cdr.HangupCaller || rec.ACallID != string(r.want) ||
+		rec.TimeAnswer.IsZero() || rec.TimeEnd.IsZero() || rec.CarrierID != "carrier-a" {
 		if r.wrong == 0 {
-			r.bad = s
-			r.bad.ACallID, r.bad.BCallID = bytes.Clone(s.ACallID), bytes.Clone(s.BCallID)
+			r.bad = string(rec.AppendJSON(nil))
 		}
 		r.wrong++
 	}
+	cdr.ReleaseRecord(rec)
+	return true
 }
 
 // deliver hands the message p built to the engine as the shard would.
@@ -564,7 +554,7 @@ func (r *rig) tick() {
 func (r *rig) check(wantEnded int) {
 	r.tb.Helper()
 	if r.wrong != 0 {
-		r.tb.Fatalf("%d of %d calls ended wrong; the first: %+v", r.wrong, r.ended, r.bad)
+		r.tb.Fatalf("%d of %d calls ended wrong; the first: %s", r.wrong, r.ended, r.bad)
 	}
 	if r.ended != wantEnded {
 		r.tb.Fatalf("%d calls ended, want %d", r.ended, wantEnded)

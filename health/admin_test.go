@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sipedge/sipedge/transport"
 )
 
 func TestAdminHandler(t *testing.T) {
@@ -48,12 +50,12 @@ func TestAdminHandler(t *testing.T) {
 		p.SuccessThreshold != DefaultSuccessThreshold || p.Jitter != DefaultProbeJitter || len(p.HealthyCodes) != 2 {
 		t.Fatalf("probe config %+v", p)
 	}
-	if gs.Algorithm != AlgorithmHash || gs.Transport != TransportTCP || len(gs.RerouteCauses) != 2 || gs.Passive.HalfOpenCalls != 2 ||
+	if gs.Algorithm != AlgorithmHash || gs.Transport != transport.TCP || len(gs.RerouteCauses) != 2 || gs.Passive.HalfOpenCalls != 2 ||
 		gs.Destinations[0].Weight != 3 || gs.Destinations[1].Weight != 1 || len(gs.Members) != 2 || gs.Members[1].Resolved != "127.0.0.2:5090" {
 		t.Fatalf("group %+v", gs)
 	}
 	var sel Selector
-	if m, res := r.Pick("carrier-b", 1, &sel); res != OK || m.Transport != TransportTCP {
+	if m, res := r.Pick("carrier-b", 1, &sel); res != OK || m.Transport != transport.TCP {
 		t.Fatalf("Pick after POST: %v %+v", res, m)
 	}
 	f("POST", "/v1/gateway/groups", strings.Replace(carrier, `"weight": 3`, `"weight": 4`, 1), 200, `"weight":4`)
@@ -84,7 +86,7 @@ func TestAdminHandler(t *testing.T) {
 
 // The JSON of a group is the YAML's shape and round-trips.
 func TestGroupConfigJSON(t *testing.T) {
-	in := GroupConfig{Name: "g", Algorithm: AlgorithmRoundRobin, Transport: TransportUDP,
+	in := GroupConfig{Name: "g", Algorithm: AlgorithmRoundRobin, Transport: transport.UDP,
 		Probe:        ProbeConfig{Enabled: true, Interval: 20 * time.Millisecond, Timeout: 50 * time.Millisecond, FailureThreshold: 1, SuccessThreshold: 1, Jitter: 5 * time.Millisecond},
 		Passive:      PassiveConfig{Outcomes: []string{PassiveTransportError}, FailureThreshold: 2, HalfOpenCalls: 1, DownTime: 10 * time.Second, MaxRetryAfter: 60 * time.Second},
 		Destinations: dests(1)}
@@ -126,7 +128,7 @@ func TestGroupConfigValidate(t *testing.T) {
 	f(func(g *GroupConfig) { g.Destinations[0].Address = "[2001:db8::1]:5060" }, "")
 	f(func(g *GroupConfig) { g.Destinations[0].URI = "sips:carrier@gw.example.net;transport=tcp" }, "")
 	f(func(g *GroupConfig) { g.Name = "" }, "name: required")
-	f(func(g *GroupConfig) { g.Transport = "sctp" }, `transport: "sctp": want udp or tcp`)
+	f(func(g *GroupConfig) { g.Transport = transport.TLS }, `transport: "TLS": want udp or tcp`)
 	f(func(g *GroupConfig) { g.RerouteCauses = []int{503, 200} }, "reroute_causes[1]: 200")
 	f(func(g *GroupConfig) { g.Probe.HealthyCodes = []int{99} }, "probe.healthy_codes[0]: 99")
 	f(func(g *GroupConfig) { g.Probe.FailureThreshold = -1 }, "probe.failure_threshold: -1")
@@ -146,7 +148,7 @@ func TestGroupConfigValidate(t *testing.T) {
 	f(func(g *GroupConfig) { g.Destinations = nil; g.Algorithm = "x" }, "at least one destination")
 
 	n, err := GroupConfig{Name: "g", Destinations: []DestConfig{{URI: "sip:a", Address: "1.2.3.4:5"}}}.normalize()
-	if err != nil || n.Algorithm != AlgorithmWeighted || n.Transport != TransportUDP || n.Probe.Timeout != DefaultProbeTimeout ||
+	if err != nil || n.Algorithm != AlgorithmWeighted || n.Transport != transport.UDP || n.Probe.Timeout != DefaultProbeTimeout ||
 		n.Probe.SuccessThreshold != DefaultSuccessThreshold || n.Probe.Jitter != 0 || n.Passive.HalfOpenCalls != DefaultHalfOpenCalls ||
 		n.Passive.DownTime != DefaultPassiveDownTime || n.Passive.MaxRetryAfter != DefaultMaxRetryAfter || n.Destinations[0].Weight != 1 {
 		t.Fatalf("defaults: %+v %v", n, err)

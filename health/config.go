@@ -14,17 +14,15 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/transport"
 )
 
-// Group algorithms, transports and passive outcome names, as written in the
+// Group algorithms and passive outcome names, as written in the
 // configuration.
 const (
 	AlgorithmWeighted   = "weighted"
 	AlgorithmRoundRobin = "round_robin"
 	AlgorithmHash       = "hash"
-
-	TransportUDP = "udp"
-	TransportTCP = "tcp"
 
 	PassiveNoResponse     = "no_response"     // an INVITE got no reply at all
 	PassiveStatus503      = "status_503"      // an INVITE got a 503
@@ -61,9 +59,9 @@ const (
 // defaults above when the group is added; Groups and Group return the group
 // with its defaults filled in.
 type GroupConfig struct {
-	Name      string `json:"name"`
-	Algorithm string `json:"algorithm"` // weighted (default), round_robin or hash
-	Transport string `json:"transport"` // udp (default) or tcp
+	Name      string         `json:"name"`
+	Algorithm string         `json:"algorithm"` // weighted (default), round_robin or hash
+	Transport transport.Kind `json:"transport"` // udp (default) or tcp
 	// RerouteCauses overrides lcr.reroute_causes for this carrier (empty =
 	// inherit). The health package only stores them.
 	RerouteCauses []int         `json:"reroute_causes,omitempty"`
@@ -339,7 +337,7 @@ func (g GroupConfig) clone() GroupConfig {
 func (g GroupConfig) normalize() (GroupConfig, error) {
 	g = g.clone()
 	orDefault(&g.Algorithm, AlgorithmWeighted)
-	orDefault(&g.Transport, TransportUDP)
+	orDefault(&g.Transport, transport.UDP)
 	orDefault(&g.Probe.Interval, DefaultProbeInterval)
 	orDefault(&g.Probe.Timeout, DefaultProbeTimeout)
 	orDefault(&g.Probe.FailureThreshold, DefaultFailureThreshold)
@@ -362,7 +360,7 @@ func (g GroupConfig) normalize() (GroupConfig, error) {
 	if !slices.Contains([]string{AlgorithmWeighted, AlgorithmRoundRobin, AlgorithmHash}, g.Algorithm) {
 		bad("algorithm", "%q: want weighted, round_robin or hash", g.Algorithm)
 	}
-	if g.Transport != TransportUDP && g.Transport != TransportTCP {
+	if !g.Transport.Served() {
 		bad("transport", "%q: want udp or tcp", g.Transport)
 	}
 	for i, c := range g.RerouteCauses {

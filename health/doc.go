@@ -79,6 +79,7 @@
 // replacing keeps the health of members whose uri and address are
 // unchanged.
 //
-// The package imports neither the configuration nor the transport: cmd maps
+// The package imports neither the configuration nor the runtime (shard):
+// of the transports it knows only their names (transport.Kind). cmd maps
 // the YAML to GroupConfig and implements Prober over the shards.
 package health

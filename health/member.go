@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/sipedge/sipedge/transport"
 )
 
 // Member states. A member starts up; it goes down on failure_threshold
@@ -33,7 +35,7 @@ var stateNames = [...]string{stateUp: "up", stateDown: "down", stateHalfOpen: "h
 // reported on. They are immutable; a group update publishes new ones.
 type settings struct {
 	group     string
-	transport string
+	transport transport.Kind
 	probe     ProbeConfig
 	passive   PassiveConfig
 	counts    [numOutcomes]bool // which outcomes count against a member

@@ -4,6 +4,8 @@ import (
 	"math"
 	"net/netip"
 	"time"
+
+	"github.com/sipedge/sipedge/transport"
 )
 
 // Result says how a Pick went.
@@ -39,7 +41,7 @@ type Member struct {
 	Group     string
 	URI       string         // the destination's uri, for the Request-URI
 	Addr      netip.AddrPort // resolved address to send to
-	Transport string         // TransportUDP or TransportTCP
+	Transport transport.Kind // the group's
 	Index     int            // the destination's position in the group's configuration
 
 	st *state

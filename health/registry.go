@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/sipedge/sipedge/transport"
 )
 
 // Errors returned by AddGroup and RemoveGroup; compare with errors.Is.
@@ -108,7 +110,7 @@ type group struct {
 	fixed        bool
 	slot         int // index of the group's state in Selectors
 	alg          uint8
-	transport    string
+	transport    transport.Kind
 	settings     *settings
 	members      []member // by priority, then as configured
 	tiers        []tier

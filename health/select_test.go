@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/sipedge/sipedge/transport"
 )
 
 func TestPickWeightedDistribution(t *testing.T) {
@@ -239,7 +241,7 @@ func TestPickResults(t *testing.T) {
 		t.Fatalf("unknown group: %v", res)
 	}
 	m, res := r.Pick("g", 0, &sel)
-	if res != OK || m.Group != "g" || m.Transport != TransportUDP || m.Addr.String() != "127.0.0.1:5061" || m.URI != "sip:gw0.example.com" {
+	if res != OK || m.Group != "g" || m.Transport != transport.UDP || m.Addr.String() != "127.0.0.1:5061" || m.URI != "sip:gw0.example.com" {
 		t.Fatalf("Pick = %+v %v", m, res)
 	}
 	r.toDown(st(t, r, "g", 0), "test", nil)

@@ -46,8 +46,10 @@
 //
 // # Transport
 //
-// UDP replies leave from the listening port (sendto on a dup of the
-// listener socket). Responses go where RFC 3261 18.2.2 and RFC 3581 say
+// A peer is a transport.Peer: its Conn is the index of the listening
+// socket (Config.Listen) on UDP, the connection's ConnID on TCP. UDP
+// replies leave from the listening port (sendto on a dup of the listener
+// socket). Responses go where RFC 3261 18.2.2 and RFC 3581 say
 // (ResponseTarget). TCP is framed with parser.Frame; RFC 5626 CRLFCRLF
 // pings get a CRLF pong; connections are capped per source address (per /64 for IPv6) and in total,
 // buffered bytes are capped, and first-data, whole-message and idle

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sipedge/sipedge/internal/testtier"
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // freePort returns a port free for both UDP and TCP on 127.0.0.1.
@@ -47,7 +48,7 @@ type responder struct {
 
 func (r *responder) handler(sh *Shard) Handler {
 	var out []byte
-	return Handler{Message: func(sh *Shard, m *parser.Message, from Peer) {
+	return Handler{Message: func(sh *Shard, m *parser.Message, from transport.Peer) {
 		if sh.srv.OwnerOf(m.CallID()) != sh.Index() {
 			r.wrong.Add(1)
 		}
@@ -429,7 +430,9 @@ func TestUDPSendPicksFamily(t *testing.T) {
 		to := tc.to.LocalAddr().(*net.UDPAddr).AddrPort()
 		to = netip.AddrPortFrom(to.Addr().Unmap(), to.Port())
 		msg := fmt.Sprintf("OPTIONS sip:x SIP/2.0\r\nX: %d\r\n\r\n", i)
-		onShard(sh, func() { sh.Send(Peer{Addr: to, Transport: UDP, Listener: tc.listener}, []byte(msg)) })
+		onShard(sh, func() {
+			sh.Send(transport.Peer{Addr: to, Transport: transport.UDP, Conn: uint64(tc.listener)}, []byte(msg))
+		})
 		buf := make([]byte, 1024)
 		tc.to.SetReadDeadline(time.Now().Add(2 * time.Second))
 		n, from, err := tc.to.ReadFromUDP(buf)

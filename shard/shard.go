@@ -15,36 +15,8 @@ import (
 
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/shard/timer"
+	"github.com/sipedge/sipedge/transport"
 )
-
-// Transport is the transport a message travels on.
-type Transport uint8
-
-const (
-	UDP Transport = iota + 1
-	TCP
-)
-
-func (t Transport) String() string {
-	switch t {
-	case UDP:
-		return "UDP"
-	case TCP:
-		return "TCP"
-	}
-	return "?"
-}
-
-// Reliable reports whether the transport retransmits by itself (RFC 3261 17).
-func (t Transport) Reliable() bool { return t == TCP }
-
-// Peer is where a message came from or goes to.
-type Peer struct {
-	Addr      netip.AddrPort
-	Transport Transport
-	Listener  uint8  // index in Config.Listen of the local socket
-	Conn      ConnID // the stream connection, 0 for UDP or a new connection
-}
 
 // ConnID names a stream connection: the loop it lives on and a sequence
 // number, so any shard can route bytes to it.
@@ -60,7 +32,7 @@ type packet struct {
 	out  bool // bytes to write on Conn, not a message to handle
 	buf  []byte
 	msg  parser.Message
-	peer Peer
+	peer transport.Peer
 }
 
 var packetPool = sync.Pool{New: func() any { return new(packet) }}
@@ -207,7 +179,7 @@ func Inspect(m *parser.Message, buf []byte, lim *parser.Limits, supported []stri
 // receive handles one received message (a datagram, or a framed stream
 // message) on this loop: Inspect, then delivery here or hand-over to the
 // Call-ID's owner, or the stateless answer to a malformed request.
-func (sh *Shard) receive(buf []byte, from Peer) {
+func (sh *Shard) receive(buf []byte, from transport.Peer) {
 	m := &sh.msg
 	if err := Inspect(m, buf, &sh.srv.cfg.Limits, sh.srv.cfg.Supported); err != nil {
 		sh.reject(m, err, from)
@@ -220,7 +192,7 @@ func (sh *Shard) receive(buf []byte, from Peer) {
 
 // dispatch runs m here if this shard owns its Call-ID, else hands a copy to
 // the owner.
-func (sh *Shard) dispatch(m *parser.Message, from Peer) {
+func (sh *Shard) dispatch(m *parser.Message, from transport.Peer) {
 	owner := sh.srv.OwnerOf(m.CallID())
 	if owner == sh.idx {
 		sh.deliver(m, from)
@@ -239,7 +211,7 @@ func (sh *Shard) dispatch(m *parser.Message, from Peer) {
 	dst.wake()
 }
 
-func (sh *Shard) deliver(m *parser.Message, from Peer) {
+func (sh *Shard) deliver(m *parser.Message, from transport.Peer) {
 	if sh.handler.Message != nil {
 		sh.handler.Message(sh, m, from)
 	}
@@ -250,7 +222,7 @@ func (sh *Shard) deliver(m *parser.Message, from Peer) {
 // drops a malformed response (RFC 3261 18.1.2) or ACK (parser.Answer). A
 // request whose top Via cannot be read cannot be answered either, and is
 // dropped.
-func (sh *Shard) reject(m *parser.Message, err error, from Peer) {
+func (sh *Shard) reject(m *parser.Message, err error, from transport.Peer) {
 	m.SetSource(from.Addr) // as in receive
 	code, reason, reply := Reply(m, err)
 	sh.m.countParseError(code, m.IsResponse())
@@ -280,7 +252,7 @@ func AppendReject(dst []byte, m *parser.Message, code int, reason string, tag []
 // where its top Via says (ResponseTarget); for a 505, whose top Via is of
 // another SIP version that this one cannot read, the address and port the
 // request came from.
-func RejectTarget(m *parser.Message, from Peer) Peer {
+func RejectTarget(m *parser.Message, from transport.Peer) transport.Peer {
 	var via parser.Via
 	if m.TopVia(&via) != nil {
 		return from
@@ -332,8 +304,8 @@ func echoable(m *parser.Message) bool {
 // (RFC 3261 18.2.2, RFC 3581 4): the source address, with the port
 // parser.Via.ResponsePort names. On a stream the request's connection
 // comes first; the address is for a new one if it is gone.
-func ResponseTarget(via *parser.Via, from Peer) Peer {
-	port := via.ResponsePort(from.Addr.Port(), from.Transport != UDP)
+func ResponseTarget(via *parser.Via, from transport.Peer) transport.Peer {
+	port := via.ResponsePort(from.Addr.Port(), from.Transport.Reliable())
 	from.Addr = netip.AddrPortFrom(from.Addr.Addr(), port)
 	return from
 }
@@ -342,19 +314,19 @@ func ResponseTarget(via *parser.Via, from Peer) Peer {
 // Send returns. UDP leaves from the listening socket's port; a stream
 // message goes on peer.Conn when it is set and open, else on a connection to
 // peer.Addr, dialled if needed.
-func (sh *Shard) Send(peer Peer, b []byte) {
+func (sh *Shard) Send(peer transport.Peer, b []byte) {
 	sh.m.countOut(b)
-	if peer.Transport == UDP {
+	if peer.Transport == transport.UDP {
 		sh.sendUDP(peer, b)
 		return
 	}
 	sh.sendTCP(peer, b)
 }
 
-func (sh *Shard) sendUDP(peer Peer, b []byte) {
+func (sh *Shard) sendUDP(peer transport.Peer, b []byte) {
 	a := peer.Addr.Addr()
 	v4 := a.Is4() || a.Is4In6()
-	fd := sh.srv.sendFD(peer.Listener, v4)
+	fd := sh.srv.sendFD(uint8(peer.Conn), v4)
 	if fd < 0 {
 		sh.m.sendErrors.Inc()
 		return
@@ -381,7 +353,7 @@ func (s *Server) sendFD(listener uint8, v4 bool) int {
 	named := -1
 	if int(listener) < len(s.udpFD) {
 		named = s.udpFD[listener]
-		if named >= 0 && s.listen[listener].addr.Addr().Is4() == v4 {
+		if named >= 0 && s.listen[listener].Addr.Addr().Is4() == v4 {
 			return named
 		}
 	}
@@ -397,7 +369,7 @@ func (s *Server) sendFD(listener uint8, v4 bool) int {
 // anyUDPFD returns a UDP socket of the wanted family, or -1.
 func (s *Server) anyUDPFD(v4 bool) int {
 	for i, l := range s.listen {
-		if l.transport == UDP && s.udpFD[i] >= 0 && l.addr.Addr().Is4() == v4 {
+		if l.Transport == transport.UDP && s.udpFD[i] >= 0 && l.Addr.Addr().Is4() == v4 {
 			return s.udpFD[i]
 		}
 	}
@@ -411,7 +383,8 @@ func (sh *Shard) readUDP(c gnet.Conn) {
 		sh.m.oversize.Inc() // RFC 3261 18.1.1 wants such messages on TCP
 		return
 	}
-	from := Peer{Addr: addrPortOf(c.RemoteAddr()), Transport: UDP, Listener: sh.srv.listenerOf(c.LocalAddr(), UDP)}
+	from := transport.Peer{Addr: addrPortOf(c.RemoteAddr()), Transport: transport.UDP,
+		Conn: uint64(sh.srv.listenerOf(c.LocalAddr(), transport.UDP))}
 	if sh.floodDrop(from.Addr.Addr(), sh.Now()) {
 		return
 	}
@@ -436,10 +409,10 @@ func IsKeepAlive(b []byte) bool {
 }
 
 // listenerOf finds the listener a local address belongs to.
-func (s *Server) listenerOf(local net.Addr, tp Transport) uint8 {
+func (s *Server) listenerOf(local net.Addr, tp transport.Kind) uint8 {
 	ap := addrPortOf(local)
 	for i, l := range s.listen {
-		if l.transport == tp && l.addr.Port() == ap.Port() && (l.addr.Addr() == ap.Addr() || l.addr.Addr().IsUnspecified()) {
+		if l.Transport == tp && l.Addr.Port() == ap.Port() && (l.Addr.Addr() == ap.Addr() || l.Addr.Addr().IsUnspecified()) {
 			return uint8(i)
 		}
 	}

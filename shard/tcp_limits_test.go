@@ -16,6 +16,7 @@ import (
 
 	"github.com/sipedge/sipedge/internal/testtier"
 	"github.com/sipedge/sipedge/shard/timer"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // optionsBatch is n OPTIONS requests in one write, each to be answered.
@@ -163,7 +164,7 @@ func TestTCPLateDialIsClosed(t *testing.T) {
 	}
 	sh := s.Shards()[0]
 	onShard(sh, func() {
-		sh.Send(Peer{Addr: netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port()), Transport: TCP}, []byte("STALE\r\n"))
+		sh.Send(transport.Peer{Addr: netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port()), Transport: transport.TCP}, []byte("STALE\r\n"))
 	})
 	time.Sleep(2200 * time.Millisecond) // the sweep drops the dial between 1 s and 2 s
 	var lost int
@@ -237,7 +238,7 @@ func TestTCPHandedOverToAClosedConnectionDials(t *testing.T) {
 	gone := newConnID(0, 1<<20) // a connection of shard 0 that no longer exists
 	from := s.Shards()[1]
 	onShard(from, func() {
-		from.Send(Peer{Addr: netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port()), Transport: TCP, Conn: gone}, []byte("SIP/2.0 200 OK\r\n"))
+		from.Send(transport.Peer{Addr: netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port()), Transport: transport.TCP, Conn: uint64(gone)}, []byte("SIP/2.0 200 OK\r\n"))
 	})
 	select {
 	case g := <-got:
@@ -275,10 +276,10 @@ func TestListenerOfMatchesTransport(t *testing.T) {
 		t.Fatal(err)
 	}
 	local := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port}
-	if got := s.listenerOf(local, UDP); got != 1 {
+	if got := s.listenerOf(local, transport.UDP); got != 1 {
 		t.Errorf("UDP listener %d, want 1", got)
 	}
-	if got := s.listenerOf(local, TCP); got != 0 {
+	if got := s.listenerOf(local, transport.TCP); got != 0 {
 		t.Errorf("TCP listener %d, want 0", got)
 	}
 }
@@ -368,7 +369,7 @@ func TestTimerStartedOnSendFailedKeepsShardAwake(t *testing.T) {
 	port := freePort(t)
 	failed := make(chan struct{}, 1)
 	s, err := New(Config{Shards: 1, Listen: []string{fmt.Sprintf("udp://127.0.0.1:%d", port)}}, func(*Shard) Handler {
-		return Handler{SendFailed: func(sh *Shard, _ Peer) {
+		return Handler{SendFailed: func(sh *Shard, _ transport.Peer) {
 			sh.Timers().StartAt(sh.Now()+time.Hour, timer.Payload{})
 			failed <- struct{}{}
 		}}
@@ -383,7 +384,7 @@ func TestTimerStartedOnSendFailedKeepsShardAwake(t *testing.T) {
 	closed := freePort(t) // nothing listens: the dial is refused
 	sh := s.Shards()[0]
 	onShard(sh, func() {
-		sh.Send(Peer{Addr: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(closed)), Transport: TCP}, []byte("X\r\n"))
+		sh.Send(transport.Peer{Addr: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(closed)), Transport: transport.TCP}, []byte("X\r\n"))
 	})
 	<-failed
 	var pending int64
@@ -449,7 +450,7 @@ func TestTCPDialFromListenAddress(t *testing.T) {
 	sh := s.Shards()[0]
 	to := ln.Addr().(*net.TCPAddr).AddrPort()
 	onShard(sh, func() {
-		sh.Send(Peer{Addr: netip.AddrPortFrom(to.Addr().Unmap(), to.Port()), Transport: TCP}, []byte("X\r\n"))
+		sh.Send(transport.Peer{Addr: netip.AddrPortFrom(to.Addr().Unmap(), to.Port()), Transport: transport.TCP}, []byte("X\r\n"))
 	})
 	ln.(*net.TCPListener).SetDeadline(time.Now().Add(3 * time.Second))
 	c, err := ln.Accept()

@@ -13,6 +13,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/sipedge/sipedge/internal/testtier"
+	"github.com/sipedge/sipedge/route"
 	"github.com/sipedge/sipedge/route/lcr"
 )
 
@@ -174,7 +175,7 @@ func TestWithResolver(t *testing.T) {
 	r.Lookup(&lcr.Request{CallID: "c1", DialedNumber: "+12025550123", Source: lcr.CallSource{TrunkGroup: "cust-trunks"}},
 		func(d lcr.Decision) { ch <- d })
 	d := <-ch
-	if d.Source != lcr.SourceLCR || len(d.Routes) != 2 || d.Routes[0].CarrierID != "carrier-a" ||
+	if d.Source != route.SourceLCR || len(d.Routes) != 2 || d.Routes[0].CarrierID != "carrier-a" ||
 		d.Routes[0].Rate != 0.0028 || d.Routes[1].CarrierID != "carrier-b" || d.TTL.Seconds() != 120 || d.Routes[0].RerouteCauses != nil {
 		t.Fatalf("decision %+v", d)
 	}

@@ -16,3 +16,17 @@ func TestAppendJSONAllocs(t *testing.T) {
 		t.Fatalf("AppendJSON allocates %v times per record, want 0", n)
 	}
 }
+
+// A pooled record, once it has held as much, keeps the strings String
+// makes without an allocation.
+func TestStringAllocs(t *testing.T) {
+	callID, number := []byte("a84b4c76e66710@pc33.example.com"), []byte("+12025550123")
+	n := testing.AllocsPerRun(100, func() {
+		r := AcquireRecord()
+		r.ACallID, r.Callee = r.String(callID), r.String(number)
+		ReleaseRecord(r)
+	})
+	if n != 0 {
+		t.Fatalf("String allocates %v times per record, want 0", n)
+	}
+}

@@ -15,7 +15,8 @@
 // write it, nor the Attempts it holds. CDRFields is only read and never kept
 // by the writer, so the map may be shared (with a cached routing decision,
 // say) provided nobody writes to it any more. Strings are immutable and safe
-// to share.
+// to share, but for those Record.String made, which live in the record's
+// own storage and go back to the pool with it.
 //
 // The writer goroutine encodes the record (Record.AppendJSON), returns it to
 // the pool, and appends the line to a buffered file. The buffer is flushed at

@@ -79,7 +79,7 @@ func (r *Record) appendJSON(dst []byte) ([]byte, int) {
 	dst = append(dst, `,"currency":`...)
 	dst = appendString(dst, r.Currency)
 	dst = append(dst, `,"route_source":`...)
-	dst = appendString(dst, r.RouteSource.String())
+	dst = appendString(dst, routeSourceName(r.RouteSource))
 	dst = append(dst, `,"lcr_attempts":[`...)
 	for i := range r.Attempts {
 		a := &r.Attempts[i]

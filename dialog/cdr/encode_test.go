@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/sipedge/sipedge/route"
 )
 
 var t0 = time.Date(2025, 3, 9, 14, 5, 7, 123_456_789, time.UTC)
@@ -37,7 +39,7 @@ func fullRecord() *Record {
 		CarrierID:            "carrier-b",
 		Rate:                 0.0042,
 		Currency:             "USD",
-		RouteSource:          RouteSourceLCR,
+		RouteSource:          route.SourceLCR,
 		CDRFields:            map[string]string{"account": "42", "tier": "gold"},
 		Attempts: []Attempt{
 			{CarrierID: "carrier-a", Status: 503, Elapsed: 1200 * time.Millisecond, Dialed: true},
@@ -381,10 +383,10 @@ func TestEnumStrings(t *testing.T) {
 	if HangupCaller.String() != "caller" || HangupCallee.String() != "callee" || HangupSystem.String() != "system" || HangupNone.String() != "" {
 		t.Error("HangupSide names")
 	}
-	if RouteSourceLCR.String() != "lcr" || RouteSourceStatic.String() != "static" || RouteSourceFallback.String() != "fallback" || RouteSourceNone.String() != "" {
+	if routeSourceName(route.SourceLCR) != "lcr" || routeSourceName(route.SourceStatic) != "static" || routeSourceName(route.SourceFallback) != "fallback" || routeSourceName(route.SourceNone) != "" {
 		t.Error("RouteSource names")
 	}
-	if HangupSide(9).String() != "HangupSide(9)" || RouteSource(9).String() != "RouteSource(9)" {
+	if HangupSide(9).String() != "HangupSide(9)" || routeSourceName(route.Source(9)) != "RouteSource(9)" {
 		t.Error("out-of-range names")
 	}
 }
@@ -401,5 +403,27 @@ func TestResetKeepsCapacity(t *testing.T) {
 	}
 	if len(fields) != 2 {
 		t.Fatal("Reset cleared a map it does not own")
+	}
+}
+
+// String copies: the strings hold what the bytes held when made, however
+// the bytes change after, and however many the record's storage grows.
+func TestRecordString(t *testing.T) {
+	r := AcquireRecord()
+	defer ReleaseRecord(r)
+	b := []byte("a-call-1")
+	r.ACallID = r.String(b)
+	copy(b, "XXXXXXXX")
+	var long []string
+	for i := range 100 {
+		long = append(long, r.String([]byte(strings.Repeat(string(rune('a'+i%26)), 10))))
+	}
+	if r.ACallID != "a-call-1" || r.String(nil) != "" {
+		t.Fatalf("ACallID %q", r.ACallID)
+	}
+	for i, s := range long {
+		if s != strings.Repeat(string(rune('a'+i%26)), 10) {
+			t.Fatalf("string %d is %q", i, s)
+		}
 	}
 }

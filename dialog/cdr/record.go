@@ -6,6 +6,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
+
+	"github.com/sipedge/sipedge/route"
 )
 
 // Record is the CDR of one call: one JSON object on one line. The shard that
@@ -37,11 +40,11 @@ type Record struct {
 	FinalReason string     // final_reason: its reason phrase
 	HangupSide  HangupSide // hangup_side
 
-	Route       string      // route: the winning (or last tried) gateway group or next hop
-	CarrierID   string      // carrier_id: the winning (or last tried) carrier
-	Rate        float64     // rate: the carrier's rate; a NaN or infinity is written as null
-	Currency    string      // currency
-	RouteSource RouteSource // route_source
+	Route       string       // route: the winning (or last tried) gateway group or next hop
+	CarrierID   string       // carrier_id: the winning (or last tried) carrier
+	Rate        float64      // rate: the carrier's rate; a NaN or infinity is written as null
+	Currency    string       // currency
+	RouteSource route.Source // route_source: where the routing decision came from
 
 	// CDRFields are the winning route's cdr_fields from the LCR API. They are
 	// written flat, as extra top-level keys in sorted order, after the built-in
@@ -55,6 +58,29 @@ type Record struct {
 	// Attempts are the carriers burned before the last one, oldest first:
 	// lcr_attempts, always an array, [] when the first carrier answered.
 	Attempts []Attempt
+
+	// text holds the bytes of the strings String made: the record's own,
+	// reused with it.
+	text []byte
+}
+
+// String returns b as a string kept in r's own storage, without an
+// allocation once r, pooled, has held as much: for the string fields of a
+// record filled from bytes the caller does not keep (Call-IDs, numbers).
+// The string is valid as long as r is: until r goes back to the pool
+// (Writer.Write, ReleaseRecord), whoever holds it then reads another
+// record's bytes. Copy what outlives the record (strings.Clone).
+func (r *Record) String(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if len(r.text)+len(b) > cap(r.text) {
+		// A new array: the strings made so far keep the old one alive.
+		r.text = make([]byte, 0, max(2*cap(r.text), len(r.text)+len(b), 256))
+	}
+	at := len(r.text)
+	r.text = append(r.text, b...)
+	return unsafe.String(&r.text[at], len(b))
 }
 
 // Attempt is one failed carrier attempt, an element of lcr_attempts.
@@ -115,34 +141,26 @@ func (h HangupSide) String() string {
 	return hangupNames[h]
 }
 
-// RouteSource says where the call's routing decision came from.
-type RouteSource uint8
+// routeSourceNames are the values written in route_source: none is
+// empty.
+var routeSourceNames = [...]string{route.SourceNone: "", route.SourceLCR: "lcr", route.SourceStatic: "static",
+	route.SourceFallback: "fallback"}
 
-// Route sources.
-const (
-	RouteSourceNone     RouteSource = iota // "": not routed
-	RouteSourceLCR                         // "lcr": the LCR API (or its cache)
-	RouteSourceStatic                      // "static": the static routing table in the config
-	RouteSourceFallback                    // "fallback": lcr.fallback_gateway_group after an API failure
-	numRouteSources
-)
-
-var routeSourceNames = [numRouteSources]string{"", "lcr", "static", "fallback"}
-
-// String returns the value written in route_source.
-func (s RouteSource) String() string {
-	if s >= numRouteSources {
+// routeSourceName returns the value written in route_source for s.
+func routeSourceName(s route.Source) string {
+	if int(s) >= len(routeSourceNames) {
 		return "RouteSource(" + strconv.Itoa(int(s)) + ")"
 	}
 	return routeSourceNames[s]
 }
 
-// Reset clears r for reuse, keeping the capacity of Attempts. CDRFields is
-// set to nil, not cleared: the map may belong to someone else.
+// Reset clears r for reuse, keeping the capacity of Attempts and of the
+// storage of String. CDRFields is set to nil, not cleared: the map may
+// belong to someone else.
 func (r *Record) Reset() {
 	clear(r.Attempts) // drop the strings they reference
-	attempts := r.Attempts[:0]
-	*r = Record{Attempts: attempts}
+	attempts, text := r.Attempts[:0], r.text[:0]
+	*r = Record{Attempts: attempts, text: text}
 }
 
 var recordPool sync.Pool

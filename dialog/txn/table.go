@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // txn is one transaction. Its byte slices are its own storage, kept across
@@ -23,7 +24,7 @@ type txn struct {
 	// sent, which an ACK's must equal (that of the request is in the key).
 	respTag []byte
 
-	peer Peer
+	peer transport.Peer
 
 	// held is the capacity of the buffers above as last charged to
 	// Table.held (see charge); it stays with the slot, as they do.
@@ -61,7 +62,7 @@ func (x *txn) reset() {
 	x.ack = x.ack[:0]
 	x.cancelHdrs = x.cancelHdrs[:0]
 	x.respTag = x.respTag[:0]
-	x.peer = Peer{}
+	x.peer = transport.Peer{}
 	x.rtx, x.life, x.rtxID, x.lifeID = 0, 0, 0, 0
 	x.invite = 0
 	x.interval = 0
@@ -109,7 +110,7 @@ func (t *Table) lookup(h Handle) (int32, bool) {
 
 // alloc takes a slot from the free list or grows the slab. The slot's
 // buffers keep their capacity.
-func (t *Table) alloc(kind Kind, state State, peer Peer) (int32, error) {
+func (t *Table) alloc(kind Kind, state State, peer transport.Peer) (int32, error) {
 	if t.live >= t.max {
 		return -1, ErrFull
 	}
@@ -482,7 +483,7 @@ func (t *Table) TransportError(h Handle, now time.Duration) error {
 // client transaction to peer's address and transport sees a transport
 // error (RFC 3261 17.1.4), as one whose ActSend failed would, and the TU
 // hears of those in the states that send. It returns how many were told.
-func (t *Table) PeerFailed(peer Peer, now time.Duration) int {
+func (t *Table) PeerFailed(peer transport.Peer, now time.Duration) int {
 	t.begin(now)
 	n := 0
 	for i := range t.txns {
@@ -515,7 +516,7 @@ func (t *Table) Terminate(h Handle, now time.Duration) error {
 // act appends an action, written in place: an Action built on the stack
 // and copied into the list stalled each append on a store the copy's wider
 // loads could not take forwarded, a few percent of a call's time.
-func (t *Table) act(kind ActionKind, h Handle, peer Peer, data []byte) *Action {
+func (t *Table) act(kind ActionKind, h Handle, peer transport.Peer, data []byte) *Action {
 	if len(t.actions) < cap(t.actions) {
 		t.actions = t.actions[:len(t.actions)+1]
 	} else {

@@ -5,55 +5,11 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
-	"net/netip"
 	"time"
 
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/transport"
 )
-
-// Transport is the transport a transaction's messages travel on.
-type Transport uint8
-
-// Transports. The zero value is not a transport: inputs carrying it are
-// refused with ErrTransport, so that a forgotten field never silently means
-// UDP or TCP.
-const (
-	TransportUDP Transport = iota + 1
-	TransportTCP
-	TransportTLS
-	TransportSCTP
-	TransportWS
-	TransportWSS
-	numTransports
-)
-
-var transportNames = [numTransports]string{"", "UDP", "TCP", "TLS", "SCTP", "WS", "WSS"}
-
-// String returns the transport's name as written in a Via ("UDP", "TLS", ...).
-func (t Transport) String() string {
-	if t >= numTransports {
-		return "Transport(" + fmt.Sprint(uint8(t)) + ")"
-	}
-	return transportNames[t]
-}
-
-// Reliable reports whether the transport is reliable. On a reliable
-// transport the transaction layer never retransmits (Timers A, E, G are not
-// started) and does not linger (Timers D, I, J, K are zero): RFC 3261
-// 17.1.1.2, 17.1.2.2, 17.2.1, 17.2.2. UDP alone is unreliable.
-func (t Transport) Reliable() bool { return t != TransportUDP }
-
-func (t Transport) valid() bool { return t != 0 && t < numTransports }
-
-// Peer is where a transaction sends: the source of a server transaction's
-// request (responses go back there, RFC 3581 symmetric response routing),
-// or the next hop of a client transaction. Conn is an opaque connection id
-// for stream transports, 0 if none; the table only stores and returns it.
-type Peer struct {
-	Addr      netip.AddrPort
-	Transport Transport
-	Conn      uint64
-}
 
 // Handle names one transaction. It carries the slot's generation, so a
 // Handle goes stale when its transaction terminates and stays stale when the
@@ -160,9 +116,9 @@ func (k ActionKind) String() string {
 type Action struct {
 	Kind ActionKind
 	Txn  Handle
-	Ref  Handle // ActRequest of a CANCEL: the INVITE server transaction it cancels
-	Peer Peer   // ActSend: the destination; otherwise the transaction's peer
-	Data []byte // ActSend: the message; ActResponse: the request answered
+	Ref  Handle         // ActRequest of a CANCEL: the INVITE server transaction it cancels
+	Peer transport.Peer // ActSend: the destination; otherwise the transaction's peer
+	Data []byte         // ActSend: the message; ActResponse: the request answered
 }
 
 // Timers is the clock the Table arms its timers on: the owner's timer wheel.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // Requests as a B2BUA receives them: two Vias, the usual headers.
@@ -74,7 +75,7 @@ var (
 		"Content-Length: 0\r\n\r\n")
 )
 
-var benchPeer = Peer{Addr: netip.MustParseAddrPort("192.0.2.1:5060"), Transport: TransportUDP}
+var benchPeer = transport.Peer{Addr: netip.MustParseAddrPort("192.0.2.1:5060"), Transport: transport.UDP}
 
 // seq is one complete transaction driven the way a shard drives it: parse,
 // table input, read actions, fire timers.

@@ -176,7 +176,7 @@ const (
 // spaces an account's calls 1/rate × cpsMargin apart (its DefaultMargin),
 // at most an hour, and takes a burst of at most an hour of calls at once.
 // A route it refused would go unpaced, so ValidateRoute refuses it first;
-// the server's TestRouteCPSValidIsPaced keeps the two in step.
+// carrier's TestRouteCPSValidIsPaced keeps the two in step.
 const (
 	cpsMargin  = 1.15
 	cpsMaxSpan = float64(time.Hour)

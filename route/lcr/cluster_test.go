@@ -10,6 +10,7 @@ import (
 
 	"github.com/sipedge/sipedge/internal/testtier"
 	"github.com/sipedge/sipedge/ratelimit/redistest"
+	"github.com/sipedge/sipedge/route"
 )
 
 // TestRedisCluster: the Redis tier on a real Redis Cluster, through the
@@ -40,7 +41,7 @@ func TestRedisCluster(t *testing.T) {
 			if n := api.requests.Load() - before; n != 1 {
 				t.Fatalf("seed %s: %d API requests, want 1: B did not use A's decision", s.Addr(), n)
 			}
-			if db.Source != SourceLCR || carriers(db.Routes) != carriers(da.Routes) || db.Routes[0].Headers["X-A"] != "1" {
+			if db.Source != route.SourceLCR || carriers(db.Routes) != carriers(da.Routes) || db.Routes[0].Headers["X-A"] != "1" {
 				t.Fatalf("seed %s: B's decision %+v", s.Addr(), db)
 			}
 			if db.TTL <= 50*time.Second || db.TTL > 60*time.Second {

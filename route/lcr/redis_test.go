@@ -13,6 +13,7 @@ import (
 
 	"github.com/sipedge/sipedge/internal/testtier"
 	"github.com/sipedge/sipedge/ratelimit/redistest"
+	"github.com/sipedge/sipedge/route"
 )
 
 // testRedisDeadline replaces the 50 ms default in tests that need Redis
@@ -100,7 +101,7 @@ func TestRedisSharedAcrossResolvers(t *testing.T) {
 	if n := api.requests.Load(); n != 1 {
 		t.Fatalf("%d API requests, want 1: B did not use A's decision", n)
 	}
-	if db.Source != SourceLCR || carriers(db.Routes) != carriers(da.Routes) || db.Routes[0].Headers["X-A"] != "1" {
+	if db.Source != route.SourceLCR || carriers(db.Routes) != carriers(da.Routes) || db.Routes[0].Headers["X-A"] != "1" {
 		t.Fatalf("B's decision %+v", db)
 	}
 	if db.TTL <= 58*time.Second || db.TTL > 60*time.Second {
@@ -146,7 +147,7 @@ func TestRedisDown(t *testing.T) {
 	rs.Stop()
 	for _, n := range []string{"+2", "+3", "+4"} {
 		start := time.Now()
-		if d := r.lookup(t, testRequest(n)); d.Source != SourceLCR {
+		if d := r.lookup(t, testRequest(n)); d.Source != route.SourceLCR {
 			t.Fatalf("%s: decision %+v", n, d)
 		}
 		if el := time.Since(start); el > time.Second {
@@ -278,17 +279,17 @@ func TestBreakerOpenRedisStillServes(t *testing.T) {
 
 	b := newTestResolver(t, Options{APIURL: closedURL(t), RedisURL: rs.URL(), RedisDeadline: testRedisDeadline, BreakerThreshold: 1,
 		FallbackGatewayGroup: "fb"})
-	if d := b.lookup(t, testRequest("+2")); d.Source != SourceFallback {
+	if d := b.lookup(t, testRequest("+2")); d.Source != route.SourceFallback {
 		t.Fatalf("dead API: %+v", d)
 	}
 	if s := b.metric(t, metricBreakerState); s != breakerOpen {
 		t.Fatalf("breaker state %v", s)
 	}
-	if d := b.lookup(t, testRequest("+1")); d.Source != SourceLCR || carriers(d.Routes) != "carrier-a" {
+	if d := b.lookup(t, testRequest("+1")); d.Source != route.SourceLCR || carriers(d.Routes) != "carrier-a" {
 		t.Fatalf("cached in Redis: %+v", d)
 	}
 	start := time.Now()
-	if d := b.lookup(t, testRequest("+3")); d.Source != SourceFallback {
+	if d := b.lookup(t, testRequest("+3")); d.Source != route.SourceFallback {
 		t.Fatalf("open breaker: %+v", d)
 	}
 	if el := time.Since(start); el > 50*time.Millisecond {

@@ -239,9 +239,9 @@ func New(opts Options) (*Resolver, error) {
 		epoch:    time.Now(),
 		flights:  make(map[string]*flight),
 	}
-	r.failure = Decision{Source: SourceNone, NoDecision: true}
+	r.failure = Decision{Source: route.SourceNone, NoDecision: true}
 	if g := opts.FallbackGatewayGroup; g != "" {
-		r.failure = Decision{Source: SourceFallback, Routes: []route.Route{{CarrierID: FallbackCarrierID, GatewayGroup: g}}}
+		r.failure = Decision{Source: route.SourceFallback, Routes: []route.Route{{CarrierID: FallbackCarrierID, GatewayGroup: g}}}
 	}
 	r.br = breaker{threshold: opts.BreakerThreshold, cooldown: opts.BreakerCooldown, log: opts.Log, now: r.now}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
@@ -399,7 +399,7 @@ func (r *Resolver) LookupCached(key []byte) (Decision, bool) {
 func (r *Resolver) Lookup(req *Request, done func(Decision)) {
 	if r.url == "" {
 		routes, _ := r.static.Lookup(req.DialedNumber)
-		done(Decision{Routes: routes, Source: SourceStatic})
+		done(Decision{Routes: routes, Source: route.SourceStatic})
 		return
 	}
 	var buf [128]byte
@@ -459,7 +459,7 @@ func (r *Resolver) fly(key string, req *Request, f *flight) {
 	// A drop (DropLocal) while the flight ran: what it read may be what
 	// was dropped, so it caches nothing.
 	fresh := func() bool { return r.drops.Load() == drops }
-	if r.local != nil && d.Source == SourceLCR && d.TTL > 0 && fresh() {
+	if r.local != nil && d.Source == route.SourceLCR && d.TTL > 0 && fresh() {
 		life := d.TTL
 		if r.localTTL > 0 && r.localTTL < life {
 			life = r.localTTL
@@ -486,7 +486,7 @@ func (r *Resolver) fly(key string, req *Request, f *flight) {
 
 func (r *Resolver) deliver(d Decision, done func(Decision)) {
 	switch {
-	case d.Source == SourceFallback:
+	case d.Source == route.SourceFallback:
 		r.m.fallbacks.Inc()
 	case d.NoDecision:
 		r.m.noDecisions.Inc()
@@ -506,7 +506,7 @@ func (r *Resolver) resolve(key string, req *Request) (Decision, []byte) {
 			}
 			if err == nil {
 				r.m.redisHits.Inc()
-				return Decision{Routes: resp.Routes, Reject: resp.Reject, Source: SourceLCR, TTL: ttl}, nil
+				return Decision{Routes: resp.Routes, Reject: resp.Reject, Source: route.SourceLCR, TTL: ttl}, nil
 			}
 			r.log.Warn("lcr: ignoring an invalid decision in Redis", "key", RedisKeyPrefix+key, "err", err)
 		}
@@ -528,7 +528,7 @@ func (r *Resolver) resolve(key string, req *Request) (Decision, []byte) {
 	if resp.CacheTTLSecs != nil {
 		ttl = time.Duration(min(int64(*resp.CacheTTLSecs), int64(maxCacheTTL/time.Second))) * time.Second
 	}
-	d := Decision{Routes: resp.Routes, Reject: resp.Reject, Source: SourceLCR, TTL: ttl}
+	d := Decision{Routes: resp.Routes, Reject: resp.Reject, Source: route.SourceLCR, TTL: ttl}
 	if ttl <= 0 || r.redis == nil {
 		body = nil
 	}

@@ -61,7 +61,7 @@ func TestAPIRequest(t *testing.T) {
 			TechPrefix: "1010288", Headers: map[string]string{"X-Account": "42"}, CDRFields: map[string]string{"deck": "7"}},
 		{CarrierID: "carrier-b", NextHop: "203.0.113.21:5060", Rate: 0.005, RerouteCauses: []int{404, 503}},
 	}
-	if d.Source != SourceLCR || d.NoDecision || d.Reject != nil || d.TTL != 120*time.Second || !reflect.DeepEqual(d.Routes, wantRoutes) {
+	if d.Source != route.SourceLCR || d.NoDecision || d.Reject != nil || d.TTL != 120*time.Second || !reflect.DeepEqual(d.Routes, wantRoutes) {
 		t.Fatalf("decision %+v", d)
 	}
 	if n := r.metric(t, metricCacheMisses); n != 1 {
@@ -77,7 +77,7 @@ func TestAPIReject(t *testing.T) {
 	api := newAPIServer(t, staticReply(200, `{"routes":[],"reject":{"code":403,"reason":"Destination Blocked"},"cache_ttl_secs":60}`))
 	r := newTestResolver(t, Options{APIURL: api.URL})
 	d := r.lookup(t, testRequest("+8819123"))
-	if d.Reject == nil || *d.Reject != (Reject{403, "Destination Blocked"}) || d.Source != SourceLCR || d.NoDecision {
+	if d.Reject == nil || *d.Reject != (Reject{403, "Destination Blocked"}) || d.Source != route.SourceLCR || d.NoDecision {
 		t.Fatalf("decision %+v", d)
 	}
 	// A reject is a decision: cached like routes.
@@ -93,7 +93,7 @@ func TestAPINoRoute(t *testing.T) {
 	api := newAPIServer(t, staticReply(200, `{"routes":[]}`))
 	r := newTestResolver(t, Options{APIURL: api.URL, FallbackGatewayGroup: "fb"})
 	d := r.lookup(t, testRequest("+999"))
-	if d.Source != SourceLCR || d.NoDecision || d.Reject != nil || len(d.Routes) != 0 || d.TTL != 0 {
+	if d.Source != route.SourceLCR || d.NoDecision || d.Reject != nil || len(d.Routes) != 0 || d.TTL != 0 {
 		t.Fatalf("decision %+v", d)
 	}
 }
@@ -107,7 +107,7 @@ func TestMalformedResponses(t *testing.T) {
 		api := newAPIServer(t, staticReply(200, body))
 		r := newTestResolver(t, Options{APIURL: api.URL, FallbackGatewayGroup: "carrier-z", CacheTTL: time.Hour})
 		d := r.lookup(t, testRequest("+12025550123"))
-		if d.Source != SourceFallback ||
+		if d.Source != route.SourceFallback ||
 			!reflect.DeepEqual(d.Routes, []route.Route{{CarrierID: "fallback", GatewayGroup: "carrier-z"}}) {
 			t.Fatalf("%s: decision %+v", body, d)
 		}
@@ -146,7 +146,7 @@ func TestUnknownPresentationAccepted(t *testing.T) {
 	api := newAPIServer(t, staticReply(200, `{"routes":[{"carrier_id":"a","gateway_group":"g","caller_id_presentation":"private"}]}`))
 	r := newTestResolver(t, Options{APIURL: api.URL})
 	d := r.lookup(t, testRequest("1"))
-	if d.Source != SourceLCR || len(d.Routes) != 1 || d.Routes[0].CallerIDPresentation != "private" {
+	if d.Source != route.SourceLCR || len(d.Routes) != 1 || d.Routes[0].CallerIDPresentation != "private" {
 		t.Fatalf("decision %+v", d)
 	}
 }
@@ -171,7 +171,7 @@ func TestCacheHitAvoidsAPI(t *testing.T) {
 		t.Fatalf("LookupCached %v after %d API requests", ok, api.requests.Load())
 	}
 	for _, d := range []Decision{d1, d2, d3} {
-		if d.Source != SourceLCR || carriers(d.Routes) != "carrier-a" || d.TTL != time.Minute {
+		if d.Source != route.SourceLCR || carriers(d.Routes) != "carrier-a" || d.TTL != time.Minute {
 			t.Fatalf("decision %+v", d)
 		}
 	}
@@ -334,7 +334,7 @@ func TestCoalescing(t *testing.T) {
 	for range n {
 		select {
 		case d := <-decisions:
-			if d.Source != SourceLCR || carriers(d.Routes) != "carrier-a" {
+			if d.Source != route.SourceLCR || carriers(d.Routes) != "carrier-a" {
 				t.Fatalf("decision %+v", d)
 			}
 		case <-time.After(5 * time.Second):
@@ -371,7 +371,7 @@ func TestLookupRacingTheEndOfAFlight(t *testing.T) {
 	r.mu.Unlock()
 	select {
 	case d := <-got:
-		if d.Source != SourceLCR || carriers(d.Routes) != "carrier-a" {
+		if d.Source != route.SourceLCR || carriers(d.Routes) != "carrier-a" {
 			t.Fatalf("decision %+v", d)
 		}
 	case <-time.After(5 * time.Second):
@@ -415,7 +415,7 @@ func TestAPIDown(t *testing.T) {
 					t.Fatalf("took %v", el)
 				}
 				if fallback == "" {
-					if !d.NoDecision || d.Source != SourceNone || d.Routes != nil || d.Reject != nil {
+					if !d.NoDecision || d.Source != route.SourceNone || d.Routes != nil || d.Reject != nil {
 						t.Fatalf("decision %+v, want NoDecision", d)
 					}
 					if n := r.metric(t, metricNoDecisions); n != 1 {
@@ -423,7 +423,7 @@ func TestAPIDown(t *testing.T) {
 					}
 				} else {
 					want := []route.Route{{CarrierID: FallbackCarrierID, GatewayGroup: fallback}}
-					if d.NoDecision || d.Source != SourceFallback || !reflect.DeepEqual(d.Routes, want) {
+					if d.NoDecision || d.Source != route.SourceFallback || !reflect.DeepEqual(d.Routes, want) {
 						t.Fatalf("decision %+v, want the fallback", d)
 					}
 					if n := r.metric(t, metricFallbacks); n != 1 {
@@ -463,7 +463,7 @@ func TestBreaker(t *testing.T) {
 	for i := range 3 {
 		start := time.Now()
 		d := r.lookup(t, testRequest(fmt.Sprint(i)))
-		if el := time.Since(start); d.Source != SourceFallback || el < 100*time.Millisecond {
+		if el := time.Since(start); d.Source != route.SourceFallback || el < 100*time.Millisecond {
 			t.Fatalf("lookup %d: %v after %v", i, d.Source, el)
 		}
 	}
@@ -474,7 +474,7 @@ func TestBreaker(t *testing.T) {
 	for i := range 20 {
 		start := time.Now()
 		d := r.lookup(t, testRequest(fmt.Sprint(100+i)))
-		if el := time.Since(start); el >= 5*time.Millisecond || d.Source != SourceFallback {
+		if el := time.Since(start); el >= 5*time.Millisecond || d.Source != route.SourceFallback {
 			t.Fatalf("open breaker: %v after %v", d.Source, el)
 		}
 	}
@@ -490,7 +490,7 @@ func TestBreaker(t *testing.T) {
 
 	// Cool-down over, API still slow: the trial fails and the breaker opens again.
 	time.Sleep(550 * time.Millisecond)
-	if d := r.lookup(t, testRequest("trial1")); d.Source != SourceFallback {
+	if d := r.lookup(t, testRequest("trial1")); d.Source != route.SourceFallback {
 		t.Fatalf("trial: %v", d.Source)
 	}
 	if s := r.metric(t, metricBreakerState); s != breakerOpen {
@@ -507,13 +507,13 @@ func TestBreaker(t *testing.T) {
 	sleeping = false
 	slow.Unlock()
 	time.Sleep(550 * time.Millisecond)
-	if d := r.lookup(t, testRequest("trial2")); d.Source != SourceLCR {
+	if d := r.lookup(t, testRequest("trial2")); d.Source != route.SourceLCR {
 		t.Fatalf("trial: %v", d.Source)
 	}
 	if s := r.metric(t, metricBreakerState); s != breakerClosed {
 		t.Fatalf("after a good trial: state %v", s)
 	}
-	if d := r.lookup(t, testRequest("after")); d.Source != SourceLCR {
+	if d := r.lookup(t, testRequest("after")); d.Source != route.SourceLCR {
 		t.Fatalf("closed breaker: %v", d.Source)
 	}
 	if !strings.Contains(r.log.String(), "circuit breaker closed") {
@@ -570,7 +570,7 @@ func TestMaxInFlight(t *testing.T) {
 	var got *Decision
 	start := time.Now()
 	r.Lookup(testRequest("3"), func(d Decision) { got = &d })
-	if el := time.Since(start); got == nil || got.Source != SourceFallback || el > 5*time.Millisecond {
+	if el := time.Since(start); got == nil || got.Source != route.SourceFallback || el > 5*time.Millisecond {
 		t.Fatalf("over the bound: %+v after %v, want the fallback at once", got, el)
 	}
 	if n := r.failures(t, "overloaded"); n != 1 {
@@ -578,11 +578,11 @@ func TestMaxInFlight(t *testing.T) {
 	}
 	close(release)
 	for range 3 {
-		if d := <-pending; d.Source != SourceLCR {
+		if d := <-pending; d.Source != route.SourceLCR {
 			t.Fatalf("decision %+v", d)
 		}
 	}
-	if d := r.lookup(t, testRequest("3")); d.Source != SourceLCR {
+	if d := r.lookup(t, testRequest("3")); d.Source != route.SourceLCR {
 		t.Fatalf("after the flights ended: %v", d.Source)
 	}
 }
@@ -651,7 +651,7 @@ func TestAPIRedirectNotFollowed(t *testing.T) {
 				w.WriteHeader(code)
 			})
 			r := newTestResolver(t, Options{APIURL: api.URL, AuthHeader: "Bearer s3cret", FallbackGatewayGroup: "fb"})
-			if d := r.lookup(t, testRequest("+12025550123")); d.Source != SourceFallback {
+			if d := r.lookup(t, testRequest("+12025550123")); d.Source != route.SourceFallback {
 				t.Fatalf("decision %+v, want the fallback", d)
 			}
 			if n := elsewhere.requests.Load(); n != 0 {

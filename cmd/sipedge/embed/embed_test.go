@@ -35,7 +35,7 @@ func TestOnInviteFiltersAndReorders(t *testing.T) {
 	testtier.RequiresSockets(t)
 	var mu sync.Mutex
 	var seen []string
-	policy := b2bua.Policy{OnInvite: func(r *b2bua.RouteRequest, d *b2bua.Decision) {
+	policy := b2bua.Policy{OnInvite: func(r *route.Request, d *route.Decision) {
 		mu.Lock()
 		seen = append(seen, string(r.Dialed))
 		mu.Unlock()
@@ -77,7 +77,7 @@ func b2i(b bool) int {
 // OnInvite rejects with a code and reason of its own; no carrier is dialled.
 func TestOnInviteRejects(t *testing.T) {
 	testtier.RequiresSockets(t)
-	policy := b2bua.Policy{OnInvite: func(r *b2bua.RouteRequest, d *b2bua.Decision) {
+	policy := b2bua.Policy{OnInvite: func(r *route.Request, d *route.Decision) {
 		if strings.HasPrefix(string(r.Dialed), "1900") {
 			d.Code, d.Reason = 403, "Premium Blocked"
 		}
@@ -175,8 +175,8 @@ func TestOnInviteNoDecision(t *testing.T) {
 	})
 	t.Run("policy", func(t *testing.T) {
 		var mu sync.Mutex
-		var got []b2bua.Decision
-		policy := b2bua.Policy{OnInvite: func(_ *b2bua.RouteRequest, d *b2bua.Decision) {
+		var got []route.Decision
+		policy := b2bua.Policy{OnInvite: func(_ *route.Request, d *route.Decision) {
 			mu.Lock()
 			got = append(got, *d)
 			mu.Unlock()

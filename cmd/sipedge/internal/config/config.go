@@ -21,6 +21,8 @@ package config
 import (
 	_ "embed"
 	"time"
+
+	"github.com/sipedge/sipedge/transport"
 )
 
 // Example is the shipped example configuration (example.yaml): it needs
@@ -37,7 +39,7 @@ type Config struct {
 	// (host an IP address, IPv6 in brackets; the first of each transport is
 	// what sipedge writes into its Via and Contact, unless Advertise is
 	// set). Default udp and tcp on 127.0.0.1:5060.
-	Listen []Listen `yaml:"listen"`
+	Listen []transport.Listen `yaml:"listen"`
 	// Advertise is the address peers reach sipedge at, "IP" or "IP:port",
 	// when it is not the listen address: behind 1:1 NAT, or listening on
 	// 0.0.0.0 or [::], which needs it. sipedge writes it into its Via,
@@ -206,9 +208,6 @@ const (
 	AlgorithmRoundRobin = "round_robin"
 	AlgorithmHash       = "hash"
 
-	TransportUDP = "udp"
-	TransportTCP = "tcp"
-
 	// Call outcomes that count against a member (health.Passive*).
 	OutcomeNoResponse     = "no_response"
 	OutcomeStatus503      = "status_503"
@@ -217,9 +216,9 @@ const (
 
 // Group is a gateway group: one carrier's pool of destinations.
 type Group struct {
-	Name      string `yaml:"name"`
-	Algorithm string `yaml:"algorithm"` // weighted (default), round_robin or hash
-	Transport string `yaml:"transport"` // udp (default) or tcp
+	Name      string         `yaml:"name"`
+	Algorithm string         `yaml:"algorithm"` // weighted (default), round_robin or hash
+	Transport transport.Kind `yaml:"transport"` // udp (default) or tcp
 	// RerouteCauses overrides lcr.reroute_causes for this carrier (empty =
 	// inherit).
 	RerouteCauses []int       `yaml:"reroute_causes"`

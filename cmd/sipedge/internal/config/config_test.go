@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sipedge/sipedge/transport"
 )
 
 // envOf returns a lookup over m, for Parse.
@@ -76,9 +78,9 @@ gateway:
 func TestExamplesLoad(t *testing.T) {
 	checkIssue4 := func(t *testing.T, c *Config) {
 		t.Helper()
-		want := []Listen{
-			{Transport: "udp", Addr: netip.MustParseAddrPort("127.0.0.1:5060")},
-			{Transport: "tcp", Addr: netip.MustParseAddrPort("127.0.0.1:5060")},
+		want := []transport.Listen{
+			{Transport: transport.UDP, Addr: netip.MustParseAddrPort("127.0.0.1:5060")},
+			{Transport: transport.TCP, Addr: netip.MustParseAddrPort("127.0.0.1:5060")},
 		}
 		if !reflect.DeepEqual(c.Listen, want) {
 			t.Errorf("Listen = %v, want %v", c.Listen, want)
@@ -591,7 +593,7 @@ func TestDefaults(t *testing.T) {
 		{"b2bua.assert_identity", c.B2BUA.AssertIdentity, true},
 		{"b2bua.ring_timeout_secs", c.B2BUA.RingTimeout, 30 * time.Second},
 		{"group algorithm", g.Algorithm, "weighted"},
-		{"group transport", g.Transport, "udp"},
+		{"group transport", g.Transport, transport.UDP},
 		{"group reroute_causes inherit", g.RerouteCauses, []int(nil)},
 		{"probe", g.Probe, Probe{Enabled: false, Interval: 15 * time.Second, Timeout: 2 * time.Second, FailureThreshold: 3, SuccessThreshold: 2, Jitter: 500 * time.Millisecond}},
 		{"passive", g.Passive, Passive{FailureThreshold: 3, HalfOpenCalls: 3, DownTime: 30 * time.Second, MaxRetryAfter: 300 * time.Second}},

@@ -16,6 +16,7 @@ import (
 	"github.com/sipedge/sipedge/ratelimit"
 	"github.com/sipedge/sipedge/route/lcr"
 	"github.com/sipedge/sipedge/shard"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // Defaults come in two steps. preset puts in place, before decoding, the
@@ -25,7 +26,7 @@ import (
 // mean nothing (weight: 0, an empty level) by their defaults.
 
 func (c *Config) preset() {
-	c.Listen = []Listen{
+	c.Listen = []transport.Listen{
 		mustListen("udp://127.0.0.1:5060"),
 		mustListen("tcp://127.0.0.1:5060"),
 	}
@@ -51,8 +52,8 @@ func (g *Group) preset() {
 
 func (c *Cache) preset() { c.LocalTTL = 60 * time.Second }
 
-func mustListen(s string) Listen {
-	var l Listen
+func mustListen(s string) transport.Listen {
+	var l transport.Listen
 	if err := l.UnmarshalText([]byte(s)); err != nil {
 		panic(err)
 	}
@@ -96,7 +97,7 @@ func (c *Config) fill() {
 	for i := range c.Gateway.Groups {
 		g := &c.Gateway.Groups[i]
 		orDefault(&g.Algorithm, AlgorithmWeighted)
-		orDefault(&g.Transport, TransportUDP)
+		orDefault(&g.Transport, transport.UDP)
 		orDefault(&g.Probe.Interval, 15*time.Second)
 		orDefault(&g.Probe.Timeout, 2*time.Second)
 		orDefault(&g.Probe.FailureThreshold, 3)
@@ -220,7 +221,7 @@ func (c *Config) validate(v *validator) {
 	if c.Admin.MetricsAuth && c.Admin.Token == "" {
 		v.errorf("admin.metrics_auth", "true without admin.token: there is no token to require")
 	}
-	seenListen := map[Listen]int{}
+	seenListen := map[transport.Listen]int{}
 	for i, l := range c.Listen {
 		if j, dup := seenListen[l]; dup {
 			v.errorf(fmt.Sprintf("listen[%d]", i), "%q: duplicate of listen[%d]", l.String(), j)
@@ -236,7 +237,7 @@ func (c *Config) validate(v *validator) {
 	if c.Advertise != "" {
 		if ap, err := c.AdvertiseAddr(0); err != nil {
 			v.errorf("advertise", "%q: %v", c.Advertise, err)
-		} else if !slices.ContainsFunc(c.Listen, func(l Listen) bool {
+		} else if !slices.ContainsFunc(c.Listen, func(l transport.Listen) bool {
 			// [::] takes IPv4 too (a dual-stack socket); 0.0.0.0 no IPv6.
 			a := l.Addr.Addr()
 			return a.Is4() == ap.Addr().Is4() || a.Is6() && a.IsUnspecified()
@@ -299,7 +300,6 @@ func (c *Config) validate(v *validator) {
 		p := fmt.Sprintf("gateway.groups[%d]", i)
 		v.name(p+".name", g.Name, seen)
 		v.oneOf(p+".algorithm", g.Algorithm, AlgorithmWeighted, AlgorithmRoundRobin, AlgorithmHash)
-		v.oneOf(p+".transport", g.Transport, TransportUDP, TransportTCP)
 		v.causes(p+".reroute_causes", g.RerouteCauses)
 		for j, code := range g.Probe.HealthyCodes {
 			if code < 100 || code > 699 {

@@ -1,24 +1,26 @@
 // Package server wires sipedge together from its configuration: the
 // sharded runtime (shard), one B2BUA engine per shard (dialog/b2bua), the
-// routing decision (route), the CDR writer (dialog/cdr) and the admin HTTP
-// API. It is the only place that knows all of them; cmd/sipedge runs it,
-// and cmd/sipedge/embed runs it inside another program with that
+// carrier plane (carrier: one Plane, a Shard of it per shard), the routing
+// decision (route/lcr: a Router per shard), the CDR writer (dialog/cdr)
+// and the admin HTTP API. It holds no call or carrier rule of its own: it
+// turns the configuration into those objects, posts what they answer
+// later (an LCR lookup, a CPS reservation in Redis) back to the shard that
+// asked, serves the admin API, and starts and stops them. cmd/sipedge runs
+// it, and cmd/sipedge/embed runs it inside another program with that
 // program's b2bua.Policy (NewWithPolicy), whose OnAnswer and
-// OnRouteFailure run after the server's per-carrier metrics hooks.
+// OnRouteFailure run after the carrier plane's per-carrier metrics.
 //
 // # Trunks
 //
 // The trunks (trunks.go) are the YAML's, fixed, then those the admin API
 // (/v1/trunks) added, which a restart loses. Every change publishes a new
 // b2bua.TrunkSet, which all the engines share through one atomic pointer;
-// calls in progress keep the trunk they began with. What the server keeps
-// per trunk, its ingress CPS key (registered as the trunk is added, at the
-// limit it names) and its LCR attributes, is in a table indexed by
-// b2bua.Trunk.Index: each version of a trunk takes a new index, never
-// reused, so a call's trunk always finds its own. The counter of a trunk's
-// live calls is per name (Server.trunkStats), so a replacement keeps
-// counting the calls of the version it replaced. The flood guard exempts the
-// sources of the set in force.
+// calls in progress keep the trunk they began with, its ingress CPS key
+// (registered as the trunk is added, at the limit it names) and its LCR
+// attributes with it. A trunk's counters (b2bua.TrunkStats: its live calls
+// and metrics) are per name (Server.trunkStats), so a replacement keeps
+// counting the calls of the version it replaced. The flood guard exempts
+// the sources of the set in force.
 //
 // # Static routes
 //
@@ -36,7 +38,7 @@
 //
 // POST /v1/reload (reload.go) re-reads the file the server started from
 // (SetConfigFile) by the start-up rules and applies its reloadable parts:
-// the gateway groups (health.Registry.SyncFixed), the trunks
+// the gateway groups (carrier.Plane.SyncFixed), the trunks
 // (trunks.syncFixed) and, in static mode, the static table. Everything that
 // can be refused is checked before anything changes. The order, groups
 // added and replaced, then trunks, then the table, then groups removed,

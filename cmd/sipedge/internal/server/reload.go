@@ -94,11 +94,11 @@ func (s *Server) reload() (reloadResult, int, error) {
 	// Check all that can be refused before changing anything.
 	groups := healthGroups(cfg)
 	for _, g := range groups {
-		if err := s.cps.checkGroup(g); err != nil {
+		if err := s.carriers.CheckGroup(g); err != nil {
 			return reloadResult{}, http.StatusBadRequest, fmt.Errorf("gateway.groups[%s].%w", g.Name, err)
 		}
 	}
-	plan, err := s.health.PlanFixed(groups)
+	plan, err := s.carriers.PlanFixed(groups)
 	if err != nil {
 		return reloadResult{}, http.StatusBadRequest, fmt.Errorf("gateway.groups: %w", err)
 	}
@@ -120,7 +120,7 @@ func (s *Server) reload() (reloadResult, int, error) {
 	// finds a trunk or route naming a group not there yet.
 	res := reloadResult{RestartRequired: restartRequired(s.cfg, cfg)}
 	var trunkErr error
-	res.GatewayGroups, err = s.health.SyncFixed(groups, func() {
+	res.GatewayGroups, err = s.carriers.SyncFixed(groups, func() {
 		if res.Trunks, trunkErr = s.trunks.syncFixed(cfg.Trunks); trunkErr != nil {
 			return
 		}

@@ -32,17 +32,12 @@ var (
 type trunks struct {
 	cfg     *config.Config // its number policies
 	log     *slog.Logger
-	ingress *ratelimit.Local              // where a trunk's limits.cps is registered
-	stats   func(name string) *trunkStats // a trunk name's live calls and metrics, which every version of the trunk shares
+	ingress *ratelimit.Local                    // where a trunk's limits.cps is registered
+	stats   func(name string) *b2bua.TrunkStats // a trunk name's live calls and metrics, which every version of the trunk shares
 
 	// set is what the engines match requests against: replaced whole, under
 	// mu, on every change.
 	set atomic.Pointer[b2bua.TrunkSet]
-	// data is the server's per-trunk state, by b2bua.Trunk.Index, read on
-	// every new call. Each trunk version takes the next index, never
-	// reused, so a call's *Trunk always finds its own; the slice only grows,
-	// by one small entry per trunk added or replaced.
-	data atomic.Pointer[[]trunkData]
 
 	mu   sync.Mutex
 	list []trunkEntry // guarded by mu
@@ -55,23 +50,9 @@ type trunkEntry struct {
 	bt    b2bua.Trunk
 }
 
-// trunkData is what routing and admission need of a trunk.
-type trunkData struct {
-	attributes map[string]string // the LCR request's; shared read-only with the resolver
-	ingress    trunkLimit
-	stats      *trunkStats // its name's
-}
-
-// trunkLimit is a trunk's ingress CPS key, when it has a limit.
-type trunkLimit struct {
-	key   ratelimit.Key
-	paced bool
-}
-
 // newTrunks builds the YAML's trunks (validated by config).
-func newTrunks(cfg *config.Config, ingress *ratelimit.Local, stats func(string) *trunkStats, log *slog.Logger) (*trunks, error) {
+func newTrunks(cfg *config.Config, ingress *ratelimit.Local, stats func(string) *b2bua.TrunkStats, log *slog.Logger) (*trunks, error) {
 	t := &trunks{cfg: cfg, log: log, ingress: ingress, stats: stats}
-	t.data.Store(new([]trunkData))
 	for _, ct := range cfg.Trunks {
 		e, err := t.entry(ct, true)
 		if err != nil {
@@ -83,22 +64,20 @@ func newTrunks(cfg *config.Config, ingress *ratelimit.Local, stats func(string) 
 	return t, nil
 }
 
-// entry builds a trunk's engine form and registers its ingress CPS key,
-// giving it the next index. It is called under mu, or before sharing.
+// entry builds a trunk's engine form and registers its ingress CPS key. It
+// is called under mu, or before sharing.
 func (t *trunks) entry(ct config.Trunk, fixed bool) (trunkEntry, error) {
-	d := trunkData{attributes: ct.Attributes}
+	bt := b2bua.Trunk{Name: ct.Name, Group: ct.TrunkGroup, Attributes: ct.Attributes, ForceRPort: ct.ForceRPort,
+		MaxCalls: ct.Limits.MaxConcurrentCalls}
 	if ct.Limits.CPS > 0 {
 		// A trunk replaced draws from its key at the new limit.
 		k, err := t.ingress.Register("trunk:"+ct.Name, ct.IngressLimit())
 		if err != nil {
 			return trunkEntry{}, err
 		}
-		d.ingress = trunkLimit{key: k, paced: true}
+		bt.Ingress = &b2bua.TrunkIngress{Limiter: t.ingress, Key: k}
 	}
-	d.stats = t.stats(ct.Name) // once the trunk cannot be refused: its series are kept
-	data := slices.Clone(*t.data.Load())
-	bt := b2bua.Trunk{Name: ct.Name, Group: ct.TrunkGroup, Index: len(data), ForceRPort: ct.ForceRPort,
-		MaxCalls: ct.Limits.MaxConcurrentCalls, Calls: &d.stats.calls, Refused: &d.stats.refused}
+	bt.Stats = t.stats(ct.Name) // once the trunk cannot be refused: its series are kept
 	for _, src := range ct.Sources {
 		bt.Sources = append(bt.Sources, b2bua.Source{Prefix: src.Prefix, Port: src.Port})
 	}
@@ -106,8 +85,6 @@ func (t *trunks) entry(ct config.Trunk, fixed bool) (trunkEntry, error) {
 		// Routing keys on E.164, whatever form the policy shapes into.
 		bt.Normalize = &b2bua.NumberPolicy{CountryCode: np.CountryCode, NationalPrefix: np.NationalPrefix}
 	}
-	data = append(data, d)
-	t.data.Store(&data)
 	return trunkEntry{cfg: ct, fixed: fixed, bt: bt}, nil
 }
 
@@ -118,14 +95,6 @@ func (t *trunks) publish() {
 		bts[i] = t.list[i].bt
 	}
 	t.set.Store(b2bua.NewTrunkSet(bts))
-}
-
-// dataOf returns the server's state of the trunk a call came from.
-func (t *trunks) dataOf(bt *b2bua.Trunk) *trunkData {
-	if data := *t.data.Load(); bt != nil && bt.Index < len(data) {
-		return &data[bt.Index]
-	}
-	return nil
 }
 
 // covers reports whether a is within some trunk's sources: the flood guard
@@ -367,4 +336,23 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 
 func writeError(w http.ResponseWriter, code int, err error) {
 	writeJSON(w, code, map[string]string{"error": err.Error()})
+}
+
+// trunkStats returns name's counters, made on first use. The live calls
+// counter is shared by every shard's engine, so that max_concurrent_calls
+// holds for the node (a per-shard share refused calls early on one shard,
+// and rounded up past the limit across them), and by every version of the
+// trunk: its calls in progress still count against a replacement's limit.
+func (s *Server) trunkStats(name string) *b2bua.TrunkStats {
+	s.trunkMu.Lock()
+	defer s.trunkMu.Unlock()
+	if s.trunkStat == nil {
+		s.trunkStat = make(map[string]*b2bua.TrunkStats)
+	}
+	st := s.trunkStat[name]
+	if st == nil {
+		st = b2bua.NewTrunkStats(s.engineSet, name)
+		s.trunkStat[name] = st
+	}
+	return st
 }

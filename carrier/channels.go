@@ -1,12 +1,11 @@
-package server
+package carrier
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/VictoriaMetrics/metrics"
-
-	"github.com/sipedge/sipedge/health"
 )
 
 // channels counts each gateway group's calls on this node, from the dial
@@ -30,12 +29,9 @@ type groupChannels struct {
 	inUse atomic.Int64
 }
 
-func newChannels(nodes int, set *metrics.Set, groups []health.GroupConfig) *channels {
+func newChannels(nodes int, set *metrics.Set) *channels {
 	ch := &channels{nodes: int64(max(nodes, 1)), set: set}
 	ch.groups.Store(&map[string]*groupChannels{})
-	for _, g := range groups {
-		ch.setGroup(g.Name, g.MaxConcurrentCalls)
-	}
 	return ch
 }
 
@@ -59,7 +55,11 @@ func (ch *channels) setGroup(name string, limit int) {
 	g.limit.Store((int64(limit) + ch.nodes - 1) / ch.nodes)
 }
 
-// take is the engines' Env.TakeChannel.
+// take counts a call about to be dialled on a route naming group against
+// its limit, before a member is picked: ok false when the limit is
+// reached; counted false when nothing counts the group's calls (no such
+// group: the route's next hop). A call counted gives its channel back
+// through release once, when it moves on to another carrier or ends.
 func (ch *channels) take(group string) (counted, ok bool) {
 	g := (*ch.groups.Load())[group]
 	if g == nil {
@@ -73,10 +73,18 @@ func (ch *channels) take(group string) (counted, ok bool) {
 	return true, true
 }
 
-// release is the engines' Env.ReleaseChannel, for a call take counted: its
-// group's entry is never dropped.
+// release gives back a channel take counted: its group's entry is never
+// dropped.
 func (ch *channels) release(group string) {
 	if g := (*ch.groups.Load())[group]; g != nil {
 		g.inUse.Add(-1)
 	}
+}
+
+// escapeLabel escapes a Prometheus label value.
+func escapeLabel(s string) string {
+	if !strings.ContainsAny(s, "\\\"\n") {
+		return s
+	}
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
 }

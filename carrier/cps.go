@@ -1,9 +1,8 @@
-package server
+package carrier
 
 import (
 	"bytes"
 	"cmp"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -12,19 +11,16 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
-	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/ratelimit"
 	"github.com/sipedge/sipedge/route"
 )
 
-// cps holds the egress limits (one key per carrier account, in Redis when
-// configured) and the groups' CPS reject matchers.
+// cps holds the carriers' calls-per-second accounts (one key per account,
+// in Redis when configured) and the groups' CPS reject matchers.
 type cps struct {
 	limiter *ratelimit.Limiter
 	log     *slog.Logger
-	ingress *ratelimit.Local // trunks' ingress CPS (their keys: trunkData): in process, no Redis on the way in
 
 	// groups maps a gateway group to its account's key and its CPS reject
 	// matchers. Read lock-free on every paced dial; replaced whole, under
@@ -59,40 +55,28 @@ type routeKey struct {
 // them, and every one is kept for the node's life.
 const maxRouteAccounts = 10000
 
-func newCPS(cfg *config.Config, s *Server) (*cps, error) {
-	c := &cps{log: s.log}
-	var err error
-	if c.ingress, err = ratelimit.NewLocal(ratelimit.Options{}); err != nil {
-		return nil, err
-	}
-	c.limiter, err = ratelimit.New(ratelimit.Options{Config: ratelimit.Config{Redis: cfg.RateLimit.Redis,
-		DeadlineMS: int(cfg.RateLimit.Deadline / time.Millisecond), FailureMode: ratelimit.FailureMode(cfg.RateLimit.FailureMode),
-		Nodes: cfg.RateLimit.Nodes}, Batch: cfg.RateLimit.Batch, BatchMinRate: cfg.RateLimit.BatchMinRate,
-		Metrics: s.cpsSet, Logger: s.log})
-	if errors.Is(err, ratelimit.ErrRedisURL) {
-		return nil, fmt.Errorf("ratelimit.redis: %w", err)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("ratelimit: %w", err)
-	}
-	groups := make(map[string]groupLimit)
-	for _, g := range healthGroups(cfg) {
+// newCPS registers the accounts of groups, the configuration's: a group
+// sharing an account with one before it draws from that account at its
+// limit.
+func newCPS(limiter *ratelimit.Limiter, log *slog.Logger, groups []health.GroupConfig) (*cps, error) {
+	c := &cps{limiter: limiter, log: log}
+	m := make(map[string]groupLimit)
+	for _, g := range groups {
 		gl := groupLimit{rejects: g.CPSReject}
 		if g.CPS != nil {
-			// A YAML group sharing an account with one before it draws
-			// from that account at its limit.
 			name := cmp.Or(g.CPS.Key, g.Name)
-			k, ok := c.limiter.Lookup(name)
+			k, ok := limiter.Lookup(name)
 			if !ok {
-				if k, err = c.limiter.Register(name, limitOf(g.CPS)); err != nil {
+				var err error
+				if k, err = limiter.Register(name, limitOf(g.CPS)); err != nil {
 					return nil, fmt.Errorf("gateway.groups[%s].cps: %w", g.Name, err)
 				}
 			}
 			gl.key, gl.paced = k, true
 		}
-		groups[g.Name] = gl
+		m[g.Name] = gl
 	}
-	c.groups.Store(&groups)
+	c.groups.Store(&m)
 	return c, nil
 }
 
@@ -101,9 +85,9 @@ func limitOf(c *health.CPSConfig) ratelimit.Limit {
 	return ratelimit.Limit{Rate: c.Rate, Burst: c.Burst, MaxWait: c.MaxWait()}
 }
 
-// addGroup is the health registry's OnAdd: a group added or replaced at run
-// time draws from its account at the limit it names, which becomes the
-// account's (as a route's cps does); an invalid limit refuses the group.
+// addGroup applies a group added or replaced at run time: it draws from
+// its account at the limit it names, which becomes the account's (as a
+// route's cps does); an invalid limit refuses the group.
 func (c *cps) addGroup(g health.GroupConfig) error {
 	gl := groupLimit{rejects: g.CPSReject}
 	if g.CPS != nil {
@@ -119,7 +103,7 @@ func (c *cps) addGroup(g health.GroupConfig) error {
 
 // checkGroup returns the error addGroup would return for g, registering
 // nothing: a reload checks all its groups before it adds any.
-func (c *cps) checkGroup(g health.GroupConfig) error {
+func checkGroup(g health.GroupConfig) error {
 	if g.CPS == nil {
 		return nil
 	}
@@ -129,8 +113,8 @@ func (c *cps) checkGroup(g health.GroupConfig) error {
 	return nil
 }
 
-// removeGroup is the health registry's OnRemove. The account's key stays
-// registered: other groups and routes may share it.
+// removeGroup forgets a group. The account's key stays registered: other
+// groups and routes may share it.
 func (c *cps) removeGroup(name string) { c.setGroup(name, nil) }
 
 // setGroup publishes a copy of the groups with name's entry set to gl, or
@@ -147,26 +131,13 @@ func (c *cps) setGroup(name string, gl *groupLimit) {
 	c.groups.Store(&next)
 }
 
-// admit is the engines' Env.Admit: the trunk's ingress CPS.
-func (a *shardApp) admit(t *b2bua.Trunk) (time.Duration, bool) {
-	td := a.s.trunks.dataOf(t)
-	if td == nil || !td.ingress.paced {
-		return 0, true
-	}
-	if d := a.s.cps.ingress.Reserve(td.ingress.key, a.sh.Now()); d.Over {
-		td.stats.cps.Inc()
-		return time.Second, false
-	}
-	return 0, true
-}
-
-// keyOf returns the account a dial to t for route r draws from: the
+// keyOf returns the account a dial of route r in group draws from: the
 // route's own cps (from the API), else its gateway group's.
-func (c *cps) keyOf(r *route.Route, t *b2bua.Target) (ratelimit.Key, bool) {
+func (c *cps) keyOf(r *route.Route, group string) (ratelimit.Key, bool) {
 	if r != nil && r.CPS != nil && r.CPS.Rate > 0 {
 		return c.routeKey(r)
 	}
-	g := (*c.groups.Load())[t.Group]
+	g := (*c.groups.Load())[group]
 	return g.key, g.paced
 }
 
@@ -209,7 +180,8 @@ func (c *cps) routeKey(r *route.Route) (ratelimit.Key, bool) {
 	return k, true
 }
 
-// routeLimit is the limit of a route's own cps: max_wait_ms absent is 1 s.
+// routeLimit is the limiter's limit of a route's own cps: max_wait_ms
+// absent is 1 s.
 func routeLimit(c *route.CPS) ratelimit.Limit {
 	lim := ratelimit.Limit{Rate: c.Rate, Burst: c.Burst, MaxWait: time.Second}
 	if w := c.MaxWaitMs; w != nil {
@@ -218,34 +190,19 @@ func routeLimit(c *route.CPS) ratelimit.Limit {
 	return lim
 }
 
-// pace is the engines' Env.Pace: a slot of the carrier account's budget.
-func (a *shardApp) pace(r *route.Route, t *b2bua.Target, ref uint64) b2bua.PaceResult {
-	k, ok := a.s.cps.keyOf(r, t)
-	if !ok {
-		return b2bua.PaceResult{}
-	}
-	sh, eng := a.sh, a.eng
-	d, now := a.s.cps.limiter.ReserveAsync(k, func(d ratelimit.Decision) {
-		sh.Post(func() { eng.Paced(ref, b2bua.PaceResult{Wait: d.Wait, Over: d.Over}, sh.Now()) })
-	})
-	if !now {
-		return b2bua.PaceResult{Pending: true}
-	}
-	return b2bua.PaceResult{Wait: d.Wait, Over: d.Over}
-}
-
-// cpsReject is the engines' Env.CPSReject: the group's matchers (a code,
-// and text the reason phrase or the Reason header must contain); a match
-// backs off the limiter of the account the dial drew from, the route's own
-// or the group's (AIMD), and retries after a jittered delay (the seed's
-// 0.6 to 1.6 s).
-func (a *shardApp) cpsReject(r *route.Route, t *b2bua.Target, code int, phrase, reason []byte) (time.Duration, bool) {
-	for _, m := range (*a.s.cps.groups.Load())[t.Group].rejects {
+// reject tells whether a final response to a dial of d is its carrier
+// refusing the call over its CPS limit: the group's matchers (a code, and
+// text the reason phrase or the Reason header must contain). A match backs
+// off the limiter of the account the dial drew from, the route's own or
+// the group's (AIMD), and the dial is retried after a jittered delay, 0.6
+// to 1.6 s.
+func (c *cps) reject(d *Dial, code int, phrase, reason []byte) (time.Duration, bool) {
+	for _, m := range (*c.groups.Load())[d.Group].rejects {
 		if m.Code != code || m.Reason != "" && !containsFold(phrase, m.Reason) && !containsFold(reason, m.Reason) {
 			continue
 		}
-		if k, ok := a.s.cps.keyOf(r, t); ok {
-			a.s.cps.limiter.Backoff(k)
+		if k, ok := c.keyOf(d.route, d.Group); ok {
+			c.limiter.Backoff(k)
 		}
 		return 600*time.Millisecond + rand.N(time.Second), true
 	}

@@ -1,11 +1,9 @@
-package server
+package carrier
 
 import (
 	"testing"
 
 	"github.com/VictoriaMetrics/metrics"
-
-	"github.com/sipedge/sipedge/health"
 )
 
 // Each node keeps to its share of a group's channels, ceil(limit / nodes);
@@ -13,7 +11,9 @@ import (
 // limits nothing; a next hop of no group is not counted, nor given back
 // to a group added under its name later.
 func TestChannels(t *testing.T) {
-	ch := newChannels(3, metrics.NewSet(), []health.GroupConfig{{Name: "a", MaxConcurrentCalls: 4}, {Name: "b"}})
+	ch := newChannels(3, metrics.NewSet())
+	ch.setGroup("a", 4)
+	ch.setGroup("b", 0)
 	take := func(group string) bool {
 		t.Helper()
 		counted, ok := ch.take(group)

@@ -1,50 +1,37 @@
-package server
+package carrier
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
-
-	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
-	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/ratelimit"
 	"github.com/sipedge/sipedge/route"
 	"github.com/sipedge/sipedge/route/lcr"
 )
 
-// A route from the API may carry its own cps (issue 7): its account is
+// A route from the API may carry its own cps : its account is
 // registered on first use, shared by the routes that name it, its limit
 // follows the latest route, and it paces like a group's.
 func TestRouteCPS(t *testing.T) {
-	cfg := &config.Config{Gateway: config.Gateway{Groups: []config.Group{
-		{Name: "carrier-a", CPS: config.CPS{Rate: 50, MaxWait: time.Second}}}}}
-	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil)), cpsSet: metrics.NewSet()}
-	c, err := newCPS(cfg, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.limiter.Close()
-	group := b2bua.Target{Group: "carrier-a"}
+	c := newTestCPS(t, health.GroupConfig{Name: "carrier-a", CPS: &health.CPSConfig{Rate: 50, Burst: 1, MaxWaitMs: ms(1000)}})
+	const group = "carrier-a"
 	none := 0
 	own := &route.Route{CarrierID: "wholesale-b", CPS: &route.CPS{Rate: 2, MaxWaitMs: &none}}
 
-	gk, ok := c.keyOf(&route.Route{CarrierID: "carrier-a"}, &group)
+	gk, ok := c.keyOf(&route.Route{CarrierID: "carrier-a"}, group)
 	if !ok || gk != (*c.groups.Load())["carrier-a"].key {
 		t.Fatal("a route without cps draws from its group's account")
 	}
-	k, ok := c.keyOf(own, &group)
+	k, ok := c.keyOf(own, group)
 	if !ok || k == gk {
 		t.Fatalf("a route's own cps: key %v ok %v (group's %v)", k, ok, gk)
 	}
-	if k2, _ := c.keyOf(&route.Route{CarrierID: "wholesale-b", CPS: &route.CPS{Rate: 2, MaxWaitMs: &none}}, &group); k2 != k {
+	if k2, _ := c.keyOf(&route.Route{CarrierID: "wholesale-b", CPS: &route.CPS{Rate: 2, MaxWaitMs: &none}}, group); k2 != k {
 		t.Error("the same account twice is two keys")
 	}
-	shared, _ := c.keyOf(&route.Route{CarrierID: "x", CPS: &route.CPS{Rate: 2, MaxWaitMs: &none, Key: "wholesale-b"}}, &group)
+	shared, _ := c.keyOf(&route.Route{CarrierID: "x", CPS: &route.CPS{Rate: 2, MaxWaitMs: &none, Key: "wholesale-b"}}, group)
 	if shared != k {
 		t.Error("a route naming the account's key does not share it")
 	}
@@ -58,7 +45,7 @@ func TestRouteCPS(t *testing.T) {
 	}
 	// The latest limit wins.
 	wait := 1000
-	if k3, _ := c.keyOf(&route.Route{CarrierID: "wholesale-b", CPS: &route.CPS{Rate: 2, MaxWaitMs: &wait}}, &group); k3 != k {
+	if k3, _ := c.keyOf(&route.Route{CarrierID: "wholesale-b", CPS: &route.CPS{Rate: 2, MaxWaitMs: &wait}}, group); k3 != k {
 		t.Fatal("a new limit made a new key")
 	}
 	if d := reserveAt(t, c.limiter, k); d.Over || d.Wait <= 0 {
@@ -76,29 +63,20 @@ func reserveAt(t *testing.T, l *ratelimit.Limiter, k ratelimit.Key) ratelimit.De
 }
 
 // A cps_reject matcher's text is looked for in the reason phrase and in
-// the Reason header (issue 7), and the match backs off the account the
+// the Reason header, and the match backs off the account the
 // dial drew from: the route's own cps when it has one, else the group's.
 func TestCPSRejectMatchAndBackoff(t *testing.T) {
-	cfg := &config.Config{Gateway: config.Gateway{Groups: []config.Group{{Name: "carrier-a",
-		CPS:       config.CPS{Rate: 50, MaxWait: time.Second},
-		CPSReject: []config.CPSReject{{Code: 503, Reason: "cps_limit"}}}}}}
-	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil)), cpsSet: metrics.NewSet()}
-	c, err := newCPS(cfg, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.limiter.Close()
-	s.cps = c
-	a := &shardApp{s: s}
-	target := &b2bua.Target{Group: "carrier-a"}
+	c := newTestCPS(t, health.GroupConfig{Name: "carrier-a", CPS: &health.CPSConfig{Rate: 50, Burst: 1, MaxWaitMs: ms(1000)},
+		CPSReject: []health.CPSReject{{Code: 503, Reason: "cps_limit"}}})
+	dialOf := func(r *route.Route) *Dial { return &Dial{Group: "carrier-a", route: r} }
 	plain := &route.Route{CarrierID: "carrier-a", GatewayGroup: "carrier-a"}
-	if _, ok := a.cpsReject(plain, target, 503, []byte("Service Unavailable"), nil); ok {
+	if _, ok := c.reject(dialOf(plain), 503, []byte("Service Unavailable"), nil); ok {
 		t.Error("a plain 503 matched")
 	}
-	if _, ok := a.cpsReject(plain, target, 503, []byte("Service Unavailable"), []byte(`Q.850;cause=41;text="CPS_LIMIT reached"`)); !ok {
+	if _, ok := c.reject(dialOf(plain), 503, []byte("Service Unavailable"), []byte(`Q.850;cause=41;text="CPS_LIMIT reached"`)); !ok {
 		t.Error("the Reason header's text did not match")
 	}
-	if _, ok := a.cpsReject(plain, target, 503, []byte("CPS_Limit"), nil); !ok {
+	if _, ok := c.reject(dialOf(plain), 503, []byte("CPS_Limit"), nil); !ok {
 		t.Error("the reason phrase's text did not match")
 	}
 	gk := (*c.groups.Load())["carrier-a"].key
@@ -106,9 +84,9 @@ func TestCPSRejectMatchAndBackoff(t *testing.T) {
 		t.Errorf("the group's account rate %v after two rejects, want it backed off", r)
 	}
 	own := &route.Route{CarrierID: "wholesale", GatewayGroup: "carrier-a", CPS: &route.CPS{Rate: 10}}
-	rk, _ := c.keyOf(own, target)
+	rk, _ := c.keyOf(own, "carrier-a")
 	before := c.limiter.Rate(gk)
-	if _, ok := a.cpsReject(own, target, 503, []byte("cps_limit"), nil); !ok {
+	if _, ok := c.reject(dialOf(own), 503, []byte("cps_limit"), nil); !ok {
 		t.Fatal("no match")
 	}
 	if r := c.limiter.Rate(rk); r >= 10 {
@@ -154,14 +132,9 @@ func TestRouteCPSValidIsPaced(t *testing.T) {
 // limit it names, and its CPS rejects are matched; removed, it paces
 // nothing. An invalid limit refuses the group.
 func TestRuntimeGroupCPS(t *testing.T) {
-	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil)), cpsSet: metrics.NewSet()}
-	c, err := newCPS(&config.Config{}, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.limiter.Close()
-	tgt := b2bua.Target{Group: "rt"}
-	if _, ok := c.keyOf(nil, &tgt); ok {
+	c := newTestCPS(t)
+	const tgt = "rt"
+	if _, ok := c.keyOf(nil, tgt); ok {
 		t.Fatal("an unknown group is paced")
 	}
 	if err := c.addGroup(health.GroupConfig{Name: "rt", CPS: &health.CPSConfig{Rate: 0.00001}}); err == nil {
@@ -172,7 +145,7 @@ func TestRuntimeGroupCPS(t *testing.T) {
 	if err := c.addGroup(g); err != nil {
 		t.Fatal(err)
 	}
-	k, ok := c.keyOf(nil, &tgt)
+	k, ok := c.keyOf(nil, tgt)
 	if acct, _ := c.limiter.Lookup("acct"); !ok || k != acct {
 		t.Fatalf("runtime group key %v %v, want the account acct's", k, ok)
 	}
@@ -180,7 +153,7 @@ func TestRuntimeGroupCPS(t *testing.T) {
 		t.Fatalf("rejects %+v", rj)
 	}
 	c.removeGroup("rt")
-	if _, ok := c.keyOf(nil, &tgt); ok {
+	if _, ok := c.keyOf(nil, tgt); ok {
 		t.Fatal("a removed group is still paced")
 	}
 }
@@ -188,24 +161,21 @@ func TestRuntimeGroupCPS(t *testing.T) {
 // checkGroup refuses the limits addGroup refuses, and registers nothing: a
 // reload checks all its groups with it before it adds any.
 func TestCPSCheckGroup(t *testing.T) {
-	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil)), cpsSet: metrics.NewSet()}
-	c, err := newCPS(&config.Config{}, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.limiter.Close()
+	c := newTestCPS(t)
 	good := health.GroupConfig{Name: "good", CPS: &health.CPSConfig{Rate: 10}}
 	bad := health.GroupConfig{Name: "bad", CPS: &health.CPSConfig{Rate: 1, Burst: 1 << 30}} // more than an hour of calls
-	if err := c.checkGroup(good); err != nil {
+	if err := checkGroup(good); err != nil {
 		t.Fatalf("checkGroup(good) = %v", err)
 	}
 	if _, ok := c.limiter.Lookup("good"); ok {
 		t.Fatal("checkGroup registered the group's account")
 	}
-	if err := c.checkGroup(bad); err == nil || c.addGroup(bad) == nil {
+	if err := checkGroup(bad); err == nil || c.addGroup(bad) == nil {
 		t.Fatalf("checkGroup(bad) = %v, and addGroup must refuse it too", err)
 	}
-	if err := c.checkGroup(health.GroupConfig{Name: "unpaced"}); err != nil {
+	if err := checkGroup(health.GroupConfig{Name: "unpaced"}); err != nil {
 		t.Fatalf("checkGroup(no cps) = %v", err)
 	}
 }
+
+func ms(n int64) *int64 { return &n }
