@@ -231,6 +231,10 @@ func (s *Sequence) Reset(routes []Route, opt SequenceOptions) {
 	s.init(routes, opt)
 }
 
+// Options returns the options the sequence runs with: those of its
+// Reset, NewSequence or last Restart.
+func (s *Sequence) Options() SequenceOptions { return s.opt }
+
 // Restart starts the sequence over on routes, as on_failure routing the call
 // again (a fresh call.route(...)): the call then goes through Next again.
 // The attempts made so far are kept, so Attempts (the CDR's lcr_attempts)

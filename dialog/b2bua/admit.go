@@ -121,15 +121,10 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	c.aTxn = a.Txn
 	c.ainv = e.getMsg()
 	c.aInvite = m.CopyTo(c.ainv, e.getBuf())
-	if n := trunk.Normalize; n != nil {
-		// The trunk's numbers in E.164, for routing, the carriers (before
-		// their own policies) and the CDR.
-		c.caller = n.Shape(c.caller, fromURI.User)
-		c.callee = n.Shape(c.callee, ruri.User)
-	} else {
-		c.caller = append(c.caller, fromURI.User...)
-		c.callee = append(c.callee, ruri.User...)
-	}
+	// The trunk's numbers, in E.164 with a number policy: for routing, the
+	// carriers (before their own policies) and the CDR.
+	c.caller = trunk.Number(c.caller, fromURI.User)
+	c.callee = trunk.Number(c.callee, ruri.User)
 	c.fromURI = append(c.fromURI, from.URI...)
 
 	// The A-leg: sipedge is the UAS (RFC 3261 12.1.1).
@@ -211,6 +206,6 @@ func (e *Engine) decided(c *Call, d *route.Decision) {
 	// The B-legs: the carriers one at a time, each a fresh dialog.
 	c.state = stateEarly
 	c.source = d.Source
-	c.seq.Reset(d.Routes, e.cfg.Sequence)
+	c.seq.Reset(d.Routes, c.trunk.sequence(e.cfg.Sequence, d))
 	e.carryOut(c, c.seq.Next(e.now), nil)
 }

@@ -96,7 +96,7 @@ func (e *Engine) carryOut(c *Call, st route.Step, failure *parser.Message) {
 				c.onFailureRan = true
 				act := e.env.Policy.OnFailure(c, code, reason)
 				if len(act.Routes) > 0 {
-					c.seq.Restart(act.Routes, e.cfg.Sequence)
+					c.seq.Restart(act.Routes, c.seq.Options()) // the call's ring bound still
 					st = c.seq.Next(e.now)
 					continue
 				}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
 	"github.com/sipedge/sipedge/dialog/b2bua"
@@ -68,7 +69,7 @@ func newTrunks(cfg *config.Config, ingress *ratelimit.Local, stats func(string) 
 // is called under mu, or before sharing.
 func (t *trunks) entry(ct config.Trunk, fixed bool) (trunkEntry, error) {
 	bt := b2bua.Trunk{Name: ct.Name, Group: ct.TrunkGroup, Attributes: ct.Attributes, ForceRPort: ct.ForceRPort,
-		MaxCalls: ct.Limits.MaxConcurrentCalls}
+		MaxCalls: ct.Limits.MaxConcurrentCalls, RingTimeout: ringBound(ct.RingTimeout)}
 	if ct.Limits.CPS > 0 {
 		// A trunk replaced draws from its key at the new limit.
 		k, err := t.ingress.Register("trunk:"+ct.Name, ct.IngressLimit())
@@ -193,7 +194,12 @@ func (t *trunks) syncFixed(cts []config.Trunk) (health.FixedChanges, error) {
 // trunkJSON is a trunk as the admin API shows it.
 type trunkJSON struct {
 	config.Trunk
-	Fixed bool `json:"fixed"`
+	RingTimeoutSecs int64 `json:"ring_timeout_secs"`
+	Fixed           bool  `json:"fixed"`
+}
+
+func newTrunkJSON(ct config.Trunk, fixed bool) trunkJSON {
+	return trunkJSON{Trunk: ct, RingTimeoutSecs: int64(ct.RingTimeout / time.Second), Fixed: fixed}
 }
 
 // get returns the trunk of that name.
@@ -202,7 +208,7 @@ func (t *trunks) get(name string) (trunkJSON, bool) {
 	defer t.mu.Unlock()
 	for _, e := range t.list {
 		if e.cfg.Name == name {
-			return trunkJSON{Trunk: e.cfg, Fixed: e.fixed}, true
+			return newTrunkJSON(e.cfg, e.fixed), true
 		}
 	}
 	return trunkJSON{}, false
@@ -236,7 +242,7 @@ func (t *trunks) listTrunks(w http.ResponseWriter, _ *http.Request) {
 	t.mu.Lock()
 	out := make([]trunkJSON, len(t.list))
 	for i, e := range t.list {
-		out[i] = trunkJSON{Trunk: e.cfg, Fixed: e.fixed}
+		out[i] = newTrunkJSON(e.cfg, e.fixed)
 	}
 	t.mu.Unlock()
 	writeJSON(w, http.StatusOK, out)
@@ -251,6 +257,8 @@ func (t *trunks) postTrunk(w http.ResponseWriter, req *http.Request) {
 		// Sources shadows the trunk's, parsed here so that an error names
 		// the source (JSON's own errors of a text value name no field).
 		Sources []string `json:"sources"`
+		// Absent: b2bua.ring_timeout_secs.
+		RingTimeoutSecs *int64 `json:"ring_timeout_secs"`
 		// Fixed is what GET shows; a trunk posted back carries it.
 		Fixed bool `json:"fixed"`
 	}
@@ -259,6 +267,14 @@ func (t *trunks) postTrunk(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	ct := body.Trunk
+	ct.RingTimeout = config.InheritRing
+	if n := body.RingTimeoutSecs; n != nil {
+		if *n < 0 || *n > maxTimeoutSecs {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("ring_timeout_secs: %d: want 0 (no ring bound) to %d", *n, maxTimeoutSecs))
+			return
+		}
+		ct.RingTimeout = time.Duration(*n) * time.Second
+	}
 	ct.Sources = make([]config.Source, len(body.Sources))
 	for i, s := range body.Sources {
 		if err := ct.Sources[i].UnmarshalText([]byte(s)); err != nil {
@@ -284,7 +300,7 @@ func (t *trunks) postTrunk(w http.ResponseWriter, req *http.Request) {
 		code, what = http.StatusOK, "trunk replaced"
 	}
 	t.log.Info(what, "trunk", ct.Name)
-	writeJSON(w, code, trunkJSON{Trunk: ct})
+	writeJSON(w, code, newTrunkJSON(ct, false))
 }
 
 func (t *trunks) getTrunk(w http.ResponseWriter, req *http.Request) {
