@@ -12,6 +12,7 @@ import (
 	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/dialog/cdr"
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/route"
 	"github.com/sipedge/sipedge/transport"
 )
 
@@ -349,6 +350,9 @@ type rigOptions struct {
 	// failover routes every call to two carriers, the first of which
 	// answers 503: one failover per call.
 	failover bool
+	// hooks sets a routing policy whose hooks do nothing: what running
+	// them costs a call.
+	hooks bool
 }
 
 // idle is how far tick moves the clock: beyond 64*T1 = 32 s, the longest
@@ -415,6 +419,14 @@ func newRig(tb testing.TB, o rigOptions) *rig {
 		Router:     routes,
 		CDR:        r,
 		Log:        slog.New(slog.DiscardHandler), // a failover per call logs at info
+	}
+	if o.hooks {
+		env.Policy = b2bua.Policy{
+			OnInvite:       func(*route.Request, *route.Decision) {},
+			OnAnswer:       func(*b2bua.Call, *route.Route) {},
+			OnRouteFailure: func(*b2bua.Call, *route.Route, route.Attempt) {},
+			OnFailure:      func(*b2bua.Call, int, string) b2bua.FailureAction { return b2bua.FailureAction{} },
+		}
 	}
 	e, err := b2bua.New(cfg, env)
 	if err != nil {

@@ -192,7 +192,12 @@ func (e *Engine) decided(c *Call, d *route.Decision) {
 		}
 		rr := &e.tmp.rr
 		e.routeRequest(rr, c, to.URI)
-		e.env.Policy.OnInvite(rr, d)
+		if !e.onInvite(c, rr, d) {
+			// The policy's verdict is unknown: the call routed without it
+			// could go where the policy meant to refuse (a blocked
+			// destination, a customer over its credit).
+			*d = route.Decision{Code: 500, Reason: "Server Internal Error"}
+		}
 	}
 	if d.Code != 0 || len(d.Routes) == 0 && d.Source == route.SourceNone {
 		code, reason := d.Code, d.Reason

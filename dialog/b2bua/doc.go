@@ -73,6 +73,8 @@
 // OnFailure runs once per call, when every carrier failed, and its
 // FailureAction may pick the caller's response or route the call again.
 // Hooks must not block, nor keep what they are given past their return.
+// A hook that panics is recovered (hooks.go): the call gets sipedge's own
+// answer, and the panic is logged and counted (sipedge_policy_panics_total).
 //
 // # Trunks
 //
@@ -136,7 +138,7 @@
 // carrier's B-leg INVITE and its pacing), failover.go (the failover
 // sequence's steps, each attempt reported), attempt.go (the carrier in
 // flight), shaping.go (a carrier's view of the numbers and identity),
-// auth.go (the carriers' challenges), answer.go (the carrier's responses
+// auth.go (the carriers' challenges), hooks.go (the policy's hooks, guarded), answer.go (the carrier's responses
 // relayed, the 2xx and its ACK), cancel.go (the caller's CANCEL),
 // indialog.go (requests in the dialog, and BYE), teardown.go (dialogs no
 // call keeps: late and forked 2xx), call.go (a call's state and end),

@@ -94,7 +94,7 @@ func (e *Engine) carryOut(c *Call, st route.Step, failure *parser.Message) {
 			}
 			if e.env.Policy.OnFailure != nil && !c.onFailureRan {
 				c.onFailureRan = true
-				act := e.env.Policy.OnFailure(c, code, reason)
+				act := e.onFailure(c, code, reason)
 				if len(act.Routes) > 0 {
 					c.seq.Restart(act.Routes, c.seq.Options()) // the call's ring bound still
 					st = c.seq.Next(e.now)
@@ -161,7 +161,7 @@ func (e *Engine) attemptFailed(c *Call, st route.Step, abandoned bool) {
 	}
 	e.env.Carriers.Report(rep)
 	if e.env.Policy.OnRouteFailure != nil {
-		e.env.Policy.OnRouteFailure(c, r, a)
+		e.onRouteFailure(c, r, a)
 	}
 }
 
@@ -178,7 +178,7 @@ func (e *Engine) answered(c *Call) {
 		Number: c.callee, Code: c.finalCode, Dialed: true, Invite: dialed, Progress: progress, Answer: c.tAnswer}
 	e.env.Carriers.Report(&e.tmp.rep)
 	if e.env.Policy.OnAnswer != nil {
-		e.env.Policy.OnAnswer(c, r)
+		e.onAnswer(c, r)
 	}
 }
 

@@ -28,6 +28,7 @@ type engineMetrics struct {
 	// Carriers' challenges to B-leg INVITEs, by what became of them.
 	authAnswered, authNoCredentials, authUnanswerable, authRefused *vm.Counter
 	active                                                         *vm.Gauge
+	hookPanics                                                     [numHooks]*vm.Counter // by hook (hooks.go)
 }
 
 // txnMetrics export the transaction table's state, read when scraped.
@@ -51,7 +52,12 @@ func newMetrics(set *vm.Set, shard int) engineMetrics {
 		set = vm.NewSet()
 	}
 	name := func(n string) string { return fmt.Sprintf(`%s{shard="%d"}`, n, shard) }
+	var hookPanics [numHooks]*vm.Counter
+	for h := range hookPanics {
+		hookPanics[h] = set.NewCounter(fmt.Sprintf(`sipedge_policy_panics_total{shard="%d",hook=%q}`, shard, hookNames[h]))
+	}
 	return engineMetrics{
+		hookPanics:        hookPanics,
 		started:           set.NewCounter(name("sipedge_calls_started_total")),
 		answered:          set.NewCounter(name("sipedge_calls_answered_total")),
 		ended:             set.NewCounter(name("sipedge_calls_ended_total")),
