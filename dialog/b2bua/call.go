@@ -343,16 +343,10 @@ func (e *Engine) EndAll(now time.Duration) int {
 	e.now = now
 	n := 0
 	for _, c := range e.calls.list {
-		switch {
-		case c.state == stateFree:
-			continue
-		case c.answered:
-			e.hangup(c, cdr.HangupSystem)
-		default:
-			c.hangup = cdr.HangupSystem
-			e.failCall(c, 503, "Service Unavailable", nil)
+		if c.state != stateFree {
+			e.endCall(c, cdr.HangupSystem)
+			n++
 		}
-		n++
 	}
 	return n
 }

@@ -128,10 +128,11 @@ const (
 	HangupCaller                   // "caller": the A side (BYE or CANCEL from the caller)
 	HangupCallee                   // "callee": the B side (BYE from the callee)
 	HangupSystem                   // "system": sipedge (maximum duration, orphan reaping, shutdown)
+	HangupAdmin                    // "admin": an operator, through the admin API (DELETE /v1/calls/{a_call_id})
 	numHangupSides
 )
 
-var hangupNames = [numHangupSides]string{"", "caller", "callee", "system"}
+var hangupNames = [numHangupSides]string{"", "caller", "callee", "system", "admin"}
 
 // String returns the value written in hangup_side.
 func (h HangupSide) String() string {

@@ -34,6 +34,15 @@
 // YAML's table. The flood guard exempts the YAML table's next hops from the
 // start, a new table's once dialled.
 //
+// # Live calls
+//
+// GET /v1/calls and DELETE /v1/calls/{a_call_id} (calls.go) reach the
+// calls where they live, on their shards: a listing posts
+// Engine.AppendCalls to every shard and gathers the answers (at most
+// shardWait; a shard that is late is named, not waited for), an end posts
+// Engine.EndCall to the shard the Call-ID hashes to (shard.Server.OwnerOf).
+// Nothing on the call path takes a lock for them.
+//
 // # Reload
 //
 // POST /v1/reload (reload.go) re-reads the file the server started from
