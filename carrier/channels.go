@@ -73,6 +73,17 @@ func (ch *channels) take(group string) (counted, ok bool) {
 	return true, true
 }
 
+// full reports whether take would refuse a call on group now, taking
+// nothing: a dry run's view.
+func (ch *channels) full(group string) bool {
+	g := (*ch.groups.Load())[group]
+	if g == nil {
+		return false
+	}
+	lim := g.limit.Load()
+	return lim > 0 && g.inUse.Load() >= lim
+}
+
 // release gives back a channel take counted: its group's entry is never
 // dropped.
 func (ch *channels) release(group string) {

@@ -10,6 +10,8 @@
 //   - Pick chooses a member of a group, per dial, from the calling shard's
 //     own Selector (not safe for concurrent use; one per shard). It does not
 //     allocate once that Selector has seen the group's current version.
+//   - Peek says which member Pick would choose, taking nothing (no
+//     trial call, no rotation moved): a dry run's, from any goroutine.
 //   - ReportCall records what a real call said about the member Pick
 //     returned; call it exactly once per Member returned with OK.
 //   - Cooldown skips a member for a while (a 503 with Retry-After), at

@@ -116,6 +116,8 @@ func (r *Registry) Pick(name string, key uint64, sel *Selector) (Member, Result)
 	// between the choice and the reservation (or its name stop resolving):
 	// choose again, at most once per member.
 	for range len(g.members) + 1 {
+		// choose's switch, inline: the call cost each Pick a dozen
+		// instructions.
 		var i int
 		switch g.alg {
 		case algWeighted:
@@ -136,6 +138,41 @@ func (r *Registry) Pick(name string, key uint64, sel *Selector) (Member, Result)
 		return Member{Group: g.name, URI: m.uri, Addr: *ap, Transport: g.transport, Index: m.index, st: m.st}, OK
 	}
 	return Member{}, g.noneResult()
+}
+
+// Peek returns the member Pick would choose now for key, taking nothing: no
+// half-open trial call, and no shard's rotation moved (it chooses with a
+// fresh Selector: for a hash group the member key maps to, as Pick; for
+// weighted and round_robin the rotation's first choice, which a shard's
+// own rotation may have moved past). A dry run's view of the group (the
+// admin API's POST /v1/route): any goroutine may call it, it allocates,
+// and its Member is not to be reported (ReportCall).
+func (r *Registry) Peek(name string, key uint64) (Member, Result) {
+	g := r.snap.Load().groups[name]
+	if g == nil {
+		return Member{}, UnknownGroup
+	}
+	now := lazyNow{r: r}
+	var sel Selector
+	if i := g.choose(sel.state(g), key, &now); i >= 0 {
+		m := &g.members[i]
+		if ap := m.st.addr.Load(); ap != nil {
+			return Member{Group: g.name, URI: m.uri, Addr: *ap, Transport: g.transport, Index: m.index}, OK
+		}
+	}
+	return Member{}, g.noneResult()
+}
+
+// choose returns the index of the usable member g's algorithm chooses, -1
+// when none is usable.
+func (g *group) choose(ss *selState, key uint64, now *lazyNow) int {
+	switch g.alg {
+	case algWeighted:
+		return g.pickWeighted(ss, now)
+	case algRoundRobin:
+		return g.pickRoundRobin(ss, now)
+	}
+	return g.pickHash(key, now)
 }
 
 // noneResult is Pick's result when no member can be chosen.
