@@ -9,11 +9,14 @@ import (
 )
 
 // localHost returns sipedge's host:port for a leg's transport.
-func (e *Engine) localHost(l *leg) string {
-	if l.peer.Transport == transport.TCP && e.cfg.LocalTCP != "" {
-		return e.cfg.LocalTCP
+func (e *Engine) localHost(l *leg) string { return e.cfg.localHost(l.peer.Transport) }
+
+// localHost returns sipedge's host:port for transport k.
+func (cfg *Config) localHost(k transport.Kind) string {
+	if k == transport.TCP && cfg.LocalTCP != "" {
+		return cfg.LocalTCP
 	}
-	return e.cfg.LocalUDP
+	return cfg.LocalUDP
 }
 
 // appendContact appends sipedge's Contact for a leg (RFC 3261 8.1.1.8).

@@ -139,6 +139,7 @@
 // carrier's B-leg INVITE and its pacing), failover.go (the failover
 // sequence's steps, each attempt reported), attempt.go (the carrier in
 // flight), shaping.go (a carrier's view of the numbers and identity),
+// present.go (the same, for a dry run: Config.Present),
 // auth.go (the carriers' challenges), hooks.go (the policy's hooks, each
 // guarded against a panic), answer.go (the carrier's responses relayed,
 // the 2xx and its ACK), cancel.go (the caller's CANCEL), indialog.go

@@ -59,10 +59,10 @@ func (t *Trunk) Number(dst, num []byte) []byte {
 	return append(dst, num...)
 }
 
-// sequence returns the failover options of a call from the trunk whose
-// decision is d: the engine's, with the trunk's ring bound, then the
-// decision's.
-func (t *Trunk) sequence(opts route.SequenceOptions, d *route.Decision) route.SequenceOptions {
+// Sequence returns the failover options of a call from the trunk whose
+// decision is d: opts (the engine's, Config.Sequence), with the trunk's
+// ring bound, then the decision's.
+func (t *Trunk) Sequence(opts route.SequenceOptions, d *route.Decision) route.SequenceOptions {
 	if t.RingTimeout != 0 {
 		opts.RingTimeout = t.RingTimeout
 	}

@@ -34,6 +34,16 @@
 // YAML's table. The flood guard exempts the YAML table's next hops from the
 // start, a new table's once dialled.
 //
+// # Dry runs
+//
+// POST /v1/route and sipedge route (dryrun.go) say where a call would go
+// without placing it, from the libraries' own side-effect-free views: the
+// decision (lcr.Resolver.Explain), each carrier (carrier.Plane.Preview)
+// and what its INVITE would carry (b2bua.Config.Present). On a running
+// node they read its live state; RouteFromConfig builds the parts from the
+// configuration alone (no probes, no Redis, no calls). Both answer a
+// RouteAnswer; WriteRoute prints it.
+//
 // # Live calls
 //
 // GET /v1/calls and DELETE /v1/calls/{a_call_id} (calls.go) reach the

@@ -444,6 +444,7 @@ func (s *Server) startAdmin() error {
 	mux.Handle("/v1/trunks/", trunks)
 	mux.Handle("/v1/lcr/static_routes", serialized(&s.changeMu, s.staticRoutes.handler()))
 	mux.HandleFunc("POST /v1/reload", s.postReload)
+	mux.HandleFunc("POST /v1/route", s.postRoute)
 	mux.HandleFunc("GET /v1/calls", s.getCalls)
 	mux.HandleFunc("DELETE /v1/calls/{a_call_id}", s.deleteCall)
 	ln, err := net.Listen("tcp", s.cfg.Admin.Listen.String())

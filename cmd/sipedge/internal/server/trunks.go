@@ -202,6 +202,19 @@ func newTrunkJSON(ct config.Trunk, fixed bool) trunkJSON {
 	return trunkJSON{Trunk: ct, RingTimeoutSecs: int64(ct.RingTimeout / time.Second), Fixed: fixed}
 }
 
+// lookup returns the trunk of that name as the engines see it, the first
+// one when name is "".
+func (t *trunks) lookup(name string) (b2bua.Trunk, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, e := range t.list {
+		if name == "" || e.cfg.Name == name {
+			return e.bt, true
+		}
+	}
+	return b2bua.Trunk{}, false
+}
+
 // get returns the trunk of that name.
 func (t *trunks) get(name string) (trunkJSON, bool) {
 	t.mu.Lock()
