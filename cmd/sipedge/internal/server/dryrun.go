@@ -108,13 +108,13 @@ type CarrierWhy struct {
 	Currency     string  `json:"currency,omitempty"`
 	// Skip, when set, is why the carrier would be skipped undialled (a
 	// route.Reason constant, or disabled, demoted), with SkipDetail.
-	Skip       string `json:"skip,omitempty"`
-	SkipDetail string `json:"skip_detail,omitempty"`
-	Dial       *Dial  `json:"dial,omitempty"`
+	Skip       string   `json:"skip,omitempty"`
+	SkipDetail string   `json:"skip_detail,omitempty"`
+	Dial       *DialWhy `json:"dial,omitempty"`
 }
 
-// Dial is how a carrier would be dialled.
-type Dial struct {
+// DialWhy is how a carrier would be dialled.
+type DialWhy struct {
 	// Gateway is the member's URI (a gateway group) or the next hop as the
 	// route wrote it; Member its place in the group's destinations (-1:
 	// a next hop); Address and Transport where the INVITE goes.
@@ -183,10 +183,12 @@ func (dr *dryRun) route(ctx context.Context, q RouteQuery) (RouteAnswer, error) 
 		s := t.Sources[0]
 		src.Addr = netip.AddrPortFrom(s.Prefix.Addr(), cmp.Or(s.Port, transport.UDP.DefaultPort()))
 	}
-	local := hostOnlyOf(dr.engine.LocalUDP)
+	from := fmt.Appendf(nil, "sip:%s", src.Addr.Addr())
+	if len(caller) > 0 {
+		from = fmt.Appendf(nil, "sip:%s@%s", caller, src.Addr.Addr())
+	}
 	rq := route.Request{CallID: []byte(q.CallID), Trunk: t.Name, TrunkGroup: t.Group, Attributes: t.Attributes,
-		Dialed: dialed, From: fmt.Appendf(nil, "sip:%s@%s", caller, src.Addr.Addr()), To: fmt.Appendf(nil, "sip:%s@%s", q.To, local),
-		Source: src}
+		Dialed: dialed, From: from, To: fmt.Appendf(nil, "sip:%s@%s", q.To, hostOnlyOf(dr.engine.LocalUDP)), Source: src}
 	var static *lcr.StaticTable
 	if dr.static != nil {
 		static = dr.static()
@@ -232,7 +234,7 @@ func (dr *dryRun) carrier(ctx context.Context, r *route.Route, opts *route.Seque
 		return c, nil
 	}
 	p := dr.engine.Present(caller, dialed, r, &pv.Dial)
-	dl := &Dial{Gateway: pv.Dial.Gateway.URI, Member: pv.Dial.Gateway.Index, Address: pv.Dial.Peer.Addr.String(),
+	dl := &DialWhy{Gateway: pv.Dial.Gateway.URI, Member: pv.Dial.Gateway.Index, Address: pv.Dial.Peer.Addr.String(),
 		Transport: pv.Dial.Peer.Transport.Name(), RURI: p.RequestURI, To: p.To, From: p.From,
 		PAssertedIdentity: p.PAssertedIdentity, Privacy: p.Privacy, CallerID: p.CallerID, Presentation: "allowed",
 		TechPrefix: r.TechPrefix, NumberPolicy: p.NumberPolicy, Headers: p.Headers, Warnings: p.Warnings,
