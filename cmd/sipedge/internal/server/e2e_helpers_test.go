@@ -57,6 +57,7 @@ type e2eOpts struct {
 	ipv6                  bool   // sipedge and the peers on ::1
 	group                 string // more keys of carrier-a's group, as "key: value, ..."
 	advertise             string // config advertise; default none
+	fleet                 string // the fleet section's keys, "redis: ..., node_id: ..."; default none
 }
 
 type e2e struct {
@@ -159,7 +160,8 @@ lcr:
       routes:
         - { carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004 }
 cdr: { file: %[6]q }
-`, e.port, o.drainSecs, o.trunkSource, transport, e.carrier.addr(), e.cdrPath, listen, advertise, group)
+fleet: { %[10]s }
+`, e.port, o.drainSecs, o.trunkSource, transport, e.carrier.addr(), e.cdrPath, listen, advertise, group, o.fleet)
 	e.run(yaml, logs)
 
 	if o.callerTCP {

@@ -23,6 +23,7 @@ import (
 	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/dialog/cdr"
 	"github.com/sipedge/sipedge/dialog/txn"
+	"github.com/sipedge/sipedge/fleet"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/ratelimit"
 	"github.com/sipedge/sipedge/route"
@@ -39,6 +40,7 @@ type Server struct {
 	policy  b2bua.Policy // the embedder's hooks
 	rt      *shard.Server
 	engines []*b2bua.Engine
+	live    atomic.Pointer[[]*b2bua.Engine] // engines, once all are built: what LiveCalls reads from any goroutine
 	cdr     *cdr.Writer
 	lcr     *lcr.Resolver
 	// static is the static rate table the shards route by, read once per
@@ -50,8 +52,12 @@ type Server struct {
 	carriers *carrier.Plane
 	trunks   *trunks // the YAML's and the admin API's
 	apps     []*shardApp
+	// fleet is this node's membership of the fleet (fleet:), or the node
+	// alone, in process: the carrier plane's and trunks' channel limits,
+	// the shared runtime state, decision drops and the call journal.
+	fleet *fleet.Fleet
 
-	runtimeSet, engineSet, cdrSet, lcrSet, healthSet, cpsSet, adminSet *metrics.Set
+	runtimeSet, engineSet, cdrSet, lcrSet, healthSet, cpsSet, adminSet, fleetSet *metrics.Set
 
 	// configFile is the file cfg came from, "" for the embedded example;
 	// POST /v1/reload reads it again. cfg stays what sipedge started with:
@@ -84,7 +90,7 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 	}
 	s := &Server{cfg: cfg, log: log, policy: policy, runtimeSet: metrics.NewSet(), engineSet: metrics.NewSet(),
 		cdrSet: metrics.NewSet(), lcrSet: metrics.NewSet(), healthSet: metrics.NewSet(), cpsSet: metrics.NewSet(),
-		adminSet: metrics.NewSet()}
+		adminSet: metrics.NewSet(), fleetSet: metrics.NewSet()}
 	s.reloadsOK = s.adminSet.NewCounter(`sipedge_config_reloads_total{result="ok"}`)
 	s.reloadsRefused = s.adminSet.NewCounter(`sipedge_config_reloads_total{result="refused"}`)
 	for _, name := range cfg.B2BUA.HeaderPolicy.Allow {
@@ -100,6 +106,16 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 	fail := func(err error) (*Server, error) {
 		s.closeParts(context.Background())
 		return nil, err
+	}
+	maxSize := int64(cfg.CDR.MaxSizeMB) << 20
+	if s.cdr, err = cdr.New(cdr.Options{Path: cfg.CDR.File, MaxSize: maxSize, MaxBackups: cfg.CDR.MaxBackups,
+		Queue: cfg.CDR.Queue, Metrics: s.cdrSet, Log: log}); err != nil {
+		return fail(fmt.Errorf("cdr.file: %w", err))
+	}
+	// The fleet before what it keeps (channels, shared state), after what
+	// it calls back (the decision cache, the CDR writer).
+	if s.fleet, err = s.newFleet(); err != nil {
+		return fail(err)
 	}
 	s.staticRoutes = &staticRoutes{cfg: cfg, log: log, routes: cfg.LCR.StaticRoutes,
 		known: func(g string) bool { _, ok := s.carriers.Group(g); return ok }}
@@ -123,11 +139,6 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 	if s.trunks, err = newTrunks(cfg, ingress, s.trunkStats, log); err != nil {
 		return fail(err)
 	}
-	maxSize := int64(cfg.CDR.MaxSizeMB) << 20
-	if s.cdr, err = cdr.New(cdr.Options{Path: cfg.CDR.File, MaxSize: maxSize, MaxBackups: cfg.CDR.MaxBackups,
-		Queue: cfg.CDR.Queue, Metrics: s.cdrSet, Log: log}); err != nil {
-		return fail(fmt.Errorf("cdr.file: %w", err))
-	}
 	sc := shard.Config{Shards: cfg.Shards, Supported: nil,
 		Limits: parser.Limits{MaxMessageSize: cfg.SIP.MaxMessageSize, MaxHeaders: cfg.SIP.MaxHeaders,
 			MaxHeaderLine: cfg.SIP.MaxHeaderLine, MaxVias: cfg.SIP.MaxVias, MaxURILength: cfg.SIP.MaxURILength},
@@ -150,6 +161,8 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 		s.closeParts(context.Background())
 		return nil, err
 	}
+	engines := slices.Clone(s.engines)
+	s.live.Store(&engines)
 	return s, nil
 }
 
@@ -157,7 +170,9 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 // header policy lists (see dialog/b2bua).
 var identityHeaders = []string{"P-Asserted-Identity", "P-Preferred-Identity", "Privacy", "Remote-Party-ID"}
 
-// closeParts stops what New started besides the runtime.
+// closeParts stops what New started besides the runtime: the fleet after
+// the last call (it gives the channels back and writes the journal's last
+// ends), the CDR writer after the fleet (whose lost calls it writes).
 func (s *Server) closeParts(ctx context.Context) error {
 	var err error
 	if s.lcr != nil {
@@ -165,6 +180,9 @@ func (s *Server) closeParts(ctx context.Context) error {
 	}
 	if s.carriers != nil {
 		s.carriers.Close()
+	}
+	if s.fleet != nil {
+		s.fleet.Close()
 	}
 	if s.cdr != nil {
 		err = s.cdr.Close(ctx)
@@ -362,10 +380,14 @@ func (s *Server) AdminAddr() string {
 	return s.adminAddr.String()
 }
 
-// LiveCalls counts the calls of every shard.
+// LiveCalls counts the calls of every shard; any goroutine may call it.
 func (s *Server) LiveCalls() int {
+	engines := s.live.Load()
+	if engines == nil {
+		return 0 // still building them
+	}
 	n := 0
-	for _, e := range s.engines {
+	for _, e := range *engines {
 		n += e.LiveCalls()
 	}
 	return n
@@ -444,6 +466,7 @@ func (s *Server) startAdmin() error {
 	mux.Handle("/v1/trunks/", trunks)
 	mux.Handle("/v1/lcr/static_routes", serialized(&s.changeMu, s.staticRoutes.handler()))
 	mux.HandleFunc("POST /v1/reload", s.postReload)
+	mux.HandleFunc("GET /v1/fleet", s.getFleet)
 	ln, err := net.Listen("tcp", s.cfg.Admin.Listen.String())
 	if err != nil {
 		return fmt.Errorf("admin.listen: %w", err)
@@ -476,5 +499,6 @@ func (s *Server) WriteMetrics(w io.Writer) {
 	s.healthSet.WritePrometheus(w)
 	s.cpsSet.WritePrometheus(w)
 	s.adminSet.WritePrometheus(w)
+	s.fleetSet.WritePrometheus(w)
 	metrics.WriteProcessMetrics(w)
 }
