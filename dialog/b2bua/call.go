@@ -385,7 +385,7 @@ func (e *Engine) end(c *Call, hangup cdr.HangupSide) {
 	e.finished(c)
 	e.m.ended.Inc()
 	if c.trunk != nil {
-		c.trunk.Stats.Calls.Add(-1)
+		c.trunk.releaseCall()
 		if c.trunk.ForceRPort {
 			e.trunks.forced--
 		}

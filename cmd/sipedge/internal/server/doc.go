@@ -19,8 +19,11 @@
 // (registered as the trunk is added, at the limit it names) and its LCR
 // attributes with it. A trunk's counters (b2bua.TrunkStats: its live calls
 // and metrics) are per name (Server.trunkStats), so a replacement keeps
-// counting the calls of the version it replaced. The flood guard exempts
-// the sources of the set in force.
+// counting the calls of the version it replaced. With fleet.redis a
+// trunk's max_concurrent_calls is its fleet Channel "trunk:<name>", held
+// across the fleet and shared by its versions as its counters are; a
+// gateway group's is the carrier plane's (carrier.Options.Fleet). The
+// flood guard exempts the sources of the set in force.
 //
 // # Static routes
 //

@@ -18,7 +18,109 @@ import (
 // e2e rig's carrier and caller; more is more of the fleet section.
 func fleetNode(t *testing.T, redis *redistest.Server, id, more string) *e2e {
 	t.Helper()
-	return newE2E(t, e2eOpts{fleet: fmt.Sprintf("redis: %q, node_id: %s%s", redis.URL(), id, more)})
+	return fleetNodeWith(t, redis, id, more, e2eOpts{})
+}
+
+// fleetNodeWith is fleetNode with more of the rig's options.
+func fleetNodeWith(t *testing.T, redis *redistest.Server, id, more string, o e2eOpts) *e2e {
+	t.Helper()
+	o.fleet = fmt.Sprintf("redis: %q, node_id: %s%s", redis.URL(), id, more)
+	return newE2E(t, o)
+}
+
+// tryCall places a call through e: the call, answered and up, when the
+// carrier was dialled; nil when sipedge refused it 503 (acknowledged).
+func (e *e2e) tryCall() *call {
+	e.t.Helper()
+	c := &call{e: e, u: newUAC(e.caller, dialed)}
+	e.caller.send(c.u.invite())
+	e.caller.expect("SIP/2.0 100 Trying", waitMsg)
+	select {
+	case s := <-e.carrier.in:
+		if !strings.HasPrefix(s, "INVITE ") {
+			e.t.Fatalf("carrier: got %q, want the INVITE", firstLine(s))
+		}
+		c.binv = e.carrier.check(s)
+		c.answer()
+		return c
+	case s := <-e.caller.in:
+		if !strings.HasPrefix(s, "SIP/2.0 503 ") {
+			e.t.Fatalf("caller: got %q, want a 503", firstLine(s))
+		}
+		e.caller.send(c.u.ackFailure(e.caller.check(s)))
+		return nil
+	case <-time.After(waitMsg):
+		e.t.Fatal("neither the carrier dialled nor the caller refused")
+	}
+	return nil
+}
+
+// callUntilUp places calls through e until one is answered, within
+// waitMsg: a node's first call at a scarce limit may wait for a grant.
+func (e *e2e) callUntilUp() *call {
+	e.t.Helper()
+	deadline := time.Now().Add(waitMsg)
+	for {
+		if c := e.tryCall(); c != nil {
+			return c
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatal("no call answered: the channel never came")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// refusedFor places a call through e every 100 ms for d: each must be
+// refused.
+func (e *e2e) refusedFor(d time.Duration) {
+	e.t.Helper()
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if c := e.tryCall(); c != nil {
+			e.t.Fatal("a call got a channel another node holds")
+		}
+	}
+}
+
+// A carrier's max_concurrent_calls holds across the fleet, and a node
+// takes the channel another left idle: with one channel, the call up on
+// edge-a keeps edge-b's calls off the carrier (skipped, calls_limited),
+// for as many grant rounds as it lasts; once it ends, edge-b's call gets
+// the channel, and edge-a's are refused in turn.
+func TestE2EFleetCarrierChannels(t *testing.T) {
+	testtier.RequiresSockets(t)
+	redis := redistest.Start(t)
+	o := e2eOpts{group: "max_concurrent_calls: 1"}
+	a := fleetNodeWith(t, redis, "edge-a", "", o)
+	b := fleetNodeWith(t, redis, "edge-b", "", o)
+	up := a.callUntilUp()
+	b.refusedFor(time.Second)
+	up.byeFromCaller(11)
+	up = b.callUntilUp()
+	a.refusedFor(300 * time.Millisecond)
+	up.byeFromCaller(11)
+	if n := a.metric(`sipedge_fleet_channel_refused_total{key="group:carrier-a"}`); n == 0 {
+		t.Error("sipedge_fleet_channel_refused_total counted no refusal on edge-a")
+	}
+}
+
+// A trunk's max_concurrent_calls holds across the fleet the same way: its
+// calls beyond it get the trunk's 503, whichever node they reach.
+func TestE2EFleetTrunkChannels(t *testing.T) {
+	testtier.RequiresSockets(t)
+	redis := redistest.Start(t)
+	o := e2eOpts{trunk: "limits: { max_concurrent_calls: 1 }"}
+	a := fleetNodeWith(t, redis, "edge-a", "", o)
+	b := fleetNodeWith(t, redis, "edge-b", "", o)
+	up := a.callUntilUp()
+	b.refusedFor(time.Second)
+	if n := b.metric(`sipedge_trunk_refused_total{trunk="local",reason="concurrent"}`); n == 0 {
+		t.Error("edge-b's refusals are not the trunk's")
+	}
+	up.byeFromCaller(11)
+	up = b.callUntilUp()
+	a.refusedFor(300 * time.Millisecond)
+	up.byeFromCaller(11)
 }
 
 // fleetNodes reads GET /v1/fleet.

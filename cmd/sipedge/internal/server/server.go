@@ -128,7 +128,7 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 			DeadlineMS: int(cfg.RateLimit.Deadline / time.Millisecond), FailureMode: ratelimit.FailureMode(cfg.RateLimit.FailureMode),
 			Nodes: cfg.RateLimit.Nodes}, Batch: cfg.RateLimit.Batch, BatchMinRate: cfg.RateLimit.BatchMinRate,
 			Metrics: s.cpsSet, Logger: log},
-		Nodes: cfg.RateLimit.Nodes, HealthMetrics: s.healthSet, CarrierMetrics: s.engineSet, Log: log}); err != nil {
+		Fleet: s.fleet, HealthMetrics: s.healthSet, CarrierMetrics: s.engineSet, Log: log}); err != nil {
 		return fail(err)
 	}
 	// The trunks' ingress CPS: in process, no Redis on the way in.
@@ -136,7 +136,11 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 	if err != nil {
 		return fail(err)
 	}
-	if s.trunks, err = newTrunks(cfg, ingress, s.trunkStats, log); err != nil {
+	var trunkChannels func(string, int) *fleet.Channel // without fleet.redis, each node counts its trunks' calls
+	if cfg.Fleet.Redis != "" {
+		trunkChannels = func(name string, limit int) *fleet.Channel { return s.fleet.Channel("trunk:"+name, limit) }
+	}
+	if s.trunks, err = newTrunks(cfg, ingress, s.trunkStats, trunkChannels, log); err != nil {
 		return fail(err)
 	}
 	sc := shard.Config{Shards: cfg.Shards, Supported: nil,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
 	"github.com/sipedge/sipedge/dialog/b2bua"
+	"github.com/sipedge/sipedge/fleet"
 	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/ratelimit"
 )
@@ -34,6 +35,10 @@ type trunks struct {
 	log     *slog.Logger
 	ingress *ratelimit.Local                    // where a trunk's limits.cps is registered
 	stats   func(name string) *b2bua.TrunkStats // a trunk name's live calls and metrics, which every version of the trunk shares
+	// channels, with fleet.redis, returns a trunk name's fleet Channel at
+	// a limit (0: none): max_concurrent_calls held across the fleet,
+	// shared by every version of the trunk. nil: each node counts its own.
+	channels func(name string, limit int) *fleet.Channel
 
 	// set is what the engines match requests against: replaced whole, under
 	// mu, on every change.
@@ -51,8 +56,9 @@ type trunkEntry struct {
 }
 
 // newTrunks builds the YAML's trunks (validated by config).
-func newTrunks(cfg *config.Config, ingress *ratelimit.Local, stats func(string) *b2bua.TrunkStats, log *slog.Logger) (*trunks, error) {
-	t := &trunks{cfg: cfg, log: log, ingress: ingress, stats: stats}
+func newTrunks(cfg *config.Config, ingress *ratelimit.Local, stats func(string) *b2bua.TrunkStats,
+	channels func(string, int) *fleet.Channel, log *slog.Logger) (*trunks, error) {
+	t := &trunks{cfg: cfg, log: log, ingress: ingress, stats: stats, channels: channels}
 	for _, ct := range cfg.Trunks {
 		e, err := t.entry(ct, true)
 		if err != nil {
@@ -78,6 +84,9 @@ func (t *trunks) entry(ct config.Trunk, fixed bool) (trunkEntry, error) {
 		bt.Ingress = &b2bua.TrunkIngress{Limiter: t.ingress, Key: k}
 	}
 	bt.Stats = t.stats(ct.Name) // once the trunk cannot be refused: its series are kept
+	if t.channels != nil {
+		bt.Channels = t.channels(ct.Name, ct.Limits.MaxConcurrentCalls) // the new limit, for every version
+	}
 	for _, src := range ct.Sources {
 		bt.Sources = append(bt.Sources, b2bua.Source{Prefix: src.Prefix, Port: src.Port})
 	}
@@ -142,6 +151,7 @@ func (t *trunks) remove(name string) error {
 	}
 	t.list = slices.Delete(t.list, i, i+1)
 	t.publish()
+	t.unlimit(name)
 	return nil
 }
 
@@ -187,7 +197,18 @@ func (t *trunks) syncFixed(cts []config.Trunk) (health.FixedChanges, error) {
 	}
 	t.list = list
 	t.publish()
+	for _, name := range ch.Removed {
+		t.unlimit(name)
+	}
 	return ch, nil
+}
+
+// unlimit lifts a removed trunk's fleet-wide limit: its Channel gives its
+// grant back, and its calls in progress their channels as they end.
+func (t *trunks) unlimit(name string) {
+	if t.channels != nil {
+		t.channels(name, 0)
+	}
 }
 
 // trunkJSON is a trunk as the admin API shows it.

@@ -47,7 +47,7 @@ func trunksOf(t *testing.T, cfg *config.Config) *trunks {
 		}
 		return stats[name]
 	}
-	tr, err := newTrunks(cfg, ingress, statsOf, slog.New(slog.DiscardHandler))
+	tr, err := newTrunks(cfg, ingress, statsOf, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
