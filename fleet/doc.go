@@ -119,7 +119,8 @@
 // that starts reads the state in force before Follow returns. Put applies
 // on the writing node before it returns; with Redis down it fails
 // (ErrUnavailable) and nothing changes anywhere, so nodes never diverge
-// silently. Redis must persist (appendonly) for the state to survive a
+// silently. With Redis a document is at most MaxDocBytes: it travels
+// whole in its notification. Redis must persist (appendonly) for the state to survive a
 // restart of Redis; should it lose the state anyway, the nodes see its
 // epoch change and write back what they applied.
 //

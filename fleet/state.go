@@ -93,8 +93,11 @@ type Change struct {
 	Previous int64
 }
 
-// maxDocBytes bounds a document.
-const maxDocBytes = 1 << 20
+// MaxDocBytes bounds a document in Redis: each goes whole into a
+// notification on Pub/Sub, whose subscribers Redis cuts off past its
+// output buffer limit (8 MB over a minute by default). Without Redis there
+// is no bound.
+const MaxDocBytes = 1 << 20
 
 type docKey struct{ kind, name string }
 
@@ -198,8 +201,8 @@ func (f *Fleet) put(ctx context.Context, kind, name string, doc []byte, want int
 	if err := checkDoc(kind, name); err != nil {
 		return Change{}, err
 	}
-	if len(doc) > maxDocBytes {
-		return Change{}, fmt.Errorf("%w: document %s/%s: %d bytes, at most %d", ErrInvalid, kind, name, len(doc), maxDocBytes)
+	if len(doc) > MaxDocBytes && f.o.Redis != "" {
+		return Change{}, fmt.Errorf("%w: document %s/%s: %d bytes, at most %d", ErrInvalid, kind, name, len(doc), MaxDocBytes)
 	}
 	if doc == nil {
 		doc = []byte{}

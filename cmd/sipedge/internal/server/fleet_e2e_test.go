@@ -182,3 +182,153 @@ func TestE2EFleetMembership(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// within polls cond every 20 ms until it holds, failing after d.
+func within(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// groupOf reads GET /v1/gateway/groups/{name}: its status, whether it is
+// fixed and its first destination's address.
+func (e *e2e) groupOf(name string) (code int, fixed bool, address string) {
+	e.t.Helper()
+	code, body := e.httpGet("/v1/gateway/groups/" + name)
+	var g struct {
+		Fixed        bool `json:"fixed"`
+		Destinations []struct {
+			Address string `json:"address"`
+		} `json:"destinations"`
+	}
+	if code == 200 {
+		if err := json.Unmarshal([]byte(body), &g); err != nil || len(g.Destinations) == 0 {
+			e.t.Fatalf("GET group %s: %v\n%s", name, err, body)
+		}
+		address = g.Destinations[0].Address
+	}
+	return code, g.Fixed, address
+}
+
+// The admin API's groups, trunks and static table are the fleet's: what
+// one node writes, the others apply within a second, and a node that
+// starts reads back; on a name its file defines, the file wins on that
+// node, and a reload changes only the file's layer (shared.go).
+func TestE2EFleetSharedState(t *testing.T) {
+	testtier.RequiresSockets(t)
+	redis := redistest.Start(t)
+	a := fleetNode(t, redis, "edge-a", "")
+	b := fleetNode(t, redis, "edge-b", "")
+	const staticURL = "/v1/lcr/static_routes"
+	sharedGW := b.carrier.addr().String()
+	group := fmt.Sprintf(`{"name":"carrier-x","destinations":[{"uri":"sip:%[1]s","address":"%[1]s"}]}`, sharedGW)
+	table := `[{"prefix":"","routes":[{"carrier_id":"cx","gateway_group":"carrier-x","rate":0.001}]}]`
+
+	// Written through edge-a, dialled through edge-b within a second.
+	if code, body := a.adminDo("POST", "/v1/gateway/groups", group); code != 201 {
+		t.Fatalf("POST group on edge-a: %d %s", code, body)
+	}
+	if code, body := a.adminDo("PUT", staticURL, table); code != 200 {
+		t.Fatalf("PUT table on edge-a: %d %s", code, body)
+	}
+	within(t, time.Second, "edge-b routes by edge-a's table", func() bool {
+		_, body := b.httpGet(staticURL)
+		return strings.TrimSpace(body) == table
+	})
+	if code, fixed, addr := b.groupOf("carrier-x"); code != 200 || fixed || addr != sharedGW {
+		t.Fatalf("carrier-x on edge-b: %d fixed %v %s", code, fixed, addr)
+	}
+	c := b.answered()
+	c.byeFromCaller(11)
+	if _, body := b.httpGet("/metrics"); !strings.Contains(body, `sipedge_lcr_attempts_total{carrier="cx",code="200"`) {
+		t.Errorf("edge-b's call did not go to carrier cx:\n%s", body)
+	}
+	if code, body := a.adminDo("POST", "/v1/gateway/groups", group); code != 200 {
+		t.Errorf("POST the same group again: %d %s, want 200 (replaced)", code, body)
+	}
+
+	// Trunks likewise, removal included.
+	trunk := `{"name":"acme","sources":["127.0.0.9/32"],"limits":{"max_concurrent_calls":5}}`
+	if code, body := a.adminDo("POST", "/v1/trunks", trunk); code != 201 {
+		t.Fatalf("POST trunk on edge-a: %d %s", code, body)
+	}
+	within(t, time.Second, "edge-b has edge-a's trunk", func() bool { code, _ := b.httpGet("/v1/trunks/acme"); return code == 200 })
+	if code, body := b.adminDo("DELETE", "/v1/trunks/acme", ""); code != 204 {
+		t.Fatalf("DELETE trunk on edge-b: %d %s", code, body)
+	}
+	within(t, time.Second, "edge-a loses the trunk edge-b removed", func() bool { code, _ := a.httpGet("/v1/trunks/acme"); return code == 404 })
+	if code, _ := b.adminDo("DELETE", "/v1/trunks/acme", ""); code != 404 {
+		t.Errorf("DELETE of a removed trunk: %d, want 404", code)
+	}
+
+	// A node that starts reads the shared state before it takes calls.
+	if err := b.shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	b2 := fleetNode(t, redis, "edge-b", "")
+	if code, _, addr := b2.groupOf("carrier-x"); code != 200 || addr != sharedGW {
+		t.Fatalf("carrier-x after edge-b's restart: %d %s", code, addr)
+	}
+	if _, body := b2.httpGet(staticURL); strings.TrimSpace(body) != table {
+		t.Fatalf("static table after edge-b's restart: %s", body)
+	}
+	u := newUAC(b2.caller, dialed)
+	b2.caller.send(u.invite())
+	b2.caller.expect("SIP/2.0 100 Trying", waitMsg)
+	b.carrier.expect("INVITE sip:"+dialed+"@"+sharedGW, waitMsg) // carrier-x, the shared group's member
+	b2.caller.send(u.cancel())
+
+	// The file wins on its node: edge-a's file now names carrier-x.
+	a.editConfig("gateway:\n  groups:\n", "gateway:\n  groups:\n    - { name: carrier-x, destinations: [{ uri: \"sip:192.0.2.99:5060\", address: \"192.0.2.99:5060\" }] }\n")
+	if r := a.reloadOK(""); !sameNames(r.GatewayGroups.Replaced, "carrier-x") || r.StaticRoutes.Replaced {
+		t.Errorf("reload naming carrier-x: %+v, want carrier-x replaced, the shared table kept", r)
+	}
+	if code, fixed, addr := a.groupOf("carrier-x"); code != 200 || !fixed || addr != "192.0.2.99:5060" {
+		t.Errorf("carrier-x on edge-a after its file named it: %d fixed %v %s", code, fixed, addr)
+	}
+	if code, body := a.adminDo("POST", "/v1/gateway/groups", group); code != 409 {
+		t.Errorf("POST carrier-x on edge-a, whose file names it: %d %s, want 409", code, body)
+	}
+	if _, body := a.httpGet(staticURL); strings.TrimSpace(body) != table {
+		t.Errorf("a reload whose file kept its table replaced the shared one: %s", body)
+	}
+	if code, fixed, addr := b2.groupOf("carrier-x"); code != 200 || fixed || addr != sharedGW {
+		t.Errorf("carrier-x on edge-b after edge-a's reload: %d fixed %v %s", code, fixed, addr)
+	}
+	// Its file drops the name: the shared group applies again there.
+	a.editConfig("    - { name: carrier-x, destinations: [{ uri: \"sip:192.0.2.99:5060\", address: \"192.0.2.99:5060\" }] }\n", "")
+	if r := a.reloadOK(""); !sameNames(r.GatewayGroups.Removed, "carrier-x") {
+		t.Errorf("reload dropping carrier-x: %+v", r)
+	}
+	if code, fixed, addr := a.groupOf("carrier-x"); code != 200 || fixed || addr != sharedGW {
+		t.Errorf("carrier-x on edge-a after its file dropped it: %d fixed %v %s, want the shared group", code, fixed, addr)
+	}
+
+	// A reload whose file changed the table deletes the shared table: each
+	// node is back to its file's.
+	a.editConfig("rate: 0.004", "rate: 0.005")
+	if r := a.reloadOK(""); !r.StaticRoutes.Replaced {
+		t.Errorf("reload changing the table: %+v, want it replaced", r)
+	}
+	if _, body := a.httpGet(staticURL); !strings.Contains(body, `"rate":0.005`) {
+		t.Errorf("edge-a's table after its reload: %s", body)
+	}
+	within(t, time.Second, "edge-b back to its file's table", func() bool {
+		_, body := b2.httpGet(staticURL)
+		return strings.Contains(body, `"gateway_group":"carrier-a","rate":0.004`)
+	})
+
+	// Redis down: a change is refused, and nothing changes.
+	redis.Stop()
+	if code, body := a.adminDo("POST", "/v1/gateway/groups", strings.ReplaceAll(group, "carrier-x", "carrier-y")); code != 503 {
+		t.Errorf("POST with Redis down: %d %s, want 503", code, body)
+	}
+	if code, _, _ := a.groupOf("carrier-y"); code != 404 {
+		t.Errorf("a refused POST added the group: %d", code)
+	}
+}

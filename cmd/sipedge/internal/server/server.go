@@ -50,12 +50,14 @@ type Server struct {
 	// carriers is the carrier plane: the gateway groups and their health,
 	// the carriers' CPS accounts, channels and credentials.
 	carriers *carrier.Plane
+	groups   *groups // the admin API's gateway groups, in the shared layer
 	trunks   *trunks // the YAML's and the admin API's
 	apps     []*shardApp
 	// fleet is this node's membership of the fleet (fleet:), or the node
 	// alone, in process: the carrier plane's and trunks' channel limits,
 	// the shared runtime state, decision drops and the call journal.
-	fleet *fleet.Fleet
+	fleet       *fleet.Fleet
+	layerFields // the file's and the shared layers of the runtime state (shared.go)
 
 	runtimeSet, engineSet, cdrSet, lcrSet, healthSet, cpsSet, adminSet, fleetSet *metrics.Set
 
@@ -91,6 +93,7 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 	s := &Server{cfg: cfg, log: log, policy: policy, runtimeSet: metrics.NewSet(), engineSet: metrics.NewSet(),
 		cdrSet: metrics.NewSet(), lcrSet: metrics.NewSet(), healthSet: metrics.NewSet(), cpsSet: metrics.NewSet(),
 		adminSet: metrics.NewSet(), fleetSet: metrics.NewSet()}
+	s.shared = make(sharedDocs)
 	s.reloadsOK = s.adminSet.NewCounter(`sipedge_config_reloads_total{result="ok"}`)
 	s.reloadsRefused = s.adminSet.NewCounter(`sipedge_config_reloads_total{result="refused"}`)
 	for _, name := range cfg.B2BUA.HeaderPolicy.Allow {
@@ -117,7 +120,7 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 	if s.fleet, err = s.newFleet(); err != nil {
 		return fail(err)
 	}
-	s.staticRoutes = &staticRoutes{cfg: cfg, log: log, routes: cfg.LCR.StaticRoutes,
+	s.staticRoutes = &staticRoutes{cfg: cfg, log: log, file: cfg.LCR.StaticRoutes, fileTable: table, fleet: s.fleet,
 		known: func(g string) bool { _, ok := s.carriers.Group(g); return ok }}
 	if cfg.LCR.APIURL == "" {
 		s.static.Store(table)
@@ -143,6 +146,8 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 	if s.trunks, err = newTrunks(cfg, ingress, s.trunkStats, trunkChannels, log); err != nil {
 		return fail(err)
 	}
+	s.trunks.fleet = s.fleet
+	s.groups = &groups{carriers: s.carriers, fleet: s.fleet, log: log}
 	sc := shard.Config{Shards: cfg.Shards, Supported: nil,
 		Limits: parser.Limits{MaxMessageSize: cfg.SIP.MaxMessageSize, MaxHeaders: cfg.SIP.MaxHeaders,
 			MaxHeaderLine: cfg.SIP.MaxHeaderLine, MaxVias: cfg.SIP.MaxVias, MaxURILength: cfg.SIP.MaxURILength},
@@ -167,6 +172,11 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 	}
 	engines := slices.Clone(s.engines)
 	s.live.Store(&engines)
+	// The shared layer over the file's, before the listeners open.
+	if err := s.fleet.Follow(s.applyShared); err != nil {
+		log.Warn("fleet: cannot read the shared state yet: this node starts from its file and applies the shared state once Redis answers",
+			"error", err)
+	}
 	return s, nil
 }
 
@@ -464,7 +474,7 @@ func (s *Server) startAdmin() error {
 		}
 		io.WriteString(w, "ready\n")
 	})
-	mux.Handle("/v1/gateway/", serialized(&s.changeMu, s.carriers.Handler()))
+	mux.Handle("/v1/gateway/", serialized(&s.changeMu, s.groups.handler()))
 	trunks := serialized(&s.changeMu, s.trunks.handler())
 	mux.Handle("/v1/trunks", trunks)
 	mux.Handle("/v1/trunks/", trunks)
