@@ -12,6 +12,7 @@ import (
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
 	"github.com/sipedge/sipedge/internal/testtier"
 	"github.com/sipedge/sipedge/ratelimit/redistest"
+	"github.com/sipedge/sipedge/route/lcr"
 )
 
 // fleetNode starts a server of the fleet on redis under id, with the
@@ -330,5 +331,82 @@ func TestE2EFleetSharedState(t *testing.T) {
 	}
 	if code, _, _ := a.groupOf("carrier-y"); code != 404 {
 		t.Errorf("a refused POST added the group: %d", code)
+	}
+}
+
+// cachedJSON is GET /v1/lcr/cache's answer.
+type cachedJSON struct {
+	Key        string          `json:"key"`
+	Local      json.RawMessage `json:"local"`
+	Redis      json.RawMessage `json:"redis"`
+	RedisTTLMs int64           `json:"redis_ttl_ms"`
+}
+
+func (r *lcrRig) cached(key string) cachedJSON {
+	r.t.Helper()
+	code, body := r.httpGet("/v1/lcr/cache?key=" + key)
+	var c cachedJSON
+	if code != 200 || json.Unmarshal([]byte(body), &c) != nil {
+		r.t.Fatalf("GET /v1/lcr/cache?key=%s: %d %s", key, code, body)
+	}
+	return c
+}
+
+// A decision dropped through one node's admin API is gone from Redis and
+// from every node's in-process tier within a second: the next call asks
+// the API again. GET /v1/lcr/cache shows what each tier holds.
+func TestE2EFleetDecisionDrop(t *testing.T) {
+	testtier.RequiresSockets(t)
+	old := lcrRedisDeadline // see lcrSharedByTwoNodes
+	lcrRedisDeadline = time.Second
+	t.Cleanup(func() { lcrRedisDeadline = old })
+	redis := redistest.Start(t)
+	api := newLCRAPI(t, 200, `{"routes":[`+lcrCacheRoutes+`],"cache_ttl_secs":60}`)
+	node := func(id string) *lcrRig {
+		return newLCR(t, lcrOpts{lcr: fmt.Sprintf("lcr: { api_url: %q, cache: lcr }", api.url()),
+			extra: fmt.Sprintf("cache:\n  - { name: lcr, url: %q, local_ttl_secs: 60 }\nfleet: { redis: %q, node_id: %s }", redis.URL(), redis.URL(), id)})
+	}
+	a, b := node("edge-a"), node("edge-b")
+	const key = "cust-trunks:" + dialed
+	lcrBusyCall(t, a)
+	within(t, 2*time.Second, "edge-a stored the decision in Redis", func() bool {
+		reply, err := redis.Do("EXISTS " + lcr.RedisKeyPrefix + key)
+		return err == nil && reply == ":1"
+	})
+	lcrBusyCall(t, b)
+	if n := api.hits.Load(); n != 1 {
+		t.Fatalf("%d API requests, want 1: edge-b's decision from Redis", n)
+	}
+	if c := b.cached(key); string(c.Local) == "null" || string(c.Redis) == "null" || c.RedisTTLMs <= 0 {
+		t.Fatalf("edge-b's cache before the drop: %+v, want the decision in both tiers", c)
+	}
+
+	if code, body := a.adminDo("DELETE", "/v1/lcr/cache?key="+key, "", ""); code != 200 || !strings.Contains(body, `"redis_deleted":1`) {
+		t.Fatalf("DELETE /v1/lcr/cache?key=: %d %s", code, body)
+	}
+	within(t, time.Second, "edge-b dropped the decision", func() bool {
+		c := b.cached(key)
+		return string(c.Local) == "null" && string(c.Redis) == "null"
+	})
+	lcrBusyCall(t, b)
+	if n := api.hits.Load(); n != 2 {
+		t.Fatalf("%d API requests after the drop, want 2", n)
+	}
+
+	if code, body := b.adminDo("DELETE", "/v1/lcr/cache", "", ""); code != 200 {
+		t.Fatalf("DELETE /v1/lcr/cache: %d %s", code, body)
+	}
+	within(t, time.Second, "every decision dropped", func() bool {
+		c, d := a.cached(key), b.cached(key)
+		return string(c.Local) == "null" && string(d.Local) == "null" && string(d.Redis) == "null"
+	})
+	if code, _ := a.httpGet("/v1/lcr/cache"); code != 400 {
+		t.Errorf("GET /v1/lcr/cache without a key: %d, want 400", code)
+	}
+	if code, _ := a.adminDo("DELETE", "/v1/lcr/cache?key=", "", ""); code != 400 {
+		t.Errorf("DELETE /v1/lcr/cache?key= (empty): %d, want 400", code)
+	}
+	if n := b.metricWith("sipedge_fleet_decision_drops_total", ""); n < 2 {
+		t.Errorf("sipedge_fleet_decision_drops_total %v on edge-b, want 2", n)
 	}
 }

@@ -481,6 +481,8 @@ func (s *Server) startAdmin() error {
 	mux.Handle("/v1/lcr/static_routes", serialized(&s.changeMu, s.staticRoutes.handler()))
 	mux.HandleFunc("POST /v1/reload", s.postReload)
 	mux.HandleFunc("GET /v1/fleet", s.getFleet)
+	mux.HandleFunc("DELETE /v1/lcr/cache", s.deleteLCRCache)
+	mux.HandleFunc("GET /v1/lcr/cache", s.getLCRCache)
 	ln, err := net.Listen("tcp", s.cfg.Admin.Listen.String())
 	if err != nil {
 		return fmt.Errorf("admin.listen: %w", err)
