@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/sipedge/sipedge/dialog/journal"
 	"github.com/sipedge/sipedge/fleet"
 )
 
@@ -16,12 +17,16 @@ import (
 // the failure mode (fleet/doc.go) and joins once Redis answers.
 func (s *Server) newFleet() (*fleet.Fleet, error) {
 	cfg := s.cfg
-	f, err := fleet.New(fleet.Options{Config: cfg.Fleet,
+	o := fleet.Options{Config: cfg.Fleet,
 		SIPAddr:         advertised(cfg, cfg.Listen[0]).String(),
 		Calls:           func() int64 { return int64(s.LiveCalls()) },
 		Nodes:           cfg.RateLimit.Nodes,
 		OnDropDecisions: s.lcr.DropLocal,
-		Metrics:         s.fleetSet, Logger: s.log})
+		Metrics:         s.fleetSet, Logger: s.log}
+	if cfg.Fleet.CallJournal {
+		o.OnLost = journal.Lost(s.cdr, s.log) // dead nodes' calls, into this node's CDR file
+	}
+	f, err := fleet.New(o)
 	switch {
 	case errors.Is(err, fleet.ErrNodeIDTaken):
 		return nil, fmt.Errorf("fleet.node_id: %w", err)
@@ -29,6 +34,9 @@ func (s *Server) newFleet() (*fleet.Fleet, error) {
 		return nil, fmt.Errorf("fleet.redis: %w", err)
 	case err != nil:
 		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	if cfg.Fleet.CallJournal {
+		s.journal = journal.New(journal.Options{Fleet: f.Journal(), Metrics: s.fleetSet, Log: s.log})
 	}
 	if cfg.Fleet.Redis != "" {
 		s.log.Info("fleet joined", "node_id", f.NodeID(), "redis_up", f.Up(), "lease_secs", cfg.Fleet.LeaseSecs,

@@ -1,10 +1,12 @@
 package server
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -409,4 +411,58 @@ func TestE2EFleetDecisionDrop(t *testing.T) {
 	if n := b.metricWith("sipedge_fleet_decision_drops_total", ""); n < 2 {
 		t.Errorf("sipedge_fleet_decision_drops_total %v on edge-b, want 2", n)
 	}
+}
+
+// journalLen is the number of calls edge's journal holds in Redis.
+func journalLen(t *testing.T, redis *redistest.Server, node string) int {
+	t.Helper()
+	c, br, err := redisSend(redis, "KEYS {sipedge:fleet}:journal:"+node+":*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var keys []string
+	if line, _ := br.ReadString('\n'); strings.HasPrefix(line, "*") {
+		var n int
+		fmt.Sscanf(line, "*%d", &n)
+		for range n {
+			br.ReadString('\n') // $len
+			k, _ := br.ReadString('\n')
+			keys = append(keys, strings.TrimSpace(k))
+		}
+	}
+	total := 0
+	for _, k := range keys {
+		var n int
+		fmt.Sscanf(redis.MustDo("HLEN "+k), ":%d", &n)
+		total += n
+	}
+	return total
+}
+
+// With fleet.call_journal an answered call is in its node's journal in
+// Redis while it is up, and leaves it as it ends.
+func TestE2EFleetCallJournal(t *testing.T) {
+	testtier.RequiresSockets(t)
+	redis := redistest.Start(t)
+	a := fleetNode(t, redis, "edge-a", ", call_journal: true")
+	c := a.answered()
+	within(t, 2*time.Second, "the call in edge-a's journal", func() bool { return journalLen(t, redis, "edge-a") == 1 })
+	c.byeFromCaller(11)
+	within(t, 2*time.Second, "the call gone from edge-a's journal", func() bool { return journalLen(t, redis, "edge-a") == 0 })
+}
+
+// redisSend sends one inline command to redis on a fresh connection; the
+// caller reads the reply and closes it.
+func redisSend(redis *redistest.Server, cmd string) (net.Conn, *bufio.Reader, error) {
+	c, err := net.DialTimeout("tcp", redis.Addr(), time.Second)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := io.WriteString(c, cmd+"\r\n"); err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	return c, bufio.NewReader(c), nil
 }

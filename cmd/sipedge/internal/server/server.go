@@ -22,6 +22,7 @@ import (
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
 	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/dialog/cdr"
+	"github.com/sipedge/sipedge/dialog/journal"
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/fleet"
 	"github.com/sipedge/sipedge/parser"
@@ -57,7 +58,8 @@ type Server struct {
 	// alone, in process: the carrier plane's and trunks' channel limits,
 	// the shared runtime state, decision drops and the call journal.
 	fleet       *fleet.Fleet
-	layerFields // the file's and the shared layers of the runtime state (shared.go)
+	journal     *journal.Journal // the call journal (fleet.call_journal), nil without it
+	layerFields                  // the file's and the shared layers of the runtime state (shared.go)
 
 	runtimeSet, engineSet, cdrSet, lcrSet, healthSet, cpsSet, adminSet, fleetSet *metrics.Set
 
@@ -195,6 +197,9 @@ func (s *Server) closeParts(ctx context.Context) error {
 	if s.carriers != nil {
 		s.carriers.Close()
 	}
+	if s.journal != nil {
+		s.journal.Close() // the last ends, into the fleet's journal
+	}
 	if s.fleet != nil {
 		s.fleet.Close()
 	}
@@ -328,6 +333,9 @@ func (s *Server) newShardApp(sh *shard.Shard) (shard.Handler, error) {
 		Policy:     s.policy,
 		Draining:   sh.Draining,
 		Log:        s.log,
+	}
+	if s.journal != nil {
+		env.Journal = s.journal
 	}
 	eng, err := b2bua.New(s.b2buaConfig(sh.Index()), env)
 	if err != nil {
