@@ -17,6 +17,8 @@ import (
 // the failure mode (fleet/doc.go) and joins once Redis answers.
 func (s *Server) newFleet() (*fleet.Fleet, error) {
 	cfg := s.cfg
+	var f *fleet.Fleet
+	var err error
 	o := fleet.Options{Config: cfg.Fleet,
 		SIPAddr:         advertised(cfg, cfg.Listen[0]).String(),
 		Calls:           func() int64 { return int64(s.LiveCalls()) },
@@ -26,7 +28,13 @@ func (s *Server) newFleet() (*fleet.Fleet, error) {
 	if cfg.Fleet.CallJournal {
 		o.OnLost = journal.Lost(s.cdr, s.log) // dead nodes' calls, into this node's CDR file
 	}
-	f, err := fleet.New(o)
+	if o.Redis == "" && o.NodeID == "" {
+		// Alone, a host name that is no node id does not stop the start.
+		if o.NodeID, err = fleet.HostNodeID(); err != nil {
+			o.NodeID = "local"
+		}
+	}
+	f, err = fleet.New(o)
 	switch {
 	case errors.Is(err, fleet.ErrNodeIDTaken):
 		return nil, fmt.Errorf("fleet.node_id: %w", err)

@@ -50,9 +50,10 @@ const (
 )
 
 // inForce returns the table in force as configured: the shared one, else
-// the file's. Call with mu held.
+// the file's (always the file's in API mode, where none is used). Call
+// with mu held.
 func (st *staticRoutes) inForce() []config.StaticRoute {
-	if st.shared != nil {
+	if st.shared != nil && st.table != nil {
 		return st.shared
 	}
 	return st.file
