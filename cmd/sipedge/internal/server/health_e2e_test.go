@@ -158,20 +158,39 @@ func carrierAOnly(a, _ *sipPeer) string {
 }
 
 // passiveGroups is the gateway section of a rig whose carrier-p (r.b) is
-// marked down by one 503 for downSecs, and whose carrier-a (r.a) is never
-// marked down by calls; passiveRoutes tries carrier-p first.
+// marked down for downSecs by two 503s in a row a second apart (see
+// markCarrierPDown), and whose carrier-a (r.a) is never marked down by
+// calls; passiveRoutes tries carrier-p first.
 func passiveGroups(downSecs int) func(a, p *sipPeer) string {
 	return func(a, p *sipPeer) string {
 		return fmt.Sprintf(`gateway:
   groups:
     - name: carrier-p
-      passive: { outcomes: [status_503], failure_threshold: 1, down_secs: %[3]d }
+      passive: { outcomes: [status_503], failure_threshold: 2, down_secs: %[3]d }
       destinations:
         - { uri: "sip:127.0.0.1:%[1]d", address: "127.0.0.1:%[1]d" }
     - name: carrier-a
       passive: { disabled: true }
       destinations:
         - { uri: "sip:127.0.0.1:%[2]d", address: "127.0.0.1:%[2]d" }`, p.addr().Port(), a.addr().Port(), downSecs)
+	}
+}
+
+// markCarrierPDown takes carrier-p of passiveGroups down: two calls a
+// second apart, each rejected 503 by carrier-p, then by carrier-a, the
+// caller getting the 500 a carrier's 503 becomes. Calls do not take a
+// member down on one failure, nor on a burst shorter than a second
+// (health/outlier.go).
+func (r *lcrRig) markCarrierPDown() {
+	r.t.Helper()
+	for i := range 2 {
+		if i > 0 {
+			time.Sleep(1100 * time.Millisecond)
+		}
+		c := r.call(dialed, "")
+		c.reject(r.b, c.invite(r.b, dialed), 503, "Service Unavailable")
+		c.reject(r.a, c.invite(r.a, dialed), 503, "Service Unavailable")
+		c.final(500)
 	}
 }
 
@@ -496,10 +515,10 @@ func TestHealthProbeMarksDownAndSkips(t *testing.T) {
 }
 
 // TestHealthPassiveConfigured: gateway.groups[].passive sets how calls mark
-// a member down. With failure_threshold 1, one 503 from carrier-p marks its
-// member down (the default needs 3), and the next call skips carrier-p
-// without an INVITE; carrier-a, with passive disabled, stays up through
-// its own 503s.
+// a member down. With failure_threshold 2, two 503s in a row a second
+// apart from carrier-p mark its member down (the default needs 3), and
+// the next call skips carrier-p without an INVITE; carrier-a, with passive
+// disabled, stays up through its own 503s.
 func TestHealthPassiveConfigured(t *testing.T) {
 	r := newHealthRig(t, "carrier-a", "carrier-p", "", passiveGroups(60), passiveRoutes)
 	state := func(group string) string {
@@ -512,25 +531,21 @@ func TestHealthPassiveConfigured(t *testing.T) {
 		return g.Members[0].State
 	}
 
-	// Both carriers answer 503 (carrier-a three times, above the default
-	// threshold): the caller gets the 500 a carrier's 503 becomes.
-	for i := range 3 {
-		c := r.call(dialed, "")
-		if i == 0 {
-			c.reject(r.b, c.invite(r.b, dialed), 503, "Service Unavailable")
-		}
-		c.reject(r.a, c.invite(r.a, dialed), 503, "Service Unavailable")
-		c.final(500)
-	}
+	// Both carriers answer 503 (carrier-a three times, as many as the
+	// default threshold): the caller gets the 500 a carrier's 503 becomes.
+	r.markCarrierPDown()
+	c := r.call(dialed, "")
+	c.reject(r.a, c.invite(r.a, dialed), 503, "Service Unavailable")
+	c.final(500)
 	if s := state("carrier-p"); s != "down" {
-		t.Errorf("carrier-p after one 503 with failure_threshold 1: %q, want down", s)
+		t.Errorf("carrier-p after two 503s with failure_threshold 2: %q, want down", s)
 	}
 	if s := state("carrier-a"); s != "up" {
 		t.Errorf("carrier-a after three 503s with passive disabled: %q, want up", s)
 	}
-	// The last two calls went straight to carrier-a: carrier-p is skipped.
+	// The last call went straight to carrier-a: carrier-p is skipped.
 	r.b.expectNothing(0)
-	c := r.call(dialed, "")
+	c = r.call(dialed, "")
 	c.answer(r.a, c.invite(r.a, dialed))
 	c.bye(r.a)
 	r.b.expectNothing(100 * time.Millisecond)
