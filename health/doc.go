@@ -93,11 +93,16 @@
 //
 // Every state change is logged once (slog, with the group, uri and address)
 // and counted. Per member, in the Options.Metrics set, labelled group, uri
-// and address: sipedge_gateway_member_up (1 when not down and resolvable),
+// and address: sipedge_gateway_member_up (1 when Pick may choose it: not
+// down, resolvable and not in cooldown),
+// sipedge_gateway_member_cooldown_seconds (the cooldown left, 0 if none),
 // sipedge_gateway_member_consecutive_failures{source="probe"|"call"},
 // sipedge_gateway_probe_rtt_seconds (histogram),
-// sipedge_gateway_member_transitions_total{to="up"|"down"|"half_open"} and
+// sipedge_gateway_member_transitions_total{to="up"|"down"|"half_open"|"cooling"}
+// (to cooling: a cooldown that begins; its end is logged) and
 // sipedge_gateway_retry_after_capped_total (Retry-Afters cut to the cap).
+// A member in cooldown is "cooling" in the admin API, with the time its
+// cooldown ends, unless it is down.
 // Per group, labelled group: sipedge_gateway_group_panic (1 in panic; its
 // start and end are logged by the probe loop, within a second) and
 // sipedge_gateway_rescue_picks_total{mode="panic"|"last_resort"} (members

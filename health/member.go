@@ -81,9 +81,18 @@ type state struct {
 	nextProbe   time.Duration
 
 	rtt              *metrics.Histogram
-	transitions      [3]*metrics.Counter // by new state
-	retryAfterCapped *metrics.Counter    // Retry-Afters cut to passive.max_retry_after_secs
+	transitions      [numTransitions]*metrics.Counter // by new state
+	retryAfterCapped *metrics.Counter                 // Retry-Afters cut to passive.max_retry_after_secs
 }
+
+// Transitions counted in sipedge_gateway_member_transitions_total: to each
+// health state, and to cooling, a cooldown that begins.
+const (
+	toCooling      = len(stateNames)
+	numTransitions = toCooling + 1
+)
+
+var transitionNames = [numTransitions]string{stateUp: "up", stateDown: "down", stateHalfOpen: "half_open", toCooling: "cooling"}
 
 // health returns the member's state: stateUp, stateDown or stateHalfOpen.
 func (st *state) health() uint32 { return st.word.Load() & healthMask }
@@ -282,8 +291,8 @@ func (r *Registry) toUp(st *state) {
 // setCooldown makes Pick skip the member for d (a 503's Retry-After), cut
 // to the group's passive.max_retry_after_secs: a carrier's Retry-After is
 // advice (RFC 3261 21.5.4), and one reply must not take a gateway out for
-// hours. It logs when a cooldown starts, not when a running one is
-// extended, and counts every cut.
+// hours. It logs and counts (a transition to cooling) when a cooldown
+// starts, not when a running one is extended, and counts every cut.
 func (r *Registry) setCooldown(st *state, d time.Duration, why string) {
 	set := st.settings.Load()
 	asked := d
@@ -308,6 +317,7 @@ func (r *Registry) setCooldown(st *state, d time.Duration, why string) {
 		if old > now {
 			return // a running cooldown, extended
 		}
+		st.transitions[toCooling].Inc()
 		if !st.removed.Load() {
 			attrs := append(st.logAttrs(set), "by", why, "for", d)
 			if asked != d {
@@ -317,6 +327,12 @@ func (r *Registry) setCooldown(st *state, d time.Duration, why string) {
 		}
 		return
 	}
+}
+
+// cooldownLeft returns how long the member's cooldown lasts still, 0 when
+// it has none.
+func (r *Registry) cooldownLeft(st *state) time.Duration {
+	return max(time.Duration(st.cooldown.Load())-r.now(), 0)
 }
 
 // expireCooldown clears a cooldown that is over, so that Pick's fast path
@@ -462,11 +478,16 @@ func (r *Registry) registerMetrics(st *state, group string) {
 		st.metricNames = append(st.metricNames, full)
 		return full
 	}
+	// 1 when Pick may choose the member: not down, resolvable and not in
+	// cooldown (half-open counts, trial calls left or not).
 	r.set.NewGauge(name("sipedge_gateway_member_up", ""), func() float64 {
-		if w := st.word.Load(); w&healthMask != stateDown && w&flagUnresolvable == 0 {
+		if w := st.word.Load(); w&healthMask != stateDown && w&flagUnresolvable == 0 && r.cooldownLeft(st) == 0 {
 			return 1
 		}
 		return 0
+	})
+	r.set.NewGauge(name("sipedge_gateway_member_cooldown_seconds", ""), func() float64 {
+		return r.cooldownLeft(st).Seconds()
 	})
 	r.set.NewGauge(name("sipedge_gateway_member_consecutive_failures", `,source="probe"`), func() float64 {
 		return float64(st.probeFails.Load())
@@ -484,7 +505,7 @@ func (r *Registry) registerMetrics(st *state, group string) {
 	})
 	st.rtt = r.set.NewHistogram(name("sipedge_gateway_probe_rtt_seconds", ""))
 	st.retryAfterCapped = r.set.NewCounter(name("sipedge_gateway_retry_after_capped_total", ""))
-	for s, n := range stateNames {
+	for s, n := range transitionNames {
 		st.transitions[s] = r.set.NewCounter(name("sipedge_gateway_member_transitions_total", `,to="`+n+`"`))
 	}
 }

@@ -642,15 +642,19 @@ type MemberStatus struct {
 	URI      string `json:"uri"`
 	Address  string `json:"address"`
 	Resolved string `json:"resolved"` // "ip:port", "" when unresolvable
-	// State is "up", "down" or "half_open".
+	// State is "up", "down", "half_open" or "cooling": up or half-open,
+	// but skipped until CoolingUntil (a 503's Retry-After).
 	State string `json:"state"`
 	// DownBy says what holds a down member down: "calls" (its calls'
 	// failures; a panic or a last resort may still choose it) or "probe"
 	// (failed probes; only probes bring it back).
 	DownBy       string `json:"down_by,omitempty"`
 	Unresolvable bool   `json:"unresolvable"`
-	// CooldownMs is the cooldown left (0 = none).
+	// CooldownMs is the cooldown left (0 = none), CoolingUntil when it
+	// ends (RFC 3339, UTC; "" = none). A member down keeps its cooldown
+	// and shows both, its State "down".
 	CooldownMs          int64   `json:"cooldown_ms"`
+	CoolingUntil        string  `json:"cooling_until,omitempty"`
 	TrialCallsLeft      int     `json:"trial_calls_left"`
 	ConsecutiveFailures int     `json:"consecutive_probe_failures"`
 	ConsecutiveCallFail int     `json:"consecutive_call_failures"`
@@ -692,6 +696,10 @@ func (r *Registry) Group(name string) (GroupStatus, bool) {
 		}
 		if cd := st.cooldown.Load(); cd > now {
 			s.CooldownMs = (cd - now) / int64(time.Millisecond)
+			s.CoolingUntil = r.epoch.Add(time.Duration(cd)).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+			if st.health() != stateDown {
+				s.State = "cooling"
+			}
 		}
 		switch w := st.word.Load(); {
 		case w&healthMask == stateHalfOpen:

@@ -550,3 +550,62 @@ func TestHealthPassiveConfigured(t *testing.T) {
 	c.bye(r.a)
 	r.b.expectNothing(100 * time.Millisecond)
 }
+
+// TestHealthCooldownVisible: a carrier's 503 with Retry-After puts its
+// member in cooldown, and the cooldown shows: "cooling" until a time in
+// the admin API, sipedge_gateway_member_up 0, the seconds left in
+// sipedge_gateway_member_cooldown_seconds, a transition to cooling; the
+// next call skips the carrier without an INVITE.
+func TestHealthCooldownVisible(t *testing.T) {
+	if testing.Short() {
+		t.Skip("health e2e: opens sockets")
+	}
+	r := newHealthRig(t, "carrier-a", "carrier-p", "", passiveGroups(60), passiveRoutes)
+	c := r.call(dialed, "")
+	inv := c.invite(r.b, dialed)
+	r.b.send(string(parser.AppendBody(append(parser.AppendResponse(nil, inv, 503, "Service Unavailable", []byte("ptag1")),
+		"Retry-After: 60\r\n"...), "", nil)))
+	r.b.expect("ACK "+string(inv.RequestURI())+" SIP/2.0", waitMsg)
+	at := time.Now()
+	c.answer(r.a, c.invite(r.a, dialed))
+	c.bye(r.a)
+
+	code, body := r.adminDo("GET", "/v1/gateway/groups/carrier-p", "", "")
+	var g struct {
+		Members []struct {
+			State        string `json:"state"`
+			CooldownMs   int64  `json:"cooldown_ms"`
+			CoolingUntil string `json:"cooling_until"`
+		} `json:"members"`
+	}
+	if err := json.Unmarshal([]byte(body), &g); code != 200 || err != nil || len(g.Members) != 1 {
+		t.Fatalf("GET carrier-p: %d %s (%v)", code, body, err)
+	}
+	m := g.Members[0]
+	until, err := time.Parse(time.RFC3339Nano, m.CoolingUntil)
+	if m.State != "cooling" || err != nil || until.Before(at.Add(55*time.Second)) || until.After(at.Add(61*time.Second)) ||
+		m.CooldownMs < 55000 || m.CooldownMs > 60000 {
+		t.Errorf("carrier-p after a 503 with Retry-After: 60: %+v, want cooling for about 60 s", m)
+	}
+	pLabel := `group="carrier-p"`
+	if lines := r.metricLines("", "sipedge_gateway_member_up", pLabel); len(lines) != 1 || !strings.HasSuffix(lines[0], " 0") {
+		t.Errorf("sipedge_gateway_member_up for carrier-p %q, want 0 while cooling", lines)
+	}
+	if lines := r.metricLines("", "sipedge_gateway_member_cooldown_seconds", pLabel); len(lines) != 1 || strings.HasSuffix(lines[0], " 0") {
+		t.Errorf("sipedge_gateway_member_cooldown_seconds for carrier-p %q, want the seconds left", lines)
+	}
+	var cooling []string
+	for _, l := range r.metricLines("", "sipedge_gateway_member_transitions_total", `to="cooling"`) {
+		if strings.Contains(l, pLabel) {
+			cooling = append(cooling, l)
+		}
+	}
+	if lines := cooling; len(lines) != 1 || !strings.HasSuffix(lines[0], " 1") {
+		t.Errorf("transitions to cooling for carrier-p %q, want 1", lines)
+	}
+	// The next call skips carrier-p.
+	c = r.call(dialed, "")
+	c.answer(r.a, c.invite(r.a, dialed))
+	c.bye(r.a)
+	r.b.expectNothing(100 * time.Millisecond)
+}
