@@ -609,3 +609,103 @@ func TestHealthCooldownVisible(t *testing.T) {
 	c.bye(r.a)
 	r.b.expectNothing(100 * time.Millisecond)
 }
+
+// TestHealthBlackHoleTakenOutAndBack: a carrier's only member that stops
+// answering is taken out by the calls' evidence, skipped while down, and
+// back after passive.down_secs through a half-open trial call. carrier-p
+// (r.b) gets each call first with timeout_secs 1; unanswered, the call
+// fails over to carrier-a (r.a) and its caller is answered. sip.t1_ms 50
+// ends each unanswered INVITE's retransmissions with Timer B in 3.2 s,
+// after which the next call comes: three no-answers in a row over more
+// than a second take the member down (the evidence at low rates,
+// health/outlier.go; how fast at which rate is health's unit tests').
+func TestHealthBlackHoleTakenOutAndBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("health e2e: opens sockets")
+	}
+	groups := func(a, p *sipPeer) string {
+		return fmt.Sprintf(`gateway:
+  groups:
+    - name: carrier-p
+      passive: { down_secs: 5, half_open_calls: 1 }
+      destinations:
+        - { uri: "sip:127.0.0.1:%[1]d", address: "127.0.0.1:%[1]d" }
+    - name: carrier-a
+      passive: { disabled: true }
+      destinations:
+        - { uri: "sip:127.0.0.1:%[2]d", address: "127.0.0.1:%[2]d" }`, p.addr().Port(), a.addr().Port())
+	}
+	routes := "sip: { t1_ms: 50 }\n" + staticLCR(
+		`{ carrier_id: carrier-p, gateway_group: carrier-p, rate: 0.001, currency: USD, timeout_secs: 1 }`,
+		`{ carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004, currency: USD }`)
+	r := newHealthRig(t, "carrier-a", "carrier-p", "", groups, routes)
+	state := func() string {
+		t.Helper()
+		code, body := r.adminDo("GET", "/v1/gateway/groups/carrier-p", "", "")
+		g := decodeGroup(t, body)
+		if code != 200 || len(g.Members) != 1 {
+			t.Fatalf("GET carrier-p: %d %s", code, body)
+		}
+		return g.Members[0].State
+	}
+	answeredByA := func(c *lcrCall) {
+		t.Helper()
+		c.answer(r.a, c.invite(r.a, dialed))
+		c.bye(r.a)
+	}
+
+	// carrier-p answers nothing: each call waits its second, then goes on.
+	for i := 1; ; i++ {
+		c := r.call(dialed, "")
+		inv := c.invite(r.b, dialed)
+		answeredByA(c)
+		s := state()
+		blackHole(t, r.b, inv, 64*50*time.Millisecond)
+		if s == "down" && i == 3 {
+			break
+		}
+		if s != "up" || i == 3 {
+			t.Fatalf("carrier-p %q after %d calls it did not answer, want up before the third, down after", s, i)
+		}
+	}
+	// Down: the next call skips it at once.
+	c := r.call(dialed, "")
+	answeredByA(c)
+	r.b.expectNothing(0)
+
+	// After down_secs, half-open: one trial call; carrier-p answers it now,
+	// and is up.
+	deadline := time.Now().Add(5 * time.Second)
+	for state() != "half_open" {
+		if time.Now().After(deadline) {
+			t.Fatalf("carrier-p %q long after going down, want half_open (down_secs 5)", state())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c = r.call(dialed, "")
+	c.answer(r.b, c.invite(r.b, dialed))
+	c.bye(r.b)
+	if s := state(); s != "up" {
+		t.Fatalf("carrier-p %q after answering its trial call, want up", s)
+	}
+}
+
+// blackHole takes at carrier p, unanswered, the retransmissions of binv
+// (Timer A) until its Timer B, timerB after it was sent, has passed.
+func blackHole(t *testing.T, p *sipPeer, binv *parser.Message, timerB time.Duration) {
+	t.Helper()
+	end := time.Now().Add(timerB + 300*time.Millisecond)
+	for {
+		wait := time.Until(end)
+		if wait <= 0 {
+			return
+		}
+		s, ok := p.next(wait)
+		if !ok {
+			return
+		}
+		if m := p.check(s); m.Method() != parser.MethodInvite || hdr(m, parser.HeaderVia) != hdr(binv, parser.HeaderVia) {
+			t.Fatalf("%s: got %q in a black hole, want only the INVITE again", p.name, firstLine(s))
+		}
+	}
+}
