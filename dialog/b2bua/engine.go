@@ -223,6 +223,7 @@ type Engine struct {
 	// The transaction table's memory budget (txn.Config.MaxStoredBytes),
 	// published the same way; budgetLogged and budgetLogAt pace its log.
 	sharedStored, sharedShortcuts, sharedRefused atomic.Int64
+	sharedPooled                                 atomic.Int64 // the part of sharedStored free slots keep
 	budgetLogged                                 uint64
 	budgetLogAt                                  time.Duration
 	// forcedCalls are the live calls whose trunk has ForceRPort (replyTo).
@@ -362,6 +363,10 @@ func (e *Engine) LiveCalls() int { return int(e.shared.Load()) }
 // Transactions returns the number of live transactions.
 func (e *Engine) Transactions() int { return e.txns.Len() }
 
+// StoredBytes returns the bytes the transaction table keeps (txn.Stats'
+// StoredBytes) as last published; safe from any goroutine.
+func (e *Engine) StoredBytes() int64 { return e.sharedStored.Load() }
+
 // Receive handles a message the shard parsed and validated. m is valid only
 // during the call.
 func (e *Engine) Receive(m *parser.Message, from txn.Peer, now time.Duration) {
@@ -456,6 +461,7 @@ func (e *Engine) Publish() {
 	e.sharedRtx.Store(int64(st.Retransmissions))
 	e.sharedAbsorbed.Store(int64(st.Absorbed))
 	e.sharedStored.Store(int64(st.StoredBytes))
+	e.sharedPooled.Store(int64(st.PooledBytes))
 	e.sharedShortcuts.Store(int64(st.BudgetShortcuts))
 	e.sharedRefused.Store(int64(st.BudgetRefused))
 	if n := st.BudgetShortcuts + st.BudgetRefused; n != e.budgetLogged &&
