@@ -23,11 +23,11 @@ import (
 // to 14 MB. So every memoryReleaseCheck the release sums the tables'
 // stored bytes, and once they hold half their highest since the last
 // release or less, memoryReleaseMin less at least, or nothing at all after
-// holding memoryReleaseMin (the node is idle: what a peak left, calls and
-// the like, has no other moment), it calls debug.FreeOSMemory: after
-// peaks, a few times as a load declines (each halving), never under a
-// steady one, and at most once a check. It logs each release and counts
-// it in sipedge_memory_releases_total.
+// holding memoryReleaseMin since they last did (the node is idle: what a
+// peak left, calls and the like, has no other moment), it calls
+// debug.FreeOSMemory: after peaks, a few times as a load declines (each
+// halving), never under a steady one, and at most once a check. It logs
+// each release and counts it in sipedge_memory_releases_total.
 const (
 	memoryReleaseCheck = 5 * time.Second
 	memoryReleaseMin   = 4 << 20
@@ -40,6 +40,7 @@ type memoryRelease struct {
 	log    *slog.Logger
 	count  *metrics.Counter
 	high   int64 // stored, highest since the last release
+	full   int64 // stored, highest since the tables were last empty
 	done   chan struct{}
 	wg     sync.WaitGroup
 }
@@ -71,12 +72,17 @@ func (m *memoryRelease) run() {
 
 // check releases when the tables' stored bytes fell to half their
 // highest since the last release, by memoryReleaseMin at least, or to
-// nothing from memoryReleaseMin at least.
+// nothing after holding memoryReleaseMin since they last held nothing.
 func (m *memoryRelease) check() {
 	stored := m.stored()
-	m.high = max(m.high, stored)
+	m.high, m.full = max(m.high, stored), max(m.full, stored)
 	fell := m.high - stored
-	if fell < memoryReleaseMin || fell < m.high/2 && stored > 0 {
+	halved := fell >= memoryReleaseMin && fell >= m.high/2
+	drained := stored == 0 && m.full >= memoryReleaseMin
+	if stored == 0 {
+		m.full = 0
+	}
+	if !halved && !drained {
 		return
 	}
 	var before runtime.MemStats

@@ -9,8 +9,9 @@ import (
 
 // The release frees memory once the tables' stored bytes fell to half their
 // highest since the last release, and by 4 MiB at least, or to nothing
-// from 4 MiB at least: after a peak, once per halving as a load declines
-// and when it is gone, never while they grow or hold steady.
+// after holding 4 MiB since they last held nothing: after a peak, once per
+// halving as a load declines and when it is gone, never while they grow or
+// hold steady, nor for small loads.
 func TestMemoryReleaseAfterPeak(t *testing.T) {
 	var stored int64
 	freed := 0
@@ -38,10 +39,12 @@ func TestMemoryReleaseAfterPeak(t *testing.T) {
 	f(100, 3)
 	f(6, 4)
 	f(3, 4) // half, but 3 MiB only
+	f(0, 5) // nothing left of the peak: idle
+	f(0, 5)
+	f(3, 5)
+	f(0, 5) // nothing left of 3 MiB: too little to matter
+	f(3, 5)
 	f(2, 5)
-	f(0, 5) // 2 MiB to nothing
 	f(5, 5)
-	f(4, 5) // not half
-	f(0, 6) // 5 MiB to nothing: idle
-	f(0, 6)
+	f(0, 6) // 5 MiB since it last held nothing: idle again
 }
