@@ -71,7 +71,7 @@ func TestOutlierDetection(t *testing.T) {
 	every := func(n, of int) func(int) bool { return func(i int) bool { return i%of < n } }
 
 	const up = 0
-	// The cases: a loaded host losing a few datagrams.
+	// A loaded host losing a few datagrams.
 	f("six no-answers scattered among 20,000 calls at 1,000/s", 1000, 20000, at(1500, 4200, 7777, 9000, 13001, 18500), up)
 	f("three in a row among 20,000 at 1,000/s", 1000, 20000, at(5000, 5001, 5002), up)
 	f("six in a row, twice, at 1,000/s", 1000, 20000, at(3000, 3001, 3002, 3003, 3004, 3005, 9000, 9001, 9002, 9003, 9004, 9005), up)
