@@ -66,9 +66,9 @@ bench: deps
 	done
 	$(GO) run ./bench/cmd/ratio $(BENCH_OUT).txt $(BENCH_OUT)-sipgo.txt
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT) $(BENCH_PKGS) | tee $(BENCH_OUT)-rest.txt
-	$(GO) test -run '^$$' -bench '^(CallFlow|CallFlowFailover)$$' -benchmem -count $(COUNT) -cpu 1 ./bench/ | tee -a $(BENCH_OUT)-rest.txt
+	$(GO) test -run '^$$' -bench '^Benchmark(CallFlow|CallFlowFailover)$$' -benchmem -count $(COUNT) -cpu 1 ./bench/ | tee -a $(BENCH_OUT)-rest.txt
 	$(GO) test -run '^$$' -bench 'Wire' -benchmem -count $(COUNT) ./bench/ | tee -a $(BENCH_OUT)-rest.txt
-	$(GO) test -run '^$$' -bench '^ConcurrentCalls$$' -benchtime 1x -count $(COUNT) ./bench/ | tee -a $(BENCH_OUT)-rest.txt
+	$(GO) test -run '^$$' -bench '^BenchmarkConcurrentCalls$$' -benchtime 1x -count $(COUNT) ./bench/ | tee -a $(BENCH_OUT)-rest.txt
 	echo "loadavg: $$(cat /proc/loadavg)" >>$(BENCH_OUT)-rest.txt
 	mkdir -p $(RESULTS)
 	cat $(BENCH_OUT)-meta.txt $(BENCH_OUT).txt $(BENCH_OUT)-sipgo.txt $(BENCH_OUT)-rest.txt >$(RESULTS)/benchmarks.txt

@@ -15,6 +15,8 @@
 #              (Kamailio over UDP only)
 #   KAMAILIO_CHILDREN  Kamailio's UDP worker processes   the number of cores
 #   SIPP_NICE  niceness added to every SIPp process      0
+#   APPEND     1: add rounds to an existing OUT.csv (numbered on from its
+#              last), so that rounds can be spread over time   0
 #
 # A series starts its server and carriers once and ramps through STEPS,
 # each step a fresh SIPp UAC placing STEP_SECS x rate calls (at most rate x
@@ -65,6 +67,7 @@ ROUNDS=${ROUNDS:-1}
 SERIES=${SERIES:-sipedge/plain/udp kamailio/plain/udp sipedge/failover/udp kamailio/failover/udp sipedge/plain/tcp sipedge/failover/tcp}
 KAMAILIO_CHILDREN=${KAMAILIO_CHILDREN:-$(nproc)}
 SIPP_NICE=${SIPP_NICE:-0}
+APPEND=${APPEND:-0}
 for v in STEP_SECS ROUNDS KAMAILIO_CHILDREN; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "$0: $v must be a positive integer" >&2; usage; }
 done
@@ -261,9 +264,16 @@ trap 'kill "$SAMPLER_PID" 2>/dev/null || true; stop_kamailio; WORK=$ROOT; cleanu
 case " $SERIES " in *" kamailio/"*) need_kamailio ;; esac
 build_sipedge
 mkdir -p "$(dirname "$OUT")"
-echo "round,server,scenario,transport,offered_cps,step_secs,attempted,answered,failed,success_ratio,uac_retransmissions,carrier_retransmissions,cpu_secs,cpu_us_per_call,peak_pss_mb,host_busy_pct,load_start,load_end,elapsed_secs" >"$OUT"
+HEADER="round,server,scenario,transport,offered_cps,step_secs,attempted,answered,failed,success_ratio,uac_retransmissions,carrier_retransmissions,cpu_secs,cpu_us_per_call,peak_pss_mb,host_busy_pct,load_start,load_end,elapsed_secs"
+FIRST=1
+if [ "$APPEND" = 1 ] && [ -s "$OUT" ]; then
+	[ "$(head -1 "$OUT")" = "$HEADER" ] || fail "$OUT has other columns; cannot append to it"
+	FIRST=$(($(awk -F, 'NR > 1 && $1 > r { r = $1 } END { print r + 0 }' "$OUT") + 1))
+else
+	echo "$HEADER" >"$OUT"
+fi
 log "steps $STEPS calls/s, ${STEP_SECS}s each, $ROUNDS round(s); series: $SERIES; Kamailio children $KAMAILIO_CHILDREN; SIPp nice $SIPP_NICE; rows into $OUT"
-for ((round = 1; round <= ROUNDS; round++)); do
+for ((round = FIRST; round < FIRST + ROUNDS; round++)); do
 	for s in $SERIES; do
 		IFS=/ read -r server scenario TRANSPORT <<<"$s"
 		SIPP_T=u1
@@ -277,5 +287,5 @@ for ((round = 1; round <= ROUNDS; round++)); do
 	done
 done
 WORK=$ROOT
-log "done: $(($(wc -l <"$OUT") - 1)) steps in $OUT"
+log "done: rounds $FIRST to $((FIRST + ROUNDS - 1)), $(($(wc -l <"$OUT") - 1)) steps in $OUT"
 OK=1
