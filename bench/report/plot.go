@@ -69,14 +69,15 @@ func style(s series) (color.Color, []vg.Length, draw.GlyphDrawer) {
 
 // savePlot draws one line per series of points (value against the offered
 // rate, with min-max whiskers when several rounds ran) into a PNG at path.
-func savePlot(path, title, ylabel string, points []point, value func(point) float64, spread func(point) (float64, float64), ymin float64) error {
+// The legend goes bottom left, or with legendTop top right above the
+// data, the y axis stretched to make room for it.
+func savePlot(path, title, ylabel string, points []point, value func(point) float64, spread func(point) (float64, float64), legendTop bool) error {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "offered calls/s (SIPp)"
 	p.Y.Label.Text = ylabel
-	p.Y.Min = ymin
-	p.Legend.Top = false
-	p.Legend.Left = true
+	p.Legend.Top = legendTop
+	p.Legend.Left = !legendTop
 	p.Add(plotter.NewGrid())
 	for _, c := range curves(points, value, spread) {
 		col, dashes, glyph := style(c.s)
@@ -97,6 +98,10 @@ func savePlot(path, title, ylabel string, points []point, value func(point) floa
 			p.Add(bars)
 		}
 	}
+	p.Y.Min = 0
+	if legendTop {
+		p.Y.Max *= 1.5
+	}
 	if err := p.Save(plotWidth, plotHeight, path); err != nil {
 		return fmt.Errorf("cannot write %q: %w", path, err)
 	}
@@ -107,11 +112,11 @@ func savePlot(path, title, ylabel string, points []point, value func(point) floa
 func savePlots(successPath, cpuPath string, points []point) error {
 	err := savePlot(successPath, "Calls answered", "answered / attempted, %", points,
 		func(p point) float64 { return p.successPct },
-		func(p point) (float64, float64) { return p.successMin, p.successMax }, 0)
+		func(p point) (float64, float64) { return p.successMin, p.successMax }, false)
 	if err != nil {
 		return err
 	}
 	return savePlot(cpuPath, "Server CPU per call", "µs of CPU per call attempted", points,
 		func(p point) float64 { return p.cpuUs },
-		func(p point) (float64, float64) { return p.cpuMin, p.cpuMax }, 0)
+		func(p point) (float64, float64) { return p.cpuMin, p.cpuMax }, true)
 }
