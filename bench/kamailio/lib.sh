@@ -1,8 +1,10 @@
 # Kamailio for bench/sipp/capacity.sh; sourced after bench/sipp/lib.sh, not
 # run. kamailio.cfg beside this file is the template.
 #
-#   write_kamailio_config PORT CHILDREN DEST...  WORK/kamailio.cfg listening
-#       on 127.0.0.1:PORT (UDP) with CHILDREN worker processes, and the
+#   write_kamailio_config PORT CHILDREN FIRST_MS DEST...  WORK/kamailio.cfg
+#       listening on 127.0.0.1:PORT (UDP) with CHILDREN worker processes,
+#       giving the first carrier FIRST_MS ms to answer (0: the defaults,
+#       32 s for a response and 30 s of ringing, as sipedge's), and the
 #       dispatcher list WORK/dispatcher.list: set 1 with each DEST
 #       (host:port) in the order given, tried in that order
 #   start_kamailio                               run it (KAMAILIO_PID), wait until it listens
@@ -28,8 +30,8 @@ need_kamailio() {
 }
 
 write_kamailio_config() {
-	local port=$1 children=$2 prio dest
-	shift 2
+	local port=$1 children=$2 first=$3 prio dest
+	shift 3
 	KAMAILIO_PORT=$port
 	# Algorithm 8 tries the destinations by priority, the highest first.
 	prio=$(($# * 10))
@@ -38,7 +40,7 @@ write_kamailio_config() {
 		echo "1 sip:$dest 0 $prio" >>"$WORK/dispatcher.list"
 		prio=$((prio - 10))
 	done
-	sed -e "s|@SIP_PORT@|$port|g" -e "s|@CHILDREN@|$children|g" \
+	sed -e "s|@SIP_PORT@|$port|g" -e "s|@CHILDREN@|$children|g" -e "s|@FIRST_TIMEOUT_MS@|$first|g" \
 		-e "s|@DISPATCHER_LIST@|$WORK/dispatcher.list|g" \
 		"$KAMAILIO_DIR/kamailio.cfg" >"$WORK/kamailio.cfg"
 	"$KAMAILIO" -c -f "$WORK/kamailio.cfg" >"$WORK/kamailio-check.out" 2>&1 ||

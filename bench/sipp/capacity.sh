@@ -31,7 +31,8 @@
 # destination down either, and a SIPp carrier starved of CPU by the load
 # is not a carrier fault. Kamailio is bench/kamailio/kamailio.cfg: a
 # stateful proxy (tm, record_route) with dispatcher failover on 5xx and
-# timeout, installed from Debian when missing.
+# timeout, installed from Debian when missing, with sipedge's timeouts
+# (5 s for carrier-a in failover, else Timer B and a 30 s ring bound).
 #
 # Per step, one CSV row: offered rate; calls attempted, answered and
 # failed (SIPp UAC), the success ratio (answered / attempted: calls SIPp
@@ -188,9 +189,9 @@ start_server() {
 		SERVER_PID=$SIPEDGE_PID
 	else
 		if [ "$scenario" = failover ]; then
-			write_kamailio_config "$SIP_PORT" "$KAMAILIO_CHILDREN" "127.0.0.1:$UAS_A_PORT" "127.0.0.1:$UAS_B_PORT"
+			write_kamailio_config "$SIP_PORT" "$KAMAILIO_CHILDREN" 5000 "127.0.0.1:$UAS_A_PORT" "127.0.0.1:$UAS_B_PORT"
 		else
-			write_kamailio_config "$SIP_PORT" "$KAMAILIO_CHILDREN" "127.0.0.1:$UAS_B_PORT"
+			write_kamailio_config "$SIP_PORT" "$KAMAILIO_CHILDREN" 0 "127.0.0.1:$UAS_B_PORT"
 		fi
 		start_kamailio
 		SERVER_PID=$KAMAILIO_PID
