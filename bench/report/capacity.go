@@ -21,6 +21,7 @@ type step struct {
 	uacRetrans, carrierRetrans     int
 	cpuUsPerCall, peakMB, hostBusy float64
 	loadStart, loadEnd             float64
+	kamailioChildren, sippNice     int // -1: not in the CSV
 }
 
 // A series is what one ramp measures: a server, a scenario, a transport.
@@ -92,22 +93,31 @@ func parseCapacity(r io.Reader, file string) ([]step, error) {
 			return v
 		}
 		integer := func(c string) int { return int(num(c)) }
+		// The run's settings, written by later versions of the script.
+		optional := func(c string) int {
+			if _, ok := col[c]; !ok {
+				return -1
+			}
+			return integer(c)
+		}
 		s := step{
-			round:          integer("round"),
-			series:         series{rec[col["server"]], rec[col["scenario"]], rec[col["transport"]]},
-			offered:        integer("offered_cps"),
-			secs:           integer("step_secs"),
-			attempted:      integer("attempted"),
-			answered:       integer("answered"),
-			failed:         integer("failed"),
-			successRatio:   num("success_ratio"),
-			uacRetrans:     integer("uac_retransmissions"),
-			carrierRetrans: integer("carrier_retransmissions"),
-			cpuUsPerCall:   num("cpu_us_per_call"),
-			peakMB:         num("peak_pss_mb"),
-			hostBusy:       num("host_busy_pct"),
-			loadStart:      num("load_start"),
-			loadEnd:        num("load_end"),
+			round:            integer("round"),
+			series:           series{rec[col["server"]], rec[col["scenario"]], rec[col["transport"]]},
+			offered:          integer("offered_cps"),
+			secs:             integer("step_secs"),
+			attempted:        integer("attempted"),
+			answered:         integer("answered"),
+			failed:           integer("failed"),
+			successRatio:     num("success_ratio"),
+			uacRetrans:       integer("uac_retransmissions"),
+			carrierRetrans:   integer("carrier_retransmissions"),
+			cpuUsPerCall:     num("cpu_us_per_call"),
+			peakMB:           num("peak_pss_mb"),
+			hostBusy:         num("host_busy_pct"),
+			loadStart:        num("load_start"),
+			loadEnd:          num("load_end"),
+			kamailioChildren: optional("kamailio_children"),
+			sippNice:         optional("sipp_nice"),
 		}
 		if bad != nil {
 			return nil, bad
@@ -193,4 +203,21 @@ func lookup(points []point, s series, offered int) (point, bool) {
 		}
 	}
 	return point{}, false
+}
+
+// settings are the distinct values, sorted, of the run settings the steps
+// recorded: Kamailio's worker processes (of Kamailio's steps) and SIPp's
+// niceness; empty when the CSV has no such column.
+func settings(steps []step) (children, nice []int) {
+	for _, s := range steps {
+		if s.series.server == "kamailio" && s.kamailioChildren >= 0 && !slices.Contains(children, s.kamailioChildren) {
+			children = append(children, s.kamailioChildren)
+		}
+		if s.sippNice >= 0 && !slices.Contains(nice, s.sippNice) {
+			nice = append(nice, s.sippNice)
+		}
+	}
+	slices.Sort(children)
+	slices.Sort(nice)
+	return children, nice
 }

@@ -83,6 +83,7 @@ func run(benchFile, capacityFile, out, date string, cpuAt, successAt int) error 
 				return fmt.Errorf("no steps in %q", capacityFile)
 			}
 			r.points = aggregate(steps)
+			r.children, r.sippNice = settings(steps)
 			r.capacityFile = relTo(dir, capacityFile)
 			success := filepath.Join(dir, "capacity-success.png")
 			cpu := filepath.Join(dir, "capacity-cpu.png")

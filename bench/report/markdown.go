@@ -42,8 +42,10 @@ type report struct {
 	capacityFile string
 	successPlot  string
 	cpuPlot      string
-	cpuAt        int // the offered rate of the CPU per call comparison
-	successAt    int // the offered rate of the success ratio comparison
+	children     []int // Kamailio's worker processes, as the steps recorded them
+	sippNice     []int // SIPp's niceness, as the steps recorded it
+	cpuAt        int   // the offered rate of the CPU per call comparison
+	successAt    int   // the offered rate of the success ratio comparison
 }
 
 // write renders the report as Markdown.
@@ -225,7 +227,18 @@ func (r *report) writeCapacity(p func(string, ...any)) {
 	p("call. `plain`: one carrier answers; `failover`: the first carrier answers 503 and the second answers, one\n")
 	p("failover per call. Kamailio is a stateful proxy with dispatcher failover (`bench/kamailio/kamailio.cfg`). CPU\n")
 	p("per call is the server's (all its processes) over the calls attempted; answered is SIPp's successful calls\n")
-	p("over those it attempted; retransmissions are those SIPp's caller and carriers sent.\n")
+	p("over those it attempted; retransmissions are those SIPp's caller and carriers sent.")
+	if len(r.children) > 0 {
+		p(" Kamailio ran with %s worker processes (`children`).", joinInts(r.children, " or "))
+	}
+	if len(r.sippNice) > 0 {
+		if len(r.sippNice) == 1 && r.sippNice[0] == 0 {
+			p(" SIPp ran at the server's priority.")
+		} else {
+			p(" SIPp ran niced by %s.", joinInts(r.sippNice, " or "))
+		}
+	}
+	p("\n")
 	r.writeComparison(p)
 	if r.successPlot != "" {
 		p("\n![calls answered against the offered rate](%s)\n", r.successPlot)
@@ -276,6 +289,14 @@ func (r *report) writeComparison(p func(string, ...any)) {
 	for _, row := range rows {
 		p("%s\n", row)
 	}
+}
+
+func joinInts(v []int, sep string) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, sep)
 }
 
 func joinRates(rates []int) string {

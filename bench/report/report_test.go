@@ -197,7 +197,17 @@ func TestParseCapacityErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := step{round: 1, series: series{"sipedge", "plain", "udp"}, offered: 1000, secs: 10, attempted: 10, answered: 9, failed: 1,
-		successRatio: 0.9, uacRetrans: 2, carrierRetrans: 3, cpuUsPerCall: 250.5, peakMB: 30, hostBusy: 80, loadStart: 1.1, loadEnd: 1.2}
+		successRatio: 0.9, uacRetrans: 2, carrierRetrans: 3, cpuUsPerCall: 250.5, peakMB: 30, hostBusy: 80, loadStart: 1.1, loadEnd: 1.2,
+		kamailioChildren: -1, sippNice: -1} // the settings' columns are optional
+	if len(steps) != 1 || steps[0] != want {
+		t.Fatalf("steps %+v, want [%+v]", steps, want)
+	}
+
+	steps, err = parseCapacity(strings.NewReader(head+",kamailio_children,sipp_nice\n1,sipedge,plain,udp,1000,10,10,9,1,0.9,2,3,250.5,30,80,1.1,1.2,4,5\n"), "c.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.kamailioChildren, want.sippNice = 4, 5
 	if len(steps) != 1 || steps[0] != want {
 		t.Fatalf("steps %+v, want [%+v]", steps, want)
 	}

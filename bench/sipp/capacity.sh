@@ -43,7 +43,8 @@
 # (the sum of Pss over its processes, sampled each second: Kamailio's
 # shared memory counted once); the machine's busy share of all cores and
 # the 1-minute load average at the step's start and end (other work on a
-# shared machine shows there). Progress goes to stderr.
+# shared machine shows there); and the run's KAMAILIO_CHILDREN and
+# SIPP_NICE. Progress goes to stderr.
 #
 # The rows are measurements, not a verdict: the script fails only when a
 # server or carrier dies or SIPp's statistics cannot be read. It is
@@ -250,7 +251,7 @@ step() {
 	read -r ratio us cpu_s host < <(awk -v a="$ATTEMPTED" -v s="$SUCCEEDED" -v t=$((cpu1 - cpu0)) -v hz="$CLK_TCK" \
 		-v b=$((busy1 - busy0)) -v T=$((total1 - total0)) 'BEGIN {
 			printf "%.4f %.1f %.2f %.1f\n", a ? s / a : 0, a ? t * 1e6 / hz / a : 0, t / hz, T ? b * 100 / T : 0 }')
-	echo "$round,$server,$scenario,$TRANSPORT,$rate,$STEP_SECS,$ATTEMPTED,$SUCCEEDED,$FAILED,$ratio,$uac_rtx,$((rtx1 - rtx0)),$cpu_s,$us,$((peak / 1024)),$host,$load0,$load1,$ELAPSED" >>"$OUT"
+	echo "$round,$server,$scenario,$TRANSPORT,$rate,$STEP_SECS,$ATTEMPTED,$SUCCEEDED,$FAILED,$ratio,$uac_rtx,$((rtx1 - rtx0)),$cpu_s,$us,$((peak / 1024)),$host,$load0,$load1,$ELAPSED,$KAMAILIO_CHILDREN,$SIPP_NICE" >>"$OUT"
 	log "round $round $server $scenario $TRANSPORT $rate/s: $SUCCEEDED/$ATTEMPTED answered ($ratio), $FAILED failed," \
 		"retransmissions $uac_rtx+$((rtx1 - rtx0)), $us us/call, $((peak / 1024)) MB, host ${host}% busy, load $load0 -> $load1"
 	sleep 2
@@ -265,7 +266,7 @@ trap 'kill "$SAMPLER_PID" 2>/dev/null || true; stop_kamailio; WORK=$ROOT; cleanu
 case " $SERIES " in *" kamailio/"*) need_kamailio ;; esac
 build_sipedge
 mkdir -p "$(dirname "$OUT")"
-HEADER="round,server,scenario,transport,offered_cps,step_secs,attempted,answered,failed,success_ratio,uac_retransmissions,carrier_retransmissions,cpu_secs,cpu_us_per_call,peak_pss_mb,host_busy_pct,load_start,load_end,elapsed_secs"
+HEADER="round,server,scenario,transport,offered_cps,step_secs,attempted,answered,failed,success_ratio,uac_retransmissions,carrier_retransmissions,cpu_secs,cpu_us_per_call,peak_pss_mb,host_busy_pct,load_start,load_end,elapsed_secs,kamailio_children,sipp_nice"
 FIRST=1
 if [ "$APPEND" = 1 ] && [ -s "$OUT" ]; then
 	[ "$(head -1 "$OUT")" = "$HEADER" ] || fail "$OUT has other columns; cannot append to it"
