@@ -83,7 +83,11 @@ for s in $SERIES; do
 	esac
 done
 
-UAC_SCENARIO=(-sf "$HERE/uac_routed.xml")
+# SIPp ends itself after 120 trips of its watchdog (a main loop late by
+# 500 ms), which an overloaded step or a busy machine trips: the ramp is
+# meant to overload, so the watchdog only counts.
+SIPP_WATCHDOG=(-watchdog_minor_maxtriggers 1000000 -watchdog_major_maxtriggers 1000000)
+UAC_ARGS=(-sf "$HERE/uac_routed.xml" "${SIPP_WATCHDOG[@]}")
 [ "$SIPP_NICE" = 0 ] || SIPP_PREFIX=(nice -n "$SIPP_NICE")
 SIPP_LOGS="uac uas_a uas_b"
 CLK_TCK=$(getconf CLK_TCK)
@@ -152,7 +156,7 @@ carriers_retrans() {
 
 # carrier NAME PORT CP MP SCENARIO_FILE: a SIPp carrier writing its statistics each second.
 carrier() {
-	start_uas "uas_$1" "$2" "$3" "$4" -sf "$5" -trace_stat -stf "$WORK/uas_$1_stat.csv" -fd 1
+	start_uas "uas_$1" "$2" "$3" "$4" -sf "$5" "${SIPP_WATCHDOG[@]}" -trace_stat -stf "$WORK/uas_$1_stat.csv" -fd 1
 }
 
 # start_server SERVER SCENARIO: sipedge or Kamailio on fresh ports with the
