@@ -228,6 +228,11 @@ func (r *report) writeCapacity(p func(string, ...any)) {
 	p("failover per call. Kamailio is a stateful proxy with dispatcher failover (`bench/kamailio/kamailio.cfg`). CPU\n")
 	p("per call is the server's (all its processes) over the calls attempted; answered is SIPp's successful calls\n")
 	p("over those it attempted; retransmissions are those SIPp's caller and carriers sent.")
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, pt := range r.points {
+		lo, hi = min(lo, pt.loadMin), max(hi, pt.loadMax)
+	}
+	p(" The 1-minute load average went from %s to %s over the steps.", strconv.FormatFloat(lo, 'f', 2, 64), strconv.FormatFloat(hi, 'f', 2, 64))
 	if len(r.children) > 0 {
 		p(" Kamailio ran with %s worker processes (`children`).", joinInts(r.children, " or "))
 	}
@@ -270,8 +275,8 @@ func (r *report) writeComparison(p func(string, ...any)) {
 		a, okA := lookup(r.points, series{"sipedge", scenario, "udp"}, r.cpuAt)
 		b, okB := lookup(r.points, series{"kamailio", scenario, "udp"}, r.cpuAt)
 		if okA && okB {
-			rows = append(rows, fmt.Sprintf("| CPU per call at %s calls/s, %s | %s µs | %s µs | %s |",
-				number(float64(r.cpuAt)), scenario, number(a.cpuUs), number(b.cpuUs), ratio(a.cpuUs, b.cpuUs)))
+			rows = append(rows, fmt.Sprintf("| CPU per call at %s calls/s, %s | %s µs (%s %% answered) | %s µs (%s %% answered) | %s |",
+				number(float64(r.cpuAt)), scenario, number(a.cpuUs), percent(a.successPct), number(b.cpuUs), percent(b.successPct), ratio(a.cpuUs, b.cpuUs)))
 		}
 	}
 	for _, scenario := range []string{"plain", "failover"} {
@@ -285,6 +290,8 @@ func (r *report) writeComparison(p func(string, ...any)) {
 	if len(rows) == 0 {
 		return
 	}
+	p("\nOver UDP, medians over the rounds. CPU per call compares like with like only where both servers answered nearly\n")
+	p("every call: otherwise the calls lost, and the retransmissions they cause, are in the figure too.\n")
 	p("\n| over UDP | sipedge | Kamailio | sipedge / Kamailio |\n|---|--:|--:|--:|\n")
 	for _, row := range rows {
 		p("%s\n", row)
