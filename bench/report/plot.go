@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"image/color"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -79,6 +80,15 @@ func savePlot(path, title, ylabel string, points []point, value func(point) floa
 	p.Legend.Top = legendTop
 	p.Legend.Left = !legendTop
 	p.Add(plotter.NewGrid())
+	// A tick at each offered rate, labelled.
+	var ticks []plot.Tick
+	for _, pt := range points {
+		x := float64(pt.offered)
+		if !slices.ContainsFunc(ticks, func(t plot.Tick) bool { return t.Value == x }) {
+			ticks = append(ticks, plot.Tick{Value: x, Label: number(x)})
+		}
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	for _, c := range curves(points, value, spread) {
 		col, dashes, glyph := style(c.s)
 		line, dots, err := plotter.NewLinePoints(c.xy)
@@ -98,7 +108,7 @@ func savePlot(path, title, ylabel string, points []point, value func(point) floa
 			p.Add(bars)
 		}
 	}
-	p.Y.Min = 0
+	p.X.Min, p.Y.Min = 0, 0
 	if legendTop {
 		p.Y.Max *= 1.5
 	}
