@@ -12,7 +12,9 @@
 // rounds), sipedge against Kamailio at -cpu-at and -success-at calls/s,
 // and two PNG plots beside the report (success ratio and CPU per call
 // against the offered rate, every series on one plot). Either input may
-// be left out (an empty flag or a missing file), not both.
+// be left out (an empty flag or a missing file), not both. -recheck is a
+// second capacity CSV, the compared rates measured again (in a quieter
+// window, say): its comparison table follows the first.
 //
 // It lives in its own module (bench/report) so that gonum/plot never
 // becomes a dependency of sipedge.
@@ -32,6 +34,7 @@ import (
 func main() {
 	benchFile := flag.String("bench", "", "`go test -bench` output")
 	capacityFile := flag.String("capacity", "", "bench/sipp/capacity.sh's CSV")
+	recheckFile := flag.String("recheck", "", "a second capacity.sh CSV, the compared rates measured again: its comparison is shown too")
 	out := flag.String("out", "REPORT.md", "the report to write; the plots go beside it")
 	date := flag.String("date", time.Now().UTC().Format("2006-01-02"), "the date the report names")
 	cpuAt := flag.Int("cpu-at", 1000, "the offered rate (calls/s) of the CPU per call comparison")
@@ -41,7 +44,7 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(*benchFile, *capacityFile, *out, *date, *cpuAt, *successAt); err != nil {
+	if err := run(*benchFile, *capacityFile, *recheckFile, *out, *date, *cpuAt, *successAt); err != nil {
 		fmt.Fprintln(os.Stderr, "report:", err)
 		os.Exit(1)
 	}
@@ -49,7 +52,7 @@ func main() {
 
 // run reads the inputs and writes the report and, with capacity steps,
 // the plots capacity-success.png and capacity-cpu.png beside it.
-func run(benchFile, capacityFile, out, date string, cpuAt, successAt int) error {
+func run(benchFile, capacityFile, recheckFile, out, date string, cpuAt, successAt int) error {
 	dir := filepath.Dir(out)
 	r := &report{date: date, cpuAt: cpuAt, successAt: successAt}
 	if benchFile != "" {
@@ -69,19 +72,11 @@ func run(benchFile, capacityFile, out, date string, cpuAt, successAt int) error 
 		}
 	}
 	if capacityFile != "" {
-		f, err := os.Open(capacityFile)
+		steps, err := readCapacity(capacityFile)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 		if err == nil {
-			steps, err := parseCapacity(f, capacityFile)
-			f.Close()
-			if err != nil {
-				return err
-			}
-			if len(steps) == 0 {
-				return fmt.Errorf("no steps in %q", capacityFile)
-			}
 			r.points = aggregate(steps)
 			r.children, r.sippNice = settings(steps)
 			r.capacityFile = relTo(dir, capacityFile)
@@ -91,6 +86,16 @@ func run(benchFile, capacityFile, out, date string, cpuAt, successAt int) error 
 				return err
 			}
 			r.successPlot, r.cpuPlot = relTo(dir, success), relTo(dir, cpu)
+		}
+	}
+	if recheckFile != "" && r.points != nil {
+		steps, err := readCapacity(recheckFile)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if err == nil {
+			r.recheck = aggregate(steps)
+			r.recheckFile = relTo(dir, recheckFile)
 		}
 	}
 	if r.bench == nil && r.points == nil {
@@ -110,4 +115,21 @@ func relTo(dir, path string) string {
 		return path
 	}
 	return filepath.ToSlash(rel)
+}
+
+// readCapacity reads a capacity CSV with at least one step.
+func readCapacity(file string) ([]step, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	steps, err := parseCapacity(f, file)
+	if err != nil {
+		return nil, err
+	}
+	if len(steps) == 0 {
+		return nil, fmt.Errorf("no steps in %q", file)
+	}
+	return steps, nil
 }

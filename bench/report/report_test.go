@@ -37,9 +37,12 @@ func setup(t *testing.T, files ...string) string {
 // TestReportGolden: the golden inputs give the golden report, and the two
 // plots are PNGs of the documented size.
 func TestReportGolden(t *testing.T) {
-	dir := setup(t, "benchmarks.txt", "capacity.csv")
+	dir := setup(t, "benchmarks.txt", "capacity.csv", "capacity-recheck.csv")
 	out := filepath.Join(dir, "REPORT.md")
-	if err := run(filepath.Join(dir, "results", "benchmarks.txt"), filepath.Join(dir, "results", "capacity.csv"), out, "2026-12-04", 1000, 2500); err != nil {
+	results := filepath.Join(dir, "results")
+	err := run(filepath.Join(results, "benchmarks.txt"), filepath.Join(results, "capacity.csv"), filepath.Join(results, "capacity-recheck.csv"),
+		out, "2026-12-04", 1000, 2500)
+	if err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(out)
@@ -82,7 +85,7 @@ func TestReportOneInput(t *testing.T) {
 		t.Helper()
 		dir := setup(t, "benchmarks.txt", "capacity.csv")
 		out := filepath.Join(dir, "REPORT.md")
-		if err := run(bench, capacity, out, "2026-12-04", 1000, 2500); err != nil {
+		if err := run(bench, capacity, "testdata/missing-recheck.csv", out, "2026-12-04", 1000, 2500); err != nil {
 			t.Fatal(err)
 		}
 		got, err := os.ReadFile(out)
@@ -109,7 +112,7 @@ func TestReportOneInput(t *testing.T) {
 	f("", "testdata/capacity.csv", []string{"## Capacity", "| sipedge plain udp | 1,000 |"}, []string{"## Benchmarks", "Machine:"})
 
 	out := filepath.Join(t.TempDir(), "REPORT.md")
-	if err := run("testdata/missing.txt", "", out, "2026-12-04", 1000, 2500); err == nil {
+	if err := run("testdata/missing.txt", "", "testdata/capacity-recheck.csv", out, "2026-12-04", 1000, 2500); err == nil {
 		t.Error("no input: no error")
 	}
 }
