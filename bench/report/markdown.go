@@ -121,7 +121,7 @@ func (r *report) writeBenchmarks(p func(string, ...any)) {
 	}
 	p("\n## Benchmarks\n\n")
 	p("`go test -bench`, medians of %d runs (`-count`). Times drift with the machine's load (it is shared, and its\n", runs)
-	p("speed varies by 2x): compare against a baseline from the same run, such as sipgo below; allocations do not drift.\n")
+	p("speed varies several-fold): compare against a baseline from the same run, such as sipgo below; allocations do not drift.\n")
 	r.writeParserPairs(p)
 	for _, pkg := range r.packageOrder() {
 		rel := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
