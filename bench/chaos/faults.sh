@@ -1,0 +1,20 @@
+# The campaign's faults: FAULTS lists them, in the order run.sh runs them,
+# as "name|family|what it does and what is expected"; each has a function
+# fault_NAME (dashes as underscores) in faults/FAMILY.sh, which sets the
+# fault up, injects it, checks what every side saw (expect) and ends with
+# sipedge stopped; fault.sh then prints its row (verdict). The durations
+# and rates are variables, named in each family's file and in README.md.
+
+FAULTS=(
+	"api-down-fallback|api|routing API stops answering (connection refused) for a while, fallback group set: every call answered, none waits past the API timeout, the API routes again once back"
+	"api-hang-fallback|api|routing API accepts and never answers for a while, fallback group set: same expectations"
+	"api-slow-fallback|api|routing API answers slowly (within its timeout) for a while, fallback group set: every call routed by the API, none by the fallback"
+	"api-garbage-fallback|api|routing API answers garbage (not JSON, wrong types, 2 MiB, 500, 302) for a while, fallback group set: as api-down-fallback"
+	"api-down|api|routing API down from the start, no fallback: every call refused 503 at once, each with a CDR"
+	"api-hang|api|routing API hangs from the start, no fallback: every call refused 503 within the API timeout, each with a CDR"
+	"api-garbage|api|routing API answers garbage from the start, no fallback: as api-down"
+)
+
+for f in "$(dirname "${BASH_SOURCE[0]}")"/faults/*.sh; do
+	. "$f"
+done
