@@ -13,6 +13,9 @@ FAULTS=(
 	"api-down|api|routing API down from the start, no fallback: every call refused 503 at once, each with a CDR"
 	"api-hang|api|routing API hangs from the start, no fallback: every call refused 503 within the API timeout, each with a CDR"
 	"api-garbage|api|routing API answers garbage from the start, no fallback: as api-down"
+	"redis-stop|redis|Redis (CPS limiter and LCR cache) shut down during load, then started again: every call answered without waiting on Redis, the loss and the return visible in the gauges"
+	"redis-kill|redis|Redis killed (SIGKILL) during load, then started again: as redis-stop"
+	"redis-freeze|redis|Redis frozen (SIGSTOP) during load, then thawed: as redis-stop"
 )
 
 for f in "$(dirname "${BASH_SOURCE[0]}")"/faults/*.sh; do
