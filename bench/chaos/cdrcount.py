@@ -7,7 +7,8 @@ Prints "VALUE COUNT" per distinct value of FIELD (route_source,
 carrier_id, final_code, ...; an absent or empty field counts as "-"),
 over the CDRs whose time_invite is in [--after, --before) (Unix seconds,
 decimals allowed; default: all). A line that is not JSON counts as
-"torn".
+"torn". FIELD "attempt" counts the failed attempts of lcr_attempts
+instead, as CARRIER/STATUS/dialed or CARRIER/STATUS/undialed.
 """
 
 import argparse
@@ -43,6 +44,11 @@ def main():
         if a.after is not None and t < a.after:
             continue
         if a.before is not None and t >= a.before:
+            continue
+        if a.field == "attempt":
+            for at in rec.get("lcr_attempts") or []:
+                d = "dialed" if at.get("dialed") else "undialed"
+                counts["%s/%s/%s" % (at.get("carrier_id"), at.get("status"), d)] += 1
             continue
         v = rec.get(a.field)
         counts["-" if v in (None, "") else str(v)] += 1

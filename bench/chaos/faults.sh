@@ -16,6 +16,9 @@ FAULTS=(
 	"redis-stop|redis|Redis (CPS limiter and LCR cache) shut down during load, then started again: every call answered without waiting on Redis, the loss and the return visible in the gauges"
 	"redis-kill|redis|Redis killed (SIGKILL) during load, then started again: as redis-stop"
 	"redis-freeze|redis|Redis frozen (SIGSTOP) during load, then thawed: as redis-stop"
+	"carrier-blackhole|carrier|the first carrier swallows every INVITE for a few seconds: every call answered by failover, the carrier taken out within 2 s and back after"
+	"carrier-late|carrier|the first carrier answers only after sipedge's CANCEL (ring timeout): every call answered by the next carrier, every late 200 ACKed and BYEd"
+	"carrier-lost-invites|carrier|a carrier loses six INVITEs (three in a row) among 20,000 at 1,000 calls/s: it stays up, only those calls fail"
 )
 
 for f in "$(dirname "${BASH_SOURCE[0]}")"/faults/*.sh; do
