@@ -23,6 +23,7 @@ REDIS_PID=
 OFFERED=? ANSWERED=? FAILED=? MAX_WAIT_MS=?
 SIPEDGE_RC=
 SIPEDGE_STOP_SECS=
+SIPEDGE_EXIT_AT=
 CHECK_STOP=1 # verdict expects sipedge to have stopped by itself on SIGTERM, exit 0
 
 # bad REASON: an expectation failed.
@@ -111,13 +112,15 @@ sipedge_down() {
 }
 
 # sipedge_wait GRACE T0: wait up to GRACE seconds for sipedge to exit
-# (then SIGKILL it); sets SIPEDGE_RC and SIPEDGE_STOP_SECS (since T0).
+# (then SIGKILL it); sets SIPEDGE_RC, SIPEDGE_STOP_SECS (since T0) and
+# SIPEDGE_EXIT_AT (a now: when it was seen gone, within 50 ms).
 sipedge_wait() {
 	local grace=$1 t0=$2 i
 	for ((i = 0; i < grace * 20; i++)); do
 		kill -0 "$SIPEDGE_PID" 2>/dev/null || break
 		sleep 0.05
 	done
+	SIPEDGE_EXIT_AT=$(now)
 	SIPEDGE_STOP_SECS=$(secs_since "$t0")
 	if kill -0 "$SIPEDGE_PID" 2>/dev/null; then
 		kill -KILL "$SIPEDGE_PID" 2>/dev/null || true
