@@ -23,6 +23,9 @@ FAULTS=(
 	"drain-bye-lost|drain|as drain-timeout, the carrier losing the first BYE of every call: every carrier leg gets its BYE retransmitted and answers it before sipedge exits"
 	"drain-bye-auth|drain|as drain-timeout, the carrier challenging every BYE (Digest 401): every challenge answered before sipedge exits"
 	"drain-sigterm-twice|drain|SIGTERM under load, another a second later: sipedge stops at once, not at the drain timeout"
+	"hostile-fuzz|hostile|20,000 mutated messages (fuzz corpora, RFC 4475) over UDP and TCP beside live calls: no panic, every live call answered"
+	"hostile-slowloris|hostile|480 TCP connections dribbling an INVITE a byte a second beside live TCP calls: each closed at the message timeout, excess refused, every live call answered"
+	"hostile-flood|hostile|20,000 OPTIONS/s from an unknown source beside live calls: the source banned, every live call answered"
 )
 
 for f in "$(dirname "${BASH_SOURCE[0]}")"/faults/*.sh; do
