@@ -22,9 +22,13 @@ SLOW_SECS=${SLOW_SECS:-10}
 SLOW_TIMEOUT_MS=${SLOW_TIMEOUT_MS:-3000}
 SLOW_MARGIN_SECS=${SLOW_MARGIN_SECS:-2}
 # hostile-flood: FLOOD_RATE OPTIONS/s from 127.0.0.9 (neither trunk nor
-# carrier) for FLOOD_SECS seconds: the flood guard must ban the source.
+# carrier) for FLOOD_SECS seconds: the flood guard must ban the source. The
+# flood shares sipedge's UDP socket with the live calls: a live datagram
+# the kernel drops from the full buffer costs its caller a retransmission
+# (0.5 s, then 1 s, ...), so a live call may wait up to FLOOD_WAIT_MS.
 FLOOD_RATE=${FLOOD_RATE:-20000}
 FLOOD_SECS=${FLOOD_SECS:-5}
+FLOOD_WAIT_MS=${FLOOD_WAIT_MS:-4000}
 
 # hostile_setup [SIPEDGE_YAML]: carrier-a and sipedge routing to it.
 hostile_setup() {
@@ -48,13 +52,14 @@ hostile_setup() {
 # hostile_live_calls SECS: the live calls, in the background.
 hostile_live_calls() { caller_start caller uac_call.xml $((HOSTILE_CALL_RATE * $1)) "$HOSTILE_CALL_RATE"; }
 
-# hostile_common: the live calls' expectations and sipedge's health.
+# hostile_common [WAIT_MS]: the live calls' expectations (none waiting past
+# WAIT_MS, default HOSTILE_WAIT_MS) and sipedge's health.
 hostile_common() {
-	local healthy=no
+	local healthy=no wait_ms=${1:-$HOSTILE_WAIT_MS}
 	curl -fsS -o /dev/null --max-time 5 "http://127.0.0.1:$ADMIN_PORT/healthz" && healthy=yes
 	expect "sipedge alive and answering /healthz after the attack" '[ "$healthy" = yes ] && alive'
 	expect "every live call answered ($ANSWERED of $OFFERED)" '[ "$ANSWERED" = "$OFFERED" ] && [ "$OFFERED" -gt 0 ]'
-	expect "no live call waited past $HOSTILE_WAIT_MS ms (longest $MAX_WAIT_MS ms)" '[ "$MAX_WAIT_MS" -le "$HOSTILE_WAIT_MS" ]'
+	expect "no live call waited past $wait_ms ms (longest $MAX_WAIT_MS ms)" '[ "$MAX_WAIT_MS" -le "$wait_ms" ]'
 }
 
 fault_hostile_fuzz() {
@@ -115,7 +120,7 @@ fault_hostile_flood() {
 		bad "hostile.py flood failed: $(tail -1 "$WORK/hostile.err")"
 	caller_wait caller
 	scrape metrics_end.txt
-	hostile_common
+	hostile_common "$FLOOD_WAIT_MS"
 	local bans dropped sent
 	bans=$(metric metrics_end.txt sipedge_flood_bans_total)
 	dropped=$(metric metrics_end.txt sipedge_flood_dropped_total)
