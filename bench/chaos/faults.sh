@@ -18,7 +18,7 @@ FAULTS=(
 	"redis-freeze|redis|Redis frozen (SIGSTOP) during load, then thawed: as redis-stop"
 	"carrier-blackhole|carrier|the first carrier swallows every INVITE for a few seconds: every call answered by failover, the carrier taken out within 2 s and back after"
 	"carrier-late|carrier|the first carrier answers only after sipedge's CANCEL (ring timeout): every call answered by the next carrier, every late 200 ACKed and BYEd"
-	"carrier-lost-invites|carrier|a carrier loses six INVITEs (three in a row) among 20,000 at 1,000 calls/s: it stays up, only those calls fail"
+	"carrier-lost-invites|carrier|a carrier loses a burst of 20 INVITEs and 6 more among 20,000 at 1,000 calls/s: it stays up, only those calls fail"
 	"drain-timeout|drain|SIGTERM under load: later calls refused, calls up at the drain timeout get a BYE on both legs and a CDR, sipedge exits"
 	"drain-bye-lost|drain|as drain-timeout, the carrier losing the first BYE of every call: every carrier leg gets its BYE retransmitted and answers it before sipedge exits"
 	"drain-bye-auth|drain|as drain-timeout, the carrier challenging every BYE (Digest 401): every challenge answered before sipedge exits"

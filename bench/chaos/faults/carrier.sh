@@ -29,17 +29,23 @@ LATE_RATE=${LATE_RATE:-20}
 LATE_SECS=${LATE_SECS:-8}
 LATE_RING_SECS=${LATE_RING_SECS:-1}
 
-# carrier-lost-invites: one carrier, answering everything but a handful of
-# INVITEs (three in a row a quarter into the run, three scattered later),
-# which it swallows as a host dropping UDP under load would; a caller
-# places LOSS_RATE calls/s for LOSS_SECS seconds; the route gives up on a
-# carrier that shows no progress within 5 s (a shorter deadline turns the
-# machine's own stalls at this rate, SIPp's above all, into no-answers). Expected: the carrier stays
-# up, so that only the calls it lost fail: at most the lost INVITEs plus
-# LOSS_TOLERANCE_PERMILLE per mille of the calls (the machine's own
-# losses at this rate).
+# carrier-lost-invites: one carrier, answering everything but some INVITEs,
+# which it swallows as a host dropping UDP under load would: a burst of
+# LOSS_BURST in a row a quarter into the run (20 ms at 1,000 calls/s) and
+# LOSS_SCATTERED more, one at a time, in the second half. A caller places
+# LOSS_RATE calls/s for LOSS_SECS seconds; the route gives up on a carrier
+# that shows no progress within 5 s (a shorter deadline turns the
+# machine's own stalls at this rate, SIPp's above all, into no-answers).
+# Expected: the carrier stays up, so that only the calls it lost fail: at
+# most those plus LOSS_TOLERANCE_PERMILLE per mille of the calls (the
+# machine's own losses at this rate). Three lost INVITEs in a row are not
+# enough to show a counter of consecutive failures today: their deadlines
+# must also fall due in one tick of one shard's timer wheel, with no
+# answer reported in between, which a burst makes all but certain.
 LOSS_RATE=${LOSS_RATE:-1000}
 LOSS_SECS=${LOSS_SECS:-20}
+LOSS_BURST=${LOSS_BURST:-20}
+LOSS_SCATTERED=${LOSS_SCATTERED:-6}
 LOSS_TOLERANCE_PERMILLE=${LOSS_TOLERANCE_PERMILLE:-5}
 
 # gate LOST_REGEX: WORK/uas_gate.xml, uas_gate.xml losing the INVITEs of
@@ -135,10 +141,13 @@ fault_carrier_late() {
 }
 
 fault_carrier_lost_invites() {
-	local calls q re lost=6
+	local calls q re i lost=$((LOSS_BURST + LOSS_SCATTERED))
 	calls=$((LOSS_RATE * LOSS_SECS))
 	q=$((calls / 4))
-	re="^($q|$((q + 1))|$((q + 2))|$((2 * q))|$((2 * q + 777))|$((3 * q)))\$"
+	re="^($q"
+	for ((i = 1; i < LOSS_BURST; i++)); do re+="|$((q + i))"; done
+	for ((i = 0; i < LOSS_SCATTERED; i++)); do re+="|$((2 * q + i * 2 * q / LOSS_SCATTERED + 7))"; done
+	re+=")\$"
 	gate "$re"
 	carrier a "$WORK/uas_gate.xml" -set hole_from 0 -set hole_until 0
 	sipedge_config <<-EOF
