@@ -17,7 +17,6 @@ REDIS_SERVER=${REDIS_SERVER:-redis-server}
 FAULT=
 REASONS=()   # the expectations that failed, one entry each
 NOTES=()     # figures shown beside the row
-HELPER_PIDS= # the stub and the Python tools, stopped by chaos_cleanup
 STUB_PID=
 REDIS_PID=
 OFFERED=? ANSWERED=? FAILED=? MAX_WAIT_MS=?
@@ -64,10 +63,10 @@ chaos_setup() {
 }
 
 # chaos_cleanup: on exit, stop what the fault started, then lib.sh's
-# cleanup (SIPp, sipedge; WORK removed when the fault passed).
+# cleanup (SIPp carriers, sipedge; WORK removed when the fault passed).
 chaos_cleanup() {
 	local p
-	for p in $HELPER_PIDS $STUB_PID; do stop "$p" 5; done
+	for p in "${CALLER_PID[@]}" $STUB_PID; do stop "$p" 5; done
 	if [ -n "$REDIS_PID" ]; then
 		kill -CONT "$REDIS_PID" 2>/dev/null || true
 		stop "$REDIS_PID" 5
@@ -104,7 +103,7 @@ sipedge_up() { start_sipedge; }
 # for it to drain and exit; sets SIPEDGE_RC (its exit status, or "killed"
 # when it had to be) and SIPEDGE_STOP_SECS.
 sipedge_down() {
-	local grace=${1:-40} t0 i
+	local grace=${1:-40} t0
 	[ -n "$SIPEDGE_PID" ] || return 0
 	t0=$(now)
 	kill -TERM "$SIPEDGE_PID" 2>/dev/null || true
