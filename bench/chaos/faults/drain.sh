@@ -16,6 +16,7 @@ DRAIN_TIMEOUT=${DRAIN_TIMEOUT:-3}
 DRAIN_EXIT_SECS=${DRAIN_EXIT_SECS:-5}
 TWICE_DRAIN_TIMEOUT=${TWICE_DRAIN_TIMEOUT:-12} # below the caller's 20 s hold
 TWICE_EXIT_SECS=${TWICE_EXIT_SECS:-3}
+BYE_AUTH_DELAY_MS=${BYE_AUTH_DELAY_MS:-700}
 
 # drain_setup SCENARIO AUTH [SIPP_ARGS...]: the carrier (SCENARIO, with a
 # message trace) and sipedge routing to it, drain_timeout_secs DRAIN_SECS;
@@ -100,7 +101,21 @@ fault_drain_bye_lost() {
 
 fault_drain_bye_auth() {
 	DRAIN_SECS=$DRAIN_TIMEOUT
-	drain_setup "$REPO/bench/sipp/uas_auth.xml" "auth: { username: acct-42, password: s3cret }"
+	# bench/sipp/uas_auth.xml, its challenge to the BYE sent BYE_AUTH_DELAY_MS
+	# after the BYE: a challenge that comes while sipedge is still sending
+	# its BYEs is answered by chance; one that comes later must be waited
+	# for.
+	"$PYTHON" - "$REPO/bench/sipp/uas_auth.xml" "$WORK/uas_auth.xml" "$BYE_AUTH_DELAY_MS" <<-'PY' ||
+		import sys
+		src, dst, ms = sys.argv[1:]
+		s = open(src).read()
+		bye = '<recv request="BYE">\n  </recv>\n'
+		if s.count(bye) != 1:
+		    sys.exit("no single bare BYE recv in " + src)
+		open(dst, "w").write(s.replace(bye, bye + '  <pause milliseconds="%s"/>\n' % ms))
+	PY
+		fail "cannot delay the carrier's challenge to the BYE"
+	drain_setup "$WORK/uas_auth.xml" "auth: { username: acct-42, password: s3cret }"
 	drain_run
 	drain_common
 	local bye1 bye2
