@@ -11,6 +11,7 @@ import (
 
 	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/dialog/cdr"
+	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/transport"
 )
@@ -352,6 +353,11 @@ type rigOptions struct {
 	// journal gives the engine a journal (Env.Journal) that counts what it
 	// hears: the record each answered call hands over, built as the CDR is.
 	journal bool
+	// trim lets the transaction table give back the buffers of slots free
+	// for txn.DefaultIdleRelease. Off by default: tick idles the rig for
+	// 40 s, which a steady load never does, and the table would give its
+	// buffers back at every tick.
+	trim bool
 }
 
 // countingJournal is an Env.Journal that counts the calls answered and
@@ -424,6 +430,10 @@ func newRig(tb testing.TB, o rigOptions) *rig {
 		HeaderAllow: []string{"Allow", "Supported"},
 		LocalUDP:    "203.0.113.1:5060",
 		MaxDuration: o.maxDuration,
+		Txn:         txn.Config{IdleRelease: -1},
+	}
+	if o.trim {
+		cfg.Txn.IdleRelease = 0 // the default
 	}
 	env := b2bua.Env{
 		Send:       r.send,
