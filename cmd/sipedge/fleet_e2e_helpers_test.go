@@ -26,21 +26,54 @@ import (
 // freePort returns a port free for UDP and TCP on 127.0.0.1, at random in
 // 10000-19999: below the kernel's ephemeral range and redistest's ports,
 // so that nothing takes it between now and its bind (as e2eFreePort in
-// internal/server).
+// internal/server), and never one this process picked before.
 func freePort(t *testing.T) int {
 	t.Helper()
-	for range 200 {
-		port := 10000 + rand.IntN(10000)
+	return freePorts(t, 1)
+}
+
+var picked struct {
+	sync.Mutex
+	ports map[int]bool
+}
+
+// freePorts returns the first of n consecutive free ports (freePort): a
+// SIPp media port, whose RTP, RTCP and video ports follow it.
+func freePorts(t *testing.T, n int) int {
+	t.Helper()
+	picked.Lock()
+	defer picked.Unlock()
+	if picked.ports == nil {
+		picked.ports = map[int]bool{}
+	}
+	free := func(port int) bool {
+		if picked.ports[port] {
+			return false
+		}
 		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 		if err != nil {
-			continue
+			return false
 		}
 		u, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
 		l.Close()
-		if err == nil {
-			u.Close()
-			return port
+		if err != nil {
+			return false
 		}
+		u.Close()
+		return true
+	}
+next:
+	for range 200 {
+		first := 10000 + rand.IntN(10000-n)
+		for p := first; p < first+n; p++ {
+			if !free(p) {
+				continue next
+			}
+		}
+		for p := first; p < first+n; p++ {
+			picked.ports[p] = true
+		}
+		return first
 	}
 	t.Fatal("no free port")
 	return 0
@@ -286,7 +319,7 @@ func startSIPp(t *testing.T, name string, args ...string) *sipp {
 	t.Helper()
 	s := &sipp{t: t, name: name, dir: t.TempDir(), port: freePort(t), done: make(chan error, 1)}
 	args = append(args, "-i", "127.0.0.1", "-p", strconv.Itoa(s.port), "-mi", "127.0.0.1",
-		"-mp", strconv.Itoa(freePort(t)), "-cp", strconv.Itoa(freePort(t)), "-nostdin",
+		"-mp", strconv.Itoa(freePorts(t, 4)), "-cp", strconv.Itoa(freePort(t)), "-nostdin",
 		"-trace_err", "-error_file", filepath.Join(s.dir, "errors.log"))
 	s.cmd = exec.Command("sipp", args...)
 	s.cmd.Dir = s.dir
