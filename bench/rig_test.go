@@ -11,6 +11,7 @@ import (
 
 	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/dialog/cdr"
+	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/route"
 	"github.com/sipedge/sipedge/transport"
@@ -353,7 +354,27 @@ type rigOptions struct {
 	// hooks sets a routing policy whose hooks do nothing: what running
 	// them costs a call.
 	hooks bool
+	// journal gives the engine a journal (Env.Journal) that counts what it
+	// hears: the record each answered call hands over, built as the CDR is.
+	journal bool
+	// trim lets the transaction table give back the buffers of slots free
+	// for txn.DefaultIdleRelease. Off by default: tick idles the rig for
+	// 40 s, which a steady load never does, and the table would give its
+	// buffers back at every tick.
+	trim bool
 }
+
+// countingJournal is an Env.Journal that counts the calls answered and
+// ended, and gives the records back to the pool.
+type countingJournal struct{ answered, ended int }
+
+func (j *countingJournal) Answered(_ uint64, rec *cdr.Record) bool {
+	j.answered++
+	cdr.ReleaseRecord(rec)
+	return true
+}
+
+func (j *countingJournal) Ended(uint64) { j.ended++ }
 
 // idle is how far tick moves the clock: beyond 64*T1 = 32 s, the longest
 // transaction timer (B, F, H, J, L, M), so that every transaction of the
@@ -377,6 +398,8 @@ type rig struct {
 	bTag   []byte // the carrier's To tag
 	minted uint64
 	want   []byte // scratch: the A-leg Call-ID of the current call
+
+	journal countingJournal // with rigOptions.journal
 
 	// What the CDRs said: calls ended, and those that did not end as a
 	// call answered 200 and hung up by the caller should (the first of
@@ -411,6 +434,10 @@ func newRig(tb testing.TB, o rigOptions) *rig {
 		HeaderAllow: []string{"Allow", "Supported"},
 		LocalUDP:    "203.0.113.1:5060",
 		MaxDuration: o.maxDuration,
+		Txn:         txn.Config{IdleRelease: -1},
+	}
+	if o.trim {
+		cfg.Txn.IdleRelease = 0 // the default
 	}
 	env := b2bua.Env{
 		Send:       r.send,
@@ -427,6 +454,9 @@ func newRig(tb testing.TB, o rigOptions) *rig {
 			OnRouteFailure: func(*b2bua.Call, *route.Route, route.Attempt) {},
 			OnFailure:      func(*b2bua.Call, int, string) b2bua.FailureAction { return b2bua.FailureAction{} },
 		}
+	}
+	if o.journal {
+		env.Journal = &r.journal
 	}
 	e, err := b2bua.New(cfg, env)
 	if err != nil {

@@ -12,14 +12,15 @@ func TestPeek(t *testing.T) {
 	r, _ := newTestRegistry(t, Options{},
 		GroupConfig{Name: "w", Destinations: dests(2), Passive: PassiveConfig{HalfOpenCalls: 1}},
 		GroupConfig{Name: "h", Algorithm: AlgorithmHash, Destinations: dests(5)},
-		GroupConfig{Name: "rr", Algorithm: AlgorithmRoundRobin, Destinations: dests(3)})
+		GroupConfig{Name: "rr", Algorithm: AlgorithmRoundRobin, Destinations: dests(3)},
+		GroupConfig{Name: "p", Algorithm: AlgorithmHash, Destinations: dests(4)})
 	if _, res := r.Peek("nope", 0); res != UnknownGroup {
 		t.Fatalf("unknown group: %v", res)
 	}
 
 	// One half-open member with one trial call left: peeking leaves it.
-	r.toDown(st(t, r, "w", 0), "test", nil)
-	r.toDown(st(t, r, "w", 1), "test", nil)
+	r.toDown(st(t, r, "w", 0), false, "test", nil)
+	r.toDown(st(t, r, "w", 1), false, "test", nil)
 	r.toHalfOpen(st(t, r, "w", 1), "test")
 	for range 3 {
 		if m, res := r.Peek("w", 0); res != OK || m.Index != 1 || m.st != nil {
@@ -41,6 +42,25 @@ func TestPeek(t *testing.T) {
 		if m, res := r.Peek("h", key); res != OK || m.Index != pm.Index {
 			t.Fatalf("key %x: Peek %d %v, Pick %d", key, m.Index, res, pm.Index)
 		}
+	}
+
+	// Panic (one member of four up, under the default threshold of 50%):
+	// Peek chooses among the members calls marked down, as Pick does.
+	for i := range 3 {
+		r.toDown(st(t, r, "p", i), false, "test", nil)
+	}
+	spread := map[int]bool{}
+	for k := uint64(1); k < 200; k++ {
+		key := k * 0x9e3779b97f4a7c15
+		pm, _ := r.Pick("p", key, &sel)
+		m, res := r.Peek("p", key)
+		if res != OK || m.Index != pm.Index {
+			t.Fatalf("panic, key %x: Peek %d %v, Pick %d", key, m.Index, res, pm.Index)
+		}
+		spread[m.Index] = true
+	}
+	if len(spread) < 2 {
+		t.Fatalf("panic: Peek chose only %v, want members marked down too", spread)
 	}
 
 	// Round robin: the rotation's first choice, however often peeked.

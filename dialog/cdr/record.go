@@ -128,11 +128,15 @@ const (
 	HangupCaller                   // "caller": the A side (BYE or CANCEL from the caller)
 	HangupCallee                   // "callee": the B side (BYE from the callee)
 	HangupSystem                   // "system": sipedge (maximum duration, orphan reaping, shutdown)
-	HangupAdmin                    // "admin": an operator, through the admin API (DELETE /v1/calls/{a_call_id})
+	// HangupNodeLost ("node_lost"): the node that held the answered call
+	// died (its fleet lease ran out); another node wrote the CDR from the
+	// call journal, with time_end the dead node's last renewal of it.
+	HangupNodeLost
+	HangupAdmin // "admin": an operator, through the admin API (DELETE /v1/calls/{a_call_id})
 	numHangupSides
 )
 
-var hangupNames = [numHangupSides]string{"", "caller", "callee", "system", "admin"}
+var hangupNames = [numHangupSides]string{"", "caller", "callee", "system", "node_lost", "admin"}
 
 // String returns the value written in hangup_side.
 func (h HangupSide) String() string {

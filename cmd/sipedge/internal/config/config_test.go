@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sipedge/sipedge/fleet"
 	"github.com/sipedge/sipedge/transport"
 )
 
@@ -329,12 +330,26 @@ func TestRejects(t *testing.T) {
 			`line 4: gateway.groups[0].passive.outcomes[1]: "status_500": want one of "no_response", "status_503", "transport_error"`},
 		{"passive max_retry_after too large", "gateway:\n  groups:\n    - name: g\n      passive: { max_retry_after_secs: 90000 }\n      destinations: [{ uri: \"sip:127.0.0.1:5070\", address: \"127.0.0.1:5070\" }]",
 			`line 4: gateway.groups[0].passive.max_retry_after_secs: 90000: at most 86400 (a day)`},
+		{"passive failure_percent too large", "gateway:\n  groups:\n    - name: g\n      passive: { failure_percent: 120 }\n      destinations: [{ uri: \"sip:127.0.0.1:5070\", address: \"127.0.0.1:5070\" }]",
+			`line 4: gateway.groups[0].passive.failure_percent: 120: want 1 to 100`},
+		{"passive min_calls too large", "gateway:\n  groups:\n    - name: g\n      passive:\n        min_calls: 2000000\n      destinations: [{ uri: \"sip:127.0.0.1:5070\", address: \"127.0.0.1:5070\" }]",
+			`line 5: gateway.groups[0].passive.min_calls: 2000000: want 1 to 1000000`},
+		{"panic threshold over 100", "gateway:\n  groups:\n    - name: g\n      panic_threshold_percent: 150\n      destinations: [{ uri: \"sip:127.0.0.1:5070\", address: \"127.0.0.1:5070\" }]",
+			`line 4: gateway.groups[0].panic_threshold_percent: 150: want 0 to 100`},
 		{"batch one", "ratelimit: { batch: 1 }", `ratelimit.batch: 1: want 0 (off) or 2 to 16`},
 		{"batch too large", "ratelimit:\n  batch: 32", `line 2: ratelimit.batch: 32: want 0 (off) or 2 to 16`},
 		{"flood negative", "ratelimit:\n  flood: { messages_per_sec: -5 }", `line 2: ratelimit.flood.messages_per_sec: -5: must not be negative`},
 		{"flood without ban", "ratelimit:\n  flood: { ban_secs: 0 }", `line 2: ratelimit.flood.ban_secs: 0s: want a positive ban while flood protection is on`},
 		{"flood ban negative", "ratelimit:\n  flood: { ban_secs: -1 }", `line 2: ratelimit.flood.ban_secs: -1: must not be negative`},
 		{"cdr queue negative", "cdr: { queue: -1 }", `cdr.queue: -1: must not be negative`},
+		{"fleet redis", "fleet:\n  redis: \"127.0.0.1:6379\"", `line 2: fleet.redis: "127.0.0.1:6379": want a redis:// URL`},
+		{"fleet redis password not shown", "fleet: { redis: \"redis://:s3cret@a:6379/one\" }", `fleet.redis: "redis://:xxxxx@a:6379/one": the path must be a database number (/0) or nothing`},
+		{"fleet redis cluster database", "fleet: { redis: \"redis://a:7000/1?addr=b:7000\" }", `fleet.redis: "redis://a:7000/1?addr=b:7000": database 1 with more seed nodes (addr=): a Redis Cluster has only database 0`},
+		{"fleet node_id", "fleet:\n  redis: \"redis://a:6379\"\n  node_id: \"edge 1\"", `line 3: fleet.node_id: "edge 1": want 1 to 64 letters, digits, '.', '_' or '-'`},
+		{"fleet node_id colon", "fleet: { node_id: \"edge:1\" }", `fleet.node_id: "edge:1": want 1 to 64 letters`},
+		{"fleet lease_secs", "fleet:\n  redis: \"redis://a:6379\"\n  lease_secs: 7200", `line 3: fleet.lease_secs: 7200: want 1 to 3600 (0: 10)`},
+		{"fleet lease_secs negative", "fleet: { lease_secs: -1 }", `fleet.lease_secs: -1: must not be negative`},
+		{"fleet journal without redis", "fleet:\n  call_journal: true", `line 2: fleet.call_journal: needs fleet.redis: the journal lives in Redis`},
 		{"cdr not a mapping", "cdr: cdr.jsonl", `line 1: cdr: want a mapping, got "cdr.jsonl"`},
 		// file level
 		{"empty", "# nothing\n", `the configuration is empty`},
@@ -596,7 +611,8 @@ func TestDefaults(t *testing.T) {
 		{"group transport", g.Transport, transport.UDP},
 		{"group reroute_causes inherit", g.RerouteCauses, []int(nil)},
 		{"probe", g.Probe, Probe{Enabled: false, Interval: 15 * time.Second, Timeout: 2 * time.Second, FailureThreshold: 3, SuccessThreshold: 2, Jitter: 500 * time.Millisecond}},
-		{"passive", g.Passive, Passive{FailureThreshold: 3, HalfOpenCalls: 3, DownTime: 30 * time.Second, MaxRetryAfter: 300 * time.Second}},
+		{"passive", g.Passive, Passive{FailureThreshold: 3, FailurePercent: 50, MinCalls: 20, HalfOpenCalls: 3, DownTime: 30 * time.Second, MaxRetryAfter: 300 * time.Second}},
+		{"group panic_threshold_percent", g.PanicThreshold, 50},
 		{"cps", g.CPS, CPS{Rate: 0, Burst: 1, MaxWait: time.Second}},
 		{"destination weight", g.Destinations[0].Weight, 1},
 		{"lcr.timeout_ms", c.LCR.Timeout, 2 * time.Second},
@@ -604,6 +620,7 @@ func TestDefaults(t *testing.T) {
 		{"ratelimit", c.RateLimit, RateLimit{Deadline: 20 * time.Millisecond, FailureMode: "local", Nodes: 1,
 			BatchMinRate: 50, Flood: Flood{MessagesPerSec: 200, Ban: time.Minute}}},
 		{"cdr", c.CDR, CDR{File: "cdr.jsonl", MaxSizeMB: 100, MaxBackups: 10, Queue: 65536}},
+		{"fleet", c.Fleet, fleet.Config{LeaseSecs: 10}}, // no redis: one node, all in process
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -745,7 +762,8 @@ gateway:
       transport: tcp
       reroute_causes: [404, 408, 500, 503]
       probe: { enabled: true, interval_secs: 5, timeout_ms: 700, failure_threshold: 4, success_threshold: 1, healthy_codes: [200, 404], jitter_ms: 0 }
-      passive: { outcomes: [no_response, status_503], failure_threshold: 2, half_open_calls: 1, down_secs: 10, max_retry_after_secs: 60 }
+      passive: { outcomes: [no_response, status_503], failure_threshold: 2, failure_percent: 70, min_calls: 40, half_open_calls: 1, down_secs: 10, max_retry_after_secs: 60 }
+      panic_threshold_percent: 0
       cps: { rate: 10.5, burst: 3, max_wait_ms: 250, key: acct-1 }
       cps_reject: [ { code: 429 }, { code: 503, reason: "CPS" } ]
       destinations:
@@ -789,6 +807,7 @@ cache:
   - { name: lcr, url: "redis://127.0.0.1:6379/2", local_ttl_secs: 30 }
 ratelimit: { redis: "redis://127.0.0.1:7000?addr=127.0.0.1:7001&addr=127.0.0.1:7002", deadline_ms: 15, failure_mode: closed, nodes: 3, batch: 8, batch_min_rate: 100, flood: { messages_per_sec: 0 } }
 cdr: { file: "/var/lib/sipedge/cdr.jsonl", max_size_mb: 10, max_backups: 0, queue: 1024 }
+fleet: { redis: "redis://127.0.0.1:6380", node_id: edge-1.dc2, lease_secs: 6, call_journal: true }
 `
 
 func TestPrintRoundTrip(t *testing.T) {
@@ -852,8 +871,14 @@ func TestPrintRoundTrip(t *testing.T) {
 		if c.Gateway.Groups[0].Probe.Timeout != 700*time.Millisecond || c.SIP.TCP.IdleTimeout != time.Minute {
 			t.Errorf("durations: probe %v idle %v", c.Gateway.Groups[0].Probe.Timeout, c.SIP.TCP.IdleTimeout)
 		}
+		if p := c.Gateway.Groups[0].Passive; p.FailurePercent != 70 || p.MinCalls != 40 || c.Gateway.Groups[0].PanicThreshold != 0 {
+			t.Errorf("passive = %+v, panic_threshold_percent %d", p, c.Gateway.Groups[0].PanicThreshold)
+		}
 		if c.Gateway.Groups[0].Passive.MaxRetryAfter != time.Minute {
 			t.Errorf("passive.max_retry_after_secs = %v", c.Gateway.Groups[0].Passive.MaxRetryAfter)
+		}
+		if want := (fleet.Config{Redis: "redis://127.0.0.1:6380", NodeID: "edge-1.dc2", LeaseSecs: 6, CallJournal: true}); c.Fleet != want {
+			t.Errorf("fleet = %+v, want %+v", c.Fleet, want)
 		}
 		if !strings.Contains(c.String(), `auth_header: Bearer x$$y`) {
 			t.Errorf("Print does not escape $:\n%s", c.String())

@@ -347,7 +347,7 @@ func configDryRun(cfg *config.Config, log *slog.Logger) (*dryRun, func(), error)
 		return nil, nil, err
 	}
 	set := metrics.NewSet()
-	tr, err := newTrunks(&local, ingress, func(name string) *b2bua.TrunkStats { return b2bua.NewTrunkStats(set, name) }, log)
+	tr, err := newTrunks(&local, ingress, func(name string) *b2bua.TrunkStats { return b2bua.NewTrunkStats(set, name) }, nil, log)
 	if err != nil {
 		closeAll()
 		return nil, nil, err
