@@ -449,8 +449,10 @@ func (r *rig) Write(rec *cdr.Record) bool {
 	r.ended++
 	r.want = strconv.AppendUint(append(r.want[:0], "caller-"...), r.n, 10)
 	r.want = append(r.want, "@caller.example.org"...)
+	// With a failover, the first carrier's attempt names the B-leg it saw.
+	failedOver := len(rec.Attempts) == 1 && rec.Attempts[0].BCallID != "" && !rec.Attempts[0].TimeInvite.IsZero()
 	if rec.FinalCode != 200 || rec.HangupSide != cdr.HangupCaller || rec.ACallID != string(r.want) ||
-		rec.TimeAnswer.IsZero() || rec.TimeEnd.IsZero() || rec.CarrierID != "carrier-a" {
+		rec.TimeAnswer.IsZero() || rec.TimeEnd.IsZero() || rec.CarrierID != "carrier-a" || r.failover != failedOver {
 		if r.wrong == 0 {
 			r.bad = string(rec.AppendJSON(nil))
 		}

@@ -97,4 +97,10 @@ type Report struct {
 	// Abandoned is true when the caller gave up before the carrier showed
 	// progress (AttemptFailed).
 	Abandoned bool
+	// Local is true when Code is sipedge's own though Reason is empty: its
+	// Timer B 408 (no response at all) or a transport error's 503, which
+	// the failover sequence takes as the carrier's (AttemptFailed).
+	Local bool
+	// At is when the report is made, on the shard's clock.
+	At time.Duration
 }

@@ -9,7 +9,9 @@
 // per node); a failure matching the group's cps_reject rules backs the
 // account off and retries after a jittered delay; the group's credentials
 // answer the carrier's Digest challenges; and what the attempts report
-// becomes per-carrier metrics.
+// becomes per-carrier metrics and, with Options.Quality, the quality
+// statistics (package quality) that order each call's carriers and take
+// disabled ones out.
 //
 // # Contract
 //
@@ -28,14 +30,18 @@
 // gateway's health, Report for statistics). NextHops is the plane of a
 // call core that has none: next hops only, no limits.
 //
-// The package imports health, ratelimit, route, parser and transport,
-// never the call core, the runtime or the binary's wiring.
+// The package imports health, quality, ratelimit, route, parser and
+// transport, never the call core, the runtime or the binary's wiring.
 //
 // # Metrics
 //
-//	sipedge_lcr_attempts_total{carrier,code,dialed}   attempts by outcome; dialed="false": burned without an INVITE
-//	sipedge_lcr_pdd_seconds{carrier}                  INVITE to the first 101-199
-//	sipedge_lcr_setup_seconds{carrier}                INVITE to the answer
-//	sipedge_lcr_call_duration_seconds{carrier}        answer to the end
-//	sipedge_gateway_calls{group}                      calls holding one of the group's channels
+//	sipedge_lcr_attempts_total{carrier,code,dialed,reason}  attempts by outcome; dialed="false": burned
+//	                                                        without an INVITE; reason: the attempt's in
+//	                                                        lcr_attempts, "" for the carrier's own response
+//	sipedge_lcr_pdd_seconds{carrier}                        INVITE to the first 101-199
+//	sipedge_lcr_setup_seconds{carrier}                      INVITE to the answer
+//	sipedge_lcr_call_duration_seconds{carrier}              answer to the end
+//	sipedge_gateway_calls{group}                            calls holding one of the group's channels
+//
+// and, with quality statistics, the quality package's sipedge_quality_*.
 package carrier
