@@ -245,17 +245,19 @@ func (m *Monitor) Start(clock func() time.Duration) {
 }
 
 // Close stops the reader and the webhook sender (events not yet sent are
-// dropped). The collectors stay usable; nothing reads them any more.
+// dropped) and, with a Store, writes the disables changed last (each call
+// bounded by its timeout) before it returns. The collectors stay usable;
+// nothing reads them any more.
 func (m *Monitor) Close() {
 	m.closeOne.Do(func() {
 		close(m.stop)
 		if m.hook != nil {
 			m.hook.close()
 		}
+		m.wg.Wait() // the persister writes what changed last, within its calls' timeout
 		if m.persist != nil {
 			m.persist.cancel()
 		}
-		m.wg.Wait()
 	})
 }
 

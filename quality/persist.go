@@ -72,7 +72,8 @@ func (p *persister) changed() {
 	}
 }
 
-// run loads, then writes changes until the Monitor closes.
+// run loads, then writes changes until the Monitor closes, and what
+// changed as it closed (a pass that finds nothing to write calls nothing).
 func (p *persister) run() {
 	retry := storeRetryMin
 	for !p.load() {
@@ -91,6 +92,7 @@ func (p *persister) run() {
 		retry = storeRetryMin
 		select {
 		case <-p.m.stop:
+			p.write()
 			return
 		case <-p.wake:
 		}
