@@ -12,6 +12,7 @@ import (
 	"github.com/sipedge/sipedge/carrier"
 	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/dialog/cdr"
+	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/quality"
 	"github.com/sipedge/sipedge/route"
@@ -368,6 +369,11 @@ type rigOptions struct {
 	// failing one, and every call's routes are reordered, the failover
 	// kept.
 	reorder bool
+	// trim lets the transaction table give back the buffers of slots free
+	// for txn.DefaultIdleRelease. Off by default: tick idles the rig for
+	// 40 s, which a steady load never does, and the table would give its
+	// buffers back at every tick.
+	trim bool
 }
 
 // idle is how far tick moves the clock: beyond 64*T1 = 32 s, the longest
@@ -433,6 +439,10 @@ func newRig(tb testing.TB, o rigOptions) *rig {
 		HeaderAllow: []string{"Allow", "Supported"},
 		LocalUDP:    "203.0.113.1:5060",
 		MaxDuration: o.maxDuration,
+		Txn:         txn.Config{IdleRelease: -1},
+	}
+	if o.trim {
+		cfg.Txn.IdleRelease = 0 // the default
 	}
 	env := b2bua.Env{
 		Send:       r.send,

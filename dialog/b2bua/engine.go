@@ -78,6 +78,7 @@ type byeTable struct {
 type published struct {
 	txns, rtx, absorbed        atomic.Int64
 	stored, shortcuts, refused atomic.Int64  // the memory budget (txn.Config.MaxStoredBytes)
+	pooled                     atomic.Int64  // the part of stored free slots keep
 	at                         time.Duration // when publishDue publishes next
 	budgetLogged               uint64
 	budgetLogAt                time.Duration
@@ -247,6 +248,10 @@ func (e *Engine) LiveCalls() int { return int(e.calls.shared.Load()) }
 // Transactions returns the number of live transactions.
 func (e *Engine) Transactions() int { return e.txns.Len() }
 
+// StoredBytes returns the bytes the transaction table keeps (txn.Stats'
+// StoredBytes) as last published; safe from any goroutine.
+func (e *Engine) StoredBytes() int64 { return e.published.stored.Load() }
+
 // Receive handles a message the shard parsed and validated. m is valid only
 // during the call.
 func (e *Engine) Receive(m *parser.Message, from transport.Peer, now time.Duration) {
@@ -341,6 +346,7 @@ func (e *Engine) Publish() {
 	e.published.rtx.Store(int64(st.Retransmissions))
 	e.published.absorbed.Store(int64(st.Absorbed))
 	e.published.stored.Store(int64(st.StoredBytes))
+	e.published.pooled.Store(int64(st.PooledBytes))
 	e.published.shortcuts.Store(int64(st.BudgetShortcuts))
 	e.published.refused.Store(int64(st.BudgetRefused))
 	if n := st.BudgetShortcuts + st.BudgetRefused; n != e.published.budgetLogged &&

@@ -237,8 +237,13 @@ type Group struct {
 	MaxConcurrentCalls int `yaml:"max_concurrent_calls"`
 	// Auth is the account sipedge holds with the carrier, to answer its
 	// Digest challenges to INVITEs (no username: none).
-	Auth         Auth          `yaml:"auth"`
-	Destinations []Destination `yaml:"destinations"`
+	Auth Auth `yaml:"auth"`
+	// PanicThreshold is the share of members (percent) below which, one
+	// at least up, the group is in panic and chooses among the members
+	// calls marked down too (health.GroupConfig.PanicThreshold). Default
+	// 50; 0: never.
+	PanicThreshold int           `yaml:"panic_threshold_percent"`
+	Destinations   []Destination `yaml:"destinations"`
 }
 
 // Auth is an account with a carrier: the username and password that answer
@@ -262,16 +267,20 @@ type Probe struct {
 	Jitter       time.Duration `yaml:"jitter_ms"` // default 500 ms; 0 = none
 }
 
-// Passive says how real calls mark a group's members down and back up:
-// FailureThreshold consecutive counted outcomes mark a member down; a
-// group that is not probed gives it HalfOpenCalls trial calls after
-// DownTime (a probed group's members come back through probing).
+// Passive says how real calls mark a group's members down and back up
+// (health.PassiveConfig, health/outlier.go): FailureThreshold failures at
+// least, either FailurePercent of the recent calls (the last second's, or
+// the last MinCalls up to ten seconds back) or in a row over a second; a
+// group that is not probed gives a member down HalfOpenCalls trial calls
+// after DownTime (a probed group's members come back through probing).
 type Passive struct {
 	Disabled bool `yaml:"disabled"` // calls never mark a member down
 	// Outcomes that count: no_response, status_503, transport_error
 	// (empty = all three).
 	Outcomes         []string      `yaml:"outcomes"`
 	FailureThreshold int           `yaml:"failure_threshold"` // default 3
+	FailurePercent   int           `yaml:"failure_percent"`   // default 50, 1 to 100
+	MinCalls         int           `yaml:"min_calls"`         // default 20
 	HalfOpenCalls    int           `yaml:"half_open_calls"`   // default 3
 	DownTime         time.Duration `yaml:"down_secs"`         // default 30 s
 	// MaxRetryAfter caps the cooldown a 503's Retry-After (to a call or a

@@ -330,6 +330,12 @@ func TestRejects(t *testing.T) {
 			`line 4: gateway.groups[0].passive.outcomes[1]: "status_500": want one of "no_response", "status_503", "transport_error"`},
 		{"passive max_retry_after too large", "gateway:\n  groups:\n    - name: g\n      passive: { max_retry_after_secs: 90000 }\n      destinations: [{ uri: \"sip:127.0.0.1:5070\", address: \"127.0.0.1:5070\" }]",
 			`line 4: gateway.groups[0].passive.max_retry_after_secs: 90000: at most 86400 (a day)`},
+		{"passive failure_percent too large", "gateway:\n  groups:\n    - name: g\n      passive: { failure_percent: 120 }\n      destinations: [{ uri: \"sip:127.0.0.1:5070\", address: \"127.0.0.1:5070\" }]",
+			`line 4: gateway.groups[0].passive.failure_percent: 120: want 1 to 100`},
+		{"passive min_calls too large", "gateway:\n  groups:\n    - name: g\n      passive:\n        min_calls: 2000000\n      destinations: [{ uri: \"sip:127.0.0.1:5070\", address: \"127.0.0.1:5070\" }]",
+			`line 5: gateway.groups[0].passive.min_calls: 2000000: want 1 to 1000000`},
+		{"panic threshold over 100", "gateway:\n  groups:\n    - name: g\n      panic_threshold_percent: 150\n      destinations: [{ uri: \"sip:127.0.0.1:5070\", address: \"127.0.0.1:5070\" }]",
+			`line 4: gateway.groups[0].panic_threshold_percent: 150: want 0 to 100`},
 		{"batch one", "ratelimit: { batch: 1 }", `ratelimit.batch: 1: want 0 (off) or 2 to 16`},
 		{"batch too large", "ratelimit:\n  batch: 32", `line 2: ratelimit.batch: 32: want 0 (off) or 2 to 16`},
 		{"flood negative", "ratelimit:\n  flood: { messages_per_sec: -5 }", `line 2: ratelimit.flood.messages_per_sec: -5: must not be negative`},
@@ -611,7 +617,8 @@ func TestDefaults(t *testing.T) {
 		{"group transport", g.Transport, transport.UDP},
 		{"group reroute_causes inherit", g.RerouteCauses, []int(nil)},
 		{"probe", g.Probe, Probe{Enabled: false, Interval: 15 * time.Second, Timeout: 2 * time.Second, FailureThreshold: 3, SuccessThreshold: 2, Jitter: 500 * time.Millisecond}},
-		{"passive", g.Passive, Passive{FailureThreshold: 3, HalfOpenCalls: 3, DownTime: 30 * time.Second, MaxRetryAfter: 300 * time.Second}},
+		{"passive", g.Passive, Passive{FailureThreshold: 3, FailurePercent: 50, MinCalls: 20, HalfOpenCalls: 3, DownTime: 30 * time.Second, MaxRetryAfter: 300 * time.Second}},
+		{"group panic_threshold_percent", g.PanicThreshold, 50},
 		{"cps", g.CPS, CPS{Rate: 0, Burst: 1, MaxWait: time.Second}},
 		{"destination weight", g.Destinations[0].Weight, 1},
 		{"lcr.timeout_ms", c.LCR.Timeout, 2 * time.Second},
@@ -733,7 +740,8 @@ gateway:
       transport: tcp
       reroute_causes: [404, 408, 500, 503]
       probe: { enabled: true, interval_secs: 5, timeout_ms: 700, failure_threshold: 4, success_threshold: 1, healthy_codes: [200, 404], jitter_ms: 0 }
-      passive: { outcomes: [no_response, status_503], failure_threshold: 2, half_open_calls: 1, down_secs: 10, max_retry_after_secs: 60 }
+      passive: { outcomes: [no_response, status_503], failure_threshold: 2, failure_percent: 70, min_calls: 40, half_open_calls: 1, down_secs: 10, max_retry_after_secs: 60 }
+      panic_threshold_percent: 0
       cps: { rate: 10.5, burst: 3, max_wait_ms: 250, key: acct-1 }
       cps_reject: [ { code: 429 }, { code: 503, reason: "CPS" } ]
       destinations:
@@ -859,6 +867,9 @@ func TestPrintRoundTrip(t *testing.T) {
 		}
 		if c.Gateway.Groups[0].Probe.Timeout != 700*time.Millisecond || c.SIP.TCP.IdleTimeout != time.Minute {
 			t.Errorf("durations: probe %v idle %v", c.Gateway.Groups[0].Probe.Timeout, c.SIP.TCP.IdleTimeout)
+		}
+		if p := c.Gateway.Groups[0].Passive; p.FailurePercent != 70 || p.MinCalls != 40 || c.Gateway.Groups[0].PanicThreshold != 0 {
+			t.Errorf("passive = %+v, panic_threshold_percent %d", p, c.Gateway.Groups[0].PanicThreshold)
 		}
 		if c.Gateway.Groups[0].Passive.MaxRetryAfter != time.Minute {
 			t.Errorf("passive.max_retry_after_secs = %v", c.Gateway.Groups[0].Passive.MaxRetryAfter)

@@ -46,6 +46,7 @@ func (g *Group) preset() {
 	g.Probe.FailureThreshold = 3
 	g.Probe.SuccessThreshold = 2
 	g.Probe.Jitter = 500 * time.Millisecond
+	g.PanicThreshold = 50 // health.DefaultPanicThreshold; 0 turns panics off
 	g.CPS.Burst = 1
 	g.CPS.MaxWait = time.Second
 }
@@ -103,6 +104,8 @@ func (c *Config) fill() {
 		orDefault(&g.Probe.FailureThreshold, 3)
 		orDefault(&g.Probe.SuccessThreshold, 2)
 		orDefault(&g.Passive.FailureThreshold, 3)
+		orDefault(&g.Passive.FailurePercent, 50)
+		orDefault(&g.Passive.MinCalls, 20)
 		orDefault(&g.Passive.HalfOpenCalls, 3)
 		orDefault(&g.Passive.DownTime, 30*time.Second)
 		orDefault(&g.Passive.MaxRetryAfter, 300*time.Second)
@@ -315,6 +318,15 @@ func (c *Config) validate(v *validator) {
 		}
 		if ra := g.Passive.MaxRetryAfter; ra > 24*time.Hour {
 			v.errorf(p+".passive.max_retry_after_secs", "%d: at most 86400 (a day)", int64(ra/time.Second))
+		}
+		if n := g.Passive.FailurePercent; n < 1 || n > 100 {
+			v.errorf(p+".passive.failure_percent", "%d: want 1 to 100", n)
+		}
+		if n := g.Passive.MinCalls; n < 1 || n > health.MaxMinCalls {
+			v.errorf(p+".passive.min_calls", "%d: want 1 to %d", n, health.MaxMinCalls)
+		}
+		if n := g.PanicThreshold; n < 0 || n > 100 {
+			v.errorf(p+".panic_threshold_percent", "%d: want 0 to 100", n)
 		}
 		for j, r := range g.CPSReject {
 			if r.Code < 400 || r.Code > 699 {

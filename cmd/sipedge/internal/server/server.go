@@ -72,6 +72,7 @@ type Server struct {
 	adminDone chan struct{}
 	trunkMu   sync.Mutex
 	trunkStat map[string]*b2bua.TrunkStats // trunk name -> its live calls and metrics, shared by the shards
+	memory    *memoryRelease               // returns the tables' memory to the OS after a peak
 }
 
 // New builds a server from a validated configuration; Start runs it.
@@ -365,9 +366,12 @@ func (s *Server) Start() error {
 		return err
 	}
 	s.carriers.Start()
+	s.memory = newMemoryRelease(s.txnStoredBytes, s.log, s.runtimeSet)
+	s.memory.start()
 	if !s.cfg.Admin.Listen.IsZero() {
 		if err := s.startAdmin(); err != nil {
 			s.rt.Shutdown(context.Background(), nil)
+			s.memory.stop()
 			s.closeParts(context.Background())
 			return err
 		}
@@ -382,6 +386,15 @@ func (s *Server) AdminAddr() string {
 		return ""
 	}
 	return s.adminAddr.String()
+}
+
+// txnStoredBytes sums the bytes every shard's transaction table keeps.
+func (s *Server) txnStoredBytes() int64 {
+	var n int64
+	for _, e := range s.engines {
+		n += e.StoredBytes()
+	}
+	return n
 }
 
 // LiveCalls counts the calls of every shard.
@@ -414,6 +427,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.endCalls(ctx)
 	}
 	err := s.rt.Shutdown(ctx, nil)
+	s.memory.stop()
 	err = errors.Join(err, s.closeParts(ctx))
 	if s.admin != nil {
 		s.admin.Close()
