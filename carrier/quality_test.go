@@ -64,6 +64,9 @@ func TestQualityFed(t *testing.T) {
 	s.Report(at(Report{Event: AttemptFailed, CarrierID: "a", Number: uk, Code: 503, Reason: route.ReasonGroupDown}))
 	s.Report(at(Report{Event: AttemptFailed, CarrierID: "a", Gateway: member, Number: uk, Code: 487, Dialed: true,
 		Reason: route.ReasonCallerCancelled, Abandoned: true}))
+	// Over the carrier's CPS limit, retries used up: not its quality.
+	s.Report(at(Report{Event: AttemptFailed, CarrierID: "a", Gateway: member, Number: uk, Code: 503, Dialed: true,
+		CPSRejected: true}))
 	// Another prefix, a next hop: the carrier's figures only.
 	s.Report(at(Report{Event: AttemptFailed, CarrierID: "h", Number: us, Code: 503, Dialed: true}))
 	update(p, s, &now)

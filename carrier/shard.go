@@ -180,8 +180,13 @@ func (s *Shard) recordQuality(r *Report) {
 	if r.Gateway.Group != "" {
 		gateway = r.Gateway.URI // a group member; a next hop has none
 	}
-	if r.Event == CallEnded {
+	switch {
+	case r.Event == CallEnded:
 		s.collector.RecordEnd(r.At, p, r.CarrierID, gateway, r.Duration)
+		return
+	case r.CPSRejected:
+		// Over the carrier's CPS limit: a fault not the carrier's counts
+		// against no carrier (as for its gateway's health).
 		return
 	}
 	o := quality.Outcome{Carrier: r.CarrierID, Gateway: gateway, Status: r.Code, Reason: r.Reason,

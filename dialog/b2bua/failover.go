@@ -153,7 +153,7 @@ func (e *Engine) attemptFailed(c *Call, st route.Step, abandoned bool) {
 	inFlight := r == c.att.route // reserved: the carrier in flight
 	if inFlight {
 		rep.Gateway = c.att.dial.Gateway
-		rep.Local = c.att.local
+		rep.Local, rep.CPSRejected = c.att.local, c.att.cpsReject
 		if a.Dialed {
 			rep.Invite = c.att.dialed
 			if a.PDD != 0 {
