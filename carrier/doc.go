@@ -30,6 +30,24 @@
 // gateway's health, Report for statistics). NextHops is the plane of a
 // call core that has none: next hops only, no limits.
 //
+// # Quality
+//
+// With Options.Quality the plane owns a quality.Monitor (Quality: its
+// scores, disables and admin API) with one collector per Shard, which the
+// shard feeds and ticks without a lock or an allocation: Report records
+// each attempt's outcome and each answered call's duration under the
+// dialled number's quality prefix, per carrier and per gateway member
+// (its URI); Tick, on each run of the shard's loop, seals the collector's
+// sampling interval; Start runs the Monitor's reader on the shards'
+// clock. Shard.Order applies quality.mode to a call's routes (a copy into
+// the call's own buffer when the order changes: a decision is shared),
+// and Reserve refuses a carrier disabled for the number's prefix
+// (route.ReasonDisabled) before it takes a channel or a member. Quality
+// and health stay apart: a demoted or disabled carrier's gateways keep
+// their health, and an attempt health refused (group_down, undialled)
+// counts against no carrier's quality, nor does a CPS reject
+// (Report.CPSRejected), sipedge's pace.
+//
 // The package imports health, quality, ratelimit, route, parser and
 // transport, never the call core, the runtime or the binary's wiring.
 //
