@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/health"
+	"github.com/sipedge/sipedge/quality"
 	"github.com/sipedge/sipedge/route"
 )
 
@@ -23,10 +24,27 @@ type Preview struct {
 	// within the account's max_wait).
 	CPSKey string
 	Wait   time.Duration
+	// Demoted: the carrier's quality score under the number's prefix
+	// reaches its profile's critical penalty (quality.mode demote moves
+	// it behind the others: PreviewOrder).
+	Demoted bool
 }
 
-// Preview says what a call dialling route r now would get of its carrier,
-// as Reserve and Pace would decide, but taking nothing: no channel, no
+// PreviewOrder returns routes in the order a call to number (as routed)
+// would try them now: Shard.Order's, quality.mode applied. routes is never
+// modified; a reordered copy is returned when the order changes. Any
+// goroutine may call it.
+func (p *Plane) PreviewOrder(routes []route.Route, number []byte) []route.Route {
+	if p.quality == nil || p.quality.Mode() == quality.ModeOff || len(routes) < 2 {
+		return routes
+	}
+	return p.quality.Reorder(nil, routes, p.quality.PrefixBytes(number))
+}
+
+// Preview says what a call to number (as routed) dialling route r now
+// would get of its carrier, as Reserve and Pace would decide (a carrier
+// quality routing disabled for the number's prefix first), but taking
+// nothing: no channel, no
 // half-open trial call (health.Registry.Peek), no CPS slot
 // (ratelimit.Limiter.Peek), no next hop recorded or account registered (a
 // route's own cps account not used on this node yet is free). key spreads
@@ -34,8 +52,18 @@ type Preview struct {
 // and round_robin groups the member is the rotation's first choice. It
 // blocks on Redis for an account there, at most the limiter's deadline:
 // call it off the shards (the admin API's dry run). The error is ctx's.
-func (p *Plane) Preview(ctx context.Context, r *route.Route, key uint64) (Preview, error) {
+func (p *Plane) Preview(ctx context.Context, r *route.Route, key uint64, number []byte) (Preview, error) {
 	var pv Preview
+	if q := p.quality; q != nil {
+		prefix := q.PrefixBytes(number)
+		for _, cs := range q.Scores(nil, prefix) {
+			pv.Demoted = pv.Demoted || cs.Carrier == r.CarrierID && cs.Demoted
+		}
+		if q.Disabled(prefix, r.CarrierID) {
+			pv.Reason = route.ReasonDisabled
+			return pv, nil
+		}
+	}
 	if p.channels.full(r.GatewayGroup) {
 		pv.Reason = route.ReasonCallsLimited
 		return pv, nil

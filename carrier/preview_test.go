@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/health"
+	"github.com/sipedge/sipedge/quality"
 	"github.com/sipedge/sipedge/route"
 )
 
@@ -24,7 +25,7 @@ func TestPreview(t *testing.T) {
 	f := func(r route.Route, reason, addr, cpsKey string, wait time.Duration) {
 		t.Helper()
 		for range 3 { // peeking again changes nothing
-			pv, err := p.Preview(context.Background(), &r, 1)
+			pv, err := p.Preview(context.Background(), &r, 1, uk)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -46,7 +47,7 @@ func TestPreview(t *testing.T) {
 
 	// Down: its one member cooled down.
 	var d Dial
-	if s.Reserve(&route.Route{CarrierID: "x", GatewayGroup: "down"}, 1, &d) != "" {
+	if s.Reserve(&route.Route{CarrierID: "x", GatewayGroup: "down"}, 1, uk, &d) != "" {
 		t.Fatal("down: not reserved")
 	}
 	s.Outcome(&d, 503, time.Minute)
@@ -55,7 +56,7 @@ func TestPreview(t *testing.T) {
 	// Its one channel in use: calls_limited; released, dialled again.
 	r := route.Route{CarrierID: "x", GatewayGroup: "full"}
 	f(r, "", "192.0.2.4:5060", "", 0)
-	if s.Reserve(&r, 1, &d) != "" {
+	if s.Reserve(&r, 1, uk, &d) != "" {
 		t.Fatal("full: the preview took its channel")
 	}
 	f(r, route.ReasonCallsLimited, "", "", 0)
@@ -66,7 +67,7 @@ func TestPreview(t *testing.T) {
 	// next 1.15 s away: over.
 	r = route.Route{CarrierID: "x", GatewayGroup: "paced"}
 	f(r, "", "192.0.2.3:5060", "paced", 0)
-	if s.Reserve(&r, 1, &d) != "" || s.Pace(&d, 0) != (Pace{}) {
+	if s.Reserve(&r, 1, uk, &d) != "" || s.Pace(&d, 0) != (Pace{}) {
 		t.Fatal("paced: the previews took its slot")
 	}
 	s.Release(&d)
@@ -76,5 +77,54 @@ func TestPreview(t *testing.T) {
 	f(route.Route{CarrierID: "y", GatewayGroup: "a", CPS: &route.CPS{Rate: 1}}, "", "192.0.2.1:5060", "y", 0)
 	if _, ok := p.Limiter().Lookup("y"); ok {
 		t.Error("a preview registered the route's account")
+	}
+}
+
+// With quality statistics, the dry run's order is Shard.Order's in every
+// mode, a demoted carrier is marked, and a carrier disabled for the
+// number's prefix is skipped as Reserve skips it, before its channel.
+func TestPreviewQuality(t *testing.T) {
+	decision := []route.Route{{CarrierID: "cheap", GatewayGroup: "a"}, {CarrierID: "good", GatewayGroup: "a"}}
+	for _, mode := range []string{quality.ModeDemote, quality.ModeSort, quality.ModeOff} {
+		now := time.Second
+		p, s := newQualityPlane(t, quality.Config{Mode: mode, Prefixes: []string{"+1", "+44"}}, &now, group("a", "192.0.2.1:5060"))
+		demoteCheap(p, s, &now)
+		var buf []route.Route
+		want, got := s.Order(decision, uk, &buf), p.PreviewOrder(decision, uk)
+		if len(got) != 2 || got[0].CarrierID != want[0].CarrierID || got[1].CarrierID != want[1].CarrierID {
+			t.Fatalf("%s: %v, Order %v", mode, got, want)
+		}
+		if decision[0].CarrierID != "cheap" {
+			t.Fatalf("%s: the decision was changed: %v", mode, decision)
+		}
+		for _, r := range decision {
+			pv, err := p.Preview(context.Background(), &r, 1, uk)
+			if err != nil || pv.Reason != "" || pv.Demoted != (r.CarrierID == "cheap") {
+				t.Fatalf("%s, %s: %+v %v, want dialled, demoted only if cheap", mode, r.CarrierID, pv, err)
+			}
+		}
+		if pv, _ := p.Preview(context.Background(), &decision[0], 1, us); pv.Demoted {
+			t.Fatalf("%s: cheap demoted under another prefix", mode)
+		}
+	}
+
+	full := group("full", "192.0.2.4:5060")
+	full.MaxConcurrentCalls = 1
+	now := time.Second
+	p, s := newQualityPlane(t, quality.Config{Prefixes: []string{"+44"}}, &now, full)
+	prefix := "+44"
+	if err := p.Quality().Disable(quality.Target{Carrier: "off", Prefix: &prefix}); err != nil {
+		t.Fatal(err)
+	}
+	var d Dial
+	if s.Reserve(&route.Route{CarrierID: "on", GatewayGroup: "full"}, 1, uk, &d) != "" {
+		t.Fatal("on: not reserved")
+	}
+	r := route.Route{CarrierID: "off", GatewayGroup: "full"}
+	if pv, _ := p.Preview(context.Background(), &r, 1, uk); pv.Reason != route.ReasonDisabled {
+		t.Fatalf("disabled, its group full: %+v, want %s first", pv, route.ReasonDisabled)
+	}
+	if pv, _ := p.Preview(context.Background(), &r, 1, us); pv.Reason != route.ReasonCallsLimited {
+		t.Fatalf("another prefix: %+v, want %s", pv, route.ReasonCallsLimited)
 	}
 }

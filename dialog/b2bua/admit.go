@@ -210,6 +210,6 @@ func (e *Engine) decided(c *Call, d *route.Decision) {
 	// The B-legs: the carriers one at a time, each a fresh dialog.
 	c.state = stateEarly
 	c.source = d.Source
-	c.seq.Reset(d.Routes, c.trunk.Sequence(e.cfg.Sequence, d))
+	c.seq.Reset(e.order(c, d.Routes, 0), c.trunk.Sequence(e.cfg.Sequence, d))
 	e.carryOut(c, c.seq.Next(e.now), nil)
 }

@@ -29,11 +29,11 @@ type sipp struct {
 	done chan error
 }
 
-// startSIPp runs SIPp with args plus its own ports (-p port, control and
+// runSIPp runs SIPp with args plus its own ports (-p port, control and
 // media ports picked free) on 127.0.0.1, logging its errors and messages;
 // it is killed at the test's end if still running. The test is skipped,
 // loudly, when sipp is not installed (Debian package sip-tester).
-func startSIPp(t *testing.T, name string, port int, args ...string) *sipp {
+func runSIPp(t *testing.T, name string, port int, args ...string) *sipp {
 	t.Helper()
 	bin, err := exec.LookPath("sipp")
 	if err != nil {
@@ -129,7 +129,7 @@ func TestLiveCallsEndedByAdminE2E(t *testing.T) {
 	testtier.RequiresSockets(t)
 	e, logs := newE2EBase(t)
 	uasPort, uacPort := e2eFreePort(t), e2eFreePort(t)
-	uas := startSIPp(t, "carrier", uasPort, "-sf", "SCENARIOS/uas_held.xml", "-m", "1")
+	uas := runSIPp(t, "carrier", uasPort, "-sf", "SCENARIOS/uas_held.xml", "-m", "1")
 	uas.listening(uasPort)
 	e.run(fmt.Sprintf(`
 listen: ["udp://127.0.0.1:%[1]d"]
@@ -146,7 +146,7 @@ lcr:
     - { prefix: "", routes: [{ carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004 }] }
 cdr: { file: %[3]q }
 `, e.port, uasPort, e.cdrPath), logs)
-	uac := startSIPp(t, "caller", uacPort, e.sip.String(), "-sf", "SCENARIOS/uac_held.xml", "-s", "15551234", "-m", "1")
+	uac := runSIPp(t, "caller", uacPort, e.sip.String(), "-sf", "SCENARIOS/uac_held.xml", "-s", "15551234", "-m", "1")
 
 	var call b2bua.CallInfo
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {

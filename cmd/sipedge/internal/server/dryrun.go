@@ -18,6 +18,7 @@ import (
 	"github.com/sipedge/sipedge/carrier"
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
 	"github.com/sipedge/sipedge/dialog/b2bua"
+	"github.com/sipedge/sipedge/quality"
 	"github.com/sipedge/sipedge/ratelimit"
 	"github.com/sipedge/sipedge/route"
 	"github.com/sipedge/sipedge/route/lcr"
@@ -48,14 +49,6 @@ type RouteQuery struct {
 const (
 	ModeLive   = "live"   // a running node's: its gateways' health, limits, channels and caches
 	ModeConfig = "config" // the configuration alone: no probes, no Redis, no calls up
-)
-
-// Why a carrier is skipped beyond the route.Reason constants: what quality
-// routing will say (disabled, demoted) once it is wired; dryRun.skipped is
-// the seam.
-const (
-	SkipDisabled = "disabled"
-	SkipDemoted  = "demoted"
 )
 
 // RouteAnswer is a dry run's answer.
@@ -106,8 +99,13 @@ type CarrierWhy struct {
 	GatewayGroup string  `json:"gateway_group,omitempty"`
 	Rate         float64 `json:"rate"`
 	Currency     string  `json:"currency,omitempty"`
+	// Demoted: its quality score under the number's prefix reaches its
+	// profile's critical penalty (quality.mode demote tries it after the
+	// others).
+	Demoted bool `json:"demoted,omitempty"`
 	// Skip, when set, is why the carrier would be skipped undialled (a
-	// route.Reason constant, or disabled, demoted), with SkipDetail.
+	// route.Reason constant: disabled for quality routing's), with
+	// SkipDetail.
 	Skip       string   `json:"skip,omitempty"`
 	SkipDetail string   `json:"skip_detail,omitempty"`
 	Dial       *DialWhy `json:"dial,omitempty"`
@@ -156,9 +154,6 @@ type dryRun struct {
 	carriers *carrier.Plane
 	trunks   *trunks
 	engine   b2bua.Config // the call core's shaping and ring bound (shard 0's)
-	// skipped is the seam of quality routing: why it would skip a carrier
-	// now (SkipDisabled, SkipDemoted), "" when it would not. nil: none.
-	skipped func(r *route.Route, dialed string) (reason, detail string)
 }
 
 // route answers q.
@@ -207,8 +202,9 @@ func (dr *dryRun) route(ctx context.Context, q RouteQuery) (RouteAnswer, error) 
 		a.RingTimeoutSecs = int(ring / time.Second)
 	}
 	key := xxhash.Sum64String(q.CallID)
-	for i := range d.Routes {
-		c, err := dr.carrier(ctx, &d.Routes[i], &opts, key, caller, dialed)
+	routes := dr.carriers.PreviewOrder(d.Routes, dialed) // quality.mode's order, as the engine's
+	for i := range routes {
+		c, err := dr.carrier(ctx, &routes[i], &opts, key, caller, dialed)
 		if err != nil {
 			return RouteAnswer{}, err
 		}
@@ -220,15 +216,11 @@ func (dr *dryRun) route(ctx context.Context, q RouteQuery) (RouteAnswer, error) 
 // carrier says how route r would be dialled, or why it would be skipped.
 func (dr *dryRun) carrier(ctx context.Context, r *route.Route, opts *route.SequenceOptions, key uint64, caller, dialed []byte) (CarrierWhy, error) {
 	c := CarrierWhy{CarrierID: r.CarrierID, GatewayGroup: r.GatewayGroup, Rate: r.Rate, Currency: r.Currency}
-	if dr.skipped != nil {
-		if c.Skip, c.SkipDetail = dr.skipped(r, string(dialed)); c.Skip != "" {
-			return c, nil
-		}
-	}
-	pv, err := dr.carriers.Preview(ctx, r, key)
+	pv, err := dr.carriers.Preview(ctx, r, key, dialed)
 	if err != nil {
 		return c, err
 	}
+	c.Demoted = pv.Demoted
 	if pv.Reason != "" {
 		c.Skip, c.SkipDetail = pv.Reason, skipDetail(r, &pv)
 		return c, nil
@@ -252,6 +244,8 @@ func (dr *dryRun) carrier(ctx context.Context, r *route.Route, opts *route.Seque
 // skipDetail says in words why the carrier of route r would be skipped.
 func skipDetail(r *route.Route, pv *carrier.Preview) string {
 	switch pv.Reason {
+	case route.ReasonDisabled:
+		return fmt.Sprintf("quality routing disabled carrier %q for the number's quality prefix (GET /v1/quality)", r.CarrierID)
 	case route.ReasonCallsLimited:
 		return fmt.Sprintf("gateway group %q has every channel it may use on this node in use (max_concurrent_calls)", r.GatewayGroup)
 	case route.ReasonGroupDown:
@@ -312,8 +306,8 @@ func (s *Server) dryRun() *dryRun {
 // would, without starting one: the gateways as the configuration writes
 // them (no probes: every member up), no Redis (no cached decision, the CPS
 // accounts and channels all free), the LCR API asked when lcr.api_url is
-// set. Nothing is opened but the API's connection and the gateways' DNS
-// names resolved.
+// set, quality routing with no figures and no disables. Nothing is opened
+// but the API's connection and the gateways' DNS names resolved.
 func RouteFromConfig(ctx context.Context, cfg *config.Config, q RouteQuery, log *slog.Logger) (RouteAnswer, error) {
 	dr, closeDR, err := configDryRun(cfg, log)
 	if err != nil {
@@ -330,14 +324,18 @@ func configDryRun(cfg *config.Config, log *slog.Logger) (*dryRun, func(), error)
 	}
 	local := *cfg
 	local.LCR.Cache, local.RateLimit.Redis = "", ""
-	res, table, err := newResolver(&local, metrics.NewSet(), log)
+	// Quality routing as a node just started has it: no figures yet, no
+	// disables (they are in Redis).
+	plane, err := carrier.New(carrier.Options{Groups: healthGroups(&local), Nodes: local.RateLimit.Nodes,
+		Limiter: ratelimit.Options{Config: ratelimit.Config{Nodes: local.RateLimit.Nodes}}, Log: log,
+		Quality: &local.Quality, QualityOptions: quality.Options{Shards: 1}})
 	if err != nil {
 		return nil, nil, err
 	}
-	plane, err := carrier.New(carrier.Options{Groups: healthGroups(&local), Nodes: local.RateLimit.Nodes,
-		Limiter: ratelimit.Options{Config: ratelimit.Config{Nodes: local.RateLimit.Nodes}}, Log: log})
+	s := &Server{cfg: &local, carriers: plane}
+	res, table, err := newResolver(&local, metrics.NewSet(), log, s.qualityScores)
 	if err != nil {
-		res.Close()
+		plane.Close()
 		return nil, nil, err
 	}
 	closeAll := func() { plane.Close(); res.Close() }
@@ -352,9 +350,8 @@ func configDryRun(cfg *config.Config, log *slog.Logger) (*dryRun, func(), error)
 		closeAll()
 		return nil, nil, err
 	}
-	s := &Server{cfg: &local, carriers: plane}
 	dr := &dryRun{mode: ModeConfig, res: res, carriers: plane, trunks: tr, engine: s.b2buaConfig(0),
-		notes: []string{"from the configuration alone: every gateway up (no probes), no cached decision and every CPS account free (no Redis), every channel free (no calls); -admin URL asks a running node"}}
+		notes: []string{"from the configuration alone: every gateway up (no probes), no cached decision or quality disable and every CPS account free (no Redis), every channel free and no quality figures (no calls); -admin URL asks a running node"}}
 	if local.LCR.APIURL == "" {
 		dr.static = func() *lcr.StaticTable { return table }
 	}
@@ -400,6 +397,9 @@ func WriteRoute(w io.Writer, a RouteAnswer) error {
 		p(", rate %v", c.Rate)
 		if c.Currency != "" {
 			p(" %s", c.Currency)
+		}
+		if c.Demoted {
+			p(", demoted (quality)")
 		}
 		p("\n")
 		line := func(key, format string, args ...any) { p("       %-10s %s\n", key, fmt.Sprintf(format, args...)) }

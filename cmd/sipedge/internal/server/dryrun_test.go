@@ -13,6 +13,7 @@ import (
 
 	"github.com/sipedge/sipedge/carrier"
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
+	"github.com/sipedge/sipedge/quality"
 	"github.com/sipedge/sipedge/route"
 )
 
@@ -63,6 +64,7 @@ gateway:
       destinations:
         - { uri: "sip:gw1.premium.example", address: "198.51.100.10:5060" }
         - { uri: "sip:gw2.premium.example", address: "198.51.100.11:5060" }
+quality: { mode: demote, prefixes: ["+44"] }
 lcr:
   static_routes:
     - prefix: "+44"
@@ -85,11 +87,12 @@ lcr:
 `
 
 // A dry run on a node whose carriers are in every state a dry run tells
-// apart: over its CPS (paced), its channels in use (trunked), its one
-// member cooled down by a 503 (flaky), disabled by quality routing (the
-// seam), then dialled through a hash group with its shaping (premium) and
-// through a next hop (direct). Nothing is taken: a call dialled after the
-// dry run gets the channel and CPS slots the dry run found free.
+// apart: over its CPS and demoted by quality routing, so tried last
+// (paced), its channels in use (trunked), its one member cooled down by a
+// 503 (flaky), disabled by quality routing (scored), then dialled through
+// a hash group with its shaping (premium) and through a next hop
+// (direct). Nothing is taken: a call dialled after the dry run gets the
+// channel and CPS slots the dry run found free.
 func TestDryRunSkipReasons(t *testing.T) {
 	cfg, err := config.Parse([]byte(stateYAML), nil)
 	if err != nil {
@@ -101,16 +104,23 @@ func TestDryRunSkipReasons(t *testing.T) {
 	}
 	defer closeDR()
 	dr.mode, dr.notes = ModeLive, nil
-	dr.skipped = func(r *route.Route, dialed string) (string, string) {
-		if r.CarrierID == "scored-co" {
-			return SkipDisabled, "its answer-seizure ratio to " + dialed + " is under the floor"
-		}
-		return "", ""
+	now := time.Second
+	sh := dr.carriers.NewShard(carrier.ShardOptions{Now: func() time.Duration { return now }})
+	qm := dr.carriers.Quality()
+	prefix := "+44"
+	if err := qm.Disable(quality.Target{Carrier: "scored-co", Prefix: &prefix}); err != nil {
+		t.Fatal(err)
 	}
-	sh := dr.carriers.NewShard(carrier.ShardOptions{Now: func() time.Duration { return 0 }})
+	dialed := []byte("+442071234567")
+	for range 30 { // answered 480 and nothing else: critical
+		sh.Report(&carrier.Report{Event: carrier.AttemptFailed, CarrierID: "paced-co", Number: dialed, Code: 480, Dialed: true, At: now})
+	}
+	now += 5 * time.Second
+	sh.Tick(now)
+	qm.Update(now)
 	reserve := func(group string) *carrier.Dial {
 		d := new(carrier.Dial)
-		if reason := sh.Reserve(&route.Route{CarrierID: group, GatewayGroup: group}, 0, d); reason != "" {
+		if reason := sh.Reserve(&route.Route{CarrierID: group, GatewayGroup: group}, 0, dialed, d); reason != "" {
 			t.Fatalf("%s: %s", group, reason)
 		}
 		return d
