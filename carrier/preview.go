@@ -44,10 +44,10 @@ func (p *Plane) PreviewOrder(routes []route.Route, number []byte) []route.Route 
 // Preview says what a call to number (as routed) dialling route r now
 // would get of its carrier, as Reserve and Pace would decide (a carrier
 // quality routing disabled for the number's prefix first), but taking
-// nothing: no channel, no
-// half-open trial call (health.Registry.Peek), no CPS slot
-// (ratelimit.Limiter.Peek), no next hop recorded or account registered (a
-// route's own cps account not used on this node yet is free). key spreads
+// nothing: no channel, no half-open trial call (health.Registry.Peek), no
+// CPS slot (ratelimit.Limiter.Peek), no next hop recorded or account
+// registered (a route's own cps account not used on this node yet is
+// free). key spreads
 // hash selection as a call's does (the hash of its Call-ID); for weighted
 // and round_robin groups the member is the rotation's first choice. It
 // blocks on Redis for an account there, at most the limiter's deadline:
