@@ -33,6 +33,12 @@ type Config struct {
 	TCP TCPConfig
 	// Flood protects against sources that are not trunks or carriers.
 	Flood FloodConfig
+	// SocketRecvBuffer and SocketSendBuffer size the listening sockets'
+	// kernel buffers in bytes (SO_RCVBUF, SO_SNDBUF; accepted TCP
+	// connections inherit them); 0 leaves the kernel's default. Start
+	// warns when the kernel capped one (net.core.rmem_max, wmem_max).
+	SocketRecvBuffer int
+	SocketSendBuffer int
 }
 
 // TCPConfig bounds stream connections (what trusted SIP servers enforce).

@@ -92,6 +92,14 @@ type SIP struct {
 	// new requests are refused 503. Default 64, at most 65536.
 	MaxTxnMemoryMB int    `yaml:"max_txn_memory_mb"`
 	TCP            SIPTCP `yaml:"tcp"`
+	// SocketReceiveBufferKB and SocketSendBufferKB size the kernel's
+	// buffers of the listening sockets (SO_RCVBUF, SO_SNDBUF; accepted TCP
+	// connections inherit them), in KiB: datagrams that arrive while a
+	// shard is busy wait there, and past it the kernel drops them. Default
+	// 4096 and 1024, at most 1048576; the kernel caps them at the sysctls
+	// net.core.rmem_max and wmem_max (a warning says so at start).
+	SocketReceiveBufferKB int `yaml:"socket_receive_buffer_kb"`
+	SocketSendBufferKB    int `yaml:"socket_send_buffer_kb"`
 }
 
 // SIPTCP bounds stream connections. Zero fields take the defaults.

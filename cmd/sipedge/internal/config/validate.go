@@ -83,6 +83,8 @@ func (c *Config) fill() {
 	orDefault(&s.TCP.FirstDataTimeout, 5*time.Second)
 	orDefault(&s.TCP.MessageTimeout, 10*time.Second)
 	orDefault(&s.TCP.IdleTimeout, 300*time.Second)
+	orDefault(&s.SocketReceiveBufferKB, 4096)
+	orDefault(&s.SocketSendBufferKB, 1024)
 	b := &c.B2BUA
 	orDefault(&b.MaxConcurrentCalls, 10000)
 	orDefault(&b.UnknownSource, UnknownSourceDrop)
@@ -127,6 +129,10 @@ func (c *Config) fill() {
 
 // maxMessageSize bounds sip.max_message_size.
 const maxMessageSize = 65535
+
+// maxSocketBufferKB bounds sip.socket_*_buffer_kb: 1 GiB, past any kernel's
+// rmem_max worth setting, and within the int the kernel takes.
+const maxSocketBufferKB = 1 << 20
 
 // maxTxnMemoryMB bounds sip.max_txn_memory_mb: 64 GiB a shard, far beyond
 // any host, and twice it in bytes still fits an int.
@@ -257,6 +263,14 @@ func (c *Config) validate(v *validator) {
 	}
 	if s.MaxTxnMemoryMB > maxTxnMemoryMB {
 		v.errorf("sip.max_txn_memory_mb", "%d: at most %d", s.MaxTxnMemoryMB, maxTxnMemoryMB)
+	}
+	for _, b := range []struct {
+		field string
+		kb    int
+	}{{"sip.socket_receive_buffer_kb", s.SocketReceiveBufferKB}, {"sip.socket_send_buffer_kb", s.SocketSendBufferKB}} {
+		if b.kb > maxSocketBufferKB {
+			v.errorf(b.field, "%d: at most %d", b.kb, maxSocketBufferKB)
+		}
 	}
 
 	b := c.B2BUA

@@ -140,7 +140,8 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 			MaxHeaderLine: cfg.SIP.MaxHeaderLine, MaxVias: cfg.SIP.MaxVias, MaxURILength: cfg.SIP.MaxURILength},
 		TCP: shard.TCPConfig{MaxConns: cfg.SIP.TCP.MaxConns, MaxConnsPerIP: cfg.SIP.TCP.MaxConnsPerIP,
 			FirstDataTimeout: cfg.SIP.TCP.FirstDataTimeout, MessageTimeout: cfg.SIP.TCP.MessageTimeout,
-			IdleTimeout: cfg.SIP.TCP.IdleTimeout}}
+			IdleTimeout: cfg.SIP.TCP.IdleTimeout},
+		SocketRecvBuffer: cfg.SIP.SocketReceiveBufferKB << 10, SocketSendBuffer: cfg.SIP.SocketSendBufferKB << 10}
 	for _, l := range cfg.Listen {
 		sc.Listen = append(sc.Listen, l.String())
 	}
