@@ -164,6 +164,7 @@ write_config() {
 			trunks:
 			  - { name: sipp, trunk_group: sipp-trunks, sources: ["127.0.0.1/32"] }
 		EOF
+		[ -z "${SHARDS:-}" ] || echo "shards: $SHARDS"
 		cat
 		echo "cdr: { file: \"$WORK/cdr.jsonl\" }"
 	} >"$WORK/sipedge.yaml"

@@ -1,0 +1,88 @@
+package bench
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// BenchmarkWireCallFlow makes complete calls through sipedge on the wire:
+// the server as a program embeds it (gnet's event loops, the shards, the
+// parser, transactions, the B2BUA engine and the CDR writer), on loopback
+// UDP or TCP, between an in-process caller and carrier written for load
+// (loadPeers: batched reads and writes, one goroutine, nothing per call).
+// One op is one call, seven messages on each leg (INVITE, 100, 180, 200,
+// ACK, BYE, 200), with every message of it checked at the peers.
+//
+// Sub-benchmarks: the transport, the shards (1, and 2: one per core of a
+// small box), and how calls are placed: window=W keeps W calls in flight
+// (a new call as one ends: the box's capacity), rate=R places R calls a
+// second (the load SIPp puts on in bench/sipp/run.sh).
+//
+// It reports:
+//   - calls/s: calls ended per second of the run;
+//   - cpu-us/call: sipedge's CPU time per call. The peers run in the same
+//     process, each on its own locked OS thread, so sipedge's share is the
+//     process's CPU time (CLOCK_PROCESS_CPUTIME_ID) less the peers'
+//     thread's (its thread CPU clock, threadCPU), over the measured calls.
+//     The Go runtime's own threads (sysmon, GC workers) count as sipedge's:
+//     the peers allocate nothing, so the work is sipedge's;
+//   - allocs/call: heap allocations per call, the whole process's, which
+//     are sipedge's for the same reason (allocs/op is the same figure
+//     rounded down).
+//
+// Each run starts a fresh sipedge and makes 2,000 calls to warm it up
+// before the measured ones. Transactions outlive their calls by Timer J and
+// D (32 s on UDP), so a run's heap keeps growing with its calls; what
+// allocs/call counts is that growth plus what is allocated per call.
+//
+//	go test -run '^$' -bench WireCallFlow -benchtime 20000x -count 5 ./bench/
+func BenchmarkWireCallFlow(b *testing.B) {
+	const warmup = 2000
+	for _, tcp := range []bool{false, true} {
+		for _, shards := range []int{1, 2} {
+			for _, load := range []wireLoad{{window: 32}, {rate: 1000}} {
+				if tcp && load.rate > 0 {
+					continue // the paced load is SIPp's check, over UDP
+				}
+				transport := map[bool]string{false: "udp", true: "tcp"}[tcp]
+				b.Run(fmt.Sprintf("%s/shards=%d/%s", transport, shards, load), func(b *testing.B) {
+					r := startWire(b, tcp, shards)
+					r.calls(warmup, 32)
+					var ms runtime.MemStats
+					runtime.ReadMemStats(&ms)
+					mallocs, cpu, peers := ms.Mallocs, processCPU(), threadCPU(r.peers.tid)
+					start := time.Now()
+					b.ReportAllocs()
+					b.ResetTimer()
+					if load.rate > 0 {
+						r.paced(uint64(b.N), load.rate)
+					} else {
+						r.calls(uint64(b.N), load.window)
+					}
+					b.StopTimer()
+					elapsed := time.Since(start)
+					sipedge := processCPU() - cpu - (threadCPU(r.peers.tid) - peers)
+					runtime.ReadMemStats(&ms)
+					b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
+					b.ReportMetric(float64(sipedge.Microseconds())/float64(b.N), "cpu-us/call")
+					b.ReportMetric(float64(ms.Mallocs-mallocs)/float64(b.N), "allocs/call")
+				})
+			}
+		}
+	}
+}
+
+// wireLoad is how BenchmarkWireCallFlow places calls.
+type wireLoad struct {
+	window int     // calls in flight
+	rate   float64 // calls a second, when not 0
+}
+
+func (l wireLoad) String() string {
+	if l.rate > 0 {
+		return fmt.Sprintf("rate=%g", l.rate)
+	}
+	return fmt.Sprintf("window=%d", l.window)
+}
