@@ -397,18 +397,23 @@ func (s *Server) OnClose(c gnet.Conn, err error) gnet.Action {
 }
 
 // OnTraffic runs the shard of the loop the bytes arrived on.
+// Whatever the handlers sent meanwhile leaves when it returns (flushUDP).
 func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 	switch ctx := c.Context().(type) {
 	case *Shard:
 		ctx.run()
+		ctx.flushUDP()
 		return gnet.None
 	case *tcpConn:
-		return ctx.sh.readTCP(ctx)
+		action := ctx.sh.readTCP(ctx)
+		ctx.sh.flushUDP()
+		return action
 	}
 	sh := s.shardOf(c.EventLoop())
 	if sh == nil {
 		return gnet.None
 	}
 	sh.readUDP(c)
+	sh.flushUDP()
 	return gnet.None
 }
