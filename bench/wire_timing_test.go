@@ -21,23 +21,27 @@ import (
 // second (the load SIPp puts on in bench/sipp/run.sh).
 //
 // It reports:
+//
 //   - calls/s: calls ended per second of the run;
+//
 //   - cpu-us/call: sipedge's CPU time per call. The peers run in the same
 //     process, each on its own locked OS thread, so sipedge's share is the
 //     process's CPU time (CLOCK_PROCESS_CPUTIME_ID) less the peers'
 //     thread's (its thread CPU clock, threadCPU), over the measured calls.
 //     The Go runtime's own threads (sysmon, GC workers) count as sipedge's:
 //     the peers allocate nothing, so the work is sipedge's;
+//
 //   - allocs/call: heap allocations per call, the whole process's, which
 //     are sipedge's for the same reason (allocs/op is the same figure
-//     rounded down).
+//     rounded down);
 //
-// Each run starts a fresh sipedge and makes 2,000 calls to warm it up
-// before the measured ones. Transactions outlive their calls by Timer J and
-// D (32 s on UDP), so a run's heap keeps growing with its calls; what
-// allocs/call counts is that growth plus what is allocated per call.
+//   - sleeps/call: how often one of sipedge's threads blocked and had to
+//     be woken, per call (voluntary context switches: the process's, from
+//     getrusage, less the peers' thread's). Each costs a trip through the
+//     kernel's and Go's schedulers; the figure is far steadier than CPU
+//     time on a shared machine.
 //
-//	go test -run '^$' -bench WireCallFlow -benchtime 20000x -count 5 ./bench/
+//     go test -run '^$' -bench WireCallFlow -benchtime 20000x -count 5 ./bench/
 func BenchmarkWireCallFlow(b *testing.B) {
 	const warmup = 2000
 	for _, tcp := range []bool{false, true} {
@@ -53,6 +57,7 @@ func BenchmarkWireCallFlow(b *testing.B) {
 					var ms runtime.MemStats
 					runtime.ReadMemStats(&ms)
 					mallocs, cpu, peers := ms.Mallocs, processCPU(), threadCPU(r.peers.tid)
+					sleeps := processSleeps() - threadSleeps(r.peers.tid)
 					start := time.Now()
 					b.ReportAllocs()
 					b.ResetTimer()
@@ -64,10 +69,12 @@ func BenchmarkWireCallFlow(b *testing.B) {
 					b.StopTimer()
 					elapsed := time.Since(start)
 					sipedge := processCPU() - cpu - (threadCPU(r.peers.tid) - peers)
+					sleeps = processSleeps() - threadSleeps(r.peers.tid) - sleeps
 					runtime.ReadMemStats(&ms)
 					b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
 					b.ReportMetric(float64(sipedge.Microseconds())/float64(b.N), "cpu-us/call")
 					b.ReportMetric(float64(ms.Mallocs-mallocs)/float64(b.N), "allocs/call")
+					b.ReportMetric(float64(sleeps)/float64(b.N), "sleeps/call")
 				})
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"runtime"
 	"strconv"
 	"time"
@@ -82,9 +83,9 @@ type loadCounts struct {
 // TCP connection. What the peer sends on it is queued in out (ends marks
 // where each datagram stops) until flush.
 type endpoint struct {
-	fd     int
-	tcp    bool
-	carrie bool // the carrier's (else the caller's)
+	fd        int
+	tcp       bool
+	isCarrier bool // the carrier's (else the caller's)
 
 	out  []byte
 	ends []int
@@ -166,7 +167,7 @@ func (p *loadPeers) watch(fd int) error {
 }
 
 func (e *endpoint) init(carrier, tcp bool) {
-	e.carrie, e.tcp = carrier, tcp
+	e.isCarrier, e.tcp = carrier, tcp
 	e.out, e.ends = make([]byte, 0, 64<<10), make([]int, 0, 4*peerBatch)
 	if tcp {
 		e.in = make([]byte, 0, peerStreamB)
@@ -415,7 +416,7 @@ func (p *loadPeers) drop(e *endpoint) {
 
 // handle takes one message sipedge sent on e.
 func (p *loadPeers) handle(e *endpoint, b []byte) {
-	if e.carrie {
+	if e.isCarrier {
 		p.carrierGot(e, b)
 	} else {
 		p.callerGot(e, b)
@@ -720,7 +721,7 @@ func localAddr(fd int) netip.AddrPort {
 	return netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port))
 }
 
-// ---- CPU clocks ----
+// ---- CPU clocks and sleeps ----
 
 // processCPU is the CPU time of the whole process, every thread's.
 func processCPU() time.Duration {
@@ -736,4 +737,29 @@ func threadCPU(tid int) time.Duration {
 	var ts unix.Timespec
 	_ = unix.ClockGettime(^int32(tid)<<3|6, &ts)
 	return time.Duration(ts.Nano())
+}
+
+// processSleeps counts the voluntary context switches of every thread of
+// the process, those that ended included (getrusage): each is a thread
+// that blocked and had to be woken.
+func processSleeps() int64 {
+	var ru unix.Rusage
+	_ = unix.Getrusage(unix.RUSAGE_SELF, &ru)
+	return ru.Nvcsw
+}
+
+// threadSleeps counts the voluntary context switches of thread tid of
+// this process (/proc/self/task/TID/status).
+func threadSleeps(tid int) int64 {
+	b, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(tid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(line, []byte("voluntary_ctxt_switches:")); ok {
+			n, _ := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64)
+			return n
+		}
+	}
+	return 0
 }
