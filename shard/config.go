@@ -39,6 +39,10 @@ type Config struct {
 	// warns when the kernel capped one (net.core.rmem_max, wmem_max).
 	SocketRecvBuffer int
 	SocketSendBuffer int
+	// BatchInterval: while datagrams come faster than one every two
+	// intervals, the loop takes them every interval rather than being
+	// woken for each (poll.go); 0 wakes it for each.
+	BatchInterval time.Duration
 }
 
 // TCPConfig bounds stream connections (what trusted SIP servers enforce).

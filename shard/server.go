@@ -415,5 +415,6 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 	}
 	sh.readUDP(c)
 	sh.flushUDP()
+	sh.poll()
 	return gnet.None
 }

@@ -74,21 +74,25 @@ type Shard struct {
 	wheel   *timer.Wheel
 	inbox   []*ring // inbox[i] is written by shard i
 	woken   atomic.Bool
+	polling atomic.Bool // the loop polls: it runs often enough without wakes
 	// dialFailed is set by a dialling goroutine whose dial failed, so that
 	// the loop drops the dial and reports it at once, not at the sweep.
 	dialFailed atomic.Bool
 	pending    atomic.Int64 // timers pending on the wheel, published for OnTick
 	idle       int          // ticks skipped since the last run (OnTick's goroutine only)
 
-	msg       parser.Message // the message being parsed on this loop
-	out       []byte         // scratch for stateless replies
-	tag       []byte         // scratch for their To tag
-	udp       udpIO
-	conns     map[ConnID]*tcpConn
-	seq       uint64
-	dials     map[netip.AddrPort]*tcpConn // outbound TCP connections by address
-	lastSweep time.Duration
-	flood     floodGuard
+	msg        parser.Message // the message being parsed on this loop
+	out        []byte         // scratch for stateless replies
+	tag        []byte         // scratch for their To tag
+	udp        udpIO
+	udpSockets []udpSocket   // this loop's UDP sockets, as gnet first reads them
+	received   uint64        // datagrams and hand-overs taken (poll.go)
+	lastUDP    time.Duration // when a datagram last woke the loop, or it last polled
+	conns      map[ConnID]*tcpConn
+	seq        uint64
+	dials      map[netip.AddrPort]*tcpConn // outbound TCP connections by address
+	lastSweep  time.Duration
+	flood      floodGuard
 
 	postMu sync.Mutex // guards posted: taken once per Post and per drain, not per message
 	posted []func()
@@ -142,6 +146,9 @@ func (sh *Shard) fire(p timer.Payload) {
 // wake makes the shard run soon; safe from any goroutine. Wakes coalesce:
 // one is pending at most, so handing over a batch costs one wake.
 func (sh *Shard) wake() {
+	if sh.polling.Load() {
+		return // it runs every batch interval (poll.go)
+	}
 	if sh.waker != nil && sh.woken.CompareAndSwap(false, true) {
 		if err := sh.waker.Wake(nil); err != nil {
 			sh.woken.Store(false)
@@ -154,6 +161,7 @@ func (sh *Shard) run() {
 	sh.woken.Store(false) // before draining, so a later push wakes again
 	for _, r := range sh.inbox {
 		for p := r.pop(); p != nil; p = r.pop() {
+			sh.received++
 			if p.out { // a message for a connection of this loop
 				sh.sendTCP(p.peer, p.buf)
 			} else {

@@ -72,6 +72,19 @@ func (sh *Shard) readUDP(c gnet.Conn) {
 		sh.datagram(buf, addrPortOf(c.RemoteAddr()), listener)
 	}
 	sh.drainUDP(c.Fd(), listener)
+	for _, s := range sh.udpSockets {
+		if s.fd == c.Fd() {
+			return
+		}
+	}
+	sh.udpSockets = append(sh.udpSockets, udpSocket{fd: c.Fd(), listener: listener})
+}
+
+// udpSocket is one of a loop's UDP sockets (with SO_REUSEPORT each loop
+// has its own per UDP listen address), which poll drains.
+type udpSocket struct {
+	fd       int
+	listener uint8
 }
 
 // drainUDP reads fd until it would block, a batch at a time.
@@ -108,6 +121,7 @@ func (sh *Shard) drainUDP(fd int, listener uint8) {
 
 // datagram handles one datagram from a peer.
 func (sh *Shard) datagram(buf []byte, from netip.AddrPort, listener uint8) {
+	sh.received++
 	if sh.floodDrop(from.Addr(), sh.Now()) {
 		return
 	}

@@ -37,6 +37,7 @@ func (c *Config) preset() {
 	c.B2BUA.HeaderPolicy.Allow = slices.Clone(DefaultAllow)
 	c.CDR.MaxBackups = 10
 	c.RateLimit.Flood = Flood{MessagesPerSec: 200, Ban: time.Minute}
+	c.SIP.BatchInterval = time.Millisecond
 }
 
 func (g *Group) preset() {
@@ -129,6 +130,10 @@ func (c *Config) fill() {
 
 // maxMessageSize bounds sip.max_message_size.
 const maxMessageSize = 65535
+
+// maxBatchInterval bounds sip.batch_interval_us: a message waits up to an
+// interval in its socket, and T1 is 500 ms.
+const maxBatchInterval = 100 * time.Millisecond
 
 // maxSocketBufferKB bounds sip.socket_*_buffer_kb: 1 GiB, past any kernel's
 // rmem_max worth setting, and within the int the kernel takes.
@@ -263,6 +268,9 @@ func (c *Config) validate(v *validator) {
 	}
 	if s.MaxTxnMemoryMB > maxTxnMemoryMB {
 		v.errorf("sip.max_txn_memory_mb", "%d: at most %d", s.MaxTxnMemoryMB, maxTxnMemoryMB)
+	}
+	if s.BatchInterval > maxBatchInterval {
+		v.errorf("sip.batch_interval_us", "%d: at most %d", s.BatchInterval.Microseconds(), maxBatchInterval.Microseconds())
 	}
 	for _, b := range []struct {
 		field string

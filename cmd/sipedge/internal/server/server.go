@@ -141,7 +141,8 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 		TCP: shard.TCPConfig{MaxConns: cfg.SIP.TCP.MaxConns, MaxConnsPerIP: cfg.SIP.TCP.MaxConnsPerIP,
 			FirstDataTimeout: cfg.SIP.TCP.FirstDataTimeout, MessageTimeout: cfg.SIP.TCP.MessageTimeout,
 			IdleTimeout: cfg.SIP.TCP.IdleTimeout},
-		SocketRecvBuffer: cfg.SIP.SocketReceiveBufferKB << 10, SocketSendBuffer: cfg.SIP.SocketSendBufferKB << 10}
+		SocketRecvBuffer: cfg.SIP.SocketReceiveBufferKB << 10, SocketSendBuffer: cfg.SIP.SocketSendBufferKB << 10,
+		BatchInterval: cfg.SIP.BatchInterval}
 	for _, l := range cfg.Listen {
 		sc.Listen = append(sc.Listen, l.String())
 	}
