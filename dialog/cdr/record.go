@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // Record is the CDR of one call: one JSON object on one line. The shard that
@@ -55,6 +56,10 @@ type Record struct {
 	// Attempts are the carriers burned before the last one, oldest first:
 	// lcr_attempts, always an array, [] when the first carrier answered.
 	Attempts []Attempt
+
+	// text holds the bytes of the strings Text returned; Reset keeps its
+	// capacity.
+	text []byte
 }
 
 // Attempt is one failed carrier attempt, an element of lcr_attempts.
@@ -137,12 +142,30 @@ func (s RouteSource) String() string {
 	return routeSourceNames[s]
 }
 
-// Reset clears r for reuse, keeping the capacity of Attempts. CDRFields is
-// set to nil, not cleared: the map may belong to someone else.
+// Reset clears r for reuse, keeping the capacity of Attempts and of the
+// storage behind Text. CDRFields is set to nil, not cleared: the map may
+// belong to someone else.
 func (r *Record) Reset() {
 	clear(r.Attempts) // drop the strings they reference
-	attempts := r.Attempts[:0]
-	*r = Record{Attempts: attempts}
+	attempts, text := r.Attempts[:0], r.text[:0]
+	*r = Record{Attempts: attempts, text: text}
+}
+
+// Text returns b as a string held in r's own storage, for a field of r:
+// once the pooled record has grown to its calls' size, filling it in
+// allocates nothing, where string(b) would allocate per field and call.
+// The string lives as long as r: when r is released (Writer.Write
+// releases it), the storage is reused, so a caller that keeps the string
+// past Write must copy it (strings.Clone).
+func (r *Record) Text(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	// A larger r.text leaves the strings made before on the old array,
+	// which nothing reuses: they stay valid.
+	start := len(r.text)
+	r.text = append(r.text, b...)
+	return unsafe.String(&r.text[start], len(b))
 }
 
 var recordPool sync.Pool

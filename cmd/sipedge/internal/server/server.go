@@ -425,11 +425,12 @@ func (a *shardApp) finished(c *b2bua.Call) {
 		td.stats.ended(&sum)
 	}
 	r := cdr.AcquireRecord()
-	r.ACallID, r.BCallID = string(sum.ACallID), string(sum.BCallID)
+	r.ACallID, r.BCallID = r.Text(sum.ACallID), r.Text(sum.BCallID)
 	if sum.Trunk != nil {
 		r.Trunk, r.TrunkGroup = sum.Trunk.Name, sum.Trunk.Group
 	}
-	r.Caller, r.Callee, r.DialedNumber = string(sum.Caller), string(sum.Callee), string(sum.Callee)
+	r.Caller, r.Callee = r.Text(sum.Caller), r.Text(sum.Callee)
+	r.DialedNumber = r.Callee
 	r.SourceIP = sum.Source.Addr()
 	r.TimeInvite = a.s.wall(a.sh, sum.Invite)
 	r.TimeFirstProvisional = a.s.wall(a.sh, sum.FirstProvisional)
