@@ -257,8 +257,11 @@ type Table struct {
 	held, budget, hard int
 	seed               maphash.Seed
 
-	txns  []txn
-	free  int32   // free list head, -1 if none
+	txns []txn
+	// free are the free lists' heads by the kind of transaction that last
+	// held the slot, -1 if none: a slot goes to a transaction of its kind
+	// when one is free, whose buffers then fit at once (alloc).
+	free  [len(kindNames)]int32
 	limbo []int32 // terminated in the current call; freed at the next
 	taken int     // lists out with TakeActions: limbo is kept until they are back
 	live  int
@@ -316,9 +319,11 @@ func New(cfg Config, timers Timers) (*Table, error) {
 		hard:       2 * min(cfg.MaxStoredBytes, math.MaxInt/2),
 		timers:     timers,
 		seed:       maphash.MakeSeed(),
-		free:       -1,
 		freeInvite: -1,
 		txns:       make([]txn, 0, cfg.Capacity),
+	}
+	for k := range t.free {
+		t.free[k] = -1
 	}
 	n := 64
 	for n < 2*cfg.Capacity {
@@ -397,8 +402,9 @@ func (t *Table) begin(now time.Duration) {
 		return // a list TakeActions gave out may name them (see there)
 	}
 	for _, i := range t.limbo {
-		t.txns[i].next = t.free
-		t.free = i
+		x := &t.txns[i]
+		x.next = t.free[x.kind]
+		t.free[x.kind] = i
 	}
 	t.limbo = t.limbo[:0]
 }
