@@ -87,7 +87,7 @@ var (
 // template is a message with holes, filled into a caller-owned buffer.
 type template struct {
 	parts []string
-	holes []byte // holes[i] follows parts[i]: 'n' the call number, 't' a tag
+	holes []byte // holes[i] follows parts[i]: 'n' the call number ('N' in 12 digits), 't' a tag
 }
 
 func compile(s string) template {
@@ -114,6 +114,12 @@ func (t *template) append(dst []byte, n uint64, tag []byte) []byte {
 		switch t.holes[i] {
 		case 'n':
 			dst = strconv.AppendUint(dst, n, 10)
+		case 'N': // the call number in 12 digits: every call's messages of one length
+			var digits [12]byte
+			for i, m := len(digits)-1, n; i >= 0; i, m = i-1, m/10 {
+				digits[i] = byte('0' + m%10)
+			}
+			dst = append(dst, digits[:]...)
 		case 't':
 			dst = append(dst, tag...)
 		}

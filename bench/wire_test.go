@@ -29,62 +29,93 @@ import (
 
 // The caller's requests over the wire: the rig's, with the Via's transport
 // the socket's (a stream's responses go on its connection, RFC 3261
-// 18.2.2).
+// 18.2.2) and the call number in 12 digits, so that every call's messages
+// are as long as the last's: sipedge's buffers, which keep their size from
+// call to call, then reach theirs in the warm-up, as they do in service
+// once they have held the longest messages.
 var wireTmpl = map[bool][3]template{
-	false: {inviteTmpl, ackTmpl, byeTmpl},
-	true:  {viaTCP(inviteTmpl), viaTCP(ackTmpl), viaTCP(byeTmpl)},
+	false: {wire(inviteTmpl, "UDP"), wire(ackTmpl, "UDP"), wire(byeTmpl, "UDP")},
+	true:  {wire(inviteTmpl, "TCP"), wire(ackTmpl, "TCP"), wire(byeTmpl, "TCP")},
 }
 
-func viaTCP(t template) template {
-	parts := make([]string, len(t.parts))
+func wire(t template, transport string) template {
+	w := template{parts: make([]string, len(t.parts)), holes: bytes.ReplaceAll(t.holes, []byte("n"), []byte("N"))}
 	for i, p := range t.parts {
-		parts[i] = strings.ReplaceAll(p, "SIP/2.0/UDP", "SIP/2.0/TCP")
+		w.parts[i] = strings.ReplaceAll(p, "SIP/2.0/UDP", "SIP/2.0/"+transport)
 	}
-	return template{parts: parts, holes: t.holes}
+	return w
 }
 
 func wireInvite(tcp bool) *template { t := wireTmpl[tcp]; return &t[0] }
 func wireAck(tcp bool) *template    { t := wireTmpl[tcp]; return &t[1] }
 func wireBye(tcp bool) *template    { t := wireTmpl[tcp]; return &t[2] }
 
-// wireRig is sipedge with its peers.
-type wireRig struct {
-	tb    testing.TB
-	srv   *embed.Server
-	peers *loadPeers
-	cdr   string
-	logs  *syncBuffer
-	once  sync.Once
+// wireOptions shape a rig.
+type wireOptions struct {
+	tcp    bool // the caller and the carrier on TCP
+	shards int
+	// loopbackT1 runs sipedge with T1 100 ms rather than 500 (RFC 3261
+	// 17.1.1.1 lets a closed network that knows its round trip use less;
+	// loopback's is microseconds): transactions then end 6.4 s after
+	// their call, not 32 s, so that a warm-up of that long brings the
+	// transaction tables to the size they keep, and what is measured
+	// after it is the steady state, not their growth. The tables' budget
+	// (sip.max_txn_memory_mb) is raised so that it never cuts in.
+	loopbackT1 bool
 }
 
-// startWire starts sipedge with shards event loops, the carrier reached
-// over TCP when tcp, and the peers' goroutine; everything stops at the
-// test's end.
-func startWire(tb testing.TB, tcp bool, shards int) *wireRig {
+// loopbackT1Settle is how long after its call the last transaction of a
+// call ends with loopbackT1 (Timers L, M and J: 64*T1).
+const loopbackT1Settle = 64 * 100 * time.Millisecond
+
+// wireRig is sipedge with its peers.
+type wireRig struct {
+	srv     *embed.Server
+	peers   *loadPeers
+	dir     string // sipedge's CDR file is there
+	cdr     string
+	logs    *syncBuffer
+	procs   int // GOMAXPROCS before the rig
+	down    sync.Once
+	downErr error
+}
+
+// startWire starts sipedge and the peers' goroutine. stop stops them.
+func startWire(tb testing.TB, o wireOptions) *wireRig {
 	tb.Helper()
 	// The peers' thread blocks in epoll_wait holding a P, as a process of
 	// their own would hold a core: they get a P of their own, so that
 	// sipedge's goroutines see the Ps they would see alone. Without it,
 	// every P sits in a system call at once and the runtime's sysmon wakes
 	// every 20 us to take one back, CPU that would count as sipedge's.
-	procs := runtime.GOMAXPROCS(0)
-	runtime.GOMAXPROCS(procs + 1)
-	tb.Cleanup(func() { runtime.GOMAXPROCS(procs) })
-	port := freeWirePort(tb)
-	sip := netip.AddrPortFrom(netip.AddrFrom4(loopback), uint16(port))
-	peers, err := newLoadPeers(tcp, sip)
-	if err != nil {
-		tb.Fatal(err)
+	r := &wireRig{logs: &syncBuffer{}, procs: runtime.GOMAXPROCS(0)}
+	runtime.GOMAXPROCS(r.procs + 1)
+	fail := func(format string, args ...any) {
+		tb.Helper()
+		r.stop(tb)
+		tb.Fatalf(format, args...)
 	}
-	r := &wireRig{tb: tb, peers: peers, cdr: filepath.Join(tb.TempDir(), "cdr.jsonl"), logs: &syncBuffer{}}
-	transport, uri := "udp", "sip:"+peers.carrierAddr().String()
-	if tcp {
+	var err error
+	if r.dir, err = os.MkdirTemp("", "sipedge-wire-"); err != nil {
+		fail("%v", err)
+	}
+	r.cdr = filepath.Join(r.dir, "cdr.jsonl")
+	sip := netip.AddrPortFrom(netip.AddrFrom4(loopback), uint16(freeWirePort(tb)))
+	if r.peers, err = newLoadPeers(o.tcp, sip); err != nil {
+		fail("%v", err)
+	}
+	transport, uri := "udp", "sip:"+r.peers.carrierAddr().String()
+	if o.tcp {
 		transport, uri = "tcp", uri+";transport=tcp"
+	}
+	timers := ""
+	if o.loopbackT1 {
+		timers = ", t1_ms: 100, max_txn_memory_mb: 4096"
 	}
 	yaml := fmt.Sprintf(`
 listen: ["udp://%[1]s", "tcp://%[1]s"]
 shards: %[2]d
-sip: { socket_receive_buffer_kb: %[7]d }
+sip: { socket_receive_buffer_kb: %[7]d%[8]s }
 b2bua: { drain_timeout_secs: 1 }
 trunks:
   - { name: caller, trunk_group: callers, sources: ["127.0.0.1/32"] }
@@ -98,71 +129,95 @@ lcr:
     - prefix: ""
       routes: [{ carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004, currency: USD }]
 cdr: { file: %[6]q }
-`, sip, shards, transport, uri, peers.carrierAddr(), r.cdr, receiveBufferKB())
+`, sip, o.shards, transport, uri, r.peers.carrierAddr(), r.cdr, receiveBufferKB(), timers)
 	cfg, err := embed.ParseConfig([]byte(yaml))
 	if err != nil {
-		peers.close()
-		tb.Fatalf("config: %v\n%s", err, yaml)
+		fail("config: %v\n%s", err, yaml)
 	}
 	log := slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if r.srv, err = embed.Start(cfg, embed.Options{Logger: log}); err != nil {
-		peers.close()
-		tb.Fatal(err)
+		fail("%v", err)
 	}
-	tb.Cleanup(func() {
-		r.peers.stop()
-		if err := r.shutdown(); err != nil {
-			tb.Errorf("shutdown: %v", err)
-		}
-		if tb.Failed() {
-			tb.Logf("sipedge's log:\n%s", r.logs.String())
-		}
-	})
-	if err := peers.connect(); err != nil {
-		tb.Fatal(err)
+	if err := r.peers.connect(); err != nil {
+		fail("%v", err)
 	}
-	go peers.run()
-	<-peers.ready
+	go r.peers.run()
+	<-r.peers.ready
 	return r
 }
 
-func (r *wireRig) shutdown() (err error) {
-	r.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		err = r.srv.Shutdown(ctx)
+// stop stops the peers and sipedge (flushing the CDRs), once; sipedge's
+// log is shown when tb, if not nil, failed.
+func (r *wireRig) stop(tb testing.TB) error {
+	r.down.Do(func() {
+		if r.peers != nil {
+			r.peers.stop()
+		}
+		if r.srv != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			r.downErr = r.srv.Shutdown(ctx)
+		}
+		if tb != nil && tb.Failed() {
+			tb.Logf("sipedge's log:\n%s", r.logs.String())
+		}
+		runtime.GOMAXPROCS(r.procs)
 	})
-	return err
+	return r.downErr
 }
 
-// calls places n calls with at most window in flight and waits until every
-// one ended.
-func (r *wireRig) calls(n uint64, window int) {
-	r.tb.Helper()
-	if err := r.peers.do(loadCmd{calls: n, window: window}); err != nil {
-		r.tb.Fatal(err)
+// remove deletes the rig's files, once stopped.
+func (r *wireRig) remove() {
+	if r.dir != "" {
+		os.RemoveAll(r.dir)
 	}
 }
 
-// paced places n calls at rate a second and waits until every one ended.
-func (r *wireRig) paced(n uint64, rate float64) {
-	r.tb.Helper()
-	if err := r.peers.do(loadCmd{calls: n, rate: rate}); err != nil {
-		r.tb.Fatal(err)
+// calls places n calls with at most window in flight and waits until every
+// one ended; it returns the messages that came more than once.
+func (r *wireRig) calls(tb testing.TB, n uint64, window int) uint64 {
+	tb.Helper()
+	return r.result(tb, r.peers.do(loadCmd{calls: n, window: window}))
+}
+
+// paced places n calls at rate a second and waits until every one ended;
+// it returns the messages that came more than once.
+func (r *wireRig) paced(tb testing.TB, n uint64, rate float64) uint64 {
+	tb.Helper()
+	return r.result(tb, r.peers.do(loadCmd{calls: n, rate: rate}))
+}
+
+func (r *wireRig) result(tb testing.TB, res loadResult) uint64 {
+	tb.Helper()
+	if res.err != nil {
+		tb.Fatalf("%v\nsipedge's log:\n%s", res.err, r.logs.String())
+	}
+	return res.dups
+}
+
+// warm places calls the way load says for d: with loopbackT1, long enough
+// for the transaction tables to reach the size this load keeps them at.
+func (r *wireRig) warm(tb testing.TB, load wireLoad, d time.Duration) {
+	tb.Helper()
+	if load.rate > 0 {
+		r.paced(tb, uint64(load.rate*d.Seconds())+1, load.rate)
+		return
+	}
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		r.calls(tb, 1000, load.window)
 	}
 }
 
 // cdrs stops sipedge (flushing the CDRs) and counts the records and those
 // of calls answered 200 and hung up by the caller.
-func (r *wireRig) cdrs() (all, answered int) {
-	r.tb.Helper()
-	r.peers.stop()
-	if err := r.shutdown(); err != nil {
-		r.tb.Fatal(err)
+func (r *wireRig) cdrs(tb testing.TB) (all, answered int) {
+	tb.Helper()
+	if err := r.stop(tb); err != nil {
+		tb.Fatal(err)
 	}
 	f, err := os.Open(r.cdr)
 	if err != nil {
-		r.tb.Fatal(err)
+		tb.Fatal(err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -231,8 +286,9 @@ func (s *syncBuffer) String() string {
 // TestWireCalls proves BenchmarkWireCallFlow's peers make real calls
 // through sipedge: over UDP and TCP, on one shard and two, every call is
 // answered and hung up with each message of its flow exactly once (the
-// peers count them: a retransmission or a loss fails), in a window and
-// paced, and sipedge writes a CDR of an answered call for each.
+// peers count them: a loss fails, and with the default T1 nothing is
+// retransmitted), in a window and paced, and sipedge writes a CDR of an
+// answered call for each.
 func TestWireCalls(t *testing.T) {
 	if testing.Short() {
 		t.Skip("wire calls: opens sockets")
@@ -240,10 +296,14 @@ func TestWireCalls(t *testing.T) {
 	for _, tcp := range []bool{false, true} {
 		for _, shards := range []int{1, 2} {
 			t.Run(fmt.Sprintf("tcp=%v/shards=%d", tcp, shards), func(t *testing.T) {
-				r := startWire(t, tcp, shards)
-				r.calls(300, 16)
-				r.calls(1, 1)
-				r.paced(100, 500)
+				r := startWire(t, wireOptions{tcp: tcp, shards: shards})
+				t.Cleanup(func() { r.stop(t); r.remove() })
+				dups := r.calls(t, 300, 16)
+				dups += r.calls(t, 1, 1)
+				dups += r.paced(t, 100, 500)
+				if dups != 0 {
+					t.Errorf("%d messages came twice", dups)
+				}
 				// The carrier's 200 to the last BYE may still be on its way.
 				deadline := time.Now().Add(5 * time.Second)
 				for r.srv.LiveCalls() != 0 && time.Now().Before(deadline) {
@@ -252,7 +312,7 @@ func TestWireCalls(t *testing.T) {
 				if n := r.srv.LiveCalls(); n != 0 {
 					t.Errorf("%d live calls after every call ended", n)
 				}
-				all, answered := r.cdrs()
+				all, answered := r.cdrs(t)
 				if all != 401 || answered != 401 {
 					t.Errorf("%d CDRs, %d of answered calls hung up by the caller; want 401", all, answered)
 				}

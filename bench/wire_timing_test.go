@@ -13,37 +13,45 @@ import (
 // UDP or TCP, between an in-process caller and carrier written for load
 // (loadPeers: batched reads and writes, one goroutine, nothing per call).
 // One op is one call, seven messages on each leg (INVITE, 100, 180, 200,
-// ACK, BYE, 200), with every message of it checked at the peers.
+// ACK, BYE, 200), with every message of it counted at the peers.
 //
 // Sub-benchmarks: the transport, the shards (1, and 2: one per core of a
 // small box), and how calls are placed: window=W keeps W calls in flight
 // (a new call as one ends: the box's capacity), rate=R places R calls a
 // second (the load SIPp puts on in bench/sipp/run.sh).
 //
-// It reports:
-//
+// Each sub-benchmark starts one sipedge, with T1 100 ms (wireOptions:
+// loopbackT1), and warms it up with 8 s of the same load, past the 6.4 s
+// its transactions outlive their calls: the runs that follow (b.N grows
+// run by run) measure the steady state, where the transaction tables
+// reuse their slots, not their growth. It reports:
 //   - calls/s: calls ended per second of the run;
-//
 //   - cpu-us/call: sipedge's CPU time per call. The peers run in the same
 //     process, each on its own locked OS thread, so sipedge's share is the
 //     process's CPU time (CLOCK_PROCESS_CPUTIME_ID) less the peers'
 //     thread's (its thread CPU clock, threadCPU), over the measured calls.
 //     The Go runtime's own threads (sysmon, GC workers) count as sipedge's:
 //     the peers allocate nothing, so the work is sipedge's;
-//
 //   - allocs/call: heap allocations per call, the whole process's, which
 //     are sipedge's for the same reason (allocs/op is the same figure
 //     rounded down);
-//
 //   - sleeps/call: how often one of sipedge's threads blocked and had to
 //     be woken, per call (voluntary context switches: the process's, from
 //     getrusage, less the peers' thread's). Each costs a trip through the
 //     kernel's and Go's schedulers; the figure is far steadier than CPU
-//     time on a shared machine.
+//     time on a shared machine;
+//   - retrans/call: messages that came twice, because sipedge
+//     retransmitted (a peer slower than T1) or answered a repeat.
 //
-//     go test -run '^$' -bench WireCallFlow -benchtime 20000x -count 5 ./bench/
+// Use a fixed count: the default benchtime runs each sub-benchmark three
+// times after its 8 s warm-up, and the rate=1000 ones take a second per
+// thousand calls:
+//
+//	go test -run '^$' -bench WireCallFlow -benchtime 10000x -count 5 ./bench/
 func BenchmarkWireCallFlow(b *testing.B) {
-	const warmup = 2000
+	const warmup = 8 * time.Second
+	var rigs wireRigs
+	b.Cleanup(rigs.stop)
 	for _, tcp := range []bool{false, true} {
 		for _, shards := range []int{1, 2} {
 			for _, load := range []wireLoad{{window: 32}, {rate: 1000}} {
@@ -51,9 +59,9 @@ func BenchmarkWireCallFlow(b *testing.B) {
 					continue // the paced load is SIPp's check, over UDP
 				}
 				transport := map[bool]string{false: "udp", true: "tcp"}[tcp]
-				b.Run(fmt.Sprintf("%s/shards=%d/%s", transport, shards, load), func(b *testing.B) {
-					r := startWire(b, tcp, shards)
-					r.calls(warmup, 32)
+				name := fmt.Sprintf("%s/shards=%d/%s", transport, shards, load)
+				b.Run(name, func(b *testing.B) {
+					r := rigs.get(b, name, wireOptions{tcp: tcp, shards: shards, loopbackT1: true}, load, warmup)
 					var ms runtime.MemStats
 					runtime.ReadMemStats(&ms)
 					mallocs, cpu, peers := ms.Mallocs, processCPU(), threadCPU(r.peers.tid)
@@ -61,20 +69,23 @@ func BenchmarkWireCallFlow(b *testing.B) {
 					start := time.Now()
 					b.ReportAllocs()
 					b.ResetTimer()
+					var dups uint64
 					if load.rate > 0 {
-						r.paced(uint64(b.N), load.rate)
+						dups = r.paced(b, uint64(b.N), load.rate)
 					} else {
-						r.calls(uint64(b.N), load.window)
+						dups = r.calls(b, uint64(b.N), load.window)
 					}
 					b.StopTimer()
 					elapsed := time.Since(start)
 					sipedge := processCPU() - cpu - (threadCPU(r.peers.tid) - peers)
 					sleeps = processSleeps() - threadSleeps(r.peers.tid) - sleeps
 					runtime.ReadMemStats(&ms)
-					b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
-					b.ReportMetric(float64(sipedge.Microseconds())/float64(b.N), "cpu-us/call")
-					b.ReportMetric(float64(ms.Mallocs-mallocs)/float64(b.N), "allocs/call")
-					b.ReportMetric(float64(sleeps)/float64(b.N), "sleeps/call")
+					n := float64(b.N)
+					b.ReportMetric(n/elapsed.Seconds(), "calls/s")
+					b.ReportMetric(float64(sipedge.Microseconds())/n, "cpu-us/call")
+					b.ReportMetric(float64(ms.Mallocs-mallocs)/n, "allocs/call")
+					b.ReportMetric(float64(sleeps)/n, "sleeps/call")
+					b.ReportMetric(float64(dups)/n, "retrans/call")
 				})
 			}
 		}
@@ -92,4 +103,31 @@ func (l wireLoad) String() string {
 		return fmt.Sprintf("rate=%g", l.rate)
 	}
 	return fmt.Sprintf("window=%d", l.window)
+}
+
+// wireRigs keeps the rig of the sub-benchmark running across its runs, so
+// that sipedge starts and warms up once; the next sub-benchmark's stops
+// it. Sub-benchmarks run one after another.
+type wireRigs struct {
+	name string
+	rig  *wireRig
+}
+
+func (w *wireRigs) get(b *testing.B, name string, o wireOptions, load wireLoad, warmup time.Duration) *wireRig {
+	b.Helper()
+	if w.rig != nil && w.name == name {
+		return w.rig
+	}
+	w.stop()
+	w.name, w.rig = name, startWire(b, o)
+	w.rig.warm(b, load, warmup)
+	return w.rig
+}
+
+func (w *wireRigs) stop() {
+	if w.rig != nil {
+		w.rig.stop(nil) // a failed run showed sipedge's log already
+		w.rig.remove()
+		w.rig = nil
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/cespare/xxhash/v2"
 	"golang.org/x/sys/unix"
 
 	"github.com/sipedge/sipedge/parser"
@@ -29,9 +30,12 @@ import (
 // The caller places calls (INVITE; ACK and BYE on sipedge's 200) either
 // with a window of calls in flight, a new call as each one ends, or at a
 // fixed rate. The carrier answers each INVITE 100, 180, 200 and each BYE
-// 200. Every message either side gets is counted and checked against the
-// call flow: a retransmission, a lost message or an unexpected one fails
-// the run.
+// 200. Every message either side gets is counted against the call flow: a
+// lost message (calls stop ending) or an unexpected one fails the run;
+// what sipedge retransmits is answered as a user agent would (the carrier
+// answers a repeated INVITE alike, its To tag made from the Call-ID; the
+// caller ACKs a repeated 200 without a second BYE) and counted as
+// duplicates.
 type loadPeers struct {
 	tcp     bool
 	sip     netip.AddrPort // sipedge's listen address
@@ -46,19 +50,20 @@ type loadPeers struct {
 	carrier  endpoint          // UDP; over TCP, the listening socket's fd only
 	accepted map[int]*endpoint // TCP: sipedge's connections to the carrier, by fd
 
-	cmd     loadCmd // the command running; cmd.calls == 0 when idle
-	placed  uint64  // calls placed by the command running
-	next    uint64  // the next call number
+	cmd     loadCmd         // the command running; cmd.calls == 0 when idle
+	byeSent [1 << 14]uint64 // by call number modulo 1<<20: the caller sent the BYE
+	placed  uint64          // calls placed by the command running
+	next    uint64          // the next call number
 	start   time.Time
 	c       loadCounts
 	target  loadCounts // what c must reach when the command ends
 	err     error
-	tag     uint64 // the carrier's To tags
 	msg     parser.Message
 	to      parser.Address
 	tagBuf  []byte
 	events  []unix.EpollEvent
 	lastEnd time.Time // when a call last ended, to detect a stall
+	late    uint64    // duplicates that came between two commands
 }
 
 // loadCmd asks the peers to place calls: calls at most window in flight
@@ -69,7 +74,15 @@ type loadCmd struct {
 	window int
 	rate   float64
 	stop   bool
-	done   chan error
+	done   chan loadResult
+}
+
+// loadResult is how a command went: err when calls were lost or a message
+// was wrong; dups counts the messages sipedge retransmitted, or sent again
+// because the peers were answering a retransmission.
+type loadResult struct {
+	err  error
+	dups uint64
 }
 
 // loadCounts counts what the peers sent and got.
@@ -240,9 +253,7 @@ func (p *loadPeers) command() bool {
 			return true
 		}
 		p.cmd, p.placed, p.err = cmd, 0, nil
-		if p.c != p.target { // what came after the last command ended
-			p.err = fmt.Errorf("messages after the last calls ended: got %+v, want %+v", p.c, p.target)
-		}
+		p.late = p.c.over(p.target) // what came after the last command ended
 		p.start, p.lastEnd = time.Now(), time.Now()
 		p.target = p.c
 		p.target.add(cmd.calls)
@@ -258,6 +269,27 @@ func (p *loadPeers) command() bool {
 	default:
 	}
 	return false
+}
+
+// over counts what c has beyond target, field by field: duplicates.
+func (c loadCounts) over(target loadCounts) uint64 {
+	a := [...]uint64{c.invites, c.trying, c.ringing, c.answered, c.byeOKs, c.bInvites, c.bAcks, c.bByes}
+	b := [...]uint64{target.invites, target.trying, target.ringing, target.answered, target.byeOKs,
+		target.bInvites, target.bAcks, target.bByes}
+	var n uint64
+	for i := range a {
+		if a[i] > b[i] {
+			n += a[i] - b[i]
+		}
+	}
+	return n
+}
+
+// reached reports whether c has at least target of every message.
+func (c loadCounts) reached(target loadCounts) bool {
+	return c.invites >= target.invites && c.trying >= target.trying && c.ringing >= target.ringing &&
+		c.answered >= target.answered && c.byeOKs >= target.byeOKs && c.bInvites >= target.bInvites &&
+		c.bAcks >= target.bAcks && c.bByes >= target.bByes
 }
 
 func (c *loadCounts) add(n uint64) {
@@ -287,6 +319,7 @@ func (p *loadPeers) place() {
 	p.next++
 	p.placed++
 	p.c.invites++
+	p.byeSent[p.next>>6&uint64(len(p.byeSent)-1)] &^= 1 << (p.next & 63)
 	e := &p.caller
 	e.out = wireInvite(p.tcp).append(e.out, p.next, nil)
 	e.ends = append(e.ends, len(e.out))
@@ -300,13 +333,13 @@ func (p *loadPeers) check() {
 	}
 	switch {
 	case p.err != nil:
-	case p.c == p.target:
+	case p.c.reached(p.target):
 	case time.Since(p.lastEnd) > peerStall:
 		p.err = fmt.Errorf("no call ended for %v: got %+v, want %+v", peerStall, p.c, p.target)
 	default:
 		return
 	}
-	p.cmd.done <- p.err
+	p.cmd.done <- loadResult{err: p.err, dups: p.late + p.c.over(p.target)}
 	p.cmd = loadCmd{}
 }
 
@@ -461,8 +494,13 @@ func (p *loadPeers) callerGot(e *endpoint, b []byte) {
 			p.fail(fmt.Errorf("the caller's 200 has no To tag or call number:\n%s", b))
 			return
 		}
-		e.out = wireAck(p.tcp).append(e.out, n, p.to.Tag)
+		e.out = wireAck(p.tcp).append(e.out, n, p.to.Tag) // every 2xx is ACKed (RFC 3261 13.2.2.4)
 		e.ends = append(e.ends, len(e.out))
+		word, bit := &p.byeSent[n>>6&uint64(len(p.byeSent)-1)], uint64(1)<<(n&63)
+		if *word&bit != 0 {
+			return // a retransmitted 200: hung up already
+		}
+		*word |= bit
 		e.out = wireBye(p.tcp).append(e.out, n, p.to.Tag)
 		e.ends = append(e.ends, len(e.out))
 	case parser.MethodBye:
@@ -510,8 +548,12 @@ func (p *loadPeers) carrierGot(e *endpoint, b []byte) {
 	switch m.Method() {
 	case parser.MethodInvite:
 		p.c.bInvites++
-		p.tag++
-		p.tagBuf = strconv.AppendUint(append(p.tagBuf[:0], "carrier-"...), p.tag, 10)
+		// The same tag for a retransmitted INVITE, so that its responses
+		// repeat; 16 hex digits, so that every call's are of one length.
+		p.tagBuf = append(p.tagBuf[:0], "carrier-"...)
+		for h, i := xxhash.Sum64(m.CallID()), 60; i >= 0; i -= 4 {
+			p.tagBuf = append(p.tagBuf, "0123456789abcdef"[h>>i&15])
+		}
 		t := p.tagBuf
 		e.out = parser.AppendBody(parser.AppendResponse(e.out, m, 100, "Trying", nil), "", nil)
 		e.ends = append(e.ends, len(e.out))
@@ -614,8 +656,8 @@ func (p *loadPeers) writeStream(e *endpoint) {
 }
 
 // do runs a command and waits for it.
-func (p *loadPeers) do(cmd loadCmd) error {
-	cmd.done = make(chan error, 1)
+func (p *loadPeers) do(cmd loadCmd) loadResult {
+	cmd.done = make(chan loadResult, 1)
 	p.cmds <- cmd
 	p.kick()
 	return <-cmd.done
