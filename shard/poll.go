@@ -1,6 +1,11 @@
 package shard
 
-import "time"
+import (
+	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
 
 // Polling under load. An idle loop sleeps in epoll_wait and each datagram
 // wakes it: a trip through the kernel's and Go's schedulers that costs
@@ -20,11 +25,25 @@ import "time"
 // by that run, and a later push sees it clear and wakes the loop.
 //
 // The loop goes back to gnet's epoll_wait when an interval brought
-// nothing, or after maxPoll, so that its TCP connections and gnet's own
-// work (registrations, closes) wait no longer than that.
+// nothing, when the server drains, or after maxPoll if it has TCP
+// connections (open or being dialled: their bytes and gnet's work for
+// them wait meanwhile), maxPollUDP if it has none. Each return costs a
+// wake-up when the next datagram comes, and gnet's read of it four
+// allocations: a loop serving only UDP polls for as long as the load
+// lasts.
+//
+// How it sleeps is sleep's concern.
 
-// maxPoll bounds a stretch of polling before the loop returns to gnet.
-const maxPoll = 10 * time.Millisecond
+// maxPoll and maxPollUDP bound a stretch of polling before the loop
+// returns to gnet.
+const (
+	maxPoll    = 10 * time.Millisecond
+	maxPollUDP = time.Second
+)
+
+// yieldEvery is how often a loop sleeping in nanosleep goes through the
+// scheduler (sleep).
+const yieldEvery = 5 * time.Millisecond
 
 // poll runs after a datagram woke the loop: it polls while datagrams keep
 // coming (see above).
@@ -36,9 +55,14 @@ func (sh *Shard) poll() {
 	if every <= 0 || !busy {
 		return
 	}
+	limit := maxPoll
+	if len(sh.conns) == 0 {
+		limit = maxPollUDP
+	}
+	spare := runtime.GOMAXPROCS(0) > len(sh.srv.shards)
 	sh.polling.Store(true)
-	for start := now; now-start < maxPoll; {
-		time.Sleep(every)
+	for start := now; now-start < limit && !sh.Draining(); {
+		sh.sleep(every, spare, now)
 		sh.m.batchIntervals.Inc()
 		before := sh.received
 		sh.run()
@@ -55,4 +79,29 @@ func (sh *Shard) poll() {
 	sh.polling.Store(false)
 	sh.run() // what other loops pushed without waking this one
 	sh.flushUDP()
+}
+
+// sleep waits one interval. With a P to spare (GOMAXPROCS above the
+// shards, spare), the thread sleeps in nanosleep holding its P: nothing
+// else happens, where time.Sleep parks the goroutine, has the thread look
+// for other work, sleep in the runtime's netpoll, and wake another thread
+// to spin on the way back (about 40 % more CPU per call under SIPp at
+// 1,000 calls/s, docs/design/wire.md). A goroutine the scheduler has not
+// seen for 10 ms is preempted and its P taken back at its next system
+// call, each time putting sysmon back to waking every 20 us, so the loop
+// goes through the scheduler every yieldEvery. Without a spare P, every
+// P could be held sleeping, and the runtime's other goroutines (GC
+// workers, the CDR writer, health probes) would run only where sysmon
+// took one back: then time.Sleep.
+func (sh *Shard) sleep(d time.Duration, spare bool, now time.Duration) {
+	if !spare {
+		time.Sleep(d)
+		return
+	}
+	ts := unix.NsecToTimespec(int64(d))
+	_ = unix.Nanosleep(&ts, nil)
+	if now-sh.yielded >= yieldEvery {
+		sh.yielded = now
+		runtime.Gosched()
+	}
 }

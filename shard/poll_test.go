@@ -13,19 +13,27 @@ import (
 
 // Datagrams that keep coming put the loop into polling (batch intervals
 // counted); with BatchInterval 0 it never polls. Either way every request
-// is answered, those owned by the other shard too: they are handed over
-// while the receiving loop polls and the owner may be polling as well,
-// which only the rings run every interval deliver, without wakes.
+// is answered. With two shards, those owned by the other shard too: they
+// are handed over while the receiving loop polls and the owner may be
+// polling as well, which only the rings run every interval deliver,
+// without wakes. One shard has a P to spare (GOMAXPROCS 2 or more) and
+// sleeps in nanosleep; two may not, and sleep in time.Sleep.
 func TestPollingUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("polling: opens sockets")
 	}
+	for _, shards := range []int{1, 2} {
+		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) { testPolling(t, shards) })
+	}
+}
+
+func testPolling(t *testing.T, shards int) {
 	f := func(interval time.Duration, wantPolls bool) {
 		t.Helper()
 		set := metrics.NewSet()
 		r := &responder{byShard: make(map[int]int)}
 		port := freePort(t)
-		s, err := New(Config{Listen: []string{fmt.Sprintf("udp://127.0.0.1:%d", port)}, Shards: 2,
+		s, err := New(Config{Listen: []string{fmt.Sprintf("udp://127.0.0.1:%d", port)}, Shards: shards,
 			BatchInterval: interval}, r.handler, nil, set)
 		if err != nil {
 			t.Fatal(err)

@@ -88,6 +88,7 @@ type Shard struct {
 	udpSockets []udpSocket   // this loop's UDP sockets, as gnet first reads them
 	received   uint64        // datagrams and hand-overs taken (poll.go)
 	lastUDP    time.Duration // when a datagram last woke the loop, or it last polled
+	yielded    time.Duration // when the loop, polling, last went through the scheduler (sleep)
 	conns      map[ConnID]*tcpConn
 	seq        uint64
 	dials      map[netip.AddrPort]*tcpConn // outbound TCP connections by address

@@ -44,8 +44,8 @@ type Config struct {
 	// Contact and From (RFC 3261 8.1.1.8, 18.2.1); without a port, each
 	// transport's listen port.
 	Advertise string `yaml:"advertise"`
-	// Shards is the number of event loops; 0 means the number of CPUs. At
-	// most 256 (shard.MaxShards).
+	// Shards is the number of event loops; 0 means one per CPU but one, at
+	// least one (shard.DefaultShards). At most 256 (shard.MaxShards).
 	Shards int `yaml:"shards"`
 
 	Admin          Admin          `yaml:"admin"`

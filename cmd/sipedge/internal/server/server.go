@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -272,7 +271,7 @@ func (s *Server) shardCount() int {
 	if s.cfg.Shards > 0 {
 		return s.cfg.Shards
 	}
-	return min(runtime.NumCPU(), shard.MaxShards) // as shard.Config defaults
+	return shard.DefaultShards()
 }
 
 // shardApp connects one shard to its engine.
