@@ -75,21 +75,15 @@ type wireRig struct {
 	dir     string // sipedge's CDR file is there
 	cdr     string
 	logs    *syncBuffer
-	procs   int // GOMAXPROCS before the rig
 	down    sync.Once
 	downErr error
 }
 
 // startWire starts sipedge and the peers' goroutine. stop stops them.
+// Whatever places calls should run under peersP.
 func startWire(tb testing.TB, o wireOptions) *wireRig {
 	tb.Helper()
-	// The peers' thread blocks in epoll_wait holding a P, as a process of
-	// their own would hold a core: they get a P of their own, so that
-	// sipedge's goroutines see the Ps they would see alone. Without it,
-	// every P sits in a system call at once and the runtime's sysmon wakes
-	// every 20 us to take one back, CPU that would count as sipedge's.
-	r := &wireRig{logs: &syncBuffer{}, procs: runtime.GOMAXPROCS(0)}
-	runtime.GOMAXPROCS(r.procs + 1)
+	r := &wireRig{logs: &syncBuffer{}}
 	fail := func(format string, args ...any) {
 		tb.Helper()
 		r.stop(tb)
@@ -110,7 +104,7 @@ func startWire(tb testing.TB, o wireOptions) *wireRig {
 	}
 	timers := ""
 	if o.loopbackT1 {
-		timers = ", t1_ms: 100, max_txn_memory_mb: 4096"
+		timers += ", t1_ms: 100, max_txn_memory_mb: 4096"
 	}
 	yaml := fmt.Sprintf(`
 listen: ["udp://%[1]s", "tcp://%[1]s"]
@@ -161,9 +155,21 @@ func (r *wireRig) stop(tb testing.TB) error {
 		if tb != nil && tb.Failed() {
 			tb.Logf("sipedge's log:\n%s", r.logs.String())
 		}
-		runtime.GOMAXPROCS(r.procs)
 	})
 	return r.downErr
+}
+
+// peersP gives the peers a P of their own until the returned func is
+// called. Their thread blocks in epoll_wait holding a P, as a process of
+// their own would hold a core; with a P more, sipedge's goroutines see
+// the Ps they would see alone. Without it every P can sit in a system
+// call at once, and the runtime's sysmon then wakes every 20 us to take
+// one back: CPU and wake-ups that would count as sipedge's. (A benchmark
+// run sets GOMAXPROCS itself before each run: call it in each.)
+func peersP() (restore func()) {
+	procs := runtime.GOMAXPROCS(0)
+	runtime.GOMAXPROCS(procs + 1)
+	return func() { runtime.GOMAXPROCS(procs) }
 }
 
 // remove deletes the rig's files, once stopped.
@@ -296,6 +302,7 @@ func TestWireCalls(t *testing.T) {
 	for _, tcp := range []bool{false, true} {
 		for _, shards := range []int{1, 2} {
 			t.Run(fmt.Sprintf("tcp=%v/shards=%d", tcp, shards), func(t *testing.T) {
+				t.Cleanup(peersP())
 				r := startWire(t, wireOptions{tcp: tcp, shards: shards})
 				t.Cleanup(func() { r.stop(t); r.remove() })
 				dups := r.calls(t, 300, 16)

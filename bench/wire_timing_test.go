@@ -61,6 +61,7 @@ func BenchmarkWireCallFlow(b *testing.B) {
 				transport := map[bool]string{false: "udp", true: "tcp"}[tcp]
 				name := fmt.Sprintf("%s/shards=%d/%s", transport, shards, load)
 				b.Run(name, func(b *testing.B) {
+					defer peersP()()
 					r := rigs.get(b, name, wireOptions{tcp: tcp, shards: shards, loopbackT1: true}, load, warmup)
 					var ms runtime.MemStats
 					runtime.ReadMemStats(&ms)

@@ -64,6 +64,7 @@ type loadPeers struct {
 	events  []unix.EpollEvent
 	lastEnd time.Time // when a call last ended, to detect a stall
 	late    uint64    // duplicates that came between two commands
+	yielded time.Time // when the peers last went through the scheduler
 }
 
 // loadCmd asks the peers to place calls: calls at most window in flight
@@ -118,6 +119,7 @@ const (
 	peerBatch   = 64       // datagrams per recvmmsg and sendmmsg
 	peerDgram   = 16 << 10 // the largest datagram a peer reads (sipedge's default limit)
 	peerStall   = 10 * time.Second
+	peerYield   = 5 * time.Millisecond
 	peerStreamB = 256 << 10 // a stream's read buffer
 )
 
@@ -230,6 +232,14 @@ func (p *loadPeers) run() {
 		p.pace()
 		p.flushAll()
 		p.check()
+		if time.Since(p.yielded) > peerYield {
+			// Through the scheduler now and then: a goroutine it has not
+			// seen for 10 ms is preempted and its P taken back whenever it
+			// is in a system call, each time resetting sysmon to its 20 us
+			// beat, thousands of wake-ups a second on sipedge's side.
+			p.yielded = time.Now()
+			runtime.Gosched()
+		}
 	}
 }
 
@@ -240,7 +250,8 @@ func (p *loadPeers) timeout() int {
 		return 1000
 	}
 	due := p.start.Add(time.Duration(float64(p.placed) / p.cmd.rate * float64(time.Second)))
-	return max(0, int(time.Until(due)/time.Millisecond))
+	// Rounded up: epoll counts milliseconds, and 0 would spin until due.
+	return max(0, int((time.Until(due)+time.Millisecond-1)/time.Millisecond))
 }
 
 // command takes a command from the benchmark goroutine; it reports a stop.
