@@ -435,7 +435,7 @@ func (a *shardApp) finished(c *b2bua.Call) {
 	r.TimeFirstProvisional = a.s.wall(a.sh, sum.FirstProvisional)
 	r.TimeAnswer = a.s.wall(a.sh, sum.Answer)
 	r.TimeEnd = a.s.wall(a.sh, sum.End)
-	r.FinalCode, r.FinalReason = sum.FinalCode, string(sum.FinalReason)
+	r.FinalCode, r.FinalReason = sum.FinalCode, r.Text(sum.FinalReason)
 	switch sum.HangupSide {
 	case "caller":
 		r.HangupSide = cdr.HangupCaller
