@@ -55,11 +55,13 @@
 // reads, the loop takes every other one its socket holds with recvmmsg,
 // and what the handlers send waits in the shard's queue until the loop is
 // done with what woke it, then leaves with one sendmmsg, from the
-// listening port (a dup of the listener socket). Responses go where RFC
-// 3261 18.2.2 and RFC 3581 say (ResponseTarget). TCP is framed with parser.Frame; RFC 5626 CRLFCRLF
-// pings get a CRLF pong; connections are capped per source address (per /64 for IPv6) and in total,
-// buffered bytes are capped, and first-data, whole-message and idle
-// timeouts close them; a framing error closes the connection. Bytes for a
+// listening port (a dup of the listener socket); so do a stream's bytes,
+// one write per connection (flushTCP). Responses go where RFC 3261 18.2.2
+// and RFC 3581 say (ResponseTarget). TCP is framed with parser.Frame; RFC
+// 5626 CRLFCRLF pings get a CRLF pong; connections are capped per source
+// address (per /64 for IPv6) and in total, buffered bytes are capped, and
+// first-data, whole-message and idle timeouts close them; a framing error
+// closes the connection. Bytes for a
 // connection that lives on another loop are handed to that loop. Outbound
 // TCP connections are dialled from a listen address for the owner's loop
 // and reused by address.

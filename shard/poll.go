@@ -69,7 +69,7 @@ func (sh *Shard) poll() {
 		for _, s := range sh.udpSockets {
 			sh.drainUDP(s.fd, s.listener)
 		}
-		sh.flushUDP()
+		sh.flush()
 		now = sh.Now()
 		if sh.received == before {
 			break
@@ -78,7 +78,7 @@ func (sh *Shard) poll() {
 	sh.lastUDP = now
 	sh.polling.Store(false)
 	sh.run() // what other loops pushed without waking this one
-	sh.flushUDP()
+	sh.flush()
 }
 
 // sleep waits one interval. With a P to spare (GOMAXPROCS above the

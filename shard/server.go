@@ -397,16 +397,16 @@ func (s *Server) OnClose(c gnet.Conn, err error) gnet.Action {
 }
 
 // OnTraffic runs the shard of the loop the bytes arrived on.
-// Whatever the handlers sent meanwhile leaves when it returns (flushUDP).
+// Whatever the handlers sent meanwhile leaves when it returns (flush).
 func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 	switch ctx := c.Context().(type) {
 	case *Shard:
 		ctx.run()
-		ctx.flushUDP()
+		ctx.flush()
 		return gnet.None
 	case *tcpConn:
 		action := ctx.sh.readTCP(ctx)
-		ctx.sh.flushUDP()
+		ctx.sh.flush()
 		return action
 	}
 	sh := s.shardOf(c.EventLoop())
@@ -414,7 +414,7 @@ func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 		return gnet.None
 	}
 	sh.readUDP(c)
-	sh.flushUDP()
+	sh.flush()
 	sh.poll()
 	return gnet.None
 }

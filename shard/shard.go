@@ -90,6 +90,7 @@ type Shard struct {
 	lastUDP    time.Duration // when a datagram last woke the loop, or it last polled
 	yielded    time.Duration // when the loop, polling, last went through the scheduler (sleep)
 	conns      map[ConnID]*tcpConn
+	tcpOut     []*tcpConn // connections with bytes to write (flushTCP)
 	seq        uint64
 	dials      map[netip.AddrPort]*tcpConn // outbound TCP connections by address
 	lastSweep  time.Duration

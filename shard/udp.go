@@ -161,6 +161,13 @@ func (sh *Shard) sendUDP(peer Peer, b []byte) {
 	o.nameLen = encodeSockaddr(&o.name, peer.Addr, v4)
 }
 
+// flush sends what the loop's handlers sent since it woke: datagrams and
+// stream bytes. Every gnet callback that ran the shard ends with it.
+func (sh *Shard) flush() {
+	sh.flushUDP()
+	sh.flushTCP()
+}
+
 // flushUDP sends the queued datagrams, one sendmmsg per run of datagrams
 // leaving from one socket. A datagram the kernel refuses is counted and
 // dropped, as a lost one would be.
