@@ -55,13 +55,9 @@ func (sh *Shard) poll() {
 	if every <= 0 || !busy {
 		return
 	}
-	limit := maxPoll
-	if len(sh.conns) == 0 {
-		limit = maxPollUDP
-	}
 	spare := runtime.GOMAXPROCS(0) > len(sh.srv.shards)
 	sh.polling.Store(true)
-	for start := now; now-start < limit && !sh.Draining(); {
+	for start := now; now-start < sh.pollLimit() && !sh.Draining(); {
 		sh.sleep(every, spare, now)
 		sh.m.batchIntervals.Inc()
 		before := sh.received
@@ -79,6 +75,15 @@ func (sh *Shard) poll() {
 	sh.polling.Store(false)
 	sh.run() // what other loops pushed without waking this one
 	sh.flush()
+}
+
+// pollLimit is how long the loop may poll before it returns to gnet, read
+// each interval: a dial started meanwhile brings it down.
+func (sh *Shard) pollLimit() time.Duration {
+	if len(sh.conns) == 0 {
+		return maxPollUDP
+	}
+	return maxPoll
 }
 
 // sleep waits one interval. With a P to spare (GOMAXPROCS above the
