@@ -21,10 +21,10 @@ import (
 // second (the load SIPp puts on in bench/sipp/run.sh).
 //
 // Each sub-benchmark starts one sipedge, with T1 100 ms (wireOptions:
-// loopbackT1), and warms it up with 8 s of the same load, past the 6.4 s
-// its transactions outlive their calls: the runs that follow (b.N grows
-// run by run) measure the steady state, where the transaction tables
-// reuse their slots, not their growth. It reports:
+// loopbackT1), and warms it up with 8 s of a harder load (wireRig.warm),
+// past the 6.4 s its transactions outlive their calls: the runs that
+// follow (b.N grows run by run) measure the steady state, where the
+// transaction tables reuse their slots, not their growth. It reports:
 //   - calls/s: calls ended per second of the run;
 //   - cpu-us/call: sipedge's CPU time per call. The peers run in the same
 //     process, each on its own locked OS thread, so sipedge's share is the
