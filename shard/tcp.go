@@ -191,9 +191,10 @@ func (sh *Shard) writeTCP(id ConnID, b []byte) bool {
 }
 
 // maxKeptOut is the most a connection keeps of its write buffer between
-// wakes: a burst's buffer is let go, so that many idle connections hold
-// little.
-const maxKeptOut = 16 << 10
+// wakes: a busy trunk's or carrier's connection reuses its buffer (a
+// window of 32 calls writes past 16 KiB at a time), and what one burst
+// grew beyond this is let go.
+const maxKeptOut = 256 << 10
 
 // flushTCP writes what each connection queued since the loop woke.
 func (sh *Shard) flushTCP() {
