@@ -10,15 +10,28 @@ const module = "github.com/sipedge/sipedge"
 
 // forbidden lists, per package (and its subpackages), the import paths (and
 // their subpackages) it must not depend on, directly or not. Dependencies
-// flow one way: parser and dialog/digest are leaves; shard alone speaks
-// gnet; cmd wires.
+// flow one way: parser, transport and dialog/digest are leaves; the
+// carrier plane (carrier) sits on health, ratelimit, route and quality,
+// under the call core (dialog); shard alone speaks gnet; fleet stays below what uses
+// it; cmd wires. internal/testtier is for tests alone: no package's
+// non-test code may depend on it.
 var forbidden = map[string][]string{
 	"parser":    {module, "github.com/panjf2000/gnet"},
-	"ratelimit": {module + "/shard", module + "/dialog", module + "/route", module + "/health", module + "/cmd"},
-	"health":    {module + "/shard", module + "/dialog", module + "/route", module + "/cmd"},
-	"route":     {module + "/shard", module + "/dialog", module + "/cmd"},
+	"transport": {module},
+	"ratelimit": {module + "/shard", module + "/dialog", module + "/route", module + "/health", module + "/carrier", module + "/cmd"},
+	"health":    {module + "/shard", module + "/dialog", module + "/route", module + "/carrier", module + "/cmd"},
+	"route":     {module + "/shard", module + "/dialog", module + "/carrier", module + "/cmd"},
+	"carrier":   {module + "/shard", module + "/dialog", module + "/cmd"},
 	"dialog":    {module + "/shard", module + "/cmd", "github.com/panjf2000/gnet"},
 	"shard":     {module + "/cmd"},
+	// fleet is below the call core and the carrier plane, which use it:
+	// it hands them callbacks, never imports them.
+	"fleet": {module + "/shard", module + "/dialog", module + "/route", module + "/health", module + "/ratelimit",
+		module + "/carrier", module + "/quality", module + "/cmd", "github.com/panjf2000/gnet"},
+	// quality is a library the carrier plane feeds: it may read route's
+	// types, nothing of the runtime (quality/redisstore, its Redis store,
+	// likewise).
+	"quality": {module + "/shard", module + "/dialog", module + "/cmd", module + "/carrier", module + "/health", module + "/ratelimit", "github.com/panjf2000/gnet"},
 }
 
 // TestDependencies fails when a package imports what it must not.
@@ -28,6 +41,7 @@ func TestDependencies(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
+	const testtier = module + "/internal/testtier"
 	seen, seenDigest := 0, 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)
@@ -47,12 +61,21 @@ func TestDependencies(t *testing.T) {
 		if digest {
 			seenDigest++
 		}
-		// parser and dialog/digest are leaves; redistest, a test helper, may
-		// be imported by any package's tests.
-		if top == "parser" || digest || rel == "ratelimit/redistest" {
+		// parser, transport and dialog/digest are leaves; the test helpers
+		// redistest and testtier, which any package's tests may import, import
+		// only the standard library (redistest testtier too).
+		testHelper := rel == "ratelimit/redistest" || rel == "internal/testtier"
+		if top == "parser" || top == "transport" || digest || testHelper {
 			for _, d := range deps {
-				if strings.Contains(strings.Split(d, "/")[0], ".") {
+				if strings.Contains(strings.Split(d, "/")[0], ".") && !(testHelper && d == testtier) {
 					t.Errorf("%s imports %s: it may import only the standard library", pkg, d)
+				}
+			}
+		}
+		if !testHelper {
+			for _, d := range deps {
+				if d == testtier {
+					t.Errorf("%s imports %s, which only tests may", pkg, d)
 				}
 			}
 		}

@@ -9,10 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sipedge/sipedge/carrier"
 	"github.com/sipedge/sipedge/dialog/b2bua"
+	"github.com/sipedge/sipedge/dialog/cdr"
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/quality"
 	"github.com/sipedge/sipedge/route"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // The rig runs one shard's b2bua.Engine over an in-memory network with a
@@ -133,7 +137,7 @@ func (t *template) append(dst []byte, n uint64, tag []byte) []byte {
 // peer read stay valid until then.
 type peer struct {
 	tb     testing.TB
-	addr   txn.Peer
+	addr   transport.Peer
 	name   string
 	secret string // strict: what of the other side must never reach this peer
 	strict bool
@@ -274,6 +278,9 @@ func (c *clock) StartAt(at time.Duration, kind uint8, arg uint64) uint64 {
 	return c.base + uint64(len(c.ts))
 }
 
+// Wall implements b2bua.Clock.
+func (c *clock) Wall(at time.Duration) time.Time { return time.Unix(0, 0).Add(at) }
+
 // Stop implements b2bua.Clock.
 func (c *clock) Stop(h uint64) bool {
 	if h <= c.base || h-c.base > uint64(len(c.ts)) {
@@ -352,7 +359,43 @@ type rigOptions struct {
 	// failover routes every call to two carriers, the first of which
 	// answers 503: one failover per call.
 	failover bool
+	// journal gives the engine a journal (Env.Journal) that counts what it
+	// hears: the record each answered call hands over, built as the CDR is.
+	journal bool
+	// plane puts the server's carrier plane between the engine and the
+	// carriers (carrier.Plane, no gateway groups: each route to its next
+	// hop, per-carrier metrics), instead of the call core's own
+	// carrier.NextHops; quality adds its quality statistics in that mode
+	// (off, demote, sort), judging PDD, AST and ACD only: ASR and CCR
+	// would demote the failing carrier and end the failovers. The rig
+	// ticks the shard's collector after each call, as the shard loop
+	// does, and runs the reader (Monitor.Update, another goroutine in the
+	// server) as the clock advances, its work counted in the calls'.
+	plane   bool
+	quality string
+	// reorder (with failover and quality demote) lists the answering
+	// carrier first: its calls last 0 s, so its ACD demotes it behind the
+	// failing one, and every call's routes are reordered, the failover
+	// kept.
+	reorder bool
+	// trim lets the transaction table give back the buffers of slots free
+	// for txn.DefaultIdleRelease. Off by default: tick idles the rig for
+	// 40 s, which a steady load never does, and the table would give its
+	// buffers back at every tick.
+	trim bool
 }
+
+// countingJournal is an Env.Journal that counts the calls answered and
+// ended, and gives the records back to the pool.
+type countingJournal struct{ answered, ended int }
+
+func (j *countingJournal) Answered(_ uint64, rec *cdr.Record) bool {
+	j.answered++
+	cdr.ReleaseRecord(rec)
+	return true
+}
+
+func (j *countingJournal) Ended(uint64) { j.ended++ }
 
 // idle is how far tick moves the clock: beyond 64*T1 = 32 s, the longest
 // transaction timer (B, F, H, J, L, M), so that every transaction of the
@@ -362,6 +405,8 @@ const idle = 40 * time.Second
 type rig struct {
 	tb       testing.TB
 	e        *b2bua.Engine
+	carriers *carrier.Shard   // with rigOptions.plane
+	monitor  *quality.Monitor // with rigOptions.quality
 	clk      clock
 	period   uint64
 	trusted  bool
@@ -375,15 +420,15 @@ type rig struct {
 	aTag   []byte // the caller's: sipedge's To tag of the A-leg dialog
 	bTag   []byte // the carrier's To tag
 	minted uint64
-	want   []byte        // scratch: the A-leg Call-ID of the current call
-	routes []route.Route // the Router's answer
-	target b2bua.Target  // what Resolve makes of it
+	want   []byte // scratch: the A-leg Call-ID of the current call
 
-	// What Env.Finished saw: calls ended, and those that did not end as a
+	journal countingJournal // with rigOptions.journal
+
+	// What the CDRs said: calls ended, and those that did not end as a
 	// call answered 200 and hung up by the caller should (the first of
 	// them in bad).
 	ended, wrong int
-	bad          b2bua.Summary
+	bad          string
 }
 
 func newRig(tb testing.TB, o rigOptions) *rig {
@@ -392,35 +437,61 @@ func newRig(tb testing.TB, o rigOptions) *rig {
 		r.period = 1024
 	}
 	r.clk.now = time.Second // times of 0 read as "did not happen" in a Summary
-	r.caller = peer{tb: tb, addr: txn.Peer{Addr: callerAddr, Transport: txn.TransportUDP},
+	r.caller = peer{tb: tb, addr: transport.Peer{Addr: callerAddr, Transport: transport.UDP},
 		name: "caller", secret: "carrier", strict: o.strict}
-	r.carrier = peer{tb: tb, addr: txn.Peer{Addr: carrierAddr, Transport: txn.TransportUDP},
+	r.carrier = peer{tb: tb, addr: transport.Peer{Addr: carrierAddr, Transport: transport.UDP},
 		name: "carrier", secret: "caller", strict: o.strict}
 	for _, p := range []*peer{&r.caller, &r.carrier} {
 		p.q, p.ends, p.out = make([]byte, 0, 8<<10), make([]int, 0, 8), make([]byte, 0, 2<<10)
 	}
 	r.aTag, r.bTag, r.want = make([]byte, 0, 64), make([]byte, 0, 64), make([]byte, 0, 64)
-	r.routes = []route.Route{{CarrierID: "carrier-a", GatewayGroup: "carrier-a", Rate: 0.004, Currency: "USD"}}
+	// Every call to the one carrier, its next hop: the call core's own
+	// carrier plane (carrier.NextHops), without gateway groups or limits.
+	routes := b2bua.Routes{{CarrierID: "carrier-a", NextHop: "sip:198.51.100.20:5070", Rate: 0.004, Currency: "USD"}}
 	if o.failover {
-		r.routes = append([]route.Route{{CarrierID: "carrier-z", GatewayGroup: "carrier-a", Rate: 0.003, Currency: "USD"}}, r.routes...)
+		failing := route.Route{CarrierID: "carrier-z", NextHop: "sip:198.51.100.20:5070", Rate: 0.003, Currency: "USD"}
+		if o.reorder {
+			routes = append(routes, failing)
+		} else {
+			routes = append(b2bua.Routes{failing}, routes...)
+		}
 	}
-	r.target = b2bua.Target{CarrierID: "carrier-a", Group: "carrier-a", URI: "sip:198.51.100.20:5070",
-		Peer: txn.Peer{Addr: carrierAddr, Transport: txn.TransportUDP}, Rate: 0.004, Currency: "USD"}
 	cfg := b2bua.Config{
 		Trunks: []b2bua.Trunk{{Name: "local", Group: "cust-trunks",
 			Sources: []b2bua.Source{{Prefix: netip.MustParsePrefix("192.0.2.0/24")}}}},
 		HeaderAllow: []string{"Allow", "Supported"},
 		LocalUDP:    "203.0.113.1:5060",
 		MaxDuration: o.maxDuration,
+		Txn:         txn.Config{IdleRelease: -1},
+	}
+	if o.trim {
+		cfg.Txn.IdleRelease = 0 // the default
 	}
 	env := b2bua.Env{
 		Send:       r.send,
 		Clock:      &r.clk,
 		MintCallID: r.mintCallID,
-		Finished:   r.finished,
-		Router:     r.route,
-		Resolve:    r.resolve,
+		Router:     routes,
+		CDR:        r,
 		Log:        slog.New(slog.DiscardHandler), // a failover per call logs at info
+	}
+	if o.journal {
+		env.Journal = &r.journal
+	}
+	if o.plane {
+		r.newPlane(o.quality)
+		env.Carriers = r.carriers
+		if o.reorder {
+			// carrier-a's first calls, as short as the rig's: demoted
+			// (ACD) before the first call.
+			for range 30 {
+				r.carriers.Report(&carrier.Report{Event: carrier.CallEnded, CarrierID: "carrier-a", Number: []byte("15551234"),
+					Code: 200, Dialed: true, At: r.clk.now})
+			}
+			r.clk.now += idle
+			r.carriers.Tick(r.clk.now)
+			r.monitor.Update(r.clk.now)
+		}
 	}
 	e, err := b2bua.New(cfg, env)
 	if err != nil {
@@ -430,8 +501,26 @@ func newRig(tb testing.TB, o rigOptions) *rig {
 	return r
 }
 
+// newPlane makes the carrier plane of rigOptions.plane, with quality
+// statistics in mode (none when "").
+func (r *rig) newPlane(mode string) {
+	opts := carrier.Options{Log: slog.New(slog.DiscardHandler)}
+	if mode != "" {
+		off := quality.Limits{Warning: quality.Off}
+		opts.Quality = &quality.Config{Mode: mode, Profiles: []quality.Profile{{Name: "default", ASR: off, CCR: off}}}
+		opts.QualityOptions = quality.Options{Shards: 1}
+	}
+	p, err := carrier.New(opts)
+	if err != nil {
+		r.tb.Fatal(err)
+	}
+	r.tb.Cleanup(p.Close)
+	r.carriers = p.NewShard(carrier.ShardOptions{Now: func() time.Duration { return r.clk.now }})
+	r.monitor = p.Quality()
+}
+
 // send is Env.Send: a copy into the addressee's queue.
-func (r *rig) send(to txn.Peer, b []byte) {
+func (r *rig) send(to transport.Peer, b []byte) {
 	switch to.Addr {
 	case callerAddr:
 		r.caller.push(b)
@@ -450,30 +539,22 @@ func (r *rig) mintCallID(dst []byte) []byte {
 	return append(dst, "@sipedge"...)
 }
 
-// route is Env.Router: every call to the one carrier.
-func (r *rig) route(*b2bua.RouteRequest) b2bua.Decision {
-	return b2bua.Decision{Routes: r.routes, Source: "static"}
-}
-
-// resolve is Env.Resolve: the carrier's one gateway.
-func (r *rig) resolve(*route.Route, uint64) (b2bua.Target, string) {
-	return r.target, ""
-}
-
-// finished is Env.Finished: the call's summary, checked.
-func (r *rig) finished(c *b2bua.Call) {
-	s := c.Summary()
+// Write is Env.CDR's: the call's record, checked.
+func (r *rig) Write(rec *cdr.Record) bool {
 	r.ended++
 	r.want = strconv.AppendUint(append(r.want[:0], "caller-"...), r.n, 10)
 	r.want = append(r.want, "@caller.example.org"...)
-	if s.FinalCode != 200 || s.HangupSide != "caller" || !bytes.Equal(s.ACallID, r.want) ||
-		s.Answer == 0 || s.End == 0 {
+	// With a failover, the first carrier's attempt names the B-leg it saw.
+	failedOver := len(rec.Attempts) == 1 && rec.Attempts[0].BCallID != "" && !rec.Attempts[0].TimeInvite.IsZero()
+	if rec.FinalCode != 200 || rec.HangupSide != cdr.HangupCaller || rec.ACallID != string(r.want) ||
+		rec.TimeAnswer.IsZero() || rec.TimeEnd.IsZero() || rec.CarrierID != "carrier-a" || r.failover != failedOver {
 		if r.wrong == 0 {
-			r.bad = s
-			r.bad.ACallID, r.bad.BCallID = bytes.Clone(s.ACallID), bytes.Clone(s.BCallID)
+			r.bad = string(rec.AppendJSON(nil))
 		}
 		r.wrong++
 	}
+	cdr.ReleaseRecord(rec)
+	return true
 }
 
 // deliver hands the message p built to the engine as the shard would.
@@ -563,6 +644,13 @@ func (r *rig) hangup() {
 func (r *rig) tick() {
 	if r.n%r.period == 0 {
 		r.clk.advance(idle)
+		if r.monitor != nil {
+			r.carriers.Tick(r.clk.now)
+			r.monitor.Update(r.clk.now)
+		}
+	}
+	if r.carriers != nil {
+		r.carriers.Tick(r.clk.now) // the shard loop's, once a call here
 	}
 }
 
@@ -570,7 +658,7 @@ func (r *rig) tick() {
 func (r *rig) check(wantEnded int) {
 	r.tb.Helper()
 	if r.wrong != 0 {
-		r.tb.Fatalf("%d of %d calls ended wrong; the first: %+v", r.wrong, r.ended, r.bad)
+		r.tb.Fatalf("%d of %d calls ended wrong; the first: %s", r.wrong, r.ended, r.bad)
 	}
 	if r.ended != wantEnded {
 		r.tb.Fatalf("%d calls ended, want %d", r.ended, wantEnded)

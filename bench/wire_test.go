@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/cmd/sipedge/embed"
+	"github.com/sipedge/sipedge/internal/testtier"
 )
 
 // The wire rig runs sipedge as a program embeds it (cmd/sipedge/embed), on
@@ -301,9 +302,7 @@ func (s *syncBuffer) String() string {
 // retransmitted), in a window and paced, and sipedge writes a CDR of an
 // answered call for each.
 func TestWireCalls(t *testing.T) {
-	if testing.Short() {
-		t.Skip("wire calls: opens sockets")
-	}
+	testtier.RequiresSockets(t)
 	for _, tcp := range []bool{false, true} {
 		for _, shards := range []int{1, 2} {
 			t.Run(fmt.Sprintf("tcp=%v/shards=%d", tcp, shards), func(t *testing.T) {

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sipedge/sipedge/carrier"
 	"github.com/sipedge/sipedge/dialog/b2bua"
-	digestauth "github.com/sipedge/sipedge/dialog/digest"
-	"github.com/sipedge/sipedge/dialog/txn"
+	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/parser"
-	"github.com/sipedge/sipedge/route"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // FuzzEngine drives one B2BUA engine with sequences of caller and carrier
@@ -90,22 +90,9 @@ func newEngineRig(t *testing.T) *engineRig {
 			r.minted++
 			return fmt.Appendf(dst, "b%d@sipedge", r.minted)
 		},
-		Router: func(*b2bua.RouteRequest) b2bua.Decision {
-			return b2bua.Decision{Source: "static", Routes: []route.Route{
-				{CarrierID: "a", GatewayGroup: "a", TimeoutSecs: 5}, {CarrierID: "b", GatewayGroup: "b"}}}
-		},
-		Resolve: func(rt *route.Route, _ uint64) (b2bua.Target, string) {
-			addr := fzCarrierA
-			if rt.GatewayGroup == "b" {
-				addr = fzCarrierB
-			}
-			return b2bua.Target{CarrierID: rt.CarrierID, Group: rt.GatewayGroup, URI: "sip:" + addr.String(),
-				Peer: txn.Peer{Addr: addr, Transport: txn.TransportUDP}}, ""
-		},
-		Credentials: func(t *b2bua.Target) (digestauth.Credentials, string, bool) {
-			return digestauth.Credentials{Username: "u", Password: "p"}, "", t.Group == "a"
-		},
-		Log: slog.New(slog.DiscardHandler),
+		Router:   b2bua.Routes{{CarrierID: "a", GatewayGroup: "a", TimeoutSecs: 5}, {CarrierID: "b", GatewayGroup: "b"}},
+		Carriers: fzPlane(t).NewShard(carrier.ShardOptions{Now: func() time.Duration { return r.now }}),
+		Log:      slog.New(slog.DiscardHandler),
 	}
 	e, err := b2bua.New(cfg, env)
 	if err != nil {
@@ -114,6 +101,26 @@ func newEngineRig(t *testing.T) *engineRig {
 	r.e = e
 	return r
 }
+
+// fzPlane is the carrier plane of the rig: carrier a's gateway group,
+// whose account answers challenges, and carrier b's.
+func fzPlane(t *testing.T) *carrier.Plane {
+	group := func(name string, addr netip.AddrPort) health.GroupConfig {
+		return health.GroupConfig{Name: name, Destinations: []health.DestConfig{{URI: "sip:" + addr.String(), Address: addr.String()}}}
+	}
+	a := group("a", fzCarrierA)
+	a.Auth = &health.AuthConfig{Username: "u", Password: "p"}
+	p, err := carrier.New(carrier.Options{Groups: []health.GroupConfig{a, group("b", fzCarrierB)},
+		Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// Wall implements b2bua.Clock.
+func (r *engineRig) Wall(at time.Duration) time.Time { return time.Unix(0, 0).Add(at) }
 
 func (r *engineRig) StartAt(at time.Duration, kind uint8, arg uint64) uint64 {
 	r.nextID++
@@ -160,7 +167,7 @@ func (r *engineRig) advance(d time.Duration) {
 
 // send records what sipedge sends: requests are kept for the peer to
 // answer; responses to the caller give the A-leg tag.
-func (r *engineRig) send(to txn.Peer, b []byte) {
+func (r *engineRig) send(to transport.Peer, b []byte) {
 	m := new(parser.Message)
 	if err := m.Parse(append([]byte(nil), b...)); err != nil {
 		r.t.Fatalf("sipedge sent a message that does not parse: %v\n%s", err, b)
@@ -186,7 +193,7 @@ func (r *engineRig) recv(from netip.AddrPort, msg string) {
 	if m.Parse([]byte(msg)) != nil || m.Validate(nil) != nil {
 		return // what the shard would not deliver
 	}
-	r.e.Receive(&m, txn.Peer{Addr: from, Transport: txn.TransportUDP}, r.now)
+	r.e.Receive(&m, transport.Peer{Addr: from, Transport: transport.UDP}, r.now)
 }
 
 const fzSDP = "v=0\r\no=- 1 1 IN IP4 192.0.2.10\r\ns=-\r\nc=IN IP4 192.0.2.10\r\nt=0 0\r\nm=audio 4000 RTP/AVP 0\r\n"

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sipedge/sipedge/internal/testtier"
 	"github.com/sipedge/sipedge/parser"
 )
 
@@ -227,6 +228,7 @@ func probedGroup(name string, addrs ...string) GroupConfig {
 // failure_threshold failed probes, and comes back (half-open, then up)
 // after exactly success_threshold good ones; the other member is unaffected.
 func TestProbeDownAndUp(t *testing.T) {
+	testtier.RequiresSockets(t)
 	a, b := newUAS(t), newUAS(t)
 	prober := &recordingProber{inner: newUDPProber(t)}
 	r, logs := newTestRegistry(t, Options{Prober: prober}, probedGroup("g", a.addr(), b.addr()))
@@ -293,6 +295,7 @@ func TestProbeDownAndUp(t *testing.T) {
 // A 503 with Retry-After holds the member in cooldown for that long; it is
 // not counted as a failure.
 func TestProbe503RetryAfterCooldown(t *testing.T) {
+	testtier.RequiresSockets(t)
 	a := newUAS(t)
 	prober := &recordingProber{inner: newUDPProber(t)}
 	g := probedGroup("g", a.addr())
@@ -351,6 +354,7 @@ func TestProbe503RetryAfterCooldown(t *testing.T) {
 // A probed group whose every member stops answering is skipped by Pick at
 // once, without waiting on anything.
 func TestProbeAllDownGroupDown(t *testing.T) {
+	testtier.RequiresSockets(t)
 	a, b := newUAS(t), newUAS(t)
 	r, _ := newTestRegistry(t, Options{Prober: newUDPProber(t)}, probedGroup("g", a.addr(), b.addr()))
 	r.Start()
@@ -376,6 +380,7 @@ func TestProbeAllDownGroupDown(t *testing.T) {
 
 // healthy_codes decide what counts as alive.
 func TestProbeHealthyCodes(t *testing.T) {
+	testtier.RequiresSockets(t)
 	a := newUAS(t)
 	g := probedGroup("g", a.addr())
 	g.Probe.HealthyCodes = []int{404} // the UAS answers 200: not healthy here
@@ -392,6 +397,7 @@ func TestProbeHealthyCodes(t *testing.T) {
 // A Prober that never calls done does not wedge probing: the probe counts
 // as failed after twice the timeout.
 func TestProbeLost(t *testing.T) {
+	testtier.RequiresWallClock(t)
 	var calls atomic.Int32
 	lost := proberFunc(func(m Member, timeout time.Duration, done func(ProbeResult)) { calls.Add(1) })
 	g := probedGroup("g", "127.0.0.1:9")

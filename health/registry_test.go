@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/sipedge/sipedge/internal/testtier"
 )
 
 // Groups added and removed while shards pick: a new group is usable as soon
@@ -30,13 +32,21 @@ func TestRuntimeAddRemoveWhilePicking(t *testing.T) {
 	)
 	var phase atomic.Int32
 	var stop atomic.Bool
-	var seenAdded atomic.Int64
+	var seenAdded, reads atomic.Int64
+	// readersRun lets the readers go round a few times in the phase just
+	// set (rather than sleeping on the wall clock).
+	readersRun := func() {
+		for n := reads.Load(); reads.Load() < n+8 && !t.Failed(); {
+			runtime.Gosched()
+		}
+	}
 	var wg sync.WaitGroup
 	for range 2 {
 		wg.Go(func() {
 			var sel Selector
 			for !stop.Load() {
 				runtime.Gosched() // leave the writer some CPU on small machines
+				reads.Add(1)
 				if _, res := r.Pick("fixed", 7, &sel); res != OK {
 					t.Errorf("fixed group: %v", res)
 					return
@@ -72,13 +82,13 @@ func TestRuntimeAddRemoveWhilePicking(t *testing.T) {
 		if _, res := r.Pick("rt", 0, &sel); res != OK {
 			t.Fatalf("right after AddGroup: %v", res)
 		}
-		time.Sleep(2 * time.Millisecond)
+		readersRun()
 		if round%2 == 0 { // an update in place
 			cfg.Destinations = dests(3)
 			if err := r.AddGroup(cfg); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(time.Millisecond)
+			readersRun()
 		}
 		phase.Store(phaseBefore)
 		if err := r.RemoveGroup("rt"); err != nil {
@@ -88,7 +98,7 @@ func TestRuntimeAddRemoveWhilePicking(t *testing.T) {
 		if _, res := r.Pick("rt", 0, &sel); res != UnknownGroup {
 			t.Fatalf("right after RemoveGroup: %v", res)
 		}
-		time.Sleep(2 * time.Millisecond)
+		readersRun()
 		phase.Store(phaseBefore)
 	}
 	stop.Store(true)
@@ -108,8 +118,8 @@ func TestUpdateKeepsHealth(t *testing.T) {
 	if err := r.AddGroup(GroupConfig{Name: "g", Destinations: d}); err != nil {
 		t.Fatal(err)
 	}
-	r.toDown(st(t, r, "g", 0), "test", nil)
-	r.toDown(st(t, r, "g", 1), "test", nil)
+	r.toDown(st(t, r, "g", 0), true, "test", nil)
+	r.toDown(st(t, r, "g", 1), true, "test", nil)
 	keptState := st(t, r, "g", 0)
 	keptState.probeFails.Store(7)
 
@@ -244,6 +254,7 @@ func (f *fakeDNS) set(host string, addrs ...string) {
 }
 
 func TestDNSNames(t *testing.T) {
+	testtier.RequiresWallClock(t)
 	dns := &fakeDNS{names: map[string][]netip.Addr{}}
 	dns.set("gw.example.net", "192.0.2.1", "192.0.2.2")
 	r, logs := newTestRegistry(t, Options{Resolve: dns.resolve, ResolveInterval: 20 * time.Millisecond})
@@ -289,7 +300,7 @@ func TestDNSNames(t *testing.T) {
 	// Down and unresolvable together: down.
 	dns.set("gw.example.net", "192.0.2.1")
 	waitFor(t, time.Second, "resolved", func() bool { _, res := pick(); return res == OK })
-	r.toDown(st(t, r, "g", 0), "test", nil)
+	r.toDown(st(t, r, "g", 0), true, "test", nil)
 	if _, res := pick(); res != GroupDown {
 		t.Fatalf("one down, one unresolvable: %v", res)
 	}
@@ -299,6 +310,7 @@ func TestDNSNames(t *testing.T) {
 // removed at run time, and names as they resolve. Carriers are never
 // banned for flooding by it.
 func TestKnown(t *testing.T) {
+	testtier.RequiresWallClock(t)
 	dns := &fakeDNS{names: map[string][]netip.Addr{}}
 	r, _ := newTestRegistry(t, Options{Resolve: dns.resolve, ResolveInterval: 20 * time.Millisecond},
 		GroupConfig{Name: "yaml", Destinations: []DestConfig{{URI: "sip:192.0.2.1", Address: "192.0.2.1:5060"}}})
@@ -352,6 +364,7 @@ func TestRerouteCauses(t *testing.T) {
 // unresolvable until the next resolution. A name that is gone (NXDOMAIN)
 // still makes it unresolvable.
 func TestDNSTemporaryFailureKeepsAddress(t *testing.T) {
+	testtier.RequiresWallClock(t)
 	dns := &fakeDNS{names: map[string][]netip.Addr{}}
 	dns.set("gw.example.net", "192.0.2.1")
 	set := metrics.NewSet()

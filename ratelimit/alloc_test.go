@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sipedge/sipedge/internal/testtier"
 	"github.com/sipedge/sipedge/ratelimit/redistest"
 )
 
@@ -44,6 +45,7 @@ func TestLocalAllocs(t *testing.T) {
 // script call allocates (its context, rueidis' command and reply) is
 // shared by the decisions of its group.
 func TestRedisAllocs(t *testing.T) {
+	testtier.RequiresSockets(t)
 	srv := redistest.Start(t)
 	n := newNode(t, srv.URL(), Options{})
 	k := n.register(t, "a", Limit{Rate: 1e6, MaxWait: time.Hour})

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sipedge/sipedge/internal/testtier"
 	"github.com/sipedge/sipedge/ratelimit/redistest"
 )
 
@@ -19,6 +20,7 @@ import (
 // that does not serve the keys' slot). One cluster for the subtests: it
 // takes some 2 s to come up.
 func TestRedisCluster(t *testing.T) {
+	testtier.RequiresSockets(t)
 	c := redistest.StartCluster(t, 3)
 	owner := c.Owner(keyPrefix + "x")
 	var other *redistest.Server // a node that does not serve the CPS slot

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sipedge/sipedge/internal/testtier"
 	"github.com/sipedge/sipedge/ratelimit/redistest"
 )
 
@@ -18,6 +19,7 @@ import (
 // Over takes nothing, a batch is cut at max wait, and each key is written
 // once with its last tat.
 func TestRedisGroupScript(t *testing.T) {
+	testtier.RequiresSockets(t)
 	srv := redistest.Start(t)
 	n := newNode(t, srv.URL(), Options{})
 	c := n.Redis().client.Load().Client
@@ -160,6 +162,7 @@ func settle(t *testing.T, r *Redis, ready *sync.WaitGroup) {
 // not answer go in one group call, and each key gets its own exact slots,
 // one interval apart from 0, and Over past its max wait.
 func TestRedisGroupMixedKeys(t *testing.T) {
+	testtier.RequiresSockets(t)
 	srv := redistest.Start(t)
 	n := newNode(t, srv.URL(), Options{})
 	type key struct {
@@ -263,6 +266,7 @@ func TestRedisGroupMixedKeys(t *testing.T) {
 // never exceed the rate over any window, and every slot is distinct; the
 // metrics show that the calls carried several decisions each.
 func TestRedisGroupOneKey(t *testing.T) {
+	testtier.RequiresSockets(t)
 	srv := redistest.Start(t)
 	n := newNode(t, srv.URL(), Options{})
 	const callers, rounds = 64, 3
@@ -335,6 +339,7 @@ func TestRedisGroupOneKey(t *testing.T) {
 // failure mode's decision within about the deadline, also those that
 // queued behind the calls in flight.
 func TestRedisGroupDeadline(t *testing.T) {
+	testtier.RequiresSockets(t)
 	srv := redistest.Start(t)
 	o := Options{Config: Config{DeadlineMS: 20}, BreakerCoolDown: 300 * ms}
 	n := newNode(t, srv.URL(), o)
@@ -403,6 +408,7 @@ func TestRedisGroupDeadline(t *testing.T) {
 // queued or in flight returns at once with the context's error; the others
 // of its group get Redis' decision, and no Redis error is counted.
 func TestRedisGroupCancel(t *testing.T) {
+	testtier.RequiresSockets(t)
 	srv := redistest.Start(t)
 	n := newNode(t, srv.URL(), Options{})
 	k := n.register(t, "a", Limit{Rate: 1000, MaxWait: time.Second})
@@ -452,6 +458,7 @@ func TestRedisGroupCancel(t *testing.T) {
 // TestRedisGroupClose: decisions still queued when the limiter closes get
 // the failure mode's decision; decisions after Close too.
 func TestRedisGroupClose(t *testing.T) {
+	testtier.RequiresSockets(t)
 	srv := redistest.Start(t)
 	r, err := NewRedis(Options{Config: Config{Redis: srv.URL(), DeadlineMS: 300}})
 	if err != nil {

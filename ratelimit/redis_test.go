@@ -18,6 +18,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/sipedge/sipedge/internal/testtier"
 	"github.com/sipedge/sipedge/ratelimit/redistest"
 )
 
@@ -117,6 +118,7 @@ func checkWindows(t *testing.T, slots []time.Duration, rate int, minGap time.Dur
 // Redis' clock, Over past MaxWait without taking a slot, under a hash-tagged
 // key.
 func TestRedisSpacing(t *testing.T) {
+	testtier.RequiresSockets(t)
 	srv := redistest.Start(t)
 	n := newNode(t, srv.URL(), Options{})
 	k := n.register(t, "carrier-a", Limit{Rate: 10, MaxWait: time.Second})
@@ -180,6 +182,7 @@ func TestRedisSpacing(t *testing.T) {
 // TestRedisTwoNodes: two nodes sharing one Redis, reserving concurrently,
 // never put more than the rate in any 1 s window, and fill every slot.
 func TestRedisTwoNodes(t *testing.T) {
+	testtier.RequiresSockets(t)
 	f := func(t *testing.T, o Options, rate int, burst int, maxWait time.Duration, callers int) {
 		srv := redistest.Start(t)
 		nodes := []*node{newNode(t, srv.URL(), o), newNode(t, srv.URL(), o)}
@@ -248,6 +251,7 @@ func TestRedisTwoNodes(t *testing.T) {
 // TestRedisBatch: at a high rate a node takes blocks of slots, and hands
 // them out without a round trip.
 func TestRedisBatch(t *testing.T) {
+	testtier.RequiresSockets(t)
 	srv := redistest.Start(t)
 	n := newNode(t, srv.URL(), Options{Batch: 8})
 	hi := n.register(t, "hi", Limit{Rate: 100, MaxWait: time.Second})
@@ -301,6 +305,7 @@ func TestRedisBatch(t *testing.T) {
 
 // TestRedisNoscript: the script is loaded again after SCRIPT FLUSH.
 func TestRedisNoscript(t *testing.T) {
+	testtier.RequiresSockets(t)
 	srv := redistest.Start(t)
 	n := newNode(t, srv.URL(), Options{})
 	k := n.register(t, "a", Limit{Rate: 1000, MaxWait: time.Second})
@@ -323,6 +328,7 @@ func TestRedisNoscript(t *testing.T) {
 // TestRedisAsync: ReserveAsync returns at once and calls done once, from a
 // worker.
 func TestRedisAsync(t *testing.T) {
+	testtier.RequiresSockets(t)
 	srv := redistest.Start(t)
 	n := newNode(t, srv.URL(), Options{})
 	k := n.register(t, "a", Limit{Rate: 10, MaxWait: time.Second})
@@ -359,6 +365,7 @@ func TestRedisAsync(t *testing.T) {
 // within about the deadline and the failure mode decide, logged once and
 // counted; when Redis answers again Redis mode resumes, logged once.
 func TestRedisFailureModes(t *testing.T) {
+	testtier.RequiresSockets(t)
 	// check gets each decision with the earliest and latest time its slot
 	// can be at: the call's start and return, plus the wait.
 	f := func(t *testing.T, mode FailureMode, check func(i int, d Decision, lo, hi time.Duration)) {
@@ -559,6 +566,7 @@ func waitRedisMode(t *testing.T, n *node, k Key) {
 
 // TestRedisRestart: Redis killed and started again on the same port.
 func TestRedisRestart(t *testing.T) {
+	testtier.RequiresSockets(t)
 	srv := redistest.Start(t)
 	n := newNode(t, srv.URL(), Options{Config: Config{DeadlineMS: 20}, BreakerCoolDown: 100 * ms})
 	k := n.register(t, "a", Limit{Rate: 100, MaxWait: time.Second})
@@ -581,6 +589,7 @@ func TestRedisRestart(t *testing.T) {
 // TestRedisStartsDown: a node started while Redis is down starts in the
 // failure mode (no error) and switches to Redis when it comes up.
 func TestRedisStartsDown(t *testing.T) {
+	testtier.RequiresSockets(t)
 	redistest.SkipIfMissing(t)
 	port := redistest.FreePort(t)
 	n := newNode(t, "redis://127.0.0.1:"+strconv.Itoa(port), Options{Config: Config{DeadlineMS: 20}, BreakerCoolDown: 100 * ms})
@@ -602,6 +611,7 @@ func TestRedisStartsDown(t *testing.T) {
 // with the reason; one it accepts is used. Refused by a Redis that came up
 // after New, it is logged as an error, once.
 func TestRedisDatabaseRefused(t *testing.T) {
+	testtier.RequiresSockets(t)
 	srv := redistest.Start(t)
 	_, err := New(Options{Config: Config{Redis: srv.URL() + "/99"}, Logger: slog.New(slog.DiscardHandler)})
 	if !errors.Is(err, ErrInvalid) || !errors.Is(err, ErrRedisURL) || !strings.Contains(err.Error(), "database 99: Redis at "+srv.Addr()+" refuses it") {
@@ -634,6 +644,7 @@ func TestRedisDatabaseRefused(t *testing.T) {
 // let a second probe go nor keep the probe's success from closing it (it
 // did: Redis answered, yet stayed down for another cool-down).
 func TestBreakerStaleFailureDuringProbe(t *testing.T) {
+	testtier.RequiresSockets(t)
 	srv := redistest.Start(t)
 	n := newNode(t, srv.URL(), Options{BreakerCoolDown: time.Millisecond})
 	r := n.Redis()
@@ -665,6 +676,7 @@ func TestBreakerStaleFailureDuringProbe(t *testing.T) {
 // limiter or the exact integers of the script's reply made every call Over
 // (cps_limited on a carrier that is idle): such a burst is refused instead.
 func TestLargeBurstIdleKey(t *testing.T) {
+	testtier.RequiresSockets(t)
 	srv := redistest.Start(t)
 	n := newNode(t, srv.URL(), Options{})
 	for i, lim := range []Limit{

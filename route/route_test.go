@@ -214,3 +214,17 @@ func TestHugeTimeoutSecs(t *testing.T) {
 		}
 	}
 }
+
+func TestSourceString(t *testing.T) {
+	f := func(s Source, want string) {
+		t.Helper()
+		if got := s.String(); got != want {
+			t.Fatalf("Source(%d).String() = %q, want %q", s, got, want)
+		}
+	}
+	f(SourceNone, "none")
+	f(SourceLCR, "lcr")
+	f(SourceStatic, "static")
+	f(SourceFallback, "fallback")
+	f(Source(42), "unknown")
+}

@@ -10,14 +10,14 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sipedge/sipedge/internal/testtier"
 )
 
 // The listening sockets get the buffers Config asks for, and a start warns
 // when the kernel capped one at its sysctl.
 func TestSocketBuffers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("socket buffers: opens sockets")
-	}
+	testtier.RequiresSockets(t)
 	rmemMax := sysctlInt(t, "/proc/sys/net/core/rmem_max")
 	f := func(recv int, warn bool) {
 		t.Helper()

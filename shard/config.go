@@ -1,10 +1,7 @@
 package shard
 
 import (
-	"fmt"
-	"net/netip"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/sipedge/sipedge/parser"
@@ -57,14 +54,6 @@ type TCPConfig struct {
 	FirstDataTimeout time.Duration // from accept to the first byte (default 5 s)
 	MessageTimeout   time.Duration // from a message's first byte to its last (default 10 s)
 	IdleTimeout      time.Duration // without any traffic (default 300 s)
-}
-
-// listenAddr is a parsed Listen entry.
-type listenAddr struct {
-	network   string // "udp" or "tcp"
-	transport Transport
-	addr      netip.AddrPort
-	raw       string // as given, for gnet
 }
 
 func (c *Config) setDefaults() {
@@ -133,27 +122,4 @@ func HandoffQueueFor(shards int) int {
 		q >>= 1
 	}
 	return q
-}
-
-// parseListen parses "udp://host:port" or "tcp://host:port" (IPv6 in brackets).
-func parseListen(s string) (listenAddr, error) {
-	scheme, hostport, ok := strings.Cut(s, "://")
-	if !ok {
-		return listenAddr{}, fmt.Errorf("%q: want udp://host:port or tcp://host:port", s)
-	}
-	var la listenAddr
-	switch scheme {
-	case "udp":
-		la.network, la.transport = "udp", UDP
-	case "tcp":
-		la.network, la.transport = "tcp", TCP
-	default:
-		return listenAddr{}, fmt.Errorf("%q: transport %q is not udp or tcp", s, scheme)
-	}
-	ap, err := netip.ParseAddrPort(hostport)
-	if err != nil {
-		return listenAddr{}, fmt.Errorf("%q: %v", s, err)
-	}
-	la.addr, la.raw = ap, s
-	return la, nil
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // dispatchRig is two shards of a server that is not started: dispatch and
@@ -12,7 +13,7 @@ import (
 func dispatchRig(tb testing.TB) (src, dst *Shard, m *parser.Message, delivered *int) {
 	delivered = new(int)
 	s, err := New(Config{Listen: []string{"udp://127.0.0.1:5999"}, Shards: 2}, func(*Shard) Handler {
-		return Handler{Message: func(*Shard, *parser.Message, Peer) { *delivered++ }}
+		return Handler{Message: func(*Shard, *parser.Message, transport.Peer) { *delivered++ }}
 	}, nil, nil)
 	if err != nil {
 		tb.Fatal(err)
@@ -38,7 +39,7 @@ func BenchmarkDispatch(b *testing.B) {
 	b.SetBytes(int64(len(m.Bytes())))
 	i := 0
 	for b.Loop() {
-		src.dispatch(m, Peer{Transport: UDP})
+		src.dispatch(m, transport.Peer{Transport: transport.UDP})
 		if i++; i%64 == 0 {
 			dst.run()
 		}
@@ -52,7 +53,7 @@ func BenchmarkDispatch(b *testing.B) {
 func TestDispatchDelivers(t *testing.T) {
 	src, dst, m, delivered := dispatchRig(t)
 	for i := 0; i < 100; i++ {
-		src.dispatch(m, Peer{Transport: UDP})
+		src.dispatch(m, transport.Peer{Transport: transport.UDP})
 	}
 	if *delivered != 0 {
 		t.Fatalf("delivered %d before the owner ran", *delivered)
@@ -63,7 +64,7 @@ func TestDispatchDelivers(t *testing.T) {
 	}
 	// A full queue drops and counts rather than blocking the loop.
 	for i := 0; i < src.srv.cfg.HandoffQueue+10; i++ {
-		src.dispatch(m, Peer{Transport: UDP})
+		src.dispatch(m, transport.Peer{Transport: transport.UDP})
 	}
 	if got := src.m.handoffDrops.Get(); got != 10 {
 		t.Fatalf("drops %d, want 10", got)

@@ -51,6 +51,8 @@
 //
 // # Transport
 //
+// A peer is a transport.Peer: its Conn is the index of the listening
+// socket (Config.Listen) on UDP, the connection's ConnID on TCP.
 // UDP is read and written in batches (udp.go): after the datagram gnet
 // reads, the loop takes every other one its socket holds with recvmmsg,
 // and what the handlers send waits in the shard's queue until the loop is

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/sipedge/sipedge/internal/testtier"
 )
 
 // Datagrams that keep coming put the loop into polling (batch intervals
@@ -19,9 +21,7 @@ import (
 // without wakes. One shard has a P to spare (GOMAXPROCS 2 or more) and
 // sleeps in nanosleep; two may not, and sleep in time.Sleep.
 func TestPollingUnderLoad(t *testing.T) {
-	if testing.Short() {
-		t.Skip("polling: opens sockets")
-	}
+	testtier.RequiresSockets(t)
 	for _, shards := range []int{1, 2} {
 		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) { testPolling(t, shards) })
 	}

@@ -5,12 +5,15 @@ import (
 	"net"
 	"strings"
 	"testing"
+
+	"github.com/sipedge/sipedge/internal/testtier"
 )
 
 // A malformed ACK gets no reply: an ACK is never answered (RFC 3261 17.1.1.3:
 // the ACK to a non-2xx is part of the INVITE transaction; the ACK to a 2xx is
 // a transaction of its own that has no response, 13.2.2.4).
 func TestUDPMalformedACKNotAnswered(t *testing.T) {
+	testtier.RequiresSockets(t)
 	s, _, port := startServer(t, 1, Config{})
 	c, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
 	if err != nil {
@@ -35,6 +38,7 @@ func TestUDPMalformedACKNotAnswered(t *testing.T) {
 // version gets 505 (RFC 3261 21.5.7, RFC 4475 3.1.2.16) at the
 // address it came from, since its Via, of that version, cannot be read.
 func TestUDPBadRequestLineAnswered(t *testing.T) {
+	testtier.RequiresSockets(t)
 	_, _, port := startServer(t, 2, Config{})
 	c, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/shard/timer"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // Handler is what the application runs on a shard. Each function is called
@@ -27,7 +27,7 @@ import (
 type Handler struct {
 	// Message receives a parsed and validated message whose Call-ID hashes
 	// to this shard. m and its views are valid only during the call.
-	Message func(sh *Shard, m *parser.Message, from Peer)
+	Message func(sh *Shard, m *parser.Message, from transport.Peer)
 	// Timer receives the payload of a timer started on sh.Timers().
 	Timer func(sh *Shard, p timer.Payload)
 	// Tick runs after each timer advance, about every Config.Tick (optional).
@@ -36,7 +36,7 @@ type Handler struct {
 	// connection to it could be opened (optional): the dial failed or
 	// never completed. It runs on the shard's loop, outside any other
 	// handler call.
-	SendFailed func(sh *Shard, peer Peer)
+	SendFailed func(sh *Shard, peer transport.Peer)
 }
 
 // MaxShards and MaxListeners bound Config.Shards and Config.Listen.
@@ -49,7 +49,7 @@ const (
 // loop. Create it with New, start it with Start, stop it with Shutdown.
 type Server struct {
 	cfg       Config
-	listen    []listenAddr
+	listen    []transport.Listen
 	newHander func(*Shard) Handler
 	log       *slog.Logger
 	metrics   *metrics.Set
@@ -98,12 +98,10 @@ func New(cfg Config, newHandler func(*Shard) Handler, log *slog.Logger, set *met
 		s.metrics = metrics.NewSet()
 	}
 	for i, l := range cfg.Listen {
-		la, err := parseListen(l)
+		// Port 0 is refused: every loop binds the port with SO_REUSEPORT.
+		la, err := transport.ParseListen(l)
 		if err != nil {
 			return nil, fmt.Errorf("shard: listen[%d]: %w", i, err)
-		}
-		if la.addr.Port() == 0 {
-			return nil, fmt.Errorf("shard: listen[%d]: %q: port 0 is not supported (every loop binds the port with SO_REUSEPORT)", i, l)
 		}
 		s.listen = append(s.listen, la)
 	}
@@ -132,7 +130,7 @@ func (s *Server) Start() error {
 	}
 	addrs := make([]string, len(s.listen))
 	for i, l := range s.listen {
-		addrs[i] = l.raw
+		addrs[i] = l.String()
 	}
 	s.running.Add(1)
 	go func() {
@@ -206,16 +204,15 @@ func (s *Server) checkBuffers() {
 // names it.
 func (s *Server) probeListen() error {
 	for i, l := range s.listen {
-		_, hostport, _ := strings.Cut(l.raw, "://")
 		var c io.Closer
 		var err error
-		if l.transport == UDP {
-			c, err = net.ListenPacket("udp", hostport)
+		if l.Transport == transport.UDP {
+			c, err = net.ListenPacket("udp", l.Addr.String())
 		} else {
-			c, err = net.Listen("tcp", hostport)
+			c, err = net.Listen("tcp", l.Addr.String())
 		}
 		if err != nil {
-			return fmt.Errorf("shard: listen[%d]: %q: %w", i, l.raw, err)
+			return fmt.Errorf("shard: listen[%d]: %q: %w", i, l.String(), err)
 		}
 		c.Close()
 	}
@@ -226,13 +223,12 @@ func (s *Server) probeListen() error {
 func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
 	s.engine = eng
 	for i, l := range s.listen {
-		if l.transport != UDP {
+		if l.Transport != transport.UDP {
 			continue
 		}
-		_, hostport, _ := strings.Cut(l.raw, "://")
-		fd, err := eng.DupListener("udp", hostport)
+		fd, err := eng.DupListener("udp", l.Addr.String())
 		if err != nil {
-			s.started <- fmt.Errorf("cannot dup UDP listener %s: %w", l.raw, err)
+			s.started <- fmt.Errorf("cannot dup UDP listener %s: %w", l.String(), err)
 			return gnet.Shutdown
 		}
 		s.udpFD[i] = fd

@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sipedge/sipedge/internal/testtier"
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // freePort returns a port free for both UDP and TCP on 127.0.0.1.
@@ -46,7 +48,7 @@ type responder struct {
 
 func (r *responder) handler(sh *Shard) Handler {
 	var out []byte
-	return Handler{Message: func(sh *Shard, m *parser.Message, from Peer) {
+	return Handler{Message: func(sh *Shard, m *parser.Message, from transport.Peer) {
 		if sh.srv.OwnerOf(m.CallID()) != sh.Index() {
 			r.wrong.Add(1)
 		}
@@ -107,6 +109,7 @@ func readUDP(t *testing.T, c *net.UDPConn) string {
 }
 
 func TestUDPOptionsAcrossShards(t *testing.T) {
+	testtier.RequiresSockets(t)
 	s, r, port := startServer(t, 2, Config{})
 	c, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
 	if err != nil {
@@ -144,6 +147,7 @@ func TestUDPOptionsAcrossShards(t *testing.T) {
 }
 
 func TestUDPMalformedRequestAnswered400(t *testing.T) {
+	testtier.RequiresSockets(t)
 	s, _, port := startServer(t, 2, Config{})
 	c, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
 	if err != nil {
@@ -183,6 +187,7 @@ func TestUDPMalformedRequestAnswered400(t *testing.T) {
 }
 
 func TestTCPOptionsKeepAliveAndFraming(t *testing.T) {
+	testtier.RequiresSockets(t)
 	s, _, port := startServer(t, 2, Config{})
 	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 	if err != nil {
@@ -249,6 +254,7 @@ func TestTCPOptionsKeepAliveAndFraming(t *testing.T) {
 }
 
 func TestTCPConnectionCapPerIP(t *testing.T) {
+	testtier.RequiresSockets(t)
 	_, _, port := startServer(t, 1, Config{TCP: TCPConfig{MaxConnsPerIP: 2}})
 	var conns []net.Conn
 	for i := 0; i < 3; i++ {
@@ -303,6 +309,7 @@ func TestMintCallIDHashesToShard(t *testing.T) {
 }
 
 func TestFloodBanExemptsTrunks(t *testing.T) {
+	testtier.RequiresSockets(t)
 	exempt := netip.MustParseAddr("127.0.0.2")
 	s, r, port := startServer(t, 1, Config{Flood: FloodConfig{PerSecond: 5, Ban: time.Minute,
 		Exempt: func(a netip.Addr) bool { return a == exempt }}})
@@ -342,6 +349,7 @@ func TestFloodBanExemptsTrunks(t *testing.T) {
 // TestIPv6Listeners: an IPv6 UDP and TCP listener answer over [::1], and a
 // UDP reply leaves from the listening port.
 func TestIPv6Listeners(t *testing.T) {
+	testtier.RequiresSockets(t)
 	l, err := net.ListenPacket("udp6", "[::1]:0")
 	if err != nil {
 		// Said on stderr too, so that a run without -v does not hide it.
@@ -392,6 +400,7 @@ func TestIPv6Listeners(t *testing.T) {
 // A datagram to a peer of the other address family than the listener it
 // names (a B-leg names listener 0) leaves from a listener of its family.
 func TestUDPSendPicksFamily(t *testing.T) {
+	testtier.RequiresSockets(t)
 	v6, err := net.ListenUDP("udp6", &net.UDPAddr{IP: net.IPv6loopback})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "SKIP TestUDPSendPicksFamily: no IPv6 loopback: %v\n", err)
@@ -421,7 +430,9 @@ func TestUDPSendPicksFamily(t *testing.T) {
 		to := tc.to.LocalAddr().(*net.UDPAddr).AddrPort()
 		to = netip.AddrPortFrom(to.Addr().Unmap(), to.Port())
 		msg := fmt.Sprintf("OPTIONS sip:x SIP/2.0\r\nX: %d\r\n\r\n", i)
-		onShard(sh, func() { sh.Send(Peer{Addr: to, Transport: UDP, Listener: tc.listener}, []byte(msg)) })
+		onShard(sh, func() {
+			sh.Send(transport.Peer{Addr: to, Transport: transport.UDP, Conn: uint64(tc.listener)}, []byte(msg))
+		})
 		buf := make([]byte, 1024)
 		tc.to.SetReadDeadline(time.Now().Add(2 * time.Second))
 		n, from, err := tc.to.ReadFromUDP(buf)
@@ -438,6 +449,7 @@ func TestUDPSendPicksFamily(t *testing.T) {
 // address: SO_REUSEPORT would otherwise let it bind too, and the kernel
 // would split the port's traffic (dialogs included) between the two.
 func TestStartRefusesAPortInUse(t *testing.T) {
+	testtier.RequiresSockets(t)
 	_, _, port := startServer(t, 1, Config{})
 	for _, l := range []string{fmt.Sprintf("udp://127.0.0.1:%d", port), fmt.Sprintf("tcp://127.0.0.1:%d", port)} {
 		s, err := New(Config{Shards: 1, Listen: []string{l}}, func(*Shard) Handler { return Handler{} }, nil, nil)

@@ -13,36 +13,8 @@ import (
 
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/shard/timer"
+	"github.com/sipedge/sipedge/transport"
 )
-
-// Transport is the transport a message travels on.
-type Transport uint8
-
-const (
-	UDP Transport = iota + 1
-	TCP
-)
-
-func (t Transport) String() string {
-	switch t {
-	case UDP:
-		return "UDP"
-	case TCP:
-		return "TCP"
-	}
-	return "?"
-}
-
-// Reliable reports whether the transport retransmits by itself (RFC 3261 17).
-func (t Transport) Reliable() bool { return t == TCP }
-
-// Peer is where a message came from or goes to.
-type Peer struct {
-	Addr      netip.AddrPort
-	Transport Transport
-	Listener  uint8  // index in Config.Listen of the local socket
-	Conn      ConnID // the stream connection, 0 for UDP or a new connection
-}
 
 // ConnID names a stream connection: the loop it lives on and a sequence
 // number, so any shard can route bytes to it.
@@ -58,7 +30,7 @@ type packet struct {
 	out  bool // bytes to write on Conn, not a message to handle
 	buf  []byte
 	msg  parser.Message
-	peer Peer
+	peer transport.Peer
 }
 
 var packetPool = sync.Pool{New: func() any { return new(packet) }}
@@ -215,7 +187,7 @@ func Inspect(m *parser.Message, buf []byte, lim *parser.Limits, supported []stri
 // receive handles one received message (a datagram, or a framed stream
 // message) on this loop: Inspect, then delivery here or hand-over to the
 // Call-ID's owner, or the stateless answer to a malformed request.
-func (sh *Shard) receive(buf []byte, from Peer) {
+func (sh *Shard) receive(buf []byte, from transport.Peer) {
 	m := &sh.msg
 	if err := Inspect(m, buf, &sh.srv.cfg.Limits, sh.srv.cfg.Supported); err != nil {
 		sh.reject(m, err, from)
@@ -228,7 +200,7 @@ func (sh *Shard) receive(buf []byte, from Peer) {
 
 // dispatch runs m here if this shard owns its Call-ID, else hands a copy to
 // the owner.
-func (sh *Shard) dispatch(m *parser.Message, from Peer) {
+func (sh *Shard) dispatch(m *parser.Message, from transport.Peer) {
 	owner := sh.srv.OwnerOf(m.CallID())
 	if owner == sh.idx {
 		sh.deliver(m, from)
@@ -247,7 +219,7 @@ func (sh *Shard) dispatch(m *parser.Message, from Peer) {
 	dst.wake()
 }
 
-func (sh *Shard) deliver(m *parser.Message, from Peer) {
+func (sh *Shard) deliver(m *parser.Message, from transport.Peer) {
 	if sh.handler.Message != nil {
 		sh.handler.Message(sh, m, from)
 	}
@@ -258,7 +230,7 @@ func (sh *Shard) deliver(m *parser.Message, from Peer) {
 // drops a malformed response (RFC 3261 18.1.2) or ACK (parser.Answer). A
 // request whose top Via cannot be read cannot be answered either, and is
 // dropped.
-func (sh *Shard) reject(m *parser.Message, err error, from Peer) {
+func (sh *Shard) reject(m *parser.Message, err error, from transport.Peer) {
 	m.SetSource(from.Addr) // as in receive
 	code, reason, reply := Reply(m, err)
 	sh.m.countParseError(code, m.IsResponse())
@@ -288,7 +260,7 @@ func AppendReject(dst []byte, m *parser.Message, code int, reason string, tag []
 // where its top Via says (ResponseTarget); for a 505, whose top Via is of
 // another SIP version that this one cannot read, the address and port the
 // request came from.
-func RejectTarget(m *parser.Message, from Peer) Peer {
+func RejectTarget(m *parser.Message, from transport.Peer) transport.Peer {
 	var via parser.Via
 	if m.TopVia(&via) != nil {
 		return from
@@ -340,8 +312,8 @@ func echoable(m *parser.Message) bool {
 // (RFC 3261 18.2.2, RFC 3581 4): the source address, with the port
 // parser.Via.ResponsePort names. On a stream the request's connection
 // comes first; the address is for a new one if it is gone.
-func ResponseTarget(via *parser.Via, from Peer) Peer {
-	port := via.ResponsePort(from.Addr.Port(), from.Transport != UDP)
+func ResponseTarget(via *parser.Via, from transport.Peer) transport.Peer {
+	port := via.ResponsePort(from.Addr.Port(), from.Transport.Reliable())
 	from.Addr = netip.AddrPortFrom(from.Addr.Addr(), port)
 	return from
 }
@@ -350,9 +322,9 @@ func ResponseTarget(via *parser.Via, from Peer) Peer {
 // Send returns. UDP leaves from the listening socket's port; a stream
 // message goes on peer.Conn when it is set and open, else on a connection to
 // peer.Addr, dialled if needed.
-func (sh *Shard) Send(peer Peer, b []byte) {
+func (sh *Shard) Send(peer transport.Peer, b []byte) {
 	sh.m.countOut(b)
-	if peer.Transport == UDP {
+	if peer.Transport == transport.UDP {
 		sh.sendUDP(peer, b)
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // tcpConn is the shard's state of one stream connection; it lives on the
@@ -18,7 +19,7 @@ type tcpConn struct {
 	sh       *Shard
 	c        gnet.Conn // nil until an outbound dial completes
 	id       ConnID
-	peer     Peer
+	peer     transport.Peer
 	outbound bool
 	failed   atomic.Bool // an outbound dial failed (set by the dialling goroutine)
 	pending  [][]byte    // messages queued while dialling
@@ -71,7 +72,7 @@ func (sh *Shard) openTCP(c gnet.Conn) ([]byte, gnet.Action) {
 	}
 	sh.seq++
 	tc := &tcpConn{sh: sh, c: c, id: newConnID(sh.idx, sh.seq), opened: now, lastRead: now, partial: -1}
-	tc.peer = Peer{Addr: ap, Transport: TCP, Listener: s.listenerOf(c.LocalAddr(), TCP), Conn: tc.id}
+	tc.peer = transport.Peer{Addr: ap, Transport: transport.TCP, Conn: uint64(tc.id)}
 	c.SetContext(tc)
 	sh.conns[tc.id] = tc
 	sh.m.tcpConns.Inc()
@@ -215,9 +216,9 @@ func (sh *Shard) flushTCP() {
 
 // sendTCP sends on the peer's connection, wherever it lives, or on an
 // outbound connection to the peer's address, reused by address.
-func (sh *Shard) sendTCP(peer Peer, b []byte) {
-	if peer.Conn != 0 {
-		if owner := peer.Conn.shard(); owner != sh.idx {
+func (sh *Shard) sendTCP(peer transport.Peer, b []byte) {
+	if id := ConnID(peer.Conn); id != 0 {
+		if owner := id.shard(); owner != sh.idx {
 			p := packetPool.Get().(*packet)
 			p.out, p.peer = true, peer
 			p.buf = append(p.buf[:0], b...)
@@ -230,7 +231,7 @@ func (sh *Shard) sendTCP(peer Peer, b []byte) {
 			dst.wake()
 			return
 		}
-		if sh.writeTCP(peer.Conn, b) {
+		if sh.writeTCP(id, b) {
 			return
 		}
 		// The connection is gone: a new one to the address (RFC 3261
@@ -254,10 +255,10 @@ func (sh *Shard) sendTCP(peer Peer, b []byte) {
 // arrive on this loop, where the Call-IDs this shard mints belong. It
 // leaves from a listen address (dialFrom) and gives up after
 // FirstDataTimeout; the connecting is done off the loop.
-func (sh *Shard) dial(peer Peer) *tcpConn {
+func (sh *Shard) dial(peer transport.Peer) *tcpConn {
 	sh.seq++
 	tc := &tcpConn{sh: sh, id: newConnID(sh.idx, sh.seq), outbound: true, partial: -1, opened: sh.Now()}
-	tc.peer = Peer{Addr: peer.Addr, Transport: TCP, Listener: peer.Listener, Conn: tc.id}
+	tc.peer = transport.Peer{Addr: peer.Addr, Transport: transport.TCP, Conn: uint64(tc.id)}
 	sh.dials[peer.Addr] = tc
 	sh.conns[tc.id] = tc
 	d := &net.Dialer{Timeout: sh.srv.cfg.TCP.FirstDataTimeout}
@@ -297,10 +298,10 @@ func enroll(loop gnet.EventLoop, d *net.Dialer, tc *tcpConn) error {
 // its listening socket already: the listen address is the one sipedge
 // advertises (Via, Contact), and the one carriers allow-list.
 func (s *Server) dialFrom(peer netip.Addr) netip.Addr {
-	for _, tp := range [...]Transport{TCP, UDP} {
+	for _, tp := range [...]transport.Kind{transport.TCP, transport.UDP} {
 		for _, l := range s.listen {
-			a := l.addr.Addr()
-			if l.transport != tp || a.Is4() != peer.Is4() || a.IsLoopback() != peer.IsLoopback() {
+			a := l.Addr.Addr()
+			if l.Transport != tp || a.Is4() != peer.Is4() || a.IsLoopback() != peer.IsLoopback() {
 				continue
 			}
 			if a.IsUnspecified() {
@@ -333,7 +334,7 @@ func (sh *Shard) dropDial(id ConnID, tc *tcpConn) {
 		delete(sh.dials, tc.peer.Addr)
 	}
 	if lost > 0 && sh.handler.SendFailed != nil {
-		sh.handler.SendFailed(sh, Peer{Addr: tc.peer.Addr, Transport: TCP, Listener: tc.peer.Listener})
+		sh.handler.SendFailed(sh, transport.Peer{Addr: tc.peer.Addr, Transport: transport.TCP})
 	}
 }
 

@@ -14,7 +14,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sipedge/sipedge/internal/testtier"
 	"github.com/sipedge/sipedge/shard/timer"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // optionsBatch is n OPTIONS requests in one write, each to be answered.
@@ -37,6 +39,7 @@ func onShard(sh *Shard, f func()) {
 // MaxQueued bytes wait for it (past what the kernel holds), instead of
 // growing the shard's memory without bound.
 func TestTCPPeerThatDoesNotReadIsClosed(t *testing.T) {
+	testtier.RequiresSockets(t)
 	const maxQueued = 256 << 10
 	s, _, port := startServer(t, 1, Config{TCP: TCPConfig{MaxQueued: maxQueued}})
 	// A small receive buffer, and never read. Set before connecting: set
@@ -98,6 +101,7 @@ func TestTCPPeerThatDoesNotReadIsClosed(t *testing.T) {
 // The flood bound counts messages, not reads: a source packing 90 requests
 // into each segment is banned like one sending them one by one.
 func TestTCPFloodCountsMessages(t *testing.T) {
+	testtier.RequiresSockets(t)
 	s, r, port := startServer(t, 1, Config{Flood: FloodConfig{PerSecond: 200, Ban: time.Minute}})
 	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 	if err != nil {
@@ -131,6 +135,7 @@ func TestTCPFloodCountsMessages(t *testing.T) {
 // not sent. It used to live outside the shard's tables, never swept nor
 // reused, and sent a message the caller had moved past.
 func TestTCPLateDialIsClosed(t *testing.T) {
+	testtier.RequiresSockets(t)
 	s, _, _ := startServer(t, 1, Config{TCP: TCPConfig{FirstDataTimeout: time.Second}})
 	// A listener whose accept queue is full drops SYNs: the client
 	// retransmits them at about 1 s and 3 s.
@@ -159,7 +164,7 @@ func TestTCPLateDialIsClosed(t *testing.T) {
 	}
 	sh := s.Shards()[0]
 	onShard(sh, func() {
-		sh.Send(Peer{Addr: netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port()), Transport: TCP}, []byte("STALE\r\n"))
+		sh.Send(transport.Peer{Addr: netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port()), Transport: transport.TCP}, []byte("STALE\r\n"))
 	})
 	time.Sleep(2200 * time.Millisecond) // the sweep drops the dial between 1 s and 2 s
 	var lost int
@@ -210,6 +215,7 @@ func TestTCPLateDialIsClosed(t *testing.T) {
 // from another shard goes on a new connection to the peer's address (RFC
 // 3261 18.2.2: for a response, the sent-by port), as on the owner itself.
 func TestTCPHandedOverToAClosedConnectionDials(t *testing.T) {
+	testtier.RequiresSockets(t)
 	s, _, _ := startServer(t, 2, Config{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -232,7 +238,7 @@ func TestTCPHandedOverToAClosedConnectionDials(t *testing.T) {
 	gone := newConnID(0, 1<<20) // a connection of shard 0 that no longer exists
 	from := s.Shards()[1]
 	onShard(from, func() {
-		from.Send(Peer{Addr: netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port()), Transport: TCP, Conn: gone}, []byte("SIP/2.0 200 OK\r\n"))
+		from.Send(transport.Peer{Addr: netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port()), Transport: transport.TCP, Conn: uint64(gone)}, []byte("SIP/2.0 200 OK\r\n"))
 	})
 	select {
 	case g := <-got:
@@ -262,6 +268,7 @@ func TestTCPSourceKey(t *testing.T) {
 // A datagram is answered from the UDP socket it came in on, also when a TCP
 // listener on the same address and port comes first in the list.
 func TestListenerOfMatchesTransport(t *testing.T) {
+	testtier.RequiresSockets(t)
 	port := freePort(t)
 	s, err := New(Config{Listen: []string{fmt.Sprintf("tcp://127.0.0.1:%d", port), fmt.Sprintf("udp://127.0.0.1:%d", port)}},
 		(&responder{byShard: map[int]int{}}).handler, nil, nil)
@@ -269,10 +276,10 @@ func TestListenerOfMatchesTransport(t *testing.T) {
 		t.Fatal(err)
 	}
 	local := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port}
-	if got := s.listenerOf(local, UDP); got != 1 {
+	if got := s.listenerOf(local, transport.UDP); got != 1 {
 		t.Errorf("UDP listener %d, want 1", got)
 	}
-	if got := s.listenerOf(local, TCP); got != 0 {
+	if got := s.listenerOf(local, transport.TCP); got != 0 {
 		t.Errorf("TCP listener %d, want 0", got)
 	}
 }
@@ -282,6 +289,7 @@ func TestListenerOfMatchesTransport(t *testing.T) {
 // at whatever address the datagram claims to come from. The same request
 // without it is answered 400.
 func TestNoReplyEchoesABareCR(t *testing.T) {
+	testtier.RequiresSockets(t)
 	_, _, port := startServer(t, 1, Config{})
 	c, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
 	if err != nil {
@@ -308,6 +316,7 @@ func TestNoReplyEchoesABareCR(t *testing.T) {
 // start line are ignored) is not the start of a message: the whole-message
 // timeout must not close the connection for it.
 func TestTCPLoneCRLFNotTimedOut(t *testing.T) {
+	testtier.RequiresSockets(t)
 	s, _, port := startServer(t, 1, Config{TCP: TCPConfig{MessageTimeout: time.Second}})
 	sh := s.Shards()[0]
 	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
@@ -356,10 +365,11 @@ func TestTCPLoneCRLFNotTimedOut(t *testing.T) {
 // published to OnTick: a shard with it pending is woken every tick, not
 // once a second.
 func TestTimerStartedOnSendFailedKeepsShardAwake(t *testing.T) {
+	testtier.RequiresSockets(t)
 	port := freePort(t)
 	failed := make(chan struct{}, 1)
 	s, err := New(Config{Shards: 1, Listen: []string{fmt.Sprintf("udp://127.0.0.1:%d", port)}}, func(*Shard) Handler {
-		return Handler{SendFailed: func(sh *Shard, _ Peer) {
+		return Handler{SendFailed: func(sh *Shard, _ transport.Peer) {
 			sh.Timers().StartAt(sh.Now()+time.Hour, timer.Payload{})
 			failed <- struct{}{}
 		}}
@@ -374,7 +384,7 @@ func TestTimerStartedOnSendFailedKeepsShardAwake(t *testing.T) {
 	closed := freePort(t) // nothing listens: the dial is refused
 	sh := s.Shards()[0]
 	onShard(sh, func() {
-		sh.Send(Peer{Addr: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(closed)), Transport: TCP}, []byte("X\r\n"))
+		sh.Send(transport.Peer{Addr: netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(closed)), Transport: transport.TCP}, []byte("X\r\n"))
 	})
 	<-failed
 	var pending int64
@@ -421,6 +431,7 @@ func TestFloodCountsIPv6By64(t *testing.T) {
 // and Contact, and the one carriers allow-list; the kernel's choice of
 // source (the route's) may be another of the host's addresses.
 func TestTCPDialFromListenAddress(t *testing.T) {
+	testtier.RequiresSockets(t)
 	port := freePort(t)
 	s, err := New(Config{Shards: 1, Listen: []string{fmt.Sprintf("tcp://127.0.0.2:%d", port)}},
 		func(*Shard) Handler { return Handler{} }, nil, nil)
@@ -439,7 +450,7 @@ func TestTCPDialFromListenAddress(t *testing.T) {
 	sh := s.Shards()[0]
 	to := ln.Addr().(*net.TCPAddr).AddrPort()
 	onShard(sh, func() {
-		sh.Send(Peer{Addr: netip.AddrPortFrom(to.Addr().Unmap(), to.Port()), Transport: TCP}, []byte("X\r\n"))
+		sh.Send(transport.Peer{Addr: netip.AddrPortFrom(to.Addr().Unmap(), to.Port()), Transport: transport.TCP}, []byte("X\r\n"))
 	})
 	ln.(*net.TCPListener).SetDeadline(time.Now().Add(3 * time.Second))
 	c, err := ln.Accept()

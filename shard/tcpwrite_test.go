@@ -8,15 +8,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sipedge/sipedge/internal/testtier"
 )
 
 // The replies to a batch of requests read in one go are written to the
 // connection together when the loop is done with the read (flushTCP):
 // all of them, whole and in order, and nothing stays queued.
 func TestTCPRepliesOfABatchInOrder(t *testing.T) {
-	if testing.Short() {
-		t.Skip("TCP batch: opens sockets")
-	}
+	testtier.RequiresSockets(t)
 	const n = 50
 	s, _, port := startServer(t, 1, Config{})
 	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))

@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/dialog/txn"
+	"github.com/sipedge/sipedge/internal/testtier"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/shard/timer"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // txnResponder answers OPTIONS through a real transaction table per shard,
@@ -33,19 +35,11 @@ func (r *txnResponder) handler(sh *Shard) Handler {
 		panic(err)
 	}
 	var out []byte
-	// The transaction layer's peer back to the runtime's: the connection
-	// on TCP; over UDP the one listener of these tests.
-	peer := func(p txn.Peer) Peer {
-		if p.Transport == txn.TransportTCP {
-			return Peer{Addr: p.Addr, Transport: TCP, Conn: ConnID(p.Conn)}
-		}
-		return Peer{Addr: p.Addr, Transport: UDP}
-	}
 	apply := func(m *parser.Message) {
 		for _, a := range tab.Actions() {
 			switch a.Kind {
 			case txn.ActSend:
-				sh.Send(peer(a.Peer), a.Data)
+				sh.Send(a.Peer, a.Data)
 			case txn.ActRequest:
 				r.delivered.Add(1)
 				out = parser.AppendResponse(out[:0], m, 200, "OK", []byte("srv"))
@@ -55,7 +49,7 @@ func (r *txnResponder) handler(sh *Shard) Handler {
 					if tab.Respond(h, out, sh.Now()) == nil {
 						for _, a := range tab.Actions() {
 							if a.Kind == txn.ActSend {
-								sh.Send(peer(a.Peer), a.Data)
+								sh.Send(a.Peer, a.Data)
 							}
 						}
 					}
@@ -64,12 +58,8 @@ func (r *txnResponder) handler(sh *Shard) Handler {
 		}
 	}
 	return Handler{
-		Message: func(sh *Shard, m *parser.Message, from Peer) {
-			tp := txn.Peer{Addr: from.Addr, Transport: txn.TransportUDP, Conn: uint64(from.Conn)}
-			if from.Transport == TCP {
-				tp.Transport = txn.TransportTCP
-			}
-			if tab.ReceiveRequest(m, tp, sh.Now()) == nil {
+		Message: func(sh *Shard, m *parser.Message, from transport.Peer) {
+			if tab.ReceiveRequest(m, from, sh.Now()) == nil {
 				apply(m)
 			}
 		},
@@ -85,6 +75,7 @@ func (r *txnResponder) handler(sh *Shard) Handler {
 // by its transaction without reaching the responder; a malformed request is
 // answered 400.
 func TestOptionsRetransmissionAbsorbed(t *testing.T) {
+	testtier.RequiresSockets(t)
 	port := freePort(t)
 	r := &txnResponder{}
 	s, err := New(Config{Shards: 2, Listen: []string{fmt.Sprintf("udp://127.0.0.1:%d", port), fmt.Sprintf("tcp://127.0.0.1:%d", port)}},

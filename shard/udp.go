@@ -8,6 +8,8 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
+
+	"github.com/sipedge/sipedge/transport"
 )
 
 // UDP I/O in batches: a loop reads every datagram a socket holds with
@@ -65,7 +67,7 @@ func (u *udpIO) init(maxMessage int) {
 // other one the socket holds.
 func (sh *Shard) readUDP(c gnet.Conn) {
 	buf, _ := c.Next(-1)
-	listener := sh.srv.listenerOf(c.LocalAddr(), UDP)
+	listener := sh.srv.listenerOf(c.LocalAddr(), transport.UDP)
 	if len(buf) > sh.srv.cfg.Limits.MaxMessageSize {
 		sh.m.oversize.Inc() // RFC 3261 18.1.1 wants such messages on TCP
 	} else {
@@ -128,7 +130,7 @@ func (sh *Shard) datagram(buf []byte, from netip.AddrPort, listener uint8) {
 	if IsKeepAlive(buf) {
 		return // RFC 5626 over UDP is STUN, not CRLF; stray CRLFs are ignored
 	}
-	sh.receive(buf, Peer{Addr: from, Transport: UDP, Listener: listener})
+	sh.receive(buf, transport.Peer{Addr: from, Transport: transport.UDP, Conn: uint64(listener)})
 }
 
 // IsKeepAlive reports whether a datagram is a stray keep-alive, up to four
@@ -146,10 +148,10 @@ func IsKeepAlive(b []byte) bool {
 }
 
 // sendUDP queues a datagram; flushUDP sends it.
-func (sh *Shard) sendUDP(peer Peer, b []byte) {
+func (sh *Shard) sendUDP(peer transport.Peer, b []byte) {
 	a := peer.Addr.Addr()
 	v4 := a.Is4() || a.Is4In6()
-	fd := sh.srv.sendFD(peer.Listener, v4)
+	fd := sh.srv.sendFD(uint8(peer.Conn), v4)
 	if fd < 0 {
 		sh.m.sendErrors.Inc()
 		return
@@ -256,7 +258,7 @@ func (s *Server) sendFD(listener uint8, v4 bool) int {
 	named := -1
 	if int(listener) < len(s.udpFD) {
 		named = s.udpFD[listener]
-		if named >= 0 && s.listen[listener].addr.Addr().Is4() == v4 {
+		if named >= 0 && s.listen[listener].Addr.Addr().Is4() == v4 {
 			return named
 		}
 	}
@@ -272,7 +274,7 @@ func (s *Server) sendFD(listener uint8, v4 bool) int {
 // anyUDPFD returns a UDP socket of the wanted family, or -1.
 func (s *Server) anyUDPFD(v4 bool) int {
 	for i, l := range s.listen {
-		if l.transport == UDP && s.udpFD[i] >= 0 && l.addr.Addr().Is4() == v4 {
+		if l.Transport == transport.UDP && s.udpFD[i] >= 0 && l.Addr.Addr().Is4() == v4 {
 			return s.udpFD[i]
 		}
 	}
@@ -280,10 +282,10 @@ func (s *Server) anyUDPFD(v4 bool) int {
 }
 
 // listenerOf finds the listener a local address belongs to.
-func (s *Server) listenerOf(local net.Addr, tp Transport) uint8 {
+func (s *Server) listenerOf(local net.Addr, tp transport.Kind) uint8 {
 	ap := addrPortOf(local)
 	for i, l := range s.listen {
-		if l.transport == tp && l.addr.Port() == ap.Port() && (l.addr.Addr() == ap.Addr() || l.addr.Addr().IsUnspecified()) {
+		if l.Transport == tp && l.Addr.Port() == ap.Port() && (l.Addr.Addr() == ap.Addr() || l.Addr.Addr().IsUnspecified()) {
 			return uint8(i)
 		}
 	}

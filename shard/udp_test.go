@@ -12,6 +12,9 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 	"golang.org/x/sys/unix"
+
+	"github.com/sipedge/sipedge/internal/testtier"
+	"github.com/sipedge/sipedge/transport"
 )
 
 func TestSockaddrRoundTrip(t *testing.T) {
@@ -45,9 +48,7 @@ func TestSockaddrRoundTrip(t *testing.T) {
 // A burst of datagrams is read in batches and answered in batches: every
 // one answered, in order, each from the listening port.
 func TestUDPBurst(t *testing.T) {
-	if testing.Short() {
-		t.Skip("UDP burst: opens sockets")
-	}
+	testtier.RequiresSockets(t)
 	const burst = 3*udpBatch + 5
 	_, r, port := startServer(t, 1, Config{})
 	c, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
@@ -77,9 +78,7 @@ func TestUDPBurst(t *testing.T) {
 // A datagram the kernel refuses is counted and dropped; those queued with
 // it still leave.
 func TestUDPFlushSkipsRefused(t *testing.T) {
-	if testing.Short() {
-		t.Skip("UDP flush: opens sockets")
-	}
+	testtier.RequiresSockets(t)
 	set := metrics.NewSet()
 	port := freePort(t)
 	s, err := New(Config{Listen: []string{fmt.Sprintf("udp://127.0.0.1:%d", port)}, Shards: 1},
@@ -101,9 +100,9 @@ func TestUDPFlushSkipsRefused(t *testing.T) {
 	sh := s.Shards()[0]
 	done := make(chan struct{})
 	sh.Post(func() {
-		sh.Send(Peer{Addr: to, Transport: UDP}, []byte("one"))
-		sh.Send(Peer{Addr: refused, Transport: UDP}, []byte("lost"))
-		sh.Send(Peer{Addr: to, Transport: UDP}, []byte("two"))
+		sh.Send(transport.Peer{Addr: to, Transport: transport.UDP}, []byte("one"))
+		sh.Send(transport.Peer{Addr: refused, Transport: transport.UDP}, []byte("lost"))
+		sh.Send(transport.Peer{Addr: to, Transport: transport.UDP}, []byte("two"))
 		close(done)
 	})
 	<-done

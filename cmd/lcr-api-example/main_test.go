@@ -12,6 +12,8 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/sipedge/sipedge/internal/testtier"
+	"github.com/sipedge/sipedge/route"
 	"github.com/sipedge/sipedge/route/lcr"
 )
 
@@ -107,6 +109,7 @@ func TestParseDeck(t *testing.T) {
 // TestServer: longest prefix, cheapest first, an empty list when nothing
 // matches, the TTL, and the errors.
 func TestServer(t *testing.T) {
+	testtier.RequiresSockets(t)
 	ts := newServer(t, "1,a,ga,0.02,USD\n1,b,gb,0.01,USD\n1202,c,gc,0.03\n1202,d,gd,0.005\n", "")
 	f := func(number, want string) {
 		t.Helper()
@@ -146,6 +149,7 @@ func TestServer(t *testing.T) {
 }
 
 func TestServerAuth(t *testing.T) {
+	testtier.RequiresSockets(t)
 	ts := newServer(t, "1,a,ga,0.02\n", "Bearer s3cret")
 	body := `{"dialed_number":"1"}`
 	if code, _ := post(t, ts.URL+"/route", body, nil); code != 401 {
@@ -159,6 +163,7 @@ func TestServerAuth(t *testing.T) {
 // TestWithResolver: sipedge's client against the example server, in
 // process: API mode in a minute.
 func TestWithResolver(t *testing.T) {
+	testtier.RequiresSockets(t)
 	ts := newServer(t, string(exampleDeck), "Bearer k")
 	r, err := lcr.New(lcr.Options{APIURL: ts.URL + "/route", AuthHeader: "Bearer k",
 		Metrics: metrics.NewSet(), Log: slog.New(slog.DiscardHandler)})
@@ -170,7 +175,7 @@ func TestWithResolver(t *testing.T) {
 	r.Lookup(&lcr.Request{CallID: "c1", DialedNumber: "+12025550123", Source: lcr.CallSource{TrunkGroup: "cust-trunks"}},
 		func(d lcr.Decision) { ch <- d })
 	d := <-ch
-	if d.Source != lcr.SourceLCR || len(d.Routes) != 2 || d.Routes[0].CarrierID != "carrier-a" ||
+	if d.Source != route.SourceLCR || len(d.Routes) != 2 || d.Routes[0].CarrierID != "carrier-a" ||
 		d.Routes[0].Rate != 0.0028 || d.Routes[1].CarrierID != "carrier-b" || d.TTL.Seconds() != 120 || d.Routes[0].RerouteCauses != nil {
 		t.Fatalf("decision %+v", d)
 	}

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sipedge/sipedge/internal/testtier"
 )
 
 // TestMain makes the test binary sipedge itself when SIPEDGE_TEST_MAIN is
@@ -31,6 +33,7 @@ func TestMain(m *testing.M) {
 // child is held inside its start by a Redis that accepts the connection and
 // never answers, so the signal lands there every time.
 func TestSIGHUPDuringStartup(t *testing.T) {
+	testtier.RequiresSockets(t)
 	cmd, lines, exited := runStalledInStart(t)
 	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
@@ -48,6 +51,7 @@ func TestSIGHUPDuringStartup(t *testing.T) {
 // os/signal drops what a full channel cannot take, so the signals must be
 // read while sipedge starts, not left to fill the channel.
 func TestSIGTERMBehindSIGHUPsDuringStartup(t *testing.T) {
+	testtier.RequiresSockets(t)
 	cmd, lines, exited := runStalledInStart(t)
 	for range 6 {
 		if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
@@ -163,6 +167,7 @@ func waitLog(t *testing.T, lines <-chan string, exited <-chan error, want string
 // A CDR file that cannot be opened stops the start with the field that
 // names it, like every other configuration problem.
 func TestCDRFileErrorNamesField(t *testing.T) {
+	testtier.RequiresSockets(t)
 	defer slog.SetDefault(slog.Default())
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "sipedge.yaml")
@@ -192,6 +197,7 @@ func TestCheckConfigRedact(t *testing.T) {
 lcr: { api_url: "http://user:url-secret-22@127.0.0.1:8080/route", auth_header: "Bearer hdr-secret-33" }
 cache: [{ name: lcr, url: "redis://:cache-secret-44@127.0.0.1:6379" }]
 ratelimit: { redis: "redis://:rl-secret-55@127.0.0.1:6379" }
+fleet: { redis: "redis://:fleet-secret-66@127.0.0.1:6379", node_id: edge-1 }
 gateway:
   groups:
     - name: carrier-a
@@ -201,7 +207,7 @@ gateway:
 	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	secrets := []string{"tok-secret-11", "url-secret-22", "hdr-secret-33", "cache-secret-44", "rl-secret-55", "pw-from-env-77"}
+	secrets := []string{"tok-secret-11", "url-secret-22", "hdr-secret-33", "cache-secret-44", "rl-secret-55", "fleet-secret-66", "pw-from-env-77"}
 	var plain, redacted, stderr strings.Builder
 	if code := run([]string{"check-config", "-config", cfg}, &plain, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())

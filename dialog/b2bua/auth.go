@@ -5,9 +5,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sipedge/sipedge/carrier"
 	"github.com/sipedge/sipedge/dialog/digest"
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // challenge is a carrier's Digest challenge to a B-leg INVITE and the
@@ -49,7 +51,7 @@ const maxAuthTries = 2
 // algorithm or realm), or the carrier challenges again a request that
 // carried them, with no stale nonce to explain it: it refused them.
 func (e *Engine) answerChallenge(c *Call, m *parser.Message, code int) bool {
-	a, ok := e.challengeOf(&c.target, "call_id", c.a.callID, m, code, c.authTries)
+	a, ok := e.challengeOf(&c.att.dial, "call_id", c.a.callID, m, code, c.att.authTries)
 	if !ok {
 		return false
 	}
@@ -57,7 +59,7 @@ func (e *Engine) answerChallenge(c *Call, m *parser.Message, code int) bool {
 	if ainv == nil {
 		return false
 	}
-	c.authTries++
+	c.att.authTries++
 	if !e.sendInvite(c, ainv, a) {
 		return false // logged; the challenge is the attempt's failure
 	}
@@ -70,21 +72,15 @@ func (e *Engine) answerChallenge(c *Call, m *parser.Message, code int) bool {
 // answers to the request it challenges (the RFC 3261 22.2 loop guard: a
 // second challenge only for a stale nonce); false, counted and warned of
 // (the call named by idKey and callID), when it answers none.
-func (e *Engine) challengeOf(t *Target, idKey string, callID []byte, m *parser.Message, code int, tries uint8) (*challenge, bool) {
-	var (
-		cr    digest.Credentials
-		realm string
-		ok    bool
-	)
-	if e.env.Credentials != nil {
-		cr, realm, ok = e.env.Credentials(t)
-	}
-	if !ok {
+func (e *Engine) challengeOf(t *carrier.Dial, idKey string, callID []byte, m *parser.Message, code int, tries uint8) (*challenge, bool) {
+	acct := e.env.Carriers.Credentials(t)
+	if acct == nil {
 		e.m.authNoCredentials.Inc()
 		return nil, false
 	}
-	a := &e.auth
-	a.proxy, a.cr = code == 407, cr
+	realm := acct.Realm
+	a := &e.tmp.auth
+	a.proxy, a.cr = code == 407, digest.Credentials{Username: acct.Username, Password: acct.Password}
 	kind := parser.HeaderWWWAuthenticate
 	if a.proxy {
 		kind = parser.HeaderProxyAuthenticate
@@ -118,19 +114,19 @@ func (e *Engine) challengeOf(t *Target, idKey string, callID []byte, m *parser.M
 // caller gets the failure as 403 (appendRelayedResponse).
 func (e *Engine) answerRelayChallenge(c *Call, role txnRole, m *parser.Message, code int) bool {
 	r := &c.relays[role.slot]
-	a, ok := e.challengeOf(&c.target, "call_id", c.a.callID, m, code, r.authTries)
+	a, ok := e.challengeOf(&c.att.dial, "call_id", c.a.callID, m, code, r.authTries)
 	if !ok {
 		return false
 	}
 	r.authTries++
-	req := &e.areq // the caller's request (parseRelayed)
+	req := &e.tmp.areq // the caller's request (parseRelayed)
 	mf, present, _ := req.MaxForwards()
 	if !present {
 		mf = 70
 	}
 	B := &c.b
 	B.cseq++
-	b := e.appendRequestHead(e.out[:0], string(req.MethodBytes()), B, B.cseq, max(mf-1, 0))
+	b := e.appendRequestHead(e.tmp.out[:0], string(req.MethodBytes()), B, B.cseq, max(mf-1, 0))
 	if dialogForming(req.Method()) {
 		b = e.appendContact(b, B)
 	}
@@ -145,7 +141,7 @@ func (e *Engine) answerRelayChallenge(c *Call, role txnRole, m *parser.Message, 
 		}
 		B.ackCopy, B.ackAuth = append(B.ackCopy[:0], b[at:]...), true
 	}
-	e.out = appendBodyOf(b, req)
+	e.tmp.out = appendBodyOf(b, req)
 	h, err := e.sendBuilt(B.peer)
 	if err != nil {
 		return false
@@ -168,58 +164,58 @@ func (e *Engine) answerRelayChallenge(c *Call, role txnRole, m *parser.Message, 
 // given back with it (unwatch): a warm engine reuses them, and holds as
 // many as it has such BYEs in flight.
 type carrierBye struct {
-	target Target
+	target carrier.Dial
 	tries  uint8
 	next   int32 // the free list
 }
 
 // watchCarrierBye watches h, a BYE sent to t's carrier, past its call's end.
-func (e *Engine) watchCarrierBye(h txn.Handle, t *Target) {
-	i := e.byeFree
+func (e *Engine) watchCarrierBye(h txn.Handle, t *carrier.Dial) {
+	i := e.byes.free
 	if i >= 0 {
-		e.byeFree = e.byes[i].next
+		e.byes.free = e.byes.list[i].next
 	} else {
-		i = int32(len(e.byes))
-		e.byes = append(e.byes, carrierBye{})
+		i = int32(len(e.byes.list))
+		e.byes.list = append(e.byes.list, carrierBye{})
 	}
-	b := &e.byes[i] // not a literal: see watch
+	b := &e.byes.list[i] // not a literal: see watch
 	b.target, b.tries, b.next = *t, 0, -1
 	e.setRole(h, roleCarrierBye).bye = i
 }
 
-// freeCarrierBye gives entry i of e.byes back, its Target cleared: the
+// freeCarrierBye gives entry i of e.byes.list back, its Dial cleared: the
 // Gateway it names is not kept alive past the BYE.
 func (e *Engine) freeCarrierBye(i int32) {
-	e.byes[i] = carrierBye{next: e.byeFree}
-	e.byeFree = i
+	e.byes.list[i] = carrierBye{next: e.byes.free}
+	e.byes.free = i
 }
 
 var byeMethod = []byte("BYE")
 
 // answerByeChallenge answers the carrier's 401 or 407 to bye, a BYE
-// sipedge sent it in transaction h (entry i of e.byes), with the
+// sipedge sent it in transaction h (entry i of e.byes.list), with the
 // credentials of its gateway group: the BYE again in the same dialog, a
 // new transaction with the next CSeq (RFC 3261 8.1.3.5, 22.2), under the
 // same rules as the INVITE's (challengeOf: once, and once more on a stale
 // nonce). The new transaction takes h's entry. False when sipedge cannot
 // answer: the carrier ends the call on its own timers.
-func (e *Engine) answerByeChallenge(h txn.Handle, i int32, m *parser.Message, code int, bye []byte, peer txn.Peer) bool {
-	p := &e.byes[i]
+func (e *Engine) answerByeChallenge(h txn.Handle, i int32, m *parser.Message, code int, bye []byte, peer transport.Peer) bool {
+	p := &e.byes.list[i]
 	a, ok := e.challengeOf(&p.target, "b_call_id", m.CallID(), m, code, p.tries)
 	if !ok {
 		return false
 	}
-	b, uri, body, ok := e.appendByeAgain(e.out[:0], bye)
+	b, uri, body, ok := e.appendByeAgain(e.tmp.out[:0], bye)
 	if !ok {
 		return false
 	}
 	b = a.appendCredentials(b, uri, body, byeMethod)
-	e.out = parser.AppendBody(b, "", body)
+	e.tmp.out = parser.AppendBody(b, "", body)
 	again, err := e.sendBuilt(peer)
 	if err != nil {
 		return false
 	}
-	e.byes[i].tries++
+	e.byes.list[i].tries++
 	e.roles[h.Index()] = txnRole{} // the entry goes with the new BYE
 	e.setRole(again, roleCarrierBye).bye = i
 	e.m.authAnswered.Inc()
@@ -234,7 +230,7 @@ func (e *Engine) answerByeChallenge(h txn.Handle, i int32, m *parser.Message, co
 // CSeq, and neither the credentials it carried nor Content-Length, which
 // the caller appends after the new ones. It returns the Request-URI and
 // the body, views into bye. bye holds one header a line under the names
-// sipedge writes; dst must be empty, e.req recording the method and the
+// sipedge writes; dst must be empty, e.tmp.req recording the method and the
 // branch for sendBuilt.
 func (e *Engine) appendByeAgain(dst, bye []byte) (_, uri, body []byte, ok bool) {
 	end := bytes.Index(bye, crlfcrlf)
@@ -242,7 +238,7 @@ func (e *Engine) appendByeAgain(dst, bye []byte) (_, uri, body []byte, ok bool) 
 		return dst, nil, nil, false
 	}
 	head, body := bye[:end], bye[end+len(crlfcrlf):]
-	e.req = txn.Built{}
+	e.tmp.req = txn.Built{}
 	for first := true; len(head) > 0; first = false {
 		var line []byte
 		if k := bytes.Index(head, crlf); k >= 0 {
@@ -257,9 +253,9 @@ func (e *Engine) appendByeAgain(dst, bye []byte) (_, uri, body []byte, ok bool) 
 				return dst, nil, nil, false
 			}
 			dst = append(dst, line...)
-			e.req.Method = span(0, dst[:sp])
+			e.tmp.req.Method = span(0, dst[:sp])
 			uri = line[sp+1 : last]
-		case e.req.Branch.End == 0 && bytes.HasPrefix(line, viaPrefix): // sipedge's
+		case e.tmp.req.Branch.End == 0 && bytes.HasPrefix(line, viaPrefix): // sipedge's
 			k := bytes.Index(line, branchParam)
 			if k < 0 {
 				return dst, nil, nil, false
@@ -272,7 +268,7 @@ func (e *Engine) appendByeAgain(dst, bye []byte) (_, uri, body []byte, ok bool) 
 			dst = append(dst, line[:k]...)
 			at := len(dst)
 			dst = randomToken(append(dst, "z9hG4bK"...), 16)
-			e.req.Branch = span(at, dst)
+			e.tmp.req.Branch = span(at, dst)
 			dst = append(dst, line[k+n:]...)
 		case bytes.HasPrefix(line, cseqPrefix):
 			num, method, _ := bytes.Cut(line[len(cseqPrefix):], space)
@@ -286,7 +282,7 @@ func (e *Engine) appendByeAgain(dst, bye []byte) (_, uri, body []byte, ok bool) 
 			if n+1 >= 1<<31 { // RFC 3261 8.1.1.5: below 2**31
 				return dst, nil, nil, false
 			}
-			e.req.CSeq = uint32(n + 1)
+			e.tmp.req.CSeq = uint32(n + 1)
 			dst = append(dst, cseqPrefix...)
 			dst = strconv.AppendUint(dst, n+1, 10)
 			dst = append(append(dst, ' '), method...)
@@ -298,7 +294,7 @@ func (e *Engine) appendByeAgain(dst, bye []byte) (_, uri, body []byte, ok bool) 
 		}
 		dst = append(dst, crlf...)
 	}
-	if e.req.Branch.End == 0 || e.req.CSeq == 0 {
+	if e.tmp.req.Branch.End == 0 || e.tmp.req.CSeq == 0 {
 		return dst, nil, nil, false
 	}
 	return dst, uri, body, true
@@ -328,12 +324,12 @@ const authLogInterval = time.Minute
 // next (and all of them in sipedge_carrier_auth_challenges_total). The
 // call is named by idKey and callID: "call_id" and the caller's Call-ID,
 // or "b_call_id" and the carrier's for a BYE, sent as the call ended.
-func (e *Engine) warnAuth(t *Target, idKey string, callID []byte, msg string, code int, challenge string) {
-	if e.authLogged && e.now-e.authLogAt < authLogInterval {
-		e.authSuppressed++
+func (e *Engine) warnAuth(t *carrier.Dial, idKey string, callID []byte, msg string, code int, challenge string) {
+	if e.authLog.logged && e.now-e.authLog.at < authLogInterval {
+		e.authLog.suppressed++
 		return
 	}
 	e.env.Log.Warn(msg, "carrier", t.CarrierID, "group", t.Group, "code", code,
-		"challenge", challenge, idKey, string(callID), "suppressed_since_last", e.authSuppressed)
-	e.authLogged, e.authLogAt, e.authSuppressed = true, e.now, 0
+		"challenge", challenge, idKey, string(callID), "suppressed_since_last", e.authLog.suppressed)
+	e.authLog.logged, e.authLog.at, e.authLog.suppressed = true, e.now, 0
 }

@@ -5,10 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sipedge/sipedge/carrier"
 	"github.com/sipedge/sipedge/dialog/digest"
-	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/route"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // byeChallenge is the carrier's challenge in these tests, nonce and
@@ -23,13 +24,13 @@ func (r *rig) answerCallRouted() (aTag string) {
 	r.t.Helper()
 	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
 	r.expect(caller, "SIP/2.0 100 Trying")
-	binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	binv := r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
 	ok := strings.Replace(carrierResponse(binv, 200, "OK", sdp), "Contact: ",
 		"Record-Route: <sip:rr1.carrier.example.net;lr>, <sip:rr2.carrier.example.net;lr>\r\nContact: ", 1)
-	r.recv(carrier, ok)
+	r.recv(carrierA, ok)
 	aTag = tagOf(r.t, r.expect(caller, "SIP/2.0 200 OK")[0], parser.HeaderTo)
 	r.recv(caller, ackFromCaller(aTag))
-	r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")
+	r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")
 	return aTag
 }
 
@@ -41,7 +42,7 @@ func (r *rig) hangUp(aTag string) *parser.Message {
 		"X-Keep: cause-16\r\nContent-Length: 0", 1)
 	r.recv(caller, bye)
 	r.expect(caller, "SIP/2.0 200 OK")
-	return r.expect(carrier, "BYE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	return r.expect(carrierA, "BYE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
 }
 
 // carrierByes counts the BYEs to carriers the engine keeps for a
@@ -55,11 +56,11 @@ func carrierByes(t *testing.T, e *Engine) int {
 		}
 	}
 	free := 0
-	for i := e.byeFree; i >= 0; i = e.byes[i].next {
+	for i := e.byes.free; i >= 0; i = e.byes.list[i].next {
 		free++
 	}
-	if n+free != len(e.byes) {
-		t.Fatalf("%d BYEs watched and %d entries free, of %d", n, free, len(e.byes))
+	if n+free != len(e.byes.list) {
+		t.Fatalf("%d BYEs watched and %d entries free, of %d", n, free, len(e.byes.list))
 	}
 	return n
 }
@@ -110,11 +111,10 @@ func TestCarrierByeChallengeAnswered(t *testing.T) {
 			r := newRig(t, nil)
 			r.creds = map[string]digest.Credentials{"carrier-a": carrierAccount}
 			if tc.tcp {
-				resolve := r.e.env.Resolve
-				r.e.env.Resolve = func(rt *route.Route, key uint64) (Target, string) {
-					t, reason := resolve(rt, key)
-					t.Peer.Transport = txn.TransportTCP
-					return t, reason
+				r.c.reserve = func(rt *route.Route, _ uint64, d *carrier.Dial) string {
+					reason := reserveGateway(rt, d)
+					d.Peer.Transport = transport.TCP
+					return reason
 				}
 			}
 			bye := r.hangUp(r.answerCallRouted())
@@ -127,8 +127,8 @@ func TestCarrierByeChallengeAnswered(t *testing.T) {
 			if carrierByes(t, r.e) != 1 {
 				t.Fatal("the BYE to the carrier is not watched")
 			}
-			r.recv(carrier, challengeTo(bye, tc.code, byeChallenge("n-bye", `, opaque="op4"`)))
-			again := r.expect(carrier, "BYE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+			r.recv(carrierA, challengeTo(bye, tc.code, byeChallenge("n-bye", `, opaque="op4"`)))
+			again := r.expect(carrierA, "BYE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
 			r.expect(caller)
 			sameDialog(t, bye, again)
 			if p := checkCredentials(t, again, tc.answer, "carrier.example.net", "n-bye"); p["opaque"] != "op4" {
@@ -141,9 +141,9 @@ func TestCarrierByeChallengeAnswered(t *testing.T) {
 				t.Fatalf("%d challenges counted answered, want 1", got)
 			}
 
-			r.recv(carrier, carrierResponse(again, 200, "OK", ""))
+			r.recv(carrierA, carrierResponse(again, 200, "OK", ""))
 			r.advance(time.Minute) // the transactions' timers run out
-			r.expect(carrier)
+			r.expect(carrierA)
 			r.expect(caller)
 			if n := carrierByes(t, r.e); n != 0 || r.e.Transactions() != 0 {
 				t.Fatalf("%d BYEs and %d transactions kept after the 200", n, r.e.Transactions())
@@ -163,11 +163,11 @@ func TestCarrierByeChallengeRefused(t *testing.T) {
 	r.creds = map[string]digest.Credentials{"carrier-a": carrierAccount}
 	_, aTag := r.answerCall()
 	bye := r.hangUp(aTag)
-	r.recv(carrier, challengeTo(bye, 401, byeChallenge("n1", "")))
-	again := r.expect(carrier, "BYE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	r.recv(carrierA, challengeTo(bye, 401, byeChallenge("n1", "")))
+	again := r.expect(carrierA, "BYE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
 	checkCredentials(t, again, parser.HeaderAuthorization, "carrier.example.net", "n1")
-	r.recv(carrier, challengeTo(again, 401, byeChallenge("n2", "")))
-	r.expect(carrier)
+	r.recv(carrierA, challengeTo(again, 401, byeChallenge("n2", "")))
+	r.expect(carrierA)
 	if got := r.e.m.authRefused.Get(); got != 1 {
 		t.Fatalf("%d challenges counted refused, want 1", got)
 	}
@@ -192,14 +192,14 @@ func TestCarrierByeChallengeStale(t *testing.T) {
 		if i > 0 {
 			stale = ", stale=true"
 		}
-		r.recv(carrier, challengeTo(bye, 407, byeChallenge(nonce, stale)))
-		again := r.expect(carrier, "BYE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+		r.recv(carrierA, challengeTo(bye, 407, byeChallenge(nonce, stale)))
+		again := r.expect(carrierA, "BYE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
 		sameDialog(t, bye, again)
 		checkCredentials(t, again, parser.HeaderProxyAuthorization, "carrier.example.net", nonce)
 		bye = again
 	}
-	r.recv(carrier, challengeTo(bye, 407, byeChallenge("n3", ", stale=true")))
-	r.expect(carrier)
+	r.recv(carrierA, challengeTo(bye, 407, byeChallenge("n3", ", stale=true")))
+	r.expect(carrierA)
 	if a, f := r.e.m.authAnswered.Get(), r.e.m.authRefused.Get(); a != 2 || f != 1 {
 		t.Fatalf("%d answered, %d refused: want 2 and 1", a, f)
 	}
@@ -217,8 +217,8 @@ func TestCarrierByeChallengeUnanswered(t *testing.T) {
 			r.creds, r.realm = tc.creds, tc.realm
 			_, aTag := r.answerCall()
 			bye := r.hangUp(aTag)
-			r.recv(carrier, challengeTo(bye, 407, byeChallenge("n1", "")))
-			r.expect(carrier)
+			r.recv(carrierA, challengeTo(bye, 407, byeChallenge("n1", "")))
+			r.expect(carrierA)
 			r.expect(caller)
 			if tc.count(r.e) != 1 || r.e.m.authAnswered.Get() != 0 {
 				t.Fatal("the challenge was not counted unanswered")
@@ -236,7 +236,7 @@ func TestCarrierByeChallengeUnanswered(t *testing.T) {
 		_, aTag := r.answerCall()
 		r.hangUp(aTag)
 		r.advance(time.Minute)
-		r.take(carrier) // the BYE's retransmissions
+		r.take(carrierA) // the BYE's retransmissions
 		if n := carrierByes(t, r.e); n != 0 || r.e.Transactions() != 0 {
 			t.Fatalf("%d BYEs and %d transactions kept", n, r.e.Transactions())
 		}
@@ -251,13 +251,13 @@ func TestCallerByeChallengeNotAnswered(t *testing.T) {
 	r := newRig(t, nil)
 	r.creds = map[string]digest.Credentials{"carrier-a": carrierAccount}
 	binv, _ := r.answerCall()
-	r.recv(carrier, inDialogFromCarrier(t, binv, "BYE", 1))
-	r.expect(carrier, "SIP/2.0 200 OK")
+	r.recv(carrierA, inDialogFromCarrier(t, binv, "BYE", 1))
+	r.expect(carrierA, "SIP/2.0 200 OK")
 	bye := r.expect(caller, "BYE sip:alice@caller.example.org:5061 SIP/2.0")[0]
 	r.recv(caller, challengeTo(bye, 407, `Digest realm="caller.example.org", nonce="n1"`))
 	r.advance(time.Minute)
 	r.expect(caller)
-	r.expect(carrier)
+	r.expect(carrierA)
 	if n := r.e.m.authAnswered.Get() + r.e.m.authRefused.Get() + r.e.m.authNoCredentials.Get() + r.e.m.authUnanswerable.Get(); n != 0 {
 		t.Fatalf("the caller's challenge was counted as a carrier's (%d)", n)
 	}
@@ -274,16 +274,16 @@ func TestMaxDurationByeChallengeAnswered(t *testing.T) {
 	r.answerCallRouted()
 	r.advance(time.Minute)
 	r.expect(caller, "BYE sip:alice@caller.example.org:5061 SIP/2.0")
-	bye := r.expect(carrier, "BYE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
-	if s := r.summary(); s.HangupSide != "system" {
+	bye := r.expect(carrierA, "BYE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	if s := r.summary(); s.HangupSide.String() != "system" {
 		t.Fatalf("hung up by %q", s.HangupSide)
 	}
-	r.recv(carrier, challengeTo(bye, 401, byeChallenge("n-max", "")))
-	again := r.expect(carrier, "BYE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	r.recv(carrierA, challengeTo(bye, 401, byeChallenge("n-max", "")))
+	again := r.expect(carrierA, "BYE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
 	sameDialog(t, bye, again)
 	checkCredentials(t, again, parser.HeaderAuthorization, "carrier.example.net", "n-max")
-	r.recv(carrier, carrierResponse(again, 200, "OK", ""))
-	r.expect(carrier)
+	r.recv(carrierA, carrierResponse(again, 200, "OK", ""))
+	r.expect(carrierA)
 	if n := carrierByes(t, r.e); n != 0 {
 		t.Fatalf("%d BYEs kept", n)
 	}

@@ -98,11 +98,11 @@ func TestCarrierChallengeAnswered(t *testing.T) {
 	r := newRig(t, nil)
 	r.creds = map[string]digest.Credentials{"carrier-a": carrierAccount}
 	inv1 := r.startCall()
-	r.recv(carrier, carrierResponse(inv1, 100, "Trying", ""))
-	r.recv(carrier, challengeTo(inv1, 407,
+	r.recv(carrierA, carrierResponse(inv1, 100, "Trying", ""))
+	r.recv(carrierA, challengeTo(inv1, 407,
 		`Basic realm="carrier.example.net"`,
 		`Digest realm="carrier.example.net", nonce="n0nce-1", qop="auth", algorithm=MD5, opaque="op4que"`))
-	msgs := r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0", "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")
+	msgs := r.expect(carrierA, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0", "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")
 	r.expect(caller) // the challenge is sipedge's business
 	inv2 := msgs[1]
 	if hdr(inv2, parser.HeaderCallID) != hdr(inv1, parser.HeaderCallID) || tagOf(t, inv2, parser.HeaderFrom) != tagOf(t, inv1, parser.HeaderFrom) ||
@@ -122,22 +122,22 @@ func TestCarrierChallengeAnswered(t *testing.T) {
 		t.Fatalf("credentials %v: opaque and algorithm not echoed", p)
 	}
 
-	r.recv(carrier, carrierResponse(inv2, 180, "Ringing", ""))
+	r.recv(carrierA, carrierResponse(inv2, 180, "Ringing", ""))
 	r.expect(caller, "SIP/2.0 180 Ringing")
-	r.recv(carrier, carrierResponse(inv2, 200, "OK", sdp))
+	r.recv(carrierA, carrierResponse(inv2, 200, "OK", sdp))
 	ok := r.expect(caller, "SIP/2.0 200 OK")[0]
 	aTag := tagOf(t, ok, parser.HeaderTo)
 	r.recv(caller, ackFromCaller(aTag))
-	ack := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	ack := r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
 	if c := cseqOf(t, ack); c.Num != 2 {
 		t.Fatalf("the ACK's CSeq is %d, want the answered INVITE's, 2", c.Num)
 	}
 	r.recv(caller, inDialogFromCaller("BYE", "bye", 11, aTag, ""))
-	bye := r.expect(carrier, "BYE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	bye := r.expect(carrierA, "BYE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
 	if c := cseqOf(t, bye); c.Num != 3 {
 		t.Fatalf("the BYE's CSeq is %d, want 3", c.Num)
 	}
-	r.recv(carrier, carrierResponse(bye, 200, "OK", ""))
+	r.recv(carrierA, carrierResponse(bye, 200, "OK", ""))
 	r.expect(caller, "SIP/2.0 200 OK")
 	if s := r.summary(); s.FinalCode != 200 || len(s.Attempts) != 0 {
 		t.Fatalf("final %d, attempts %+v", s.FinalCode, s.Attempts)
@@ -154,11 +154,11 @@ func TestCarrierChallengeRefused(t *testing.T) {
 	r := newRig(t, nil)
 	r.creds = map[string]digest.Credentials{"carrier-a": carrierAccount}
 	inv1 := r.startCall()
-	r.recv(carrier, challengeTo(inv1, 401, `Digest realm="carrier.example.net", nonce="n1", qop="auth"`))
-	inv2 := r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0", "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[1]
+	r.recv(carrierA, challengeTo(inv1, 401, `Digest realm="carrier.example.net", nonce="n1", qop="auth"`))
+	inv2 := r.expect(carrierA, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0", "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[1]
 	checkCredentials(t, inv2, parser.HeaderAuthorization, "carrier.example.net", "n1")
-	r.recv(carrier, challengeTo(inv2, 401, `Digest realm="carrier.example.net", nonce="n2", qop="auth"`))
-	r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.recv(carrierA, challengeTo(inv2, 401, `Digest realm="carrier.example.net", nonce="n2", qop="auth"`))
+	r.expect(carrierA, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
 	f := r.expect(caller, "SIP/2.0 403 Forbidden")[0]
 	if f.Count(parser.HeaderWWWAuthenticate) != 0 {
 		t.Fatalf("the carrier's challenge reached the caller:\n%s", f.Bytes())
@@ -183,15 +183,15 @@ func TestCarrierChallengeStale(t *testing.T) {
 		if i > 0 {
 			stale = ", stale=TRUE"
 		}
-		r.recv(carrier, challengeTo(inv, 407, `Digest realm="carrier.example.net", nonce="`+nonce+`", qop="auth"`+stale))
-		inv = r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0", "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[1]
+		r.recv(carrierA, challengeTo(inv, 407, `Digest realm="carrier.example.net", nonce="`+nonce+`", qop="auth"`+stale))
+		inv = r.expect(carrierA, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0", "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[1]
 		checkCredentials(t, inv, parser.HeaderProxyAuthorization, "carrier.example.net", nonce)
 		if c := cseqOf(t, inv); c.Num != uint32(i+2) {
 			t.Fatalf("CSeq %d, want %d", c.Num, i+2)
 		}
 	}
-	r.recv(carrier, challengeTo(inv, 407, `Digest realm="carrier.example.net", nonce="n3", qop="auth", stale=true`))
-	r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.recv(carrierA, challengeTo(inv, 407, `Digest realm="carrier.example.net", nonce="n3", qop="auth", stale=true`))
+	r.expect(carrierA, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
 	r.expect(caller, "SIP/2.0 403 Forbidden")
 }
 
@@ -217,8 +217,8 @@ func TestCarrierChallengeUnanswered(t *testing.T) {
 			r := twoCarriers(t, routeA, routeB)
 			r.creds, r.realm = tc.creds, tc.realm
 			inv := r.startCall()
-			r.recv(carrier, challengeTo(inv, 407, challenge))
-			r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
+			r.recv(carrierA, challengeTo(inv, 407, challenge))
+			r.expect(carrierA, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
 			r.expect(carrierB)
 			f := r.expect(caller, "SIP/2.0 403 Forbidden")[0]
 			if f.Count(parser.HeaderProxyAuthenticate) != 0 {
@@ -237,8 +237,8 @@ func TestCarrierChallengeUnanswered(t *testing.T) {
 		a.RerouteCauses = []int{407}
 		r := twoCarriers(t, a, routeB)
 		inv := r.startCall()
-		r.recv(carrier, challengeTo(inv, 407, challenge))
-		r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
+		r.recv(carrierA, challengeTo(inv, 407, challenge))
+		r.expect(carrierA, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
 		r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")
 		r.expect(caller)
 	})
@@ -262,9 +262,9 @@ func TestInDialogChallengeRelayedAs403(t *testing.T) {
 	_, aTag := r.answerCall()
 	r.recv(caller, inDialogFromCaller("INVITE", "re1", 11, aTag, sdp))
 	r.expect(caller, "SIP/2.0 100 Trying")
-	reinv := r.expect(carrier, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
-	r.recv(carrier, challengeTo(reinv, 407, `Digest realm="carrier.example.net", nonce="n1"`))
-	r.take(carrier) // the ACK
+	reinv := r.expect(carrierA, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	r.recv(carrierA, challengeTo(reinv, 407, `Digest realm="carrier.example.net", nonce="n1"`))
+	r.take(carrierA) // the ACK
 	f := r.expect(caller, "SIP/2.0 403 Forbidden")[0]
 	if f.Count(parser.HeaderProxyAuthenticate) != 0 {
 		t.Fatalf("the carrier's challenge reached the caller:\n%s", f.Bytes())
@@ -280,31 +280,31 @@ func TestCarrierChallengeACKCarriesCredentials(t *testing.T) {
 	r := newRig(t, nil)
 	r.creds = map[string]digest.Credentials{"carrier-a": carrierAccount}
 	inv1 := r.startCall()
-	r.recv(carrier, challengeTo(inv1, 407, `Digest realm="carrier.example.net", nonce="n1", qop="auth"`))
-	inv2 := r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0", "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[1]
+	r.recv(carrierA, challengeTo(inv1, 407, `Digest realm="carrier.example.net", nonce="n1", qop="auth"`))
+	inv2 := r.expect(carrierA, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0", "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[1]
 	creds := hdr(inv2, parser.HeaderProxyAuthorization)
 	ok2xx := carrierResponse(inv2, 200, "OK", sdp)
-	r.recv(carrier, ok2xx)
+	r.recv(carrierA, ok2xx)
 	ok := r.expect(caller, "SIP/2.0 200 OK")[0]
 	aTag := tagOf(t, ok, parser.HeaderTo)
 	r.recv(caller, ackFromCaller(aTag))
-	ack := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	ack := r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
 	if ack.Count(parser.HeaderProxyAuthorization) != 1 || hdr(ack, parser.HeaderProxyAuthorization) != creds {
 		t.Fatalf("the ACK does not repeat the INVITE's credentials %q:\n%s", creds, ack.Bytes())
 	}
-	r.recv(carrier, ok2xx) // the ACK was lost
-	again := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	r.recv(carrierA, ok2xx) // the ACK was lost
+	again := r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
 	if hdr(again, parser.HeaderProxyAuthorization) != creds {
 		t.Fatalf("the ACK sent again lacks the credentials:\n%s", again.Bytes())
 	}
 
 	r.recv(caller, inDialogFromCaller("INVITE", "re1", 11, aTag, sdp))
 	r.expect(caller, "SIP/2.0 100 Trying")
-	reinv := r.expect(carrier, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
-	r.recv(carrier, carrierResponse(reinv, 200, "OK", sdp))
+	reinv := r.expect(carrierA, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	r.recv(carrierA, carrierResponse(reinv, 200, "OK", sdp))
 	r.expect(caller, "SIP/2.0 200 OK")
 	r.recv(caller, inDialogFromCaller("ACK", "re1ack", 11, aTag, ""))
-	reack := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	reack := r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
 	if reack.Count(parser.HeaderProxyAuthorization) != 0 || cseqOf(t, reack).Num != cseqOf(t, reinv).Num {
 		t.Fatalf("the re-INVITE's ACK:\n%s", reack.Bytes())
 	}
@@ -315,10 +315,10 @@ func TestCarrierChallengeACKCarriesCredentials(t *testing.T) {
 		r := twoCarriers(t, a, routeB)
 		r.creds = map[string]digest.Credentials{"carrier-a": carrierAccount}
 		inv1 := r.startCall()
-		r.recv(carrier, challengeTo(inv1, 407, `Digest realm="carrier.example.net", nonce="n1", qop="auth"`))
-		inv2 := r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0", "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[1]
-		r.recv(carrier, challengeTo(inv2, 407, `Digest realm="carrier.example.net", nonce="n2", qop="auth"`))
-		r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
+		r.recv(carrierA, challengeTo(inv1, 407, `Digest realm="carrier.example.net", nonce="n1", qop="auth"`))
+		inv2 := r.expect(carrierA, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0", "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[1]
+		r.recv(carrierA, challengeTo(inv2, 407, `Digest realm="carrier.example.net", nonce="n2", qop="auth"`))
+		r.expect(carrierA, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
 		binv := r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")[0]
 		r.recv(carrierB, carrierResponse(binv, 200, "OK", sdp))
 		ok := r.expect(caller, "SIP/2.0 200 OK")[0]
@@ -335,8 +335,8 @@ func TestCarrierChallengeAnswerNotSent(t *testing.T) {
 	r := newRig(t, func(c *Config) { c.Txn.MaxTransactions = 2 }) // the caller's INVITE and the first B-leg INVITE
 	r.creds = map[string]digest.Credentials{"carrier-a": carrierAccount}
 	inv1 := r.startCall()
-	r.recv(carrier, challengeTo(inv1, 401, `Digest realm="carrier.example.net", nonce="n1", qop="auth"`))
-	r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.recv(carrierA, challengeTo(inv1, 401, `Digest realm="carrier.example.net", nonce="n1", qop="auth"`))
+	r.expect(carrierA, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
 	r.expect(caller, "SIP/2.0 403 Forbidden")
 	if got := r.e.m.authAnswered.Get(); got != 0 {
 		t.Fatalf("%d challenges counted answered, none was", got)
@@ -353,21 +353,21 @@ func TestCarrierChallengeAfterRingingCancelled(t *testing.T) {
 	inv := callerInvite("1", "a-call-1", "15551234")
 	r.recv(caller, inv)
 	r.expect(caller, "SIP/2.0 100 Trying")
-	inv1 := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
-	r.recv(carrier, carrierResponse(inv1, 180, "Ringing", ""))
+	inv1 := r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(carrierA, carrierResponse(inv1, 180, "Ringing", ""))
 	tag1 := tagOf(t, r.expect(caller, "SIP/2.0 180 Ringing")[0], parser.HeaderTo)
-	r.recv(carrier, challengeTo(inv1, 407, `Digest realm="carrier.example.net", nonce="n1", qop="auth"`))
-	inv2 := r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0", "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[1]
+	r.recv(carrierA, challengeTo(inv1, 407, `Digest realm="carrier.example.net", nonce="n1", qop="auth"`))
+	inv2 := r.expect(carrierA, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0", "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[1]
 	if tagOf(t, inv2, parser.HeaderTo) != "" {
 		t.Fatalf("the INVITE answering the challenge is in the challenged INVITE's early dialog:\n%s", inv2.Bytes())
 	}
-	r.recv(carrier, carrierResponse(inv2, 180, "Ringing", ""))
+	r.recv(carrierA, carrierResponse(inv2, 180, "Ringing", ""))
 	if tag2 := tagOf(t, r.expect(caller, "SIP/2.0 180 Ringing")[0], parser.HeaderTo); tag2 == tag1 {
 		t.Fatal("the second early dialog reached the caller with the first's To tag")
 	}
 	r.recv(caller, cancelOf(inv))
 	r.expect(caller, "SIP/2.0 200 OK", "SIP/2.0 487 Request Terminated")
-	bc := r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	bc := r.expect(carrierA, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
 	if viaBranch(t, bc) != viaBranch(t, inv2) || cseqOf(t, bc).Num != 2 {
 		t.Fatalf("the CANCEL is not the second INVITE's:\n%s", bc.Bytes())
 	}
@@ -383,9 +383,9 @@ func TestCarrierChallengeWarningsPaced(t *testing.T) {
 	call := func(n int) {
 		r.recv(caller, callerInvite(fmt.Sprint(n), fmt.Sprintf("a-call-%d", n), "15551234"))
 		r.take(caller)
-		inv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
-		r.recv(carrier, challengeTo(inv, 407, `Digest realm="carrier.example.net", nonce="n1"`))
-		r.take(carrier)
+		inv := r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+		r.recv(carrierA, challengeTo(inv, 407, `Digest realm="carrier.example.net", nonce="n1"`))
+		r.take(carrierA)
 		r.expect(caller, "SIP/2.0 403 Forbidden")
 	}
 	for n := range 3 {
@@ -417,19 +417,19 @@ func TestInDialogChallengeAnswered(t *testing.T) {
 
 	r.recv(caller, inDialogFromCaller("INVITE", "re1", 11, aTag, sdp))
 	r.expect(caller, "SIP/2.0 100 Trying")
-	re1 := r.expect(carrier, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
-	r.recv(carrier, challengeTo(re1, 407, `Digest realm="carrier.example.net", nonce="n-re", qop="auth"`))
-	re2 := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[1]
+	re1 := r.expect(carrierA, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	r.recv(carrierA, challengeTo(re1, 407, `Digest realm="carrier.example.net", nonce="n-re", qop="auth"`))
+	re2 := r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[1]
 	r.expect(caller)
 	checkCredentials(t, re2, parser.HeaderProxyAuthorization, "carrier.example.net", "n-re")
 	if c1, c2 := cseqOf(t, re1).Num, cseqOf(t, re2).Num; c1 <= first || c2 != c1+1 || viaBranch(t, re1) == viaBranch(t, re2) ||
 		tagOf(t, re2, parser.HeaderTo) != "btag9" || string(re2.Body()) != sdp {
 		t.Fatalf("the answered re-INVITE:\n%s", re2.Bytes())
 	}
-	r.recv(carrier, carrierResponse(re2, 200, "OK", sdp))
+	r.recv(carrierA, carrierResponse(re2, 200, "OK", sdp))
 	r.expect(caller, "SIP/2.0 200 OK")
 	r.recv(caller, strings.Replace(ackFromCaller(aTag), "CSeq: 10 ACK", "CSeq: 11 ACK", 1))
-	ack := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	ack := r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
 	if cseqOf(t, ack).Num != cseqOf(t, re2).Num {
 		t.Fatalf("the ACK's CSeq %d, want the answered re-INVITE's %d", cseqOf(t, ack).Num, cseqOf(t, re2).Num)
 	}
@@ -438,17 +438,17 @@ func TestInDialogChallengeAnswered(t *testing.T) {
 	}
 
 	r.recv(caller, inDialogFromCaller("INFO", "info1", 12, aTag, ""))
-	info1 := r.expect(carrier, "INFO sip:gw@carrier.example.net:5070 SIP/2.0")[0]
-	r.recv(carrier, challengeTo(info1, 401, `Digest realm="carrier.example.net", nonce="n-info"`))
-	info2 := r.expect(carrier, "INFO sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	info1 := r.expect(carrierA, "INFO sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	r.recv(carrierA, challengeTo(info1, 401, `Digest realm="carrier.example.net", nonce="n-info"`))
+	info2 := r.expect(carrierA, "INFO sip:gw@carrier.example.net:5070 SIP/2.0")[0]
 	p := digestParams(t, string(info2.Get(parser.HeaderAuthorization)))
 	if want := md5hex(md5hex(carrierAccount.Username+":carrier.example.net:"+carrierAccount.Password) + ":n-info:" +
 		md5hex("INFO:"+string(info2.RequestURI()))); p["response"] != want {
 		t.Fatalf("INFO credentials %v, want response %s", p, want)
 	}
-	r.recv(carrier, challengeTo(info2, 401, `Digest realm="carrier.example.net", nonce="n-info2"`))
+	r.recv(carrierA, challengeTo(info2, 401, `Digest realm="carrier.example.net", nonce="n-info2"`))
 	r.expect(caller, "SIP/2.0 403 Forbidden")
-	r.expect(carrier)
+	r.expect(carrierA)
 }
 
 // The credentials of a challenged re-INVITE whose answer failed are not
@@ -459,20 +459,20 @@ func TestInDialogChallengeCredentialsNotCarriedOver(t *testing.T) {
 	_, aTag := r.answerCall()
 	r.recv(caller, inDialogFromCaller("INVITE", "re1", 11, aTag, sdp))
 	r.take(caller)
-	re1 := r.expect(carrier, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
-	r.recv(carrier, challengeTo(re1, 407, `Digest realm="carrier.example.net", nonce="n1"`))
-	re2 := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[1]
-	r.recv(carrier, carrierResponse(re2, 488, "Not Acceptable Here", ""))
-	r.take(carrier)
+	re1 := r.expect(carrierA, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	r.recv(carrierA, challengeTo(re1, 407, `Digest realm="carrier.example.net", nonce="n1"`))
+	re2 := r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[1]
+	r.recv(carrierA, carrierResponse(re2, 488, "Not Acceptable Here", ""))
+	r.take(carrierA)
 	r.expect(caller, "SIP/2.0 488 Not Acceptable Here")
 
 	r.recv(caller, inDialogFromCaller("INVITE", "re3", 12, aTag, sdp))
 	r.take(caller)
-	re3 := r.expect(carrier, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
-	r.recv(carrier, carrierResponse(re3, 200, "OK", sdp))
+	re3 := r.expect(carrierA, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	r.recv(carrierA, carrierResponse(re3, 200, "OK", sdp))
 	r.expect(caller, "SIP/2.0 200 OK")
 	r.recv(caller, strings.Replace(ackFromCaller(aTag), "CSeq: 10 ACK", "CSeq: 12 ACK", 1))
-	ack := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	ack := r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
 	if ack.Count(parser.HeaderProxyAuthorization) != 0 || cseqOf(t, ack).Num != cseqOf(t, re3).Num {
 		t.Fatalf("the ACK of an unchallenged re-INVITE:\n%s", ack.Bytes())
 	}

@@ -11,6 +11,7 @@ import (
 
 	vm "github.com/VictoriaMetrics/metrics"
 
+	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
 )
 
@@ -71,7 +72,7 @@ func TestTxnBudgetUnderFlood(t *testing.T) {
 		}
 	}
 	flood(300, "flood")
-	if r.e.sharedShortcuts.Load() == 0 {
+	if r.e.published.shortcuts.Load() == 0 {
 		t.Fatal("no transaction shortened: the flood put no pressure on the table")
 	}
 	if n := strings.Count(logs.String(), overBudget); n != 1 {
@@ -93,13 +94,13 @@ func TestTxnBudgetUnderFlood(t *testing.T) {
 	}
 
 	// The call goes on: 180, 200 relayed, the caller's ACK reaches the carrier.
-	r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
+	r.recv(carrierA, carrierResponse(binv, 180, "Ringing", ""))
 	aTag := tagOf(t, r.expect(caller, "SIP/2.0 180 Ringing")[0], parser.HeaderTo)
 	flood(100, "more") // still over budget
-	r.recv(carrier, carrierResponse(binv, 200, "OK", sdp))
+	r.recv(carrierA, carrierResponse(binv, 200, "OK", sdp))
 	r.expect(caller, "SIP/2.0 200 OK")
 	r.recv(caller, ackFromCaller(aTag))
-	r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")
+	r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")
 	if st := r.e.txns.Stats(); st.StoredBytes > budget+64<<10 {
 		t.Fatalf("the table keeps %d bytes, budget %d", st.StoredBytes, budget)
 	}
@@ -107,7 +108,7 @@ func TestTxnBudgetUnderFlood(t *testing.T) {
 	// A minute on, the flood goes on and is told of once more.
 	r.advance(time.Minute)
 	r.take(caller)
-	r.take(carrier)
+	r.take(carrierA)
 	flood(100, "later")
 	if n := strings.Count(logs.String(), overBudget); n != 2 {
 		t.Errorf("%d warnings about the budget after a minute more, want 2:\n%s", n, logs.String())
@@ -125,18 +126,65 @@ func TestPublishPaced(t *testing.T) {
 		r.recv(src, spoofedRequest("OPTIONS", fmt.Sprint("paced", k), "", src))
 		r.expect(src, "SIP/2.0 200 OK")
 	}
-	if got := r.e.sharedTxns.Load(); got != 1 {
+	if got := r.e.published.txns.Load(); got != 1 {
 		t.Errorf("published %d transactions after three messages within publishEvery, want 1 (the first's)", got)
 	}
 	r.e.Publish()
-	if got, want := r.e.sharedTxns.Load(), int64(r.e.txns.Len()); got != want || want != 3 {
+	if got, want := r.e.published.txns.Load(), int64(r.e.txns.Len()); got != want || want != 3 {
 		t.Errorf("after Publish: %d transactions published, %d live, want 3", got, want)
 	}
 	r.now += publishEvery
 	src := netip.AddrPortFrom(netip.AddrFrom4([4]byte{203, 0, 113, 99}), 5060)
 	r.recv(src, spoofedRequest("OPTIONS", "paced-later", "", src))
 	r.expect(src, "SIP/2.0 200 OK")
-	if got := r.e.sharedTxns.Load(); got != 4 {
+	if got := r.e.published.txns.Load(); got != 4 {
 		t.Errorf("a message publishEvery later published %d transactions, want 4", got)
+	}
+}
+
+// The transaction tables' memory is exported split: what live transactions
+// hold (sipedge_txn_inuse_bytes) and what free slots keep for reuse
+// (sipedge_txn_pooled_bytes), which they give back after
+// txn.Config.IdleRelease; sipedge_txn_stored_bytes is the sum.
+func TestTxnMemoryGauges(t *testing.T) {
+	set := vm.NewSet()
+	r := newRig(t, func(c *Config) { c.Metrics = set })
+	gauges := func() (stored, inUse, pooled string) {
+		t.Helper()
+		r.e.Publish()
+		var b bytes.Buffer
+		set.WritePrometheus(&b)
+		for _, l := range strings.Split(b.String(), "\n") {
+			name, v, _ := strings.Cut(l, `{shard="0"} `)
+			switch name {
+			case "sipedge_txn_stored_bytes":
+				stored = v
+			case "sipedge_txn_inuse_bytes":
+				inUse = v
+			case "sipedge_txn_pooled_bytes":
+				pooled = v
+			}
+		}
+		return stored, inUse, pooled
+	}
+	for k := range 50 { // small: a slot keeps up to 4 KiB for reuse
+		r.recv(stranger, fmt.Sprintf("OPTIONS sip:sipedge.example.net SIP/2.0\r\n"+
+			"Via: SIP/2.0/UDP %s;branch=z9hG4bKgauge%d\r\nMax-Forwards: 70\r\n"+
+			"To: <sip:sipedge.example.net>\r\nFrom: <sip:probe@example.org>;tag=g%d\r\n"+
+			"Call-ID: gauge%d@example.org\r\nCSeq: 1 OPTIONS\r\nContent-Length: 0\r\n\r\n", stranger, k, k, k))
+		r.expect(stranger, "SIP/2.0 200 OK")
+	}
+	stored, inUse, pooled := gauges()
+	if stored == "0" || inUse != stored || pooled != "0" {
+		t.Fatalf("50 OPTIONS in Timer J: stored %s, in use %s, pooled %s; want all in use", stored, inUse, pooled)
+	}
+	r.advance(40 * time.Second) // Timer J ends them
+	stored, inUse, pooled = gauges()
+	if stored == "0" || inUse != "0" || pooled != stored {
+		t.Fatalf("after Timer J: stored %s, in use %s, pooled %s; want all pooled", stored, inUse, pooled)
+	}
+	r.advance(2 * txn.DefaultIdleRelease)
+	if stored, inUse, pooled = gauges(); stored != "0" || inUse != "0" || pooled != "0" {
+		t.Fatalf("after txn.DefaultIdleRelease: stored %s, in use %s, pooled %s; want none", stored, inUse, pooled)
 	}
 }

@@ -5,11 +5,12 @@ import (
 
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // localHost returns sipedge's host:port for a leg's transport.
 func (e *Engine) localHost(l *leg) string {
-	if l.peer.Transport == txn.TransportTCP && e.cfg.LocalTCP != "" {
+	if l.peer.Transport == transport.TCP && e.cfg.LocalTCP != "" {
 		return e.cfg.LocalTCP
 	}
 	return e.cfg.LocalUDP
@@ -21,7 +22,7 @@ func (e *Engine) appendContact(dst []byte, l *leg) []byte {
 	dst = append(dst, e.cfg.User...)
 	dst = append(dst, '@')
 	dst = append(dst, e.localHost(l)...)
-	if l.peer.Transport == txn.TransportTCP {
+	if l.peer.Transport == transport.TCP {
 		dst = append(dst, ";transport=tcp"...)
 	}
 	return append(dst, ">\r\n"...)
@@ -32,10 +33,10 @@ func (e *Engine) appendContact(dst []byte, l *leg) []byte {
 // remote target, Route the route set, From our URI and tag, To the peer's
 // URI and tag (empty before the dialog exists), the leg's Call-ID, CSeq.
 // The caller appends Contact, other headers and AppendBody. dst must be
-// empty: e.req records where each part went, for SendBuilt, which then
+// empty: e.tmp.req records where each part went, for SendBuilt, which then
 // need not parse the request.
 func (e *Engine) appendRequestHead(dst []byte, method string, l *leg, cseq uint32, maxForwards int) []byte {
-	r := &e.req
+	r := &e.tmp.req
 	r.CSeq = cseq
 	dst = append(dst, method...)
 	r.Method = span(0, dst)
@@ -46,7 +47,7 @@ func (e *Engine) appendRequestHead(dst []byte, method string, l *leg, cseq uint3
 	dst = append(dst, " SIP/2.0\r\nVia: "...)
 	at = len(dst)
 	dst = append(dst, "SIP/2.0/"...)
-	dst = append(dst, transportName(l.peer.Transport)...)
+	dst = append(dst, l.peer.Transport.String()...)
 	dst = append(dst, ' ')
 	dst = append(dst, e.localHost(l)...)
 	dst = append(dst, ";branch="...)
@@ -94,12 +95,12 @@ func span(start int, dst []byte) txn.Span {
 	return txn.Span{Start: uint32(start), End: uint32(len(dst))}
 }
 
-// sendBuilt starts a client transaction for the request in e.out, whose
+// sendBuilt starts a client transaction for the request in e.tmp.out, whose
 // head appendRequestHead wrote.
-func (e *Engine) sendBuilt(to txn.Peer) (txn.Handle, error) {
-	e.req.Data = e.out
-	h, err := e.txns.SendBuilt(&e.req, to, e.now)
-	e.req.Data = nil
+func (e *Engine) sendBuilt(to transport.Peer) (txn.Handle, error) {
+	e.tmp.req.Data = e.tmp.out
+	h, err := e.txns.SendBuilt(&e.tmp.req, to, e.now)
+	e.tmp.req.Data = nil
 	return h, err
 }
 

@@ -4,9 +4,12 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/sipedge/sipedge/carrier"
+	"github.com/sipedge/sipedge/dialog/cdr"
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/route"
+	"github.com/sipedge/sipedge/transport"
 )
 
 type side uint8
@@ -26,21 +29,6 @@ const (
 	stateEnding              // BYE sent; waiting for the other side
 )
 
-// hangupSide is the side that ended a call; String names it as the CDR
-// does. A byte, not a string: every Call holds one (see Call).
-type hangupSide uint8
-
-const (
-	hangupNone hangupSide = iota
-	hangupCaller
-	hangupCallee
-	hangupSystem
-)
-
-var hangupNames = [...]string{hangupNone: "", hangupCaller: "caller", hangupCallee: "callee", hangupSystem: "system"}
-
-func (h hangupSide) String() string { return hangupNames[h] }
-
 // leg is one dialog of a call, seen from sipedge.
 type leg struct {
 	callID     []byte
@@ -51,7 +39,7 @@ type leg struct {
 	target     []byte // the peer's Contact URI: the Request-URI of requests on this leg
 	routes     []byte // the route set, as Route header values joined with ", "
 	ackCopy    []byte // the ACK below when it carried a body (an SDP answer) or credentials, to send again; or see ackAuth (a pooled buffer)
-	peer       txn.Peer
+	peer       transport.Peer
 	cseq       uint32 // the CSeq of the last request sipedge sent on this leg
 	inviteCSeq uint32 // the CSeq of the last INVITE sipedge sent on this leg, for its ACK
 	remoteCSeq uint32 // the CSeq of the last request the peer sent on this leg; 0: none yet
@@ -62,7 +50,7 @@ type leg struct {
 func (l *leg) reset() {
 	l.callID, l.localTag, l.remoteTag = l.callID[:0], l.localTag[:0], l.remoteTag[:0]
 	l.localURI, l.remoteURI, l.target, l.routes = l.localURI[:0], l.remoteURI[:0], l.target[:0], l.routes[:0]
-	l.cseq, l.inviteCSeq, l.peer, l.acked, l.ackAuth = 0, 0, txn.Peer{}, false, false
+	l.cseq, l.inviteCSeq, l.peer, l.acked, l.ackAuth = 0, 0, transport.Peer{}, false, false
 	l.remoteCSeq = 0 // empty: the next dialog's first request sets it (RFC 3261 12.2.2)
 }
 
@@ -87,13 +75,13 @@ func (r *relay) setRelayed(m *parser.Message) {
 	r.srcIP, r.srcPort = src.Addr().As16(), src.Port()
 }
 
-// parseRelayed parses r's request into e.areq, to answer it.
+// parseRelayed parses r's request into e.tmp.areq, to answer it.
 func (e *Engine) parseRelayed(r *relay) error {
-	if err := e.areq.Parse(r.req); err != nil {
+	if err := e.tmp.areq.Parse(r.req); err != nil {
 		return err
 	}
 	if r.srcPort != 0 {
-		e.areq.SetSource(netip.AddrPortFrom(netip.AddrFrom16(r.srcIP), r.srcPort))
+		e.tmp.areq.SetSource(netip.AddrPortFrom(netip.AddrFrom16(r.srcIP), r.srcPort))
 	}
 	return nil
 }
@@ -123,35 +111,24 @@ type Call struct {
 type callVars struct {
 	next    int32
 	state   callState
-	hangup  hangupSide // who ended the call, for the CDR
-	srcPort uint16     // the caller's INVITE's source port (a.peer has the reply port)
+	hangup  cdr.HangupSide // who ended the call, for the CDR
+	srcPort uint16         // the caller's INVITE's source port (a.peer has the reply port)
 	trunk   *Trunk
-	target  Target
-
-	seqTimer  uint64        // the carriers' sequence's deadline for the carrier in flight
-	route     *route.Route  // the route of the carrier in flight (in seq.Routes())
-	paceTimer uint64        // the wait for a CPS slot, or for a CPS-reject retry
-	seqWait   time.Duration // the carrier's deadline, from its dial; -1 for none
-	source    string        // where the decision came from
-	key       uint64        // spreads hash selection of gateways per call
+	att     attempt      // the carrier in flight, or the last one dialled
+	source  route.Source // where the decision came from
+	key     uint64       // spreads hash selection of gateways per call
 
 	// The small fields, together: each Call is a heap object of its own,
 	// and its size class decides ConcurrentCalls' bytes per call.
-	reported     bool    // the outcome of the carrier in flight went to Env.Outcome
-	progress     bool    // the carrier in flight sent 101-199
-	trying       bool    // the carrier in flight sent 100
-	pacing       bool    // waiting for a CPS slot before dialling
 	canceled     bool    // the caller cancelled, or the call no longer wants the B-leg
 	answered     bool    //
 	byeOnAck     bool    // the other side hung up before rtxTo ACKed ok2xx: its BYE waits for the ACK
 	rtxTo        side    // where ok2xx goes: the side that sent the INVITE it answers
 	reinvite     [2]bool // a re-INVITE is in flight from A, from B (glare: 491)
-	cpsRetries   uint8   // CPS rejects retried on the carrier in flight
 	maxFwd       uint8   // Max-Forwards for B-leg INVITEs
-	authTries    uint8   // the carrier in flight's challenges answered (answerChallenge)
-	channel      bool    // the carrier in flight counts this call against its limit (Env.TakeChannel)
 	onFailureRan bool    // Policy.OnFailure ran: it runs once per call
 	rtxCSeq      uint32  // the CSeq of the INVITE ok2xx answers, which its ACK carries
+	journal      uint32  // the call's number in Env.Journal (journalID); 0: not journalled
 
 	aInvite []byte          // the caller's INVITE, to build responses from (a pooled buffer)
 	ainv    *parser.Message // it, parsed once (a pooled message); nil once the caller ACKs
@@ -164,24 +141,99 @@ type callVars struct {
 	rtxEnd  time.Duration // when to give up (64*T1)
 	maxDur  uint64        // the maximum-duration timer
 
-	byeHdrs []byte // the headers the policy relays of the BYE byeOnAck holds, for the one it waits to send (a pooled buffer)
+	byeHdrs []byte     // the headers the policy relays of the BYE byeOnAck holds, for the one it waits to send (a pooled buffer)
+	extra   *callExtra // what few calls need (reordered routes, failed attempts' B-legs); nil until then (a pooled object)
 
 	// CDR facts.
 	tInvite, tProvisional, tAnswer, tEnd time.Duration
 	finalCode                            int
 }
 
-// Summary is what a finished call reports (for its CDR). Byte slices are
-// valid only during the Finished callback.
+// callExtra is what a call holds beyond the common case, taken from the
+// engine's pool when first needed (extraOf) and given back as the call
+// ends: a Call fits its size class, and most calls need none of this.
+type callExtra struct {
+	// orders hold the call's routes when the carrier plane reordered them
+	// (Carriers.Order): the decision's (0) and OnFailure's (1), kept until
+	// the call ends: the sequence reads them, a dial points into them.
+	orders [2][]route.Route
+	// legs are the B-legs of the failed attempts, by their index in the
+	// sequence's Attempts (a zero entry, or none past the end, for one
+	// not dialled): for lcr_attempts' b_call_id and time_invite.
+	legs []attemptLeg
+	ids  []byte // the legs' Call-IDs
+}
+
+// attemptLeg is a failed attempt's B-leg: its Call-ID, ids[start:end],
+// and when its INVITE left.
+type attemptLeg struct {
+	start, end int32
+	invite     time.Duration
+}
+
+// extraOf returns c's extra, taking one from the pool if it has none.
+func (e *Engine) extraOf(c *Call) *callExtra {
+	if c.extra == nil {
+		if n := len(e.pool.extras); n > 0 {
+			c.extra = e.pool.extras[n-1]
+			e.pool.extras = e.pool.extras[:n-1]
+		} else {
+			c.extra = new(callExtra)
+		}
+	}
+	return c.extra
+}
+
+// putExtra gives x back to the pool, emptied: the routes it held dropped
+// (they may name a large decision's maps), its capacity kept.
+func (e *Engine) putExtra(x *callExtra) {
+	for i := range x.orders {
+		clear(x.orders[i])
+		x.orders[i] = x.orders[i][:0]
+	}
+	x.legs, x.ids = x.legs[:0], x.ids[:0]
+	e.pool.extras = append(e.pool.extras, x)
+}
+
+// order has the carrier plane order routes for call c (Carriers.Order,
+// quality.mode) into the engine's scratch; a reordered copy becomes the
+// call's own, its extra's orders[i], whose old buffer becomes the
+// scratch. A call whose routes keep their order holds no copy.
+func (e *Engine) order(c *Call, routes []route.Route, i int) []route.Route {
+	out := e.env.Carriers.Order(routes, c.callee, &e.tmp.order)
+	if len(out) == 0 || len(routes) > 0 && &out[0] == &routes[0] {
+		return out
+	}
+	x := e.extraOf(c)
+	x.orders[i], e.tmp.order = e.tmp.order, x.orders[i][:0]
+	return out
+}
+
+// attemptLeg records the B-leg of the attempt that just failed, the
+// carrier in flight's, dialled: its Call-ID and when its INVITE left.
+func (e *Engine) attemptLeg(c *Call) {
+	x := e.extraOf(c)
+	i := len(c.seq.Attempts()) - 1
+	for len(x.legs) < i {
+		x.legs = append(x.legs, attemptLeg{})
+	}
+	start := len(x.ids)
+	x.ids = append(x.ids, c.b.callID...)
+	x.legs = append(x.legs[:i], attemptLeg{start: int32(start), end: int32(len(x.ids)), invite: c.att.dialed})
+}
+
+// Summary is what a call reports of itself (Call.Summary): the facts of its
+// CDR, on the shard's clock. Byte slices are views into the call, valid
+// only during the hook that asked.
 type Summary struct {
 	ACallID, BCallID []byte
 	Trunk            *Trunk
 	Caller, Callee   []byte
 	Source           netip.AddrPort  // where the caller's INVITE came from
-	Target           Target          // the carrier that answered, or the last one dialled
+	Target           carrier.Dial    // the carrier that answered, or the last one dialled
 	Route            *route.Route    // Target's route; nil when none was dialled
 	Attempts         []route.Attempt // failed attempts, oldest first (lcr_attempts)
-	RouteSource      string
+	RouteSource      route.Source
 	// Times on the shard clock; 0 when the event did not happen.
 	Invite, FirstProvisional, Answer, End time.Duration
 	// Dialed and Progress are the answering carrier's: when its INVITE
@@ -190,7 +242,7 @@ type Summary struct {
 	Dialed, Progress time.Duration
 	FinalCode        int
 	FinalReason      []byte
-	HangupSide       string
+	HangupSide       cdr.HangupSide
 }
 
 // Summary describes the call for its CDR.
@@ -199,28 +251,28 @@ func (c *Call) Summary() Summary {
 	if c.answered {
 		dialed, progress = c.seq.Timing()
 	}
-	return Summary{Dialed: dialed, Progress: progress, Route: c.route, ACallID: c.a.callID, BCallID: c.b.callID, Trunk: c.trunk, Caller: c.caller, Callee: c.callee,
-		Source: c.sourceAddr(), Target: c.target, Attempts: c.seq.Attempts(), RouteSource: c.source, Invite: c.tInvite, FirstProvisional: c.tProvisional, Answer: c.tAnswer, End: c.tEnd,
-		FinalCode: c.finalCode, FinalReason: c.finalReason, HangupSide: c.hangup.String()}
+	return Summary{Dialed: dialed, Progress: progress, Route: c.att.route, ACallID: c.a.callID, BCallID: c.b.callID, Trunk: c.trunk, Caller: c.caller, Callee: c.callee,
+		Source: c.sourceAddr(), Target: c.att.dial, Attempts: c.seq.Attempts(), RouteSource: c.source, Invite: c.tInvite, FirstProvisional: c.tProvisional, Answer: c.tAnswer, End: c.tEnd,
+		FinalCode: c.finalCode, FinalReason: c.finalReason, HangupSide: c.hangup}
 }
 
 // allocCall takes a call from the free list.
 func (e *Engine) allocCall() (int32, *Call) {
 	var i int32
-	if e.free >= 0 {
-		i = e.free
-		e.free = e.calls[i].next
+	if e.calls.free >= 0 {
+		i = e.calls.free
+		e.calls.free = e.calls.list[i].next
 	} else {
-		i = int32(len(e.calls))
-		e.calls = append(e.calls, &Call{idx: i})
+		i = int32(len(e.calls.list))
+		e.calls.list = append(e.calls.list, &Call{idx: i})
 	}
-	c := e.calls[i]
+	c := e.calls.list[i]
 	c.gen++
 	c.next = -1
 	c.seq.Reset(nil, e.cfg.Sequence)
-	e.live++
-	e.shared.Store(int64(e.live))
-	e.m.active.Set(float64(e.live))
+	e.calls.live++
+	e.calls.shared.Store(int64(e.calls.live))
+	e.m.active.Set(float64(e.calls.live))
 	return i, c
 }
 
@@ -229,10 +281,10 @@ func (e *Engine) arg(c *Call) uint64 { return uint64(c.gen)<<32 | uint64(uint32(
 
 func (e *Engine) callByArg(arg uint64) *Call {
 	i := int(uint32(arg))
-	if i >= len(e.calls) {
+	if i >= len(e.calls.list) {
 		return nil
 	}
-	c := e.calls[i]
+	c := e.calls.list[i]
 	if c.gen != uint32(arg>>32) || c.state == stateFree {
 		return nil
 	}
@@ -241,14 +293,14 @@ func (e *Engine) callByArg(arg uint64) *Call {
 
 // indexLeg makes a leg's Call-ID find its call.
 func (e *Engine) indexLeg(c *Call, l *leg) {
-	e.byCallID.set(e.byCallID.hash(l.callID), c.idx)
+	e.calls.index.set(e.calls.index.hash(l.callID), c.idx)
 }
 
 func (e *Engine) unindexLeg(c *Call, l *leg) {
 	if len(l.callID) == 0 {
 		return
 	}
-	e.byCallID.delete(e.byCallID.hash(l.callID), c.idx)
+	e.calls.index.delete(e.calls.index.hash(l.callID), c.idx)
 }
 
 func (e *Engine) watch(h txn.Handle, c *Call, kind roleKind, peer txn.Handle, slot int8) {
@@ -297,7 +349,7 @@ func (e *Engine) roleOf(h txn.Handle, r *txnRole) *Call {
 	if r.kind == 0 || r.kind == roleCarrierBye { // no call: see roleCarrierBye
 		return nil
 	}
-	c := e.calls[r.call]
+	c := e.calls.list[r.call]
 	if c.gen != r.gen || c.state == stateFree {
 		e.unwatch(h)
 		return nil
@@ -326,7 +378,7 @@ func (e *Engine) settle(c *Call) {
 			e.after() // a re-INVITE after a provisional waits on no timer of its own
 		}
 		if e.parseRelayed(r) == nil {
-			e.respond(in, &e.areq, 487, "Request Terminated", nil)
+			e.respond(in, &e.tmp.areq, 487, "Request Terminated", nil)
 		}
 	}
 	if c.bTxn != 0 && !c.answered {
@@ -334,11 +386,11 @@ func (e *Engine) settle(c *Call) {
 			e.after()
 		}
 	}
-	if c.route != nil && !c.answered {
+	if c.att.route != nil && !c.answered {
 		// The gateway picked for the carrier in flight hears of its
 		// attempt once (a half-open one's trial call goes back): the call
 		// ended without a word from it (a BYE in the early dialog, a drain).
-		e.report(c, OutcomeAbandoned, 0)
+		e.report(c, carrier.OutcomeAbandoned, 0)
 	}
 	// The caller's INVITE must get a final response before the call goes
 	// (RFC 3261 13.3.1): a carrier that ended its early dialog leaves the
@@ -365,15 +417,15 @@ func (c *Call) sourceAddr() netip.AddrPort {
 func (e *Engine) EndAll(now time.Duration) int {
 	e.now = now
 	n := 0
-	for _, c := range e.calls {
+	for _, c := range e.calls.list {
 		switch {
 		case c.state == stateFree:
 			continue
 		case c.answered:
-			e.hangup(c, hangupSystem)
+			e.hangup(c, cdr.HangupSystem)
 		default:
-			c.hangup = hangupSystem
-			e.failCall(c, 503, "Service Unavailable")
+			c.hangup = cdr.HangupSystem
+			e.failCall(c, 503, "Service Unavailable", nil)
 		}
 		n++
 	}
@@ -381,38 +433,36 @@ func (e *Engine) EndAll(now time.Duration) int {
 }
 
 // end finishes a call: CDR, timers, indexes, and back to the free list.
-func (e *Engine) end(c *Call, hangup hangupSide) {
+func (e *Engine) end(c *Call, hangup cdr.HangupSide) {
 	if c.state == stateFree {
 		return
 	}
 	if c.tEnd == 0 { // else the call ended earlier, its last BYE waiting for an ACK
 		c.tEnd = e.now
 	}
-	if c.hangup == hangupNone {
+	if c.hangup == cdr.HangupNone {
 		c.hangup = hangup
 	}
 	e.settle(c)
-	e.releaseChannel(c)
+	e.env.Carriers.Release(&c.att.dial)
 	if c.rtx != 0 {
 		e.env.Clock.Stop(c.rtx)
 	}
 	if c.maxDur != 0 {
 		e.env.Clock.Stop(c.maxDur)
 	}
-	if c.seqTimer != 0 {
-		e.env.Clock.Stop(c.seqTimer)
+	if c.att.timer != 0 {
+		e.env.Clock.Stop(c.att.timer)
 	}
-	if c.paceTimer != 0 {
-		e.env.Clock.Stop(c.paceTimer)
+	if c.att.paceTimer != 0 {
+		e.env.Clock.Stop(c.att.paceTimer)
 	}
-	if e.env.Finished != nil {
-		e.env.Finished(c)
-	}
+	e.finished(c)
 	e.m.ended.Inc()
 	if c.trunk != nil {
-		c.trunk.Calls.Add(-1)
+		c.trunk.releaseCall()
 		if c.trunk.ForceRPort {
-			e.forcedCalls--
+			e.trunks.forced--
 		}
 	}
 	e.unindexLeg(c, &c.a)
@@ -422,6 +472,9 @@ func (e *Engine) end(c *Call, hangup hangupSide) {
 	e.releaseInvite(c)
 	e.putBuf(c.ok2xx)
 	e.putBuf(c.byeHdrs)
+	if c.extra != nil {
+		e.putExtra(c.extra)
+	}
 	// Reset in place: a Call is over a kilobyte, its legs half of it.
 	c.a.reset()
 	c.b.reset()
@@ -430,9 +483,38 @@ func (e *Engine) end(c *Call, hangup hangupSide) {
 		c.relays[k].in, c.relays[k].out = 0, 0
 	}
 	c.caller, c.callee, c.fromURI, c.finalReason = c.caller[:0], c.callee[:0], c.fromURI[:0], c.finalReason[:0]
-	c.callVars = callVars{next: e.free}
-	e.free = c.idx
-	e.live--
-	e.shared.Store(int64(e.live))
-	e.m.active.Set(float64(e.live))
+	c.callVars = callVars{next: e.calls.free}
+	e.calls.free = c.idx
+	e.calls.live--
+	e.calls.shared.Store(int64(e.calls.live))
+	e.m.active.Set(float64(e.calls.live))
+}
+
+// failCall answers the caller with code and ends the call: with the
+// carrier's response failure, when it has that code, relayed.
+func (e *Engine) failCall(c *Call, code int, reason string, failure *parser.Message) {
+	if code == 401 || code == 407 {
+		// A carrier's challenge was for sipedge's account with it, which
+		// the caller cannot answer; and a 401 or 407 without its challenge
+		// would break RFC 3261 22.1. sipedge does not challenge callers.
+		code, reason = 403, "Forbidden"
+	}
+	c.finalCode, c.finalReason = code, append(c.finalReason[:0], reason...)
+	if req := c.ainv; req != nil && !c.canceled {
+		if f := failure; f != nil && f.StatusCode() == code {
+			// The carrier's failure reaches the caller as it is, with the
+			// headers the policy relays: a 422's Min-SE (RFC 4028 6), a
+			// Retry-After, a Reason (RFC 3326). Not its body: an error
+			// text may name the carrier's network.
+			b := parser.AppendResponse(e.tmp.out[:0], req, code, string(f.ReasonPhrase()), c.a.localTag)
+			b = e.policy.appendAllowed(b, f)
+			e.tmp.out = parser.AppendBody(b, "", nil)
+			if e.txns.Respond(c.aTxn, e.tmp.out, e.now) == nil {
+				e.after()
+			}
+		} else {
+			e.respond(c.aTxn, req, code, reason, c.a.localTag)
+		}
+	}
+	e.end(c, cdr.HangupNone)
 }

@@ -34,16 +34,16 @@ func TestAnsweredCallByeFromCaller(t *testing.T) {
 
 	r.recv(caller, inDialogFromCaller("BYE", "bye", 11, aTag, ""))
 	r.expect(caller, "SIP/2.0 200 OK")
-	bye := r.expect(carrier, "BYE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	bye := r.expect(carrierA, "BYE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
 	if tagOf(t, bye, parser.HeaderTo) != "btag9" || hdr(bye, parser.HeaderCallID) != hdr(binv, parser.HeaderCallID) {
 		t.Fatalf("BYE not in the B dialog:\n%s", bye.Bytes())
 	}
-	r.recv(carrier, carrierResponse(bye, 200, "OK", ""))
+	r.recv(carrierA, carrierResponse(bye, 200, "OK", ""))
 	if len(r.calls) != 1 {
 		t.Fatalf("%d CDRs, want 1", len(r.calls))
 	}
 	s := r.calls[0]
-	if s.FinalCode != 200 || s.HangupSide != "caller" || string(s.ACallID) != "a-call-1" || s.Answer == 0 || s.End == 0 {
+	if s.FinalCode != 200 || s.HangupSide.String() != "caller" || string(s.ACallID) != "a-call-1" || s.Answer == 0 || s.End == 0 {
 		t.Fatalf("summary %+v", s)
 	}
 	if r.e.Calls() != 0 {
@@ -54,8 +54,8 @@ func TestAnsweredCallByeFromCaller(t *testing.T) {
 func TestAnsweredCallByeFromCallee(t *testing.T) {
 	r := newRig(t, nil)
 	binv, aTag := r.answerCall()
-	r.recv(carrier, inDialogFromCarrier(t, binv, "BYE", 1))
-	r.expect(carrier, "SIP/2.0 200 OK")
+	r.recv(carrierA, inDialogFromCarrier(t, binv, "BYE", 1))
+	r.expect(carrierA, "SIP/2.0 200 OK")
 	bye := r.expect(caller, "BYE sip:alice@caller.example.org:5061 SIP/2.0")[0]
 	if tagOf(t, bye, parser.HeaderFrom) != aTag || tagOf(t, bye, parser.HeaderTo) != "atag1" || hdr(bye, parser.HeaderCallID) != "a-call-1" {
 		t.Fatalf("BYE not in the A dialog:\n%s", bye.Bytes())
@@ -64,7 +64,7 @@ func TestAnsweredCallByeFromCallee(t *testing.T) {
 		t.Fatalf("BYE does not follow the caller's route set: %q", hdr(bye, parser.HeaderRoute))
 	}
 	r.recv(caller, callerResponse(bye, 200, "OK"))
-	if len(r.calls) != 1 || r.calls[0].HangupSide != "callee" {
+	if len(r.calls) != 1 || r.calls[0].HangupSide.String() != "callee" {
 		t.Fatalf("summaries %+v", r.calls)
 	}
 }
@@ -74,17 +74,17 @@ func TestCancelBeforeAnswer(t *testing.T) {
 	inv := callerInvite("1", "a-call-1", "15551234")
 	r.recv(caller, inv)
 	r.expect(caller, "SIP/2.0 100 Trying")
-	binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
-	r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
+	binv := r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(carrierA, carrierResponse(binv, 180, "Ringing", ""))
 	r.expect(caller, "SIP/2.0 180 Ringing")
 	cancel := cancelOf(inv)
 	r.recv(caller, cancel)
 	r.expect(caller, "SIP/2.0 200 OK", "SIP/2.0 487 Request Terminated")
-	bc := r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
-	r.recv(carrier, carrierResponse(bc, 200, "OK", ""))
-	r.recv(carrier, carrierResponse(binv, 487, "Request Terminated", ""))
-	r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
-	if len(r.calls) != 1 || r.calls[0].FinalCode != 487 || r.calls[0].HangupSide != "caller" {
+	bc := r.expect(carrierA, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(carrierA, carrierResponse(bc, 200, "OK", ""))
+	r.recv(carrierA, carrierResponse(binv, 487, "Request Terminated", ""))
+	r.expect(carrierA, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
+	if len(r.calls) != 1 || r.calls[0].FinalCode != 487 || r.calls[0].HangupSide.String() != "caller" {
 		t.Fatalf("summaries %+v", r.calls)
 	}
 }
@@ -93,9 +93,9 @@ func TestBusyRelayed(t *testing.T) {
 	r := newRig(t, nil)
 	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
 	r.expect(caller, "SIP/2.0 100 Trying")
-	binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
-	r.recv(carrier, carrierResponse(binv, 486, "Busy Here", ""))
-	r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0") // by the transaction layer (RFC 3261 17.1.1.3)
+	binv := r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(carrierA, carrierResponse(binv, 486, "Busy Here", ""))
+	r.expect(carrierA, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0") // by the transaction layer (RFC 3261 17.1.1.3)
 	busy := r.expect(caller, "SIP/2.0 486 Busy Here")[0]
 	if hdr(busy, parser.HeaderContact) != "" {
 		t.Fatal("a failure carries a Contact")
@@ -113,9 +113,9 @@ func TestCancelCrossingFinal(t *testing.T) {
 	inv := callerInvite("1", "a-call-1", "15551234")
 	r.recv(caller, inv)
 	r.expect(caller, "SIP/2.0 100 Trying")
-	binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
-	r.recv(carrier, carrierResponse(binv, 486, "Busy Here", ""))
-	r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
+	binv := r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(carrierA, carrierResponse(binv, 486, "Busy Here", ""))
+	r.expect(carrierA, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
 	r.expect(caller, "SIP/2.0 486 Busy Here")
 	cancel := cancelOf(inv)
 	r.recv(caller, cancel)
@@ -126,13 +126,13 @@ func TestEarlyMediaThenAnswer(t *testing.T) {
 	r := newRig(t, nil)
 	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
 	r.expect(caller, "SIP/2.0 100 Trying")
-	binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
-	r.recv(carrier, carrierResponse(binv, 183, "Session Progress", sdp))
+	binv := r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(carrierA, carrierResponse(binv, 183, "Session Progress", sdp))
 	p := r.expect(caller, "SIP/2.0 183 Session Progress")[0]
 	if string(p.Body()) != sdp || hdr(p, parser.HeaderContentType) != "application/sdp" {
 		t.Fatalf("early media SDP not relayed:\n%s", p.Bytes())
 	}
-	r.recv(carrier, carrierResponse(binv, 200, "OK", sdp))
+	r.recv(carrierA, carrierResponse(binv, 200, "OK", sdp))
 	ok := r.expect(caller, "SIP/2.0 200 OK")[0]
 	if tagOf(t, ok, parser.HeaderTo) != tagOf(t, p, parser.HeaderTo) {
 		t.Fatal("one B-leg early dialog got two A-leg tags")
@@ -144,7 +144,7 @@ func TestReInviteInDialog(t *testing.T) {
 	binv, aTag := r.answerCall()
 	r.recv(caller, inDialogFromCaller("INVITE", "re1", 11, aTag, sdp))
 	r.expect(caller, "SIP/2.0 100 Trying")
-	re := r.expect(carrier, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	re := r.expect(carrierA, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
 	cseq, _ := re.CSeq()
 	if cseq.Num != 2 || hdr(re, parser.HeaderCallID) != hdr(binv, parser.HeaderCallID) || string(re.Body()) != sdp {
 		t.Fatalf("re-INVITE on B:\n%s", re.Bytes())
@@ -157,16 +157,16 @@ func TestReInviteInDialog(t *testing.T) {
 	if ra, ok, err := second.RetryAfter(); !ok || err != nil || ra.Seconds > 10 {
 		t.Fatalf("500 to a second re-INVITE without a Retry-After of 0 to 10 s:\n%s", second.Bytes())
 	}
-	r.recv(carrier, inDialogFromCarrier(t, binv, "INVITE", 1))
-	r.expect(carrier, "SIP/2.0 100 Trying", "SIP/2.0 491 Request Pending")
-	r.recv(carrier, carrierResponse(re, 200, "OK", sdp))
+	r.recv(carrierA, inDialogFromCarrier(t, binv, "INVITE", 1))
+	r.expect(carrierA, "SIP/2.0 100 Trying", "SIP/2.0 491 Request Pending")
+	r.recv(carrierA, carrierResponse(re, 200, "OK", sdp))
 	ok := r.expect(caller, "SIP/2.0 200 OK")[0]
 	if c, _ := ok.CSeq(); c.Num != 11 || string(ok.Body()) != sdp {
 		t.Fatalf("re-INVITE 200 to the caller:\n%s", ok.Bytes())
 	}
 	ack := strings.Replace(ackFromCaller(aTag), "CSeq: 10 ACK", "CSeq: 11 ACK", 1)
 	r.recv(caller, ack)
-	back := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	back := r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
 	if c, _ := back.CSeq(); c.Num != 2 {
 		t.Fatalf("ACK CSeq %d, want the re-INVITE's 2", c.Num)
 	}
@@ -177,10 +177,10 @@ func TestInviteRetransmissionAbsorbed(t *testing.T) {
 	inv := callerInvite("1", "a-call-1", "15551234")
 	r.recv(caller, inv)
 	r.expect(caller, "SIP/2.0 100 Trying")
-	r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")
 	r.recv(caller, inv)
 	r.expect(caller, "SIP/2.0 100 Trying") // the transaction re-sends its last response
-	r.expect(carrier)                      // and no second B-leg
+	r.expect(carrierA)                     // and no second B-leg
 	if r.e.Calls() != 1 {
 		t.Fatalf("%d calls", r.e.Calls())
 	}
@@ -189,8 +189,8 @@ func TestInviteRetransmissionAbsorbed(t *testing.T) {
 func TestB200RetransmissionReAcked(t *testing.T) {
 	r := newRig(t, nil)
 	binv, _ := r.answerCall()
-	r.recv(carrier, carrierResponse(binv, 200, "OK", sdp))
-	r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")
+	r.recv(carrierA, carrierResponse(binv, 200, "OK", sdp))
+	r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")
 	r.expect(caller)
 }
 
@@ -199,16 +199,16 @@ func TestLate200AfterCancelAckedAndByed(t *testing.T) {
 	inv := callerInvite("1", "a-call-1", "15551234")
 	r.recv(caller, inv)
 	r.take(caller)
-	binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
-	r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
+	binv := r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(carrierA, carrierResponse(binv, 180, "Ringing", ""))
 	r.take(caller)
 	cancel := cancelOf(inv)
 	r.recv(caller, cancel)
 	r.expect(caller, "SIP/2.0 200 OK", "SIP/2.0 487 Request Terminated")
-	r.take(carrier) // the CANCEL
+	r.take(carrierA) // the CANCEL
 	// The carrier answers before it sees the CANCEL.
-	r.recv(carrier, carrierResponse(binv, 200, "OK", sdp))
-	r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
+	r.recv(carrierA, carrierResponse(binv, 200, "OK", sdp))
+	r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
 	r.expect(caller) // the caller never hears of it
 }
 
@@ -216,7 +216,7 @@ func TestUnknownSourceDroppedOrRefused(t *testing.T) {
 	r := newRig(t, nil)
 	r.recv(stranger, callerInvite("1", "a-call-1", "15551234"))
 	r.expect(stranger) // silent: not even a 100 Trying
-	r.expect(carrier)
+	r.expect(carrierA)
 
 	r = newRig(t, func(c *Config) { c.RejectUnknown = true })
 	r.recv(stranger, callerInvite("1", "a-call-1", "15551234"))
@@ -227,22 +227,22 @@ func TestMaxForwardsZero(t *testing.T) {
 	r := newRig(t, nil)
 	r.recv(caller, strings.Replace(callerInvite("1", "a-call-1", "15551234"), "Max-Forwards: 70", "Max-Forwards: 0", 1))
 	r.expect(caller, "SIP/2.0 100 Trying", "SIP/2.0 483 Too Many Hops")
-	r.expect(carrier)
+	r.expect(carrierA)
 }
 
 func Test2xxRetransmittedUntilAck(t *testing.T) {
 	r := newRig(t, nil)
 	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
 	r.take(caller)
-	binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
-	r.recv(carrier, carrierResponse(binv, 200, "OK", sdp))
+	binv := r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(carrierA, carrierResponse(binv, 200, "OK", sdp))
 	ok := r.expect(caller, "SIP/2.0 200 OK")[0]
 	r.advance(500 * time.Millisecond) // T1
 	r.expect(caller, "SIP/2.0 200 OK")
 	r.advance(time.Second) // 2*T1
 	r.expect(caller, "SIP/2.0 200 OK")
 	r.recv(caller, ackFromCaller(tagOf(t, ok, parser.HeaderTo)))
-	r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")
+	r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")
 	r.advance(10 * time.Second)
 	r.expect(caller)
 }
@@ -251,13 +251,13 @@ func TestNoAckEndsCall(t *testing.T) {
 	r := newRig(t, nil)
 	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
 	r.take(caller)
-	binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
-	r.recv(carrier, carrierResponse(binv, 200, "OK", sdp))
+	binv := r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(carrierA, carrierResponse(binv, 200, "OK", sdp))
 	r.advance(40 * time.Second) // beyond 64*T1
-	if len(r.calls) != 1 || r.calls[0].HangupSide != "system" {
+	if len(r.calls) != 1 || r.calls[0].HangupSide.String() != "system" {
 		t.Fatalf("summaries %+v", r.calls)
 	}
-	got := strings.Join(r.take(carrier), "")
+	got := strings.Join(r.take(carrierA), "")
 	if !strings.Contains(got, "BYE sip:gw@carrier.example.net:5070") {
 		t.Fatalf("no BYE to the carrier:\n%s", got)
 	}
@@ -268,14 +268,14 @@ func TestReferRefused(t *testing.T) {
 	_, aTag := r.answerCall()
 	r.recv(caller, inDialogFromCaller("REFER", "ref", 11, aTag, ""))
 	r.expect(caller, "SIP/2.0 603 Decline")
-	r.expect(carrier)
+	r.expect(carrierA)
 }
 
 func TestLimitsAndRouterReject(t *testing.T) {
 	r := newRig(t, func(c *Config) { c.MaxCalls = 1 })
 	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
 	r.take(caller)
-	r.take(carrier)
+	r.take(carrierA)
 	r.recv(caller, callerInvite("2", "a-call-2", "15551234"))
 	r.expect(caller, "SIP/2.0 100 Trying", "SIP/2.0 503 Service Unavailable")
 	r = newRig(t, nil)
@@ -293,9 +293,9 @@ func TestOrphanReaped(t *testing.T) {
 	r := newRig(t, nil)
 	_, aTag := r.answerCall()
 	r.recv(caller, inDialogFromCaller("INFO", "info", 11, aTag, ""))
-	r.expect(carrier, "INFO sip:gw@carrier.example.net:5070 SIP/2.0")
+	r.expect(carrierA, "INFO sip:gw@carrier.example.net:5070 SIP/2.0")
 	r.advance(40 * time.Second) // Timer F: the carrier never answers
-	if len(r.calls) != 1 || r.calls[0].HangupSide != "system" {
+	if len(r.calls) != 1 || r.calls[0].HangupSide.String() != "system" {
 		t.Fatalf("summaries %+v", r.calls)
 	}
 	got := strings.Join(r.take(caller), "")
@@ -343,11 +343,11 @@ func TestInviteWithoutUsableContact(t *testing.T) {
 			r.recv(caller, strings.Replace(callerInvite("1", "a-call-1", "15551234"), contact, repl, 1))
 			if name == "one ok" {
 				r.expect(caller, "SIP/2.0 100 Trying")
-				r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")
+				r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")
 				return
 			}
 			r.expect(caller, "SIP/2.0 100 Trying", "SIP/2.0 400 Missing Contact")
-			r.expect(carrier)
+			r.expect(carrierA)
 		})
 	}
 }
@@ -359,15 +359,15 @@ func TestCarrierContactNotSIPKeepsTarget(t *testing.T) {
 	r := newRig(t, nil)
 	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
 	r.expect(caller, "SIP/2.0 100 Trying")
-	binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	binv := r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
 	ok := strings.Replace(carrierResponse(binv, 200, "OK", sdp), "Contact: <sip:gw@carrier.example.net:5070>", "Contact: *", 1)
-	r.recv(carrier, ok)
+	r.recv(carrierA, ok)
 	aTag := tagOf(t, r.expect(caller, "SIP/2.0 200 OK")[0], parser.HeaderTo)
 	r.recv(caller, ackFromCaller(aTag))
-	r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.expect(carrierA, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
 	r.recv(caller, inDialogFromCaller("BYE", "bye", 11, aTag, ""))
 	r.expect(caller, "SIP/2.0 200 OK")
-	r.expect(carrier, "BYE sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.expect(carrierA, "BYE sip:15551234@198.51.100.20:5070 SIP/2.0")
 }
 
 // The B-leg From carries the caller's display name as it came, quoted or
@@ -385,7 +385,7 @@ func TestBLegFromKeepsCallerDisplay(t *testing.T) {
 			`"Alice" <sip:alice@caller.example.org>;tag=atag1`, tc.from, 1)
 		r.recv(caller, inv)
 		r.expect(caller, "SIP/2.0 100 Trying")
-		binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+		binv := r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
 		if from := hdr(binv, parser.HeaderFrom); !strings.HasPrefix(from, tc.want) {
 			t.Errorf("caller From %s: B-leg From %s, want it to start %s", tc.from, from, tc.want)
 		}
@@ -400,10 +400,10 @@ func TestResponseWithForeignViaDropped(t *testing.T) {
 	r := newRig(t, func(c *Config) { c.Metrics = set })
 	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
 	r.expect(caller, "SIP/2.0 100 Trying")
-	binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	binv := r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
 	ringing := carrierResponse(binv, 180, "Ringing", "")
 	for _, foreign := range []string{"203.0.113.9:5060", "203.0.113.1:5070", "[2001:db8::1]:5060", "evil.example.net:5060"} {
-		r.recv(carrier, strings.Replace(ringing, "203.0.113.1:5060;branch=", foreign+";branch=", 1))
+		r.recv(carrierA, strings.Replace(ringing, "203.0.113.1:5060;branch=", foreign+";branch=", 1))
 		r.expect(caller)
 	}
 	var b strings.Builder
@@ -411,11 +411,11 @@ func TestResponseWithForeignViaDropped(t *testing.T) {
 	if !strings.Contains(b.String(), `sipedge_responses_foreign_via_total{shard="0"} 4`) {
 		t.Errorf("want 4 foreign-Via responses counted:\n%s", b.String())
 	}
-	r.recv(carrier, ringing)
+	r.recv(carrierA, ringing)
 	r.expect(caller, "SIP/2.0 180 Ringing")
 	// Without a port, the sent-by port is 5060 (RFC 3261 18.2.2): ours.
 	progress := carrierResponse(binv, 183, "Session Progress", "")
-	r.recv(carrier, strings.Replace(progress, "203.0.113.1:5060;branch=", "203.0.113.1;branch=", 1))
+	r.recv(carrierA, strings.Replace(progress, "203.0.113.1:5060;branch=", "203.0.113.1;branch=", 1))
 	r.expect(caller, "SIP/2.0 183 Session Progress")
 }
 
@@ -426,9 +426,9 @@ func TestResponseWithForeignViaDropped(t *testing.T) {
 func TestDialogResponsesEchoRecordRoute(t *testing.T) {
 	r := newRig(t, nil)
 	binv := r.startCall()
-	r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
+	r.recv(carrierA, carrierResponse(binv, 180, "Ringing", ""))
 	ringing := r.expect(caller, "SIP/2.0 180 Ringing")[0]
-	r.recv(carrier, carrierResponse(binv, 200, "OK", sdp))
+	r.recv(carrierA, carrierResponse(binv, 200, "OK", sdp))
 	ok := r.expect(caller, "SIP/2.0 200 OK")[0]
 	for _, m := range []*parser.Message{ringing, ok} {
 		if got := hdr(m, parser.HeaderRecordRoute); got != "<sip:rr.caller.example.org;lr>" {
@@ -447,8 +447,8 @@ func TestForwardedFailureKeepsAllowedHeaders(t *testing.T) {
 	resp := carrierResponse(binv, 422, "Session Interval Too Small", "gw7.carrier.internal: session timer policy\r\n")
 	resp = strings.Replace(resp, "Content-Type: application/sdp", "Content-Type: text/plain", 1)
 	resp = strings.Replace(resp, "Content-Length:", "Min-SE: 1800\r\nX-Keep: carrier\r\nX-Drop: no\r\nContent-Length:", 1)
-	r.recv(carrier, resp)
-	r.take(carrier) // the ACK
+	r.recv(carrierA, resp)
+	r.take(carrierA) // the ACK
 	got := r.expect(caller, "SIP/2.0 422 Session Interval Too Small")[0]
 	if got.GetByName("Min-SE") == nil || got.GetByName("X-Keep") == nil || got.GetByName("X-Drop") != nil {
 		t.Fatalf("the carrier's 422 relayed without its allowed headers:\n%s", got.Bytes())
@@ -472,19 +472,19 @@ func TestDelayedOfferReAckCarriesTheAnswer(t *testing.T) {
 	inv = inv[:strings.Index(inv, "Content-Type:")] + "Content-Length: 0\r\n\r\n"
 	r.recv(caller, inv)
 	r.expect(caller, "SIP/2.0 100 Trying")
-	binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	binv := r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
 	ok := carrierResponse(binv, 200, "OK", sdp)
-	r.recv(carrier, ok)
+	r.recv(carrierA, ok)
 	aTag := tagOf(t, r.expect(caller, "SIP/2.0 200 OK")[0], parser.HeaderTo)
 	ack := ackFromCaller(aTag)
 	ack = strings.Replace(ack, "Content-Length: 0\r\n\r\n", "Content-Type: application/sdp\r\n"+
 		"Content-Length: "+strconv.Itoa(len(sdp))+"\r\n\r\n"+sdp, 1)
 	r.recv(caller, ack)
-	if first := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]; string(first.Body()) != sdp {
+	if first := r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]; string(first.Body()) != sdp {
 		t.Fatalf("the ACK lacks the caller's answer:\n%s", first.Bytes())
 	}
-	r.recv(carrier, ok)
-	again := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	r.recv(carrierA, ok)
+	again := r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
 	if string(again.Body()) != sdp || hdr(again, parser.HeaderContentType) != "application/sdp" {
 		t.Fatalf("the ACK to the retransmitted 2xx lacks the answer:\n%s", again.Bytes())
 	}
@@ -500,7 +500,7 @@ func TestMergedInviteLoopDetected(t *testing.T) {
 	r.startCall()
 	r.recv(caller, callerInvite("2", "a-call-1", "15551234"))
 	got := r.expect(caller, "SIP/2.0 100 Trying", "SIP/2.0 482 Loop Detected")
-	r.expect(carrier)
+	r.expect(carrierA)
 	if r.e.Calls() != 1 {
 		t.Fatalf("%d calls, want 1", r.e.Calls())
 	}
@@ -528,9 +528,9 @@ func TestCancelRelaysReason(t *testing.T) {
 		cancel := strings.Replace(strings.Replace(inv, "INVITE sip:", "CANCEL sip:", 1), "CSeq: 10 INVITE", "CSeq: 10 CANCEL", 1)
 		r.recv(caller, cancel[:strings.Index(cancel, "Content-Type")]+"Reason: "+reason+"\r\nContent-Length: 0\r\n\r\n")
 		r.expect(caller, "SIP/2.0 200 OK", "SIP/2.0 487 Request Terminated")
-		r.expect(carrier) // held until a provisional
-		r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
-		bc := r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+		r.expect(carrierA) // held until a provisional
+		r.recv(carrierA, carrierResponse(binv, 180, "Ringing", ""))
+		bc := r.expect(carrierA, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
 		want := reason
 		if !allow {
 			want = ""
@@ -550,11 +550,11 @@ func TestCancelReinviteRelaysReason(t *testing.T) {
 	_, aTag := r.answerCall()
 	r.recv(caller, inDialogFromCaller("INVITE", "re1", 11, aTag, sdp))
 	r.expect(caller, "SIP/2.0 100 Trying")
-	re := r.expect(carrier, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
-	r.recv(carrier, carrierResponse(re, 100, "Trying", ""))
+	re := r.expect(carrierA, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	r.recv(carrierA, carrierResponse(re, 100, "Trying", ""))
 	r.recv(caller, reinviteCancel(aTag, "Reason: SIP;cause=487\r\n"))
 	r.expect(caller, "SIP/2.0 200 OK")
-	bc := r.expect(carrier, "CANCEL sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	bc := r.expect(carrierA, "CANCEL sip:gw@carrier.example.net:5070 SIP/2.0")[0]
 	if got := hdr(bc, parser.HeaderReason); got != "SIP;cause=487" {
 		t.Errorf("the carrier's CANCEL has Reason %q, want the caller's", got)
 	}

@@ -73,7 +73,7 @@ func TestCallIndexCraftedCallIDs(t *testing.T) {
 		r.e.indexLeg(&Call{idx: int32(i)}, &leg{callID: id})
 		i++
 	}
-	x := &r.e.byCallID
+	x := &r.e.calls.index
 	mask := uint64(len(x.slots) - 1)
 	longest := uint64(0)
 	for p, s := range x.slots {

@@ -4,13 +4,35 @@
 //
 // # Contract
 //
-// An Engine belongs to one shard: every method runs on the shard's loop,
-// never concurrently, and performs no blocking I/O. The shard gives it every
-// message whose Call-ID hashes to the shard (Receive) and every timer it
-// started (Timer); the Engine answers through its Env: Send for the wire,
-// Clock for timers, MintCallID for B-leg Call-IDs that hash back to this
-// shard, so both legs of a call live on one shard. Messages passed in are
-// views valid only during the call; the Engine copies what it keeps.
+// An Engine belongs to one shard: every method but LiveCalls runs on the
+// shard's loop, never concurrently, and performs no blocking I/O. The
+// shard gives it every message whose Call-ID hashes to the shard (Receive)
+// and every timer it started (Timer); the Engine answers through its Env:
+// Send for the wire, Clock for timers and the CDR's wall times, MintCallID
+// for B-leg Call-IDs that hash back to this shard, so both legs of a call
+// live on one shard. Messages passed in are views valid only during the
+// call; the Engine copies what it keeps.
+//
+// The rest of Env is the owner's, each with a working default, so the call
+// path tests none for nil:
+//   - Carriers (a carrier.Shard; default carrier.NextHops) orders a call's
+//     routes (Order: quality routing's demote or sort, a copy the call
+//     keeps when the order changes, never the shared decision), and turns
+//     each route into the carrier of an attempt, a carrier.Dial the call
+//     holds from Reserve to Release (or a reason it cannot be dialled:
+//     group down, limits, disabled by quality): the member or next hop,
+//     its channel, its CPS slot
+//     (Pace; an answer that comes later is delivered by Paced), whether a
+//     failure is a CPS reject (CPSReject), the gateway's health (Outcome),
+//     its credentials, and what became of each attempt and answered call
+//     (Report, carrier.Report: per-carrier metrics and statistics);
+//   - Router (an lcr.Router; default 404 No Route for every call) decides
+//     where a call goes; a decision that needs I/O is Pending and comes back
+//     through Decided;
+//   - CDR (a cdr.Writer; default none) takes the record the Engine builds as
+//     each call ends, its strings in the record's own storage: a warm engine
+//     allocates nothing per call, its CDR included;
+//   - Policy's hooks, Draining (default never) and Log.
 //
 // # Topology hiding
 //
@@ -48,13 +70,15 @@
 // # Routing policy
 //
 // Env.Policy holds the Go form of a routing script's handlers, each
-// optional and run on the shard: OnInvite sees the Router's Decision (and
-// whether there was none, Decision.NoDecision) and may filter or reorder
-// its routes or reject; OnRouteFailure is told of every failed attempt;
-// OnAnswer of the winning route; OnFailure runs once per call, when every
-// carrier failed, and its FailureAction may pick the caller's response or
-// route the call again. Hooks must not block, nor keep what they are given
-// past their return.
+// optional and run on the shard: OnInvite sees the Router's route.Decision
+// (and whether there was none, NoDecision) and may filter or reorder its
+// routes or reject; OnRouteFailure is told of every failed attempt and
+// OnAnswer of the winning route, after the carrier plane (Carriers.Report);
+// OnFailure runs once per call, when every carrier failed, and its
+// FailureAction may pick the caller's response or route the call again.
+// The routes the sequence then tries, OnInvite's or OnFailure's, are
+// ordered by the carrier plane first (Carriers.Order).
+// Hooks must not block, nor keep what they are given past their return.
 //
 // # Trunks
 //
@@ -63,17 +87,20 @@
 // engine shares: each request loads it once, without a lock or an
 // allocation, so its admission, its reply address and its call see one set.
 // A call keeps the *Trunk it began with: replacing or removing a trunk never
-// touches the calls in progress. A trunk's Calls counter is the owner's to
-// share between the trunk's versions, for max_concurrent_calls to hold
-// across a replacement; so is its Refused counter (optional), which the
-// engines increment for each INVITE refused over MaxCalls, for the owner to
-// report per trunk (sipedge_trunk_limited_total is per shard). A call keeps
-// its trunk's ForceRPort too, for its dialog's responses.
+// touches the calls in progress. A trunk's Stats (TrunkStats: its live
+// calls, the INVITEs refused over MaxCalls or its ingress CPS, its calls
+// ended by result, each a metric labelled with the trunk) are the owner's
+// to share between the trunk's versions and the shards, for
+// max_concurrent_calls to hold on the node and across a replacement
+// (sipedge_trunk_limited_total is per shard). Its Ingress limit, when set,
+// refuses a new call over the trunk's calls per second with 503 and
+// Retry-After before any routing work. A call keeps its trunk's ForceRPort
+// too, for its dialog's responses.
 //
 // # Carriers that authenticate
 //
 // A carrier's 401 or 407 to the B-leg INVITE is answered with the account
-// of its gateway group (Env.Credentials, dialog/digest): the INVITE again
+// of its gateway group (Carriers.Credentials, dialog/digest): the INVITE again
 // in the same dialog with the next CSeq and the credentials (RFC 3261
 // 22.2), the carrier's deadline running on from its dial; once more on a
 // stale nonce, not again otherwise; the ACK of its 2xx repeats the
@@ -105,4 +132,21 @@
 // host (a private address behind NAT, a name to resolve) is never where
 // sipedge sends: the edge talks only to the peers it knows, and does no
 // DNS on a shard.
+//
+// # Files
+//
+// One concern each, in the order a call meets them: engine.go (the
+// Engine, its inputs and the actions of the transaction layer), env.go
+// (what the owner gives), trunk.go (trunks: sources, ingress limits,
+// counters), admit.go (a new call up to the routing decision), dial.go (a
+// carrier's B-leg INVITE and its pacing), failover.go (the failover
+// sequence's steps, each attempt reported), attempt.go (the carrier in
+// flight), shaping.go (a carrier's view of the numbers and identity),
+// auth.go (the carriers' challenges), answer.go (the carrier's responses
+// relayed, the 2xx and its ACK), cancel.go (the caller's CANCEL),
+// indialog.go (requests in the dialog, and BYE), teardown.go (dialogs no
+// call keeps: late and forked 2xx), call.go (a call's state and end),
+// cdr.go (what an ended call reports), respond.go (sipedge's own
+// responses and where they go), headers.go (the header policy), build.go
+// (the messages sipedge writes), probe.go (gateway probes).
 package b2bua

@@ -2,6 +2,7 @@ package b2bua
 
 import (
 	"bytes"
+	"errors"
 	"hash/maphash"
 	"log/slog"
 	"math/rand/v2"
@@ -11,241 +12,114 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sipedge/sipedge/dialog/digest"
+	"github.com/sipedge/sipedge/carrier"
+	"github.com/sipedge/sipedge/dialog/cdr"
 	"github.com/sipedge/sipedge/dialog/txn"
-	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/route"
+	"github.com/sipedge/sipedge/transport"
 )
-
-// Clock arms timers on the shard's wheel. When one fires, the shard calls
-// Engine.Timer with its kind and arg.
-type Clock interface {
-	StartAt(at time.Duration, kind uint8, arg uint64) uint64
-	Stop(h uint64) bool
-}
-
-// Env is what an Engine needs from its shard.
-type Env struct {
-	Send       func(to txn.Peer, b []byte)    // b may be reused once Send returns
-	Clock      Clock                          // the shard's timer wheel
-	MintCallID func(dst []byte) []byte        // a Call-ID that hashes to this shard
-	Finished   func(c *Call)                  // a call ended; c is valid during the call only (CDR)
-	Router     func(r *RouteRequest) Decision // where a new call goes
-	// Resolve turns a route into the place its INVITE goes: a healthy
-	// member of its gateway group, or its next hop. A non-empty reason
-	// (a route.Reason constant) means the carrier cannot be dialled; the
-	// sequence then burns it at once. key spreads hash selection per call.
-	Resolve func(r *route.Route, key uint64) (Target, string)
-	// Admit applies a trunk's ingress calls-per-second limit to a new call,
-	// before any routing work (optional): false refuses it with 503 and
-	// Retry-After.
-	Admit func(t *Trunk) (retryAfter time.Duration, ok bool)
-	// Pace reserves a calls-per-second slot for dialling t (optional): the
-	// route's carrier account. ref names the call to Engine.Paced.
-	Pace func(r *route.Route, t *Target, ref uint64) PaceResult
-	// CPSReject tells whether a final response to the dial of route r at t
-	// is the carrier refusing the call over its CPS limit (the group's
-	// cps_reject matchers: the code, and text in the reason phrase or the
-	// Reason header) and, if the call should retry the same carrier, after
-	// how long. The engine retries at most MaxCPSRetries times, then fails
-	// over; a CPS reject never counts against the gateway's health.
-	CPSReject func(r *route.Route, t *Target, code int, phrase, reason []byte) (time.Duration, bool)
-	// Outcome reports what a B-leg attempt said about its gateway, once
-	// per dialled target: a final status, or an Outcome constant, with the
-	// response's Retry-After (optional).
-	Outcome func(t *Target, code int, retryAfter time.Duration)
-	// TakeChannel counts a call about to be dialled on a route naming
-	// group (route.Route.GatewayGroup) against its carrier's concurrent-call
-	// limit, before a member is picked: ok false when the limit is reached,
-	// and the carrier is skipped (route.ReasonCallsLimited); counted false
-	// when nothing counts the group's calls (no such group: the route's
-	// next hop). A call counted gives its channel back through
-	// ReleaseChannel once, when it moves on to another carrier or ends
-	// (optional, both or neither).
-	TakeChannel    func(group string) (counted, ok bool)
-	ReleaseChannel func(group string)
-	// Credentials returns the account sipedge holds with t's carrier, to
-	// answer its Digest challenges to the INVITE, to the requests relayed
-	// in the dialog and to sipedge's BYE (RFC 3261 22.2): ok false
-	// when it holds none. A non-empty realm is the only one it answers
-	// (optional).
-	Credentials func(t *Target) (cr digest.Credentials, realm string, ok bool)
-	// Policy holds the optional hooks of a routing policy.
-	Policy   Policy
-	Draining func() bool // new calls get 503 while true (optional)
-	Log      *slog.Logger
-}
-
-// Timer kinds the Engine starts: TimerTxn for the transaction layer, the
-// others its own. A shard passes them back to Engine.Timer.
-const (
-	TimerTxn uint8 = iota + 1
-	timer2xx       // retransmit the 2xx to the caller (RFC 3261 13.3.1.4)
-	timerMaxDuration
-	timerSequence // the failover sequence's deadline for the carrier in flight
-	timerProbe    // a gateway probe's deadline
-	timerPace     // a CPS slot has come (or a CPS reject's retry delay passed)
-)
-
-// MaxCPSRetries bounds the retries of one carrier after CPS rejects.
-const MaxCPSRetries = 2
-
-// PaceResult is a CPS reservation for a dial: go now, wait, over the
-// limit, or Pending (the answer comes through Engine.Paced).
-type PaceResult struct {
-	Wait    time.Duration
-	Over    bool
-	Pending bool
-}
-
-// RouteRequest describes a new call to the Router.
-type RouteRequest struct {
-	Ref    uint64 // names the call to Engine.Decided
-	CallID []byte // A-leg
-	Trunk  *Trunk
-	Dialed []byte // the dialled number: the Request-URI user, normalised by the trunk's policy
-	From   []byte // the caller's From URI
-	To     []byte // the caller's To URI
-	Source txn.Peer
-}
-
-// Target is one carrier to try.
-type Target struct {
-	CarrierID string
-	Group     string // gateway group, recorded as the route taken
-	// URI is the Request-URI without user ("sip:host:port;params"); the
-	// dialled number becomes its user.
-	URI  string
-	Peer txn.Peer // where the INVITE is sent
-	// Rate and Currency are the carrier's price, for the CDR.
-	Rate     float64
-	Currency string
-	// Gateway is the health member Resolve picked; the engine reports the
-	// attempt's outcome for it through Env.Outcome, once.
-	Gateway health.Member
-}
-
-// Outcome codes other than a final response's status, for Env.Outcome.
-const (
-	OutcomeNoResponse = 0  // no final response in time (Timer B, or the carrier's deadline without progress)
-	OutcomeTransport  = -1 // the INVITE could not be sent or the transport failed
-	OutcomeAbandoned  = -2 // the caller gave up first: says nothing about the gateway
-)
-
-// Decision is the Router's answer: the carriers to try in order, or a code
-// to reject the call with.
-type Decision struct {
-	Routes []route.Route
-	Code   int // when no route: the response to the caller (503 when 0)
-	Reason string
-	Source string // "lcr", "static", "fallback": for the CDR
-	// NoDecision says the Router had no decision to give (the LCR API
-	// failed and no fallback applied), as against one that rejects the
-	// call: Code and Reason then hold the default answer, 503 Route
-	// Unavailable, which Policy.OnInvite may replace, or clear to route.
-	NoDecision bool
-	// Pending says the decision comes later, through Engine.Decided: the
-	// Router started a lookup off the shard (RouteRequest.Ref names the
-	// call). RouteRequest's byte slices are valid only during the Router
-	// call: copy what the lookup needs.
-	Pending bool
-}
-
-// Policy is a routing policy's hooks: the Go form of the seed's script
-// handlers. Each is optional and runs on the shard's goroutine, in the
-// middle of the call's processing: a hook must not block (no I/O, no
-// locks held long), and must not keep the *Call, *RouteRequest or *Route
-// it is given past its return; all are valid only during the hook.
-type Policy struct {
-	// OnInvite runs once per new call, with the Router's decision. It may
-	// filter or reorder d.Routes, set d.Code (and d.Reason) to reject, or
-	// clear d.Code and set d.Routes to route a call the Router rejected.
-	// d.Routes may be shared with other calls (a cache entry, the static
-	// table): never change it in place; assign a new slice, which the call
-	// then keeps, unmodified, until it ends.
-	OnInvite func(r *RouteRequest, d *Decision)
-	// OnAnswer runs when a carrier answers.
-	OnAnswer func(c *Call, r *route.Route)
-	// OnRouteFailure runs once per failed attempt, including the last; it
-	// is a notification only.
-	OnRouteFailure func(c *Call, r *route.Route, a route.Attempt)
-	// OnFailure runs once per call, when every carrier failed, with the
-	// code and reason the caller would get; its FailureAction says what
-	// happens instead, if anything. If it routes again and those carriers
-	// fail too, the caller gets their failure: OnFailure does not run a
-	// second time, so a policy cannot loop a call for ever.
-	OnFailure func(c *Call, code int, reason string) FailureAction
-}
-
-// FailureAction is Policy.OnFailure's answer. The zero value keeps the
-// default: the caller gets the sequence's code and reason.
-type FailureAction struct {
-	// Routes, when not empty, are tried next, in order (a backup trunk):
-	// the call's attempts so far stay in its CDR's lcr_attempts. The
-	// slice is kept, unmodified, until the call ends.
-	Routes []route.Route
-	// Code, when Routes is empty, is the caller's final response instead,
-	// with Reason (the code's standard phrase when empty). Only failure
-	// codes (300-699) are taken; any other is ignored.
-	Code   int
-	Reason string
-}
 
 // Engine is one shard's B2BUA. See the package documentation.
 type Engine struct {
 	cfg    Config
 	env    Env
 	policy headerPolicy
-	trunks *atomic.Pointer[TrunkSet] // Config.TrunkSet, or the fixed Config.Trunks
+	txns   *txn.Table
+	now    time.Duration // the time of the input being handled
+
+	trunks trunkState
+	calls  callTable
+	roles  []txnRole             // by txn.Handle.Index: the transactions the engine is waiting on
+	probes map[txn.Handle]*probe // gateway probes in flight
+	sentBy []sentBy              // what sipedge writes as its Vias' sent-by
+
+	teardowns [maxTeardowns]teardown // dialogs endUnwanted is ending
+	byes      byeTable               // BYEs to carriers in flight (roleCarrierBye)
+
+	published published // the counts metrics read from other goroutines
+	authLog   logPacing // warnAuth's
+
+	tmp  scratch
+	pool pools
+	m    engineMetrics
+}
+
+// trunkState is what the engine keeps of the trunks.
+type trunkState struct {
+	all *atomic.Pointer[TrunkSet] // Config.TrunkSet, or the fixed Config.Trunks
 	// set is the trunks loaded for the request being handled (Receive):
 	// one snapshot for its admission, its reply address and its call.
-	set  *TrunkSet
-	txns *txn.Table
-	now  time.Duration
+	set *TrunkSet
+	// forced are the live calls whose trunk has ForceRPort (replyTo).
+	forced int
+}
 
-	calls  []*Call
-	free   int32 // head of the free list of calls, -1 if none
-	live   int
-	shared atomic.Int64 // live, readable from other goroutines (drain, admin)
-	// Transaction counts published for metrics (Publish); publishAt is
-	// when publishDue publishes next.
-	sharedTxns, sharedRtx, sharedAbsorbed atomic.Int64
-	publishAt                             time.Duration
-	byCallID                              callIndex              // Call-ID of either leg -> call
-	roles                                 []txnRole              // by txn.Handle.Index: the transactions the engine is waiting on
-	probes                                map[txn.Handle]*probe  // gateway probes in flight
-	sentBy                                []sentBy               // what sipedge writes as its Vias' sent-by
-	teardowns                             [maxTeardowns]teardown // dialogs endUnwanted is ending
-	byes                                  []carrierBye           // BYEs to carriers in flight (roleCarrierBye)
-	byeFree                               int32                  // head of byes' free list, -1 if none
+// callTable holds the calls: a slab reused through a free list, and the
+// index of their legs' Call-IDs.
+type callTable struct {
+	journaled uint32 // the last call number given Env.Journal (journalAnswered)
+	list      []*Call
+	free      int32 // head of the free list, -1 if none
+	live      int
+	shared    atomic.Int64 // live, readable from other goroutines (drain, admin)
+	index     callIndex    // Call-ID of either leg -> call
+}
 
-	// The transaction table's memory budget (txn.Config.MaxStoredBytes),
-	// published the same way; budgetLogged and budgetLogAt pace its log.
-	sharedStored, sharedShortcuts, sharedRefused atomic.Int64
-	budgetLogged                                 uint64
-	budgetLogAt                                  time.Duration
-	// forcedCalls are the live calls whose trunk has ForceRPort (replyTo).
-	forcedCalls int
-	// warnAuth's pacing.
-	authLogged     bool
-	authLogAt      time.Duration
-	authSuppressed uint64
+// byeTable are the BYEs to carriers in flight, reused through a free
+// list (watchCarrierBye).
+type byeTable struct {
+	list []carrierBye
+	free int32 // head of the free list, -1 if none
+}
 
-	acts    []txn.Action      // the table's spare action list (see runActions)
-	req     txn.Built         // the request being built: where appendRequestHead wrote what
-	areq    parser.Message    // scratch for requests the engine re-reads to answer them
-	scratch leg               // a dialog the engine ends without keeping (a forked 2xx)
-	id      identity          // the identity of the B-leg being dialled
-	auth    challenge         // the carrier's challenge being answered (answerChallenge)
-	failure *parser.Message   // the carrier's final failure being handled, for failCall
-	out     []byte            // scratch for outgoing messages
-	tag     []byte            // scratch for the To tag of a response that ends no dialog (tagFor)
-	bufs    [][]byte          // message buffers calls borrow (getBuf)
-	msgs    []*parser.Message // parsed INVITEs calls borrow
-	rr      RouteRequest      // the Router's request, reused
-	dec     Decision          // the decision being carried out, reused
-	m       engineMetrics
+// published are the transaction table's counts, copied where metrics read
+// them from other goroutines (Publish), and the pacing of its budget's
+// warning (logBudget).
+type published struct {
+	txns, rtx, absorbed        atomic.Int64
+	stored, shortcuts, refused atomic.Int64  // the memory budget (txn.Config.MaxStoredBytes)
+	pooled                     atomic.Int64  // the part of stored free slots keep
+	at                         time.Duration // when publishDue publishes next
+	budgetLogged               uint64
+	budgetLogAt                time.Duration
+}
+
+// logPacing paces a warning: once per interval at most, the lines left
+// out counted in the next.
+type logPacing struct {
+	logged     bool
+	at         time.Duration
+	suppressed uint64
+}
+
+// scratch is storage the engine reuses from one input to the next, so that
+// a warm engine allocates nothing. Each part holds what one step builds for
+// the next, to which it goes as a parameter: none carries anything from one
+// input to another.
+type scratch struct {
+	acts []txn.Action   // the table's spare action list (see runActions)
+	req  txn.Built      // the request being built: where appendRequestHead wrote what
+	areq parser.Message // a request the engine re-reads to answer it
+	leg  leg            // a dialog the engine ends without keeping (a forked 2xx)
+	id   identity       // the identity of the B-leg being dialled
+	auth challenge      // the carrier's challenge being answered (answerChallenge)
+	out  []byte         // an outgoing message
+	tag  []byte         // the To tag of a response that ends no dialog (tagFor)
+	rr   route.Request  // the Router's request
+	dec  route.Decision // the decision being carried out
+	rep  carrier.Report // the report being made to the carrier plane
+	// order is where the carrier plane reorders a call's routes
+	// (Engine.order), which the call then takes over.
+	order []route.Route
+}
+
+// pools are the buffers calls borrow while they need them (getBuf,
+// getMsg): a warm engine allocates none, and a held call keeps none.
+type pools struct {
+	bufs   [][]byte          // message buffers
+	msgs   []*parser.Message // parsed INVITEs
+	extras []*callExtra      // what few calls need (Call.extra)
 }
 
 // txnRole says what a transaction is to its call. An entry of Engine.roles
@@ -274,8 +148,21 @@ const (
 	roleCarrierBye
 )
 
-// New returns an Engine; env's functions must be set.
+// New returns an Engine; env's Send, Clock and MintCallID must be set, and
+// the rest takes its defaults (see Env).
 func New(cfg Config, env Env) (*Engine, error) {
+	if env.Send == nil || env.Clock == nil || env.MintCallID == nil {
+		return nil, errors.New("b2bua: Env.Send, Env.Clock and Env.MintCallID must be set")
+	}
+	if env.Carriers == nil {
+		env.Carriers = new(carrier.NextHops)
+	}
+	if env.Router == nil {
+		env.Router = Routes(nil)
+	}
+	if env.Draining == nil {
+		env.Draining = neverDraining
+	}
 	if cfg.ReferCode == 0 {
 		cfg.ReferCode = 603
 	}
@@ -285,14 +172,14 @@ func New(cfg Config, env Env) (*Engine, error) {
 	if env.Log == nil {
 		env.Log = slog.Default()
 	}
-	e := &Engine{cfg: cfg, env: env, policy: compilePolicy(cfg.HeaderAllow), free: -1, byeFree: -1,
-		probes: make(map[txn.Handle]*probe)}
-	e.byCallID.seed = maphash.MakeSeed()
-	if e.trunks = cfg.TrunkSet; e.trunks == nil {
-		e.trunks = new(atomic.Pointer[TrunkSet])
-		e.trunks.Store(NewTrunkSet(cfg.Trunks))
+	e := &Engine{cfg: cfg, env: env, policy: compilePolicy(cfg.HeaderAllow), probes: make(map[txn.Handle]*probe)}
+	e.calls.free, e.byes.free = -1, -1
+	e.calls.index.seed = maphash.MakeSeed()
+	if e.trunks.all = cfg.TrunkSet; e.trunks.all == nil {
+		e.trunks.all = new(atomic.Pointer[TrunkSet])
+		e.trunks.all.Store(NewTrunkSet(cfg.Trunks))
 	}
-	e.set = e.trunks.Load()
+	e.trunks.set = e.trunks.all.Load()
 	var err error
 	if e.txns, err = txn.New(cfg.Txn, txnClock{env.Clock}); err != nil {
 		return nil, err
@@ -354,17 +241,21 @@ func (c txnClock) StartAt(at time.Duration, arg uint64) uint64 { return c.c.Star
 func (c txnClock) Stop(h uint64) bool                          { return c.c.Stop(h) }
 
 // Calls returns the number of live calls.
-func (e *Engine) Calls() int { return e.live }
+func (e *Engine) Calls() int { return e.calls.live }
 
 // LiveCalls returns the number of live calls; safe from any goroutine.
-func (e *Engine) LiveCalls() int { return int(e.shared.Load()) }
+func (e *Engine) LiveCalls() int { return int(e.calls.shared.Load()) }
 
 // Transactions returns the number of live transactions.
 func (e *Engine) Transactions() int { return e.txns.Len() }
 
+// StoredBytes returns the bytes the transaction table keeps (txn.Stats'
+// StoredBytes) as last published; safe from any goroutine.
+func (e *Engine) StoredBytes() int64 { return e.published.stored.Load() }
+
 // Receive handles a message the shard parsed and validated. m is valid only
 // during the call.
-func (e *Engine) Receive(m *parser.Message, from txn.Peer, now time.Duration) {
+func (e *Engine) Receive(m *parser.Message, from transport.Peer, now time.Duration) {
 	e.now = now
 	if m.IsResponse() {
 		if !e.ownVia(m) {
@@ -375,7 +266,7 @@ func (e *Engine) Receive(m *parser.Message, from txn.Peer, now time.Duration) {
 			e.strayResponse(m, from, err)
 			return
 		}
-	} else if e.set = e.trunks.Load(); !e.admit(m, from) {
+	} else if e.trunks.set = e.trunks.all.Load(); !e.admit(m, from) {
 		return
 	} else if err := e.txns.ReceiveRequestTo(m, from, e.replyTo(m, from), now); err != nil {
 		e.rejectStateless(m, from, err)
@@ -389,7 +280,7 @@ func (e *Engine) Receive(m *parser.Message, from txn.Peer, now time.Duration) {
 // is lost. The client transactions to it fail at once (RFC 3261 17.1.4)
 // rather than when their timers run out: a carrier's INVITE fails over to
 // the next carrier as a 503 would (RFC 3261 8.1.3.1).
-func (e *Engine) PeerFailed(peer txn.Peer, now time.Duration) {
+func (e *Engine) PeerFailed(peer transport.Peer, now time.Duration) {
 	e.now = now
 	if e.txns.PeerFailed(peer, now) > 0 {
 		e.runActions(nil)
@@ -409,17 +300,17 @@ func (e *Engine) Timer(kind uint8, arg uint64, now time.Duration) {
 		}
 	case timerSequence:
 		if c := e.callByArg(arg); c != nil && c.state == stateEarly && !c.canceled {
-			c.seqTimer = 0
-			e.carryOut(c, c.seq.Timeout(now))
+			c.att.timer = 0
+			e.carryOut(c, c.seq.Timeout(now), nil)
 		}
 	case timerPace:
 		if c := e.callByArg(arg); c != nil && c.state == stateEarly && !c.canceled {
-			c.paceTimer = 0
-			if c.pacing {
+			c.att.paceTimer = 0
+			if c.att.pacing {
 				e.paced(c)
 			} else { // a CPS reject's retry: a fresh B-leg to the same carrier
 				if st, ok := e.pace(c); !ok {
-					e.carryOut(c, st)
+					e.carryOut(c, st, nil)
 				}
 			}
 		}
@@ -428,7 +319,7 @@ func (e *Engine) Timer(kind uint8, arg uint64, now time.Duration) {
 	case timerMaxDuration:
 		if c := e.callByArg(arg); c != nil && c.state == stateConfirmed {
 			e.env.Log.Info("call reached its maximum duration", "call_id", string(c.a.callID))
-			e.hangup(c, hangupSystem)
+			e.hangup(c, cdr.HangupSystem)
 		}
 	}
 }
@@ -440,7 +331,7 @@ const publishEvery = time.Millisecond
 
 // publishDue publishes unless the engine did less than publishEvery ago.
 func (e *Engine) publishDue() {
-	if e.now >= e.publishAt {
+	if e.now >= e.published.at {
 		e.Publish()
 	}
 }
@@ -450,16 +341,17 @@ func (e *Engine) publishDue() {
 // it on every run of the shard's loop (Handler.Tick), so that the counts of
 // an engine gone quiet are no older than that run.
 func (e *Engine) Publish() {
-	e.publishAt = e.now + publishEvery
+	e.published.at = e.now + publishEvery
 	st := e.txns.Stats()
-	e.sharedTxns.Store(int64(e.txns.Len()))
-	e.sharedRtx.Store(int64(st.Retransmissions))
-	e.sharedAbsorbed.Store(int64(st.Absorbed))
-	e.sharedStored.Store(int64(st.StoredBytes))
-	e.sharedShortcuts.Store(int64(st.BudgetShortcuts))
-	e.sharedRefused.Store(int64(st.BudgetRefused))
-	if n := st.BudgetShortcuts + st.BudgetRefused; n != e.budgetLogged &&
-		(e.budgetLogged == 0 || e.now-e.budgetLogAt >= budgetLogInterval) {
+	e.published.txns.Store(int64(e.txns.Len()))
+	e.published.rtx.Store(int64(st.Retransmissions))
+	e.published.absorbed.Store(int64(st.Absorbed))
+	e.published.stored.Store(int64(st.StoredBytes))
+	e.published.pooled.Store(int64(st.PooledBytes))
+	e.published.shortcuts.Store(int64(st.BudgetShortcuts))
+	e.published.refused.Store(int64(st.BudgetRefused))
+	if n := st.BudgetShortcuts + st.BudgetRefused; n != e.published.budgetLogged &&
+		(e.published.budgetLogged == 0 || e.now-e.published.budgetLogAt >= budgetLogInterval) {
 		e.logBudget(st, n)
 	}
 }
@@ -474,8 +366,8 @@ func (e *Engine) logBudget(st txn.Stats, n uint64) {
 	e.env.Log.Warn("transaction table over its memory budget: non-INVITE transactions end without Timer J, new requests beyond twice the budget are refused 503",
 		"shard", e.cfg.Shard, "stored_bytes", st.StoredBytes,
 		"shortcuts", st.BudgetShortcuts, "refused", st.BudgetRefused,
-		"since_last", n-e.budgetLogged)
-	e.budgetLogged, e.budgetLogAt = n, e.now
+		"since_last", n-e.published.budgetLogged)
+	e.published.budgetLogged, e.published.budgetLogAt = n, e.now
 }
 
 // runActions carries out what the transaction layer asked for. m is the
@@ -483,12 +375,12 @@ func (e *Engine) logBudget(st txn.Stats, n uint64) {
 func (e *Engine) runActions(m *parser.Message) {
 	defer e.publishDue()
 	// Handling an action may call into the table again, which clears its
-	// action list: take the list, the table recording into e.acts, which
+	// action list: take the list, the table recording into e.tmp.acts, which
 	// is taken while in use so that a nested call (a Send that delivers
 	// at once) gives the table storage of its own.
-	list := e.txns.TakeActions(e.acts)
+	list := e.txns.TakeActions(e.tmp.acts)
 	defer e.txns.ReturnActions()
-	e.acts = nil
+	e.tmp.acts = nil
 	for i := range list {
 		a := &list[i]
 		switch a.Kind {
@@ -514,7 +406,7 @@ func (e *Engine) runActions(m *parser.Message) {
 			e.unwatch(a.Txn)
 		}
 	}
-	e.acts = list[:0]
+	e.tmp.acts = list[:0]
 }
 
 // after runs the actions of a table call the engine made itself.
@@ -532,93 +424,13 @@ func (e *Engine) after() {
 	}
 }
 
-// strayResponse handles a response no client transaction matches, its top
-// Via sipedge's own (Receive checked it): a 2xx to an INVITE that outlived
-// the transaction (RFC 6026 Timer M, or the 64*T1 after a CANCEL) is ACKed
-// again in a live dialog, or ACKed and BYEd where it came from when no call
-// keeps its dialog (orphan2xx). Nothing else is answered.
-func (e *Engine) strayResponse(m *parser.Message, from txn.Peer, _ error) {
-	e.orphan2xx(m, true, from)
-}
-
-// orphan2xx handles a 2xx to an INVITE no call watches: its transaction
-// ended (stray, from peer), or the call or re-INVITE it answered is done
-// with it (its transaction's peer). In a live dialog it is a
-// retransmission, ACKed again once sipedge has ACKed it (RFC 3261
-// 13.2.2.4). Otherwise one of sipedge's INVITEs established a dialog nobody
-// keeps, as when a carrier's 200 crosses the call's CANCEL or end, or comes
-// after its transaction: it is ACKed and BYEd (RFC 3261 13.2.2.4, 15).
-func (e *Engine) orphan2xx(m *parser.Message, stray bool, peer txn.Peer) {
-	if code := m.StatusCode(); code < 200 || code >= 300 {
-		return
-	}
-	cseq, err := m.CSeq()
-	if err != nil || cseq.Method != parser.MethodInvite {
-		return
-	}
-	c, s := e.lookupCall(m.CallID())
-	if c != nil {
-		l := c.leg(s)
-		var to parser.Address
-		if m.To(&to) == nil && string(to.Tag) == string(l.remoteTag) {
-			e.ackAgain(l, cseq.Num)
-			return
-		}
-	}
-	e.endUnwanted(c, m, peer, stray)
-}
-
-// rejectStateless answers a request the transaction layer refused.
-func (e *Engine) rejectStateless(m *parser.Message, from txn.Peer, err error) {
-	code, reason, drop := 500, "Server Internal Error", false
-	switch err {
-	case txn.ErrFull:
-		code, reason = 503, "Service Unavailable"
-	default:
-		code, reason, drop = parser.Answer(m, err)
-	}
-	if drop || m.Method() == parser.MethodAck {
-		return
-	}
-	var via parser.Via
-	if m.TopVia(&via) != nil {
-		return
-	}
-	b := parser.AppendResponse(e.out[:0], m, code, reason, e.tagFor(nil))
-	e.out = parser.AppendBody(b, "", nil)
-	e.env.Send(e.replyTo(m, from), e.out)
-}
-
-// replyTo is where responses to request m from peer from go: where RFC
-// 3261 18.2.2 says (txn.ReplyTo), or back to the source port for a trunk
-// with ForceRPort.
-func (e *Engine) replyTo(m *parser.Message, from txn.Peer) txn.Peer {
-	var via parser.Via
-	if m.TopVia(&via) != nil {
-		return from // the transaction layer refuses it
-	}
-	if e.set.forceRPort {
-		if t := e.trunkOf(from); t != nil && t.ForceRPort {
-			return from
-		}
-	}
-	if e.forcedCalls > 0 {
-		// A call keeps its trunk: one removed or replaced since the call
-		// began still answers its dialog at the source port.
-		if c, s := e.lookupCall(m.CallID()); c != nil && s == sideA && c.trunk != nil && c.trunk.ForceRPort {
-			return from
-		}
-	}
-	return txn.ReplyTo(&via, from)
-}
-
 // lookupCall finds the call a Call-ID belongs to and which leg it names.
 func (e *Engine) lookupCall(callID []byte) (*Call, side) {
-	i, ok := e.byCallID.get(e.byCallID.hash(callID))
+	i, ok := e.calls.index.get(e.calls.index.hash(callID))
 	if !ok {
 		return nil, 0
 	}
-	c := e.calls[i]
+	c := e.calls.list[i]
 	switch {
 	case string(c.a.callID) == string(callID):
 		return c, sideA
@@ -632,9 +444,9 @@ func (e *Engine) lookupCall(callID []byte) (*Call, side) {
 // for the caller's INVITE and their 2xx while they need them, so a warm
 // engine allocates none and a held call keeps none.
 func (e *Engine) getBuf() []byte {
-	if n := len(e.bufs); n > 0 {
-		b := e.bufs[n-1]
-		e.bufs = e.bufs[:n-1]
+	if n := len(e.pool.bufs); n > 0 {
+		b := e.pool.bufs[n-1]
+		e.pool.bufs = e.pool.bufs[:n-1]
 		return b[:0]
 	}
 	return make([]byte, 0, 1024)
@@ -642,7 +454,7 @@ func (e *Engine) getBuf() []byte {
 
 func (e *Engine) putBuf(b []byte) {
 	if cap(b) > 0 && cap(b) <= 64<<10 {
-		e.bufs = append(e.bufs, b[:0])
+		e.pool.bufs = append(e.pool.bufs, b[:0])
 	}
 }
 
@@ -668,4 +480,29 @@ func randomToken(dst []byte, n int) []byte {
 		}
 	}
 	return dst
+}
+
+// onRequest handles a new server transaction.
+func (e *Engine) onRequest(m *parser.Message, a *txn.Action) {
+	switch m.Method() {
+	case parser.MethodInvite:
+		if isInitialInvite(m) {
+			e.newCall(m, a)
+			return
+		}
+	case parser.MethodCancel:
+		e.onCancel(m, a)
+		return
+	}
+	e.inDialog(m, a)
+}
+
+// getMsg takes a parsed-message holder from the engine's pool.
+func (e *Engine) getMsg() *parser.Message {
+	if n := len(e.pool.msgs); n > 0 {
+		m := e.pool.msgs[n-1]
+		e.pool.msgs = e.pool.msgs[:n-1]
+		return m
+	}
+	return new(parser.Message)
 }

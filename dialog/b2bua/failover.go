@@ -5,30 +5,25 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/sipedge/sipedge/carrier"
+	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/route"
 )
-
-// releaseChannel gives back the channel c's carrier in flight counts it
-// in, if it does (Env.TakeChannel: its route's gateway group).
-func (e *Engine) releaseChannel(c *Call) {
-	if c.channel {
-		c.channel = false
-		e.env.ReleaseChannel(c.route.GatewayGroup)
-	}
-}
 
 // carryOut does what the failover sequence asks (route.Step), in the
 // Step's field order: CANCEL the burned carrier, notify its failure, then
 // act on the kind. It loops while carriers are burned without being
 // dialled, so an undialable carrier never waits out a ring timeout.
-func (e *Engine) carryOut(c *Call, st route.Step) {
+// failure is the carrier's final response st follows from, which the
+// caller may get relayed (failCall); nil for any other input.
+func (e *Engine) carryOut(c *Call, st route.Step, failure *parser.Message) {
 	for {
 		if st.Cancel && c.bTxn != 0 {
-			code := OutcomeNoResponse
-			if c.progress || c.trying {
+			code := carrier.OutcomeNoResponse
+			if c.att.progress || c.att.trying {
 				// It rang, or at least answered 100: the gateway works, the
 				// callee did not answer (or ring) in time.
-				code = OutcomeAbandoned
+				code = carrier.OutcomeAbandoned
 			}
 			e.report(c, code, 0)
 			// RFC 3261 9.1; the carrier's later responses reach
@@ -40,7 +35,7 @@ func (e *Engine) carryOut(c *Call, st route.Step) {
 		} else if st.Cancel {
 			// Left between a CPS reject and its retry: the reject is not
 			// the gateway's health, and its attempt is over.
-			e.report(c, OutcomeAbandoned, 0)
+			e.report(c, carrier.OutcomeAbandoned, 0)
 		}
 		if st.Burned {
 			e.burned(c, st)
@@ -53,11 +48,7 @@ func (e *Engine) carryOut(c *Call, st route.Step) {
 			return
 		case route.StepAnswered:
 			e.stopSequence(c)
-			if e.env.Policy.OnAnswer != nil {
-				if _, i, ok := c.seq.ActiveRoute(); ok {
-					e.env.Policy.OnAnswer(c, &c.seq.Routes()[i])
-				}
-			}
+			e.answered(c)
 			return
 		case route.StepDial:
 			// A CPS-reject retry or a slot still awaited belongs to the
@@ -66,39 +57,24 @@ func (e *Engine) carryOut(c *Call, st route.Step) {
 			// carrier while it waits for a CPS slot (dialNow arms its own).
 			e.stopPacing(c)
 			e.stopSequence(c)
-			e.releaseChannel(c) // the carrier left, if it had one
+			e.env.Carriers.Release(&c.att.dial) // the carrier left, and what it held
 			r := &c.seq.Routes()[st.Route]
 			if st.Burned {
 				e.failingOver(c, st, r)
 			}
-			// The channel before the member: a carrier at its limit is
-			// skipped before Resolve picks a member, which may take one
-			// of a half-open member's trial calls.
-			channel, ok := false, true
-			if e.env.TakeChannel != nil {
-				channel, ok = e.env.TakeChannel(r.GatewayGroup)
-			}
-			if !ok {
-				e.m.callsLimited.Inc()
-				st = c.seq.Undialable(e.now, route.ReasonCallsLimited)
-				continue
-			}
-			tgt, reason := e.env.Resolve(r, c.key)
-			if reason != "" {
-				if channel {
-					e.env.ReleaseChannel(r.GatewayGroup)
+			if reason := e.env.Carriers.Reserve(r, c.key, c.callee, &c.att.dial); reason != "" {
+				if reason == route.ReasonCallsLimited {
+					e.m.callsLimited.Inc()
 				}
 				st = c.seq.Undialable(e.now, reason)
 				continue
 			}
-			c.channel = channel
-			c.target, c.route, c.reported, c.progress, c.trying = tgt, r, false, false, false
-			c.cpsRetries = 0
+			c.att.start(r)
 			// The carrier's deadline counts from its dial, not from the
 			// decision to dial it: a paced INVITE gets its full time.
-			c.seqWait = st.Deadline - e.now
+			c.att.wait = st.Deadline - e.now
 			if st.Deadline == route.NoDeadline {
-				c.seqWait = -1
+				c.att.wait = -1
 			}
 			next, ok := e.pace(c)
 			if !ok {
@@ -110,126 +86,47 @@ func (e *Engine) carryOut(c *Call, st route.Step) {
 			e.stopSequence(c)
 			code, reason := st.Code, st.Reason
 			if st.Own {
-				// sipedge's own response (seed: the undialable tail's "siphon's
-				// own 503, whatever the carrier before them did"): the carrier
+				// sipedge's own response (an undialable tail gets sipedge's
+				// own 503, whatever the carrier before it did): the carrier
 				// response being handled, of the same code maybe, is not
 				// relayed, neither its phrase nor its headers.
-				e.failure = nil
+				failure = nil
 			}
 			if e.env.Policy.OnFailure != nil && !c.onFailureRan {
 				c.onFailureRan = true
 				act := e.env.Policy.OnFailure(c, code, reason)
 				if len(act.Routes) > 0 {
-					c.seq.Restart(act.Routes, e.cfg.Sequence)
+					c.seq.Restart(e.order(c, act.Routes, 1), e.cfg.Sequence)
 					st = c.seq.Next(e.now)
 					continue
 				}
 				if act.Code >= 300 && act.Code <= 699 {
 					// The policy's own response: not the carrier's relayed.
-					code, reason, e.failure = act.Code, act.Reason, nil
+					code, reason, failure = act.Code, act.Reason, nil
 				}
 			}
 			if reason == "" {
 				reason = defaultReason(code)
 			}
-			e.failCall(c, code, reason)
+			e.failCall(c, code, reason, failure)
 			return
 		}
 	}
 }
 
-// pace reserves a slot of the carrier's calls-per-second budget (issue 7:
-// the seed's "defer to the next free slot") and dials now, later on the
-// shard's wheel, or when an asynchronous reservation is posted back
-// (Paced). Over the limit the carrier is burned without dialling, reason
-// cps_limited, and its quality is not blamed: ok is false and the caller
-// continues with the returned step.
-func (e *Engine) pace(c *Call) (route.Step, bool) {
-	if e.env.Pace == nil {
-		return e.dialNow(c)
-	}
-	p := e.env.Pace(c.route, &c.target, e.arg(c))
-	switch {
-	case p.Pending:
-		c.pacing = true
-		return route.Step{}, true
-	case p.Over:
-		e.m.cpsLimited.Inc()
-		e.report(c, OutcomeAbandoned, 0) // the gateway picked was not tried: its trial goes back
-		return c.seq.Undialable(e.now, route.ReasonCPSLimited), false
-	case p.Wait > 0:
-		c.pacing = true
-		c.paceTimer = e.env.Clock.StartAt(e.now+p.Wait, timerPace, e.arg(c))
-		return route.Step{}, true
-	}
-	return e.dialNow(c)
-}
-
-// Paced delivers an asynchronous CPS reservation for the call ref names.
-func (e *Engine) Paced(ref uint64, p PaceResult, now time.Duration) {
-	e.now = now
-	c := e.callByArg(ref)
-	if c == nil || !c.pacing || c.canceled {
-		return
-	}
-	switch {
-	case p.Over:
-		c.pacing = false
-		e.m.cpsLimited.Inc()
-		e.report(c, OutcomeAbandoned, 0) // the gateway picked was not tried: its trial goes back
-		e.carryOut(c, c.seq.Undialable(e.now, route.ReasonCPSLimited))
-	case p.Wait > 0:
-		c.paceTimer = e.env.Clock.StartAt(e.now+p.Wait, timerPace, e.arg(c))
-	default:
-		e.paced(c)
-	}
-}
-
-// stopPacing drops the wait for a CPS slot or a CPS-reject retry.
-func (e *Engine) stopPacing(c *Call) {
-	if c.paceTimer != 0 {
-		e.env.Clock.Stop(c.paceTimer)
-		c.paceTimer = 0
-	}
-	c.pacing = false
-}
-
-// paced dials a call whose slot has come.
-func (e *Engine) paced(c *Call) {
-	c.pacing, c.paceTimer = false, 0
-	if st, ok := e.dialNow(c); !ok {
-		e.carryOut(c, st)
-	}
-}
-
-// dialNow sends the B-leg INVITE and arms the carrier's deadline; when it
-// cannot be sent the carrier is burned and ok is false.
-func (e *Engine) dialNow(c *Call) (route.Step, bool) {
-	if !e.dial(c) {
-		e.report(c, OutcomeTransport, 0)
-		return c.seq.Undialable(e.now, "send_failed"), false
-	}
-	c.seq.Dialed(e.now) // after a CPS wait: its times count from here
-	e.stopSequence(c)
-	if c.seqWait >= 0 {
-		c.seqTimer = e.env.Clock.StartAt(e.now+c.seqWait, timerSequence, e.arg(c))
-	}
-	return route.Step{}, true
-}
-
-// report gives Env.Outcome the result of the carrier in flight, once.
+// report gives the carrier plane the outcome of the carrier in flight on
+// its gateway, once (Carriers.Outcome).
 func (e *Engine) report(c *Call, code int, retryAfter time.Duration) {
-	if c.reported || e.env.Outcome == nil {
+	if c.att.reported {
 		return
 	}
-	c.reported = true
-	e.env.Outcome(&c.target, code, retryAfter)
+	c.att.reported = true
+	e.env.Carriers.Outcome(&c.att.dial, code, retryAfter)
 }
 
-// burned logs and reports a failed attempt (the seed: a failover is an
-// operational event, logged at info).
+// burned logs and reports a failed attempt: a failover is an operational
+// event, logged at info.
 func (e *Engine) burned(c *Call, st route.Step) {
-	r := &c.seq.Routes()[st.BurnedRoute]
 	a := st.Attempt
 	switch {
 	case !e.env.Log.Enabled(context.Background(), slog.LevelInfo):
@@ -242,14 +139,57 @@ func (e *Engine) burned(c *Call, st route.Step) {
 			"reason", a.Reason, "status", a.Status)
 	}
 	e.m.attempts.Inc()
+	e.attemptFailed(c, st, false)
+}
+
+// attemptFailed tells the carrier plane, then the policy, of the attempt
+// st burned; abandoned when the caller gave up on it.
+func (e *Engine) attemptFailed(c *Call, st route.Step, abandoned bool) {
+	r := &c.seq.Routes()[st.BurnedRoute]
+	a := st.Attempt
+	rep := &e.tmp.rep // not a local: through an interface, it would escape
+	*rep = carrier.Report{Event: carrier.AttemptFailed, CarrierID: a.CarrierID, Number: c.callee, Code: a.Status,
+		Reason: a.Reason, Dialed: a.Dialed, Abandoned: abandoned && a.PDD == 0, At: e.now}
+	inFlight := r == c.att.route // reserved: the carrier in flight
+	if inFlight {
+		rep.Gateway = c.att.dial.Gateway
+		rep.Local, rep.CPSRejected = c.att.local, c.att.cpsReject
+		if a.Dialed {
+			rep.Invite = c.att.dialed
+			if a.PDD != 0 {
+				rep.Progress = rep.Invite + a.PDD
+			}
+		}
+	}
+	if a.Dialed && inFlight {
+		e.attemptLeg(c)
+	}
+	e.env.Carriers.Report(rep)
 	if e.env.Policy.OnRouteFailure != nil {
 		e.env.Policy.OnRouteFailure(c, r, a)
 	}
 }
 
+// answered tells the carrier plane, then the policy, that the carrier in
+// flight answered.
+func (e *Engine) answered(c *Call) {
+	_, i, ok := c.seq.ActiveRoute()
+	if !ok {
+		return
+	}
+	r := &c.seq.Routes()[i]
+	dialed, progress := c.seq.Timing()
+	e.tmp.rep = carrier.Report{Event: carrier.Answered, CarrierID: r.CarrierID, Gateway: c.att.dial.Gateway,
+		Number: c.callee, Code: c.finalCode, Dialed: true, Invite: dialed, Progress: progress, Answer: c.tAnswer,
+		At: e.now}
+	e.env.Carriers.Report(&e.tmp.rep)
+	if e.env.Policy.OnAnswer != nil {
+		e.env.Policy.OnAnswer(c, r)
+	}
+}
+
 // failingOver logs the sequence's advance from the carrier it burned to
-// route r, the next to dial (the seed's "Seeing a failover happen": siphon
-// "logs the advance to the next carrier", at info).
+// route r, the next to dial, at info.
 func (e *Engine) failingOver(c *Call, st route.Step, r *route.Route) {
 	if !e.env.Log.Enabled(context.Background(), slog.LevelInfo) {
 		return // a discarded line would still cost its arguments
@@ -262,14 +202,14 @@ func (e *Engine) failingOver(c *Call, st route.Step, r *route.Route) {
 func (e *Engine) armSequence(c *Call, st route.Step) {
 	e.stopSequence(c)
 	if st.Deadline != route.NoDeadline {
-		c.seqTimer = e.env.Clock.StartAt(st.Deadline, timerSequence, e.arg(c))
+		c.att.timer = e.env.Clock.StartAt(st.Deadline, timerSequence, e.arg(c))
 	}
 }
 
 func (e *Engine) stopSequence(c *Call) {
-	if c.seqTimer != 0 {
-		e.env.Clock.Stop(c.seqTimer)
-		c.seqTimer = 0
+	if c.att.timer != 0 {
+		e.env.Clock.Stop(c.att.timer)
+		c.att.timer = 0
 	}
 }
 

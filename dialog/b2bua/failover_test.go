@@ -5,13 +5,15 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/sipedge/sipedge/dialog/txn"
+	"github.com/sipedge/sipedge/carrier"
+	"github.com/sipedge/sipedge/fleet"
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/ratelimit"
 	"github.com/sipedge/sipedge/route"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // twoCarriers routes to carrier-a then carrier-b.
@@ -31,10 +33,10 @@ func (r *rig) startCall() *parser.Message {
 	r.t.Helper()
 	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
 	r.expect(caller, "SIP/2.0 100 Trying")
-	return r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	return r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
 }
 
-func (r *rig) summary() Summary {
+func (r *rig) summary() ended {
 	r.t.Helper()
 	if len(r.calls) != 1 {
 		r.t.Fatalf("%d CDRs, want 1", len(r.calls))
@@ -45,8 +47,8 @@ func (r *rig) summary() Summary {
 func TestFailover503ThenAnswer(t *testing.T) {
 	r := twoCarriers(t, routeA, routeB)
 	inv1 := r.startCall()
-	r.recv(carrier, carrierResponse(inv1, 503, "Service Unavailable", ""))
-	r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.recv(carrierA, carrierResponse(inv1, 503, "Service Unavailable", ""))
+	r.expect(carrierA, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
 	inv2 := r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")[0]
 	// A fresh B-leg dialog: new Call-ID and From tag; the A-leg Call-ID is stable.
 	if hdr(inv1, parser.HeaderCallID) == hdr(inv2, parser.HeaderCallID) || tagOf(t, inv1, parser.HeaderFrom) == tagOf(t, inv2, parser.HeaderFrom) {
@@ -77,8 +79,8 @@ func TestFailoverLogged(t *testing.T) {
 	r.e.env.Log = slog.New(slog.NewTextHandler(&logs, nil))
 	inv1 := r.startCall()
 	r.advance(20 * time.Millisecond)
-	r.recv(carrier, carrierResponse(inv1, 503, "Service Unavailable", ""))
-	r.take(carrier)
+	r.recv(carrierA, carrierResponse(inv1, 503, "Service Unavailable", ""))
+	r.take(carrierA)
 	inv2 := r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")[0]
 	r.recv(carrierB, carrierResponse(inv2, 502, "Bad Gateway", ""))
 	r.take(carrierB)
@@ -104,8 +106,8 @@ func TestFailoverLogged(t *testing.T) {
 func TestFailoverBusyForwardedWithoutFailover(t *testing.T) {
 	r := twoCarriers(t, routeA, routeB)
 	inv1 := r.startCall()
-	r.recv(carrier, carrierResponse(inv1, 486, "Busy Here", ""))
-	r.take(carrier)
+	r.recv(carrierA, carrierResponse(inv1, 486, "Busy Here", ""))
+	r.take(carrierA)
 	r.expect(caller, "SIP/2.0 486 Busy Here")
 	r.expect(carrierB)
 	if s := r.summary(); s.FinalCode != 486 {
@@ -116,8 +118,8 @@ func TestFailoverBusyForwardedWithoutFailover(t *testing.T) {
 func TestFailover6xxStops(t *testing.T) {
 	r := twoCarriers(t, routeA, routeB)
 	inv1 := r.startCall()
-	r.recv(carrier, carrierResponse(inv1, 603, "Decline", ""))
-	r.take(carrier)
+	r.recv(carrierA, carrierResponse(inv1, 603, "Decline", ""))
+	r.take(carrierA)
 	r.expect(caller, "SIP/2.0 603 Decline")
 	r.expect(carrierB)
 }
@@ -127,9 +129,9 @@ func TestFailoverNoProgressTimeout(t *testing.T) {
 	a.TimeoutSecs = 6
 	r := twoCarriers(t, a, routeB)
 	inv1 := r.startCall()
-	r.recv(carrier, carrierResponse(inv1, 100, "Trying", "")) // a 100 is not progress
+	r.recv(carrierA, carrierResponse(inv1, 100, "Trying", "")) // a 100 is not progress
 	r.advance(6 * time.Second)
-	r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.expect(carrierA, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
 	r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")
 }
 
@@ -139,16 +141,16 @@ func TestFailoverProgressThenRingOut408(t *testing.T) {
 	r := newRig(t, func(c *Config) { c.Sequence.RingTimeout = 45 * time.Second })
 	r.routes = []route.Route{a, routeB}
 	inv1 := r.startCall()
-	r.recv(carrier, carrierResponse(inv1, 180, "Ringing", ""))
+	r.recv(carrierA, carrierResponse(inv1, 180, "Ringing", ""))
 	r.expect(caller, "SIP/2.0 180 Ringing")
 	r.advance(10 * time.Second) // past timeout_secs: progress keeps it ringing
-	r.expect(carrier)
+	r.expect(carrierA)
 	r.advance(35 * time.Second) // 45 s from the dial: ring-out
-	cancel := r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	cancel := r.expect(carrierA, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
 	r.expect(caller, "SIP/2.0 408 Request Timeout")
 	r.expect(carrierB) // the rest are not tried
-	r.recv(carrier, carrierResponse(cancel, 200, "OK", ""))
-	r.recv(carrier, carrierResponse(inv1, 487, "Request Terminated", ""))
+	r.recv(carrierA, carrierResponse(cancel, 200, "OK", ""))
+	r.recv(carrierA, carrierResponse(inv1, 487, "Request Terminated", ""))
 	s := r.summary()
 	if s.FinalCode != 408 || len(s.Attempts) != 1 || s.Attempts[0].Status != 408 {
 		t.Fatalf("summary %d %+v", s.FinalCode, s.Attempts)
@@ -160,10 +162,10 @@ func TestFailoverRerouteAfterProgress(t *testing.T) {
 	a.TimeoutSecs, a.RerouteAfterProgress = 6, true
 	r := twoCarriers(t, a, routeB)
 	inv1 := r.startCall()
-	r.recv(carrier, carrierResponse(inv1, 183, "Session Progress", sdp))
+	r.recv(carrierA, carrierResponse(inv1, 183, "Session Progress", sdp))
 	r.take(caller)
 	r.advance(6 * time.Second)
-	r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.expect(carrierA, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
 	r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")
 }
 
@@ -173,7 +175,7 @@ func TestFailoverBestFailure408Over503(t *testing.T) {
 	r := twoCarriers(t, a, routeB)
 	r.startCall()
 	r.advance(6 * time.Second) // carrier-a rings out without progress: 408
-	r.take(carrier)
+	r.take(carrierA)
 	inv2 := r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")[0]
 	r.recv(carrierB, carrierResponse(inv2, 503, "Service Unavailable", ""))
 	r.take(carrierB)
@@ -184,8 +186,8 @@ func TestFailoverBestFailure408Over503(t *testing.T) {
 func TestFailoverCarrier503ReachesCallerAs500(t *testing.T) {
 	r := twoCarriers(t, routeA, routeB)
 	inv1 := r.startCall()
-	r.recv(carrier, carrierResponse(inv1, 503, "Service Unavailable", ""))
-	r.take(carrier)
+	r.recv(carrierA, carrierResponse(inv1, 503, "Service Unavailable", ""))
+	r.take(carrierA)
 	inv2 := r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")[0]
 	r.recv(carrierB, carrierResponse(inv2, 503, "Service Unavailable", ""))
 	r.take(carrierB)
@@ -212,8 +214,8 @@ func TestFailoverUndialableSkippedAtOnce(t *testing.T) {
 func TestFailoverUndialableTailOwn503(t *testing.T) {
 	r := twoCarriers(t, routeA, route.Route{CarrierID: "ghost", GatewayGroup: "no-such-group"})
 	inv1 := r.startCall()
-	r.recv(carrier, carrierResponse(inv1, 502, "Bad Gateway", ""))
-	r.take(carrier)
+	r.recv(carrierA, carrierResponse(inv1, 502, "Bad Gateway", ""))
+	r.take(carrierA)
 	// The carriers left cannot be dialled: sipedge's own 503, not a 500.
 	r.expect(caller, "SIP/2.0 503 Service Unavailable")
 }
@@ -225,8 +227,8 @@ func TestFailoverUndialableTailOwn503AfterCarrier503(t *testing.T) {
 	r := twoCarriers(t, routeA, route.Route{CarrierID: "ghost", GatewayGroup: "no-such-group"})
 	inv1 := r.startCall()
 	resp := strings.Replace(carrierResponse(inv1, 503, "Carrier Congested", ""), "Content-Length:", "Reason: Q.850;cause=34\r\nContent-Length:", 1)
-	r.recv(carrier, resp)
-	r.take(carrier)
+	r.recv(carrierA, resp)
+	r.take(carrierA)
 	m := r.expect(caller, "SIP/2.0 503 Service Unavailable")[0]
 	if m.Get(parser.HeaderReason) != nil {
 		t.Fatalf("sipedge's own 503 relays the carrier's Reason:\n%s", m.Bytes())
@@ -237,14 +239,14 @@ func TestFailoverCancelDuringSequence(t *testing.T) {
 	r := twoCarriers(t, routeA, routeB)
 	inv := callerInvite("1", "a-call-1", "15551234")
 	inv1 := r.startCall()
-	r.recv(carrier, carrierResponse(inv1, 180, "Ringing", ""))
+	r.recv(carrierA, carrierResponse(inv1, 180, "Ringing", ""))
 	r.take(caller)
 	cancel := cancelOf(inv)
 	r.recv(caller, cancel)
 	r.expect(caller, "SIP/2.0 200 OK", "SIP/2.0 487 Request Terminated")
-	r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
-	r.recv(carrier, carrierResponse(inv1, 487, "Request Terminated", ""))
-	r.take(carrier)
+	r.expect(carrierA, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.recv(carrierA, carrierResponse(inv1, 487, "Request Terminated", ""))
+	r.take(carrierA)
 	r.expect(carrierB) // no failover after the caller gave up
 	if s := r.summary(); s.FinalCode != 487 {
 		t.Fatalf("final %d", s.FinalCode)
@@ -257,11 +259,11 @@ func TestFailoverLate200FromBurnedCarrier(t *testing.T) {
 	r := twoCarriers(t, a, routeB)
 	inv1 := r.startCall()
 	r.advance(6 * time.Second)
-	r.take(carrier) // CANCEL
+	r.take(carrierA) // CANCEL
 	inv2 := r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")[0]
 	// carrier-a answers anyway: ACK and BYE it, the caller never hears of it.
-	r.recv(carrier, carrierResponse(inv1, 200, "OK", sdp))
-	r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
+	r.recv(carrierA, carrierResponse(inv1, 200, "OK", sdp))
+	r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
 	r.expect(caller)
 	r.recv(carrierB, carrierResponse(inv2, 200, "OK", sdp))
 	r.expect(caller, "SIP/2.0 200 OK")
@@ -272,11 +274,11 @@ func TestAsyncDecision(t *testing.T) {
 	r.pending = true
 	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
 	r.expect(caller, "SIP/2.0 100 Trying")
-	r.expect(carrier) // nothing until the decision is posted back
-	r.e.Decided(r.refs[0], Decision{Routes: []route.Route{routeA}, Source: "lcr"}, r.now)
-	r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.expect(carrierA) // nothing until the decision is posted back
+	r.e.Decided(r.refs[0], route.Decision{Routes: []route.Route{routeA}, Source: route.SourceLCR}, r.now)
+	r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")
 	// A stale or repeated decision is ignored.
-	r.e.Decided(r.refs[0], Decision{Routes: []route.Route{routeB}, Source: "lcr"}, r.now)
+	r.e.Decided(r.refs[0], route.Decision{Routes: []route.Route{routeB}, Source: route.SourceLCR}, r.now)
 	r.expect(carrierB)
 }
 
@@ -285,7 +287,7 @@ func TestAsyncDecisionRejectAndCancelWhileRouting(t *testing.T) {
 	r.pending = true
 	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
 	r.take(caller)
-	r.e.Decided(r.refs[0], Decision{Code: 403, Reason: "Blocked"}, r.now)
+	r.e.Decided(r.refs[0], route.Decision{Code: 403, Reason: "Blocked"}, r.now)
 	r.expect(caller, "SIP/2.0 403 Blocked")
 
 	r = newRig(t, nil)
@@ -296,10 +298,10 @@ func TestAsyncDecisionRejectAndCancelWhileRouting(t *testing.T) {
 	cancel := cancelOf(inv)
 	r.recv(caller, cancel)
 	r.expect(caller, "SIP/2.0 200 OK", "SIP/2.0 487 Request Terminated")
-	r.e.Decided(r.refs[0], Decision{Routes: []route.Route{routeA}}, r.now) // too late
-	r.expect(carrier)
+	r.e.Decided(r.refs[0], route.Decision{Routes: []route.Route{routeA}}, r.now) // too late
+	r.expect(carrierA)
 	// The caller hung up, whether or not a carrier was dialled yet.
-	if s := r.summary(); s.FinalCode != 487 || len(s.Attempts) != 0 || s.HangupSide != "caller" {
+	if s := r.summary(); s.FinalCode != 487 || len(s.Attempts) != 0 || s.HangupSide.String() != "caller" {
 		t.Fatalf("summary %d %q %+v", s.FinalCode, s.HangupSide, s.Attempts)
 	}
 }
@@ -313,15 +315,15 @@ func TestProbe(t *testing.T) {
 	}
 	var got []result
 	done := func(code int, retry, _ time.Duration, err error) { got = append(got, result{code, retry, err}) }
-	to := txn.Peer{Addr: carrier, Transport: txn.TransportUDP}
+	to := transport.Peer{Addr: carrierA, Transport: transport.UDP}
 	r.e.Probe(to, "sip:198.51.100.20:5070", 2*time.Second, r.now, done)
-	opt := r.expect(carrier, "OPTIONS sip:198.51.100.20:5070 SIP/2.0")[0]
+	opt := r.expect(carrierA, "OPTIONS sip:198.51.100.20:5070 SIP/2.0")[0]
 	b := parser.AppendResponse(nil, opt, 503, "Service Unavailable", []byte("x"))
 	b = append(b, "Retry-After: 30\r\n"...)
-	r.recv(carrier, string(parser.AppendBody(b, "", nil)))
+	r.recv(carrierA, string(parser.AppendBody(b, "", nil)))
 	// A probe that gets no answer times out.
 	r.e.Probe(to, "sip:198.51.100.20:5070", 2*time.Second, r.now, done)
-	r.take(carrier)
+	r.take(carrierA)
 	r.advance(3 * time.Second)
 	if len(got) != 2 || got[0].code != 503 || got[0].retry != 30*time.Second || got[1].err != ErrProbeTimeout {
 		t.Fatalf("probe results %+v", got)
@@ -330,29 +332,29 @@ func TestProbe(t *testing.T) {
 
 func TestPacingDelaysTheDial(t *testing.T) {
 	r := twoCarriers(t, routeA, routeB)
-	r.e.env.Pace = func(rt *route.Route, _ *Target, _ uint64) PaceResult {
+	r.c.pace = func(rt *carrier.Dial, _ uint64) carrier.Pace {
 		if rt.CarrierID == "carrier-a" {
-			return PaceResult{Wait: 300 * time.Millisecond}
+			return carrier.Pace{Wait: 300 * time.Millisecond}
 		}
-		return PaceResult{}
+		return carrier.Pace{}
 	}
 	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
 	r.expect(caller, "SIP/2.0 100 Trying")
-	r.expect(carrier) // held for its slot, on the wheel
+	r.expect(carrierA) // held for its slot, on the wheel
 	r.advance(300 * time.Millisecond)
-	r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")
 }
 
 func TestPacingOverLimitBurnsCarrier(t *testing.T) {
 	r := twoCarriers(t, routeA, routeB)
-	r.e.env.Pace = func(rt *route.Route, _ *Target, _ uint64) PaceResult {
-		return PaceResult{Over: rt.CarrierID == "carrier-a"}
+	r.c.pace = func(rt *carrier.Dial, _ uint64) carrier.Pace {
+		return carrier.Pace{Over: rt.CarrierID == "carrier-a"}
 	}
 	var outcomes []int
-	r.e.env.Outcome = func(t *Target, code int, _ time.Duration) { outcomes = append(outcomes, code) }
+	r.c.outcome = func(t *carrier.Dial, code int, _ time.Duration) { outcomes = append(outcomes, code) }
 	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
 	r.take(caller)
-	r.expect(carrier)
+	r.expect(carrierA)
 	inv2 := r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")[0]
 	r.recv(carrierB, carrierResponse(inv2, 486, "Busy Here", ""))
 	r.take(carrierB)
@@ -363,36 +365,39 @@ func TestPacingOverLimitBurnsCarrier(t *testing.T) {
 	}
 	// carrier-a's gateway, picked but not tried, is reported abandoned: not
 	// blamed, and a trial it held after an outage goes back (health).
-	if len(outcomes) != 2 || outcomes[0] != OutcomeAbandoned || outcomes[1] != 486 {
-		t.Fatalf("outcomes %v, want [%d 486]", outcomes, OutcomeAbandoned)
+	if len(outcomes) != 2 || outcomes[0] != carrier.OutcomeAbandoned || outcomes[1] != 486 {
+		t.Fatalf("outcomes %v, want [%d 486]", outcomes, carrier.OutcomeAbandoned)
 	}
 }
 
 func TestCPSRejectRetriedThenFailover(t *testing.T) {
 	r := twoCarriers(t, routeA, routeB)
-	r.e.env.CPSReject = func(_ *route.Route, _ *Target, code int, reason, _ []byte) (time.Duration, bool) {
+	r.c.cpsReject = func(_ *carrier.Dial, code int, reason, _ []byte) (time.Duration, bool) {
 		return time.Second, code == 503 && string(reason) == "CPS Limit"
 	}
 	inv := r.startCall()
 	for i := 0; i < MaxCPSRetries; i++ {
-		r.recv(carrier, carrierResponse(inv, 503, "CPS Limit", ""))
-		r.take(carrier) // the ACK
+		r.recv(carrierA, carrierResponse(inv, 503, "CPS Limit", ""))
+		r.take(carrierA) // the ACK
 		r.advance(time.Second)
-		next := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+		next := r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
 		if hdr(next, parser.HeaderCallID) == hdr(inv, parser.HeaderCallID) {
 			t.Fatal("a CPS retry reused the B-leg dialog")
 		}
 		inv = next
 	}
 	var outcomes []int
-	r.e.env.Outcome = func(_ *Target, code int, _ time.Duration) { outcomes = append(outcomes, code) }
-	r.recv(carrier, carrierResponse(inv, 503, "CPS Limit", ""))
-	r.take(carrier)
+	r.c.outcome = func(_ *carrier.Dial, code int, _ time.Duration) { outcomes = append(outcomes, code) }
+	r.recv(carrierA, carrierResponse(inv, 503, "CPS Limit", ""))
+	r.take(carrierA)
 	r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0") // retries exhausted: fail over
 	// A CPS limit says nothing of the gateway's health: a 503 would put it
-	// in cooldown.
-	if len(outcomes) != 1 || outcomes[0] != OutcomeAbandoned {
-		t.Errorf("outcomes %v, want [%d]", outcomes, OutcomeAbandoned)
+	// in cooldown; nor of the carrier's quality.
+	if len(outcomes) != 1 || outcomes[0] != carrier.OutcomeAbandoned {
+		t.Errorf("outcomes %v, want [%d]", outcomes, carrier.OutcomeAbandoned)
+	}
+	if len(r.c.reports) != 1 || !r.c.reports[0].CPSRejected || r.c.reports[0].Code != 503 || !r.c.reports[0].Dialed {
+		t.Errorf("reports %+v, want carrier-a's 503, a CPS reject", r.c.reports)
 	}
 }
 
@@ -400,22 +405,34 @@ func TestTrunkLimits(t *testing.T) {
 	r := newRig(t, func(c *Config) { c.Trunks[0].MaxCalls = 1 })
 	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
 	r.take(caller)
-	r.take(carrier)
+	r.take(carrierA)
 	r.recv(caller, callerInvite("2", "a-call-2", "15551234"))
 	got := r.expect(caller, "SIP/2.0 100 Trying", "SIP/2.0 503 Service Unavailable")
 	if hdr(got[1], parser.HeaderRetryAfter) == "" {
 		t.Fatal("no Retry-After on the ingress 503")
 	}
-	r.expect(carrier)
+	r.expect(carrierA)
 
+	// A trunk of one call a second, no wait: the second call in the same
+	// instant is over.
+	ingress, err := ratelimit.NewLocal(ratelimit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ingress.Register("trunk:local", ratelimit.Limit{Rate: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
 	routed := 0
-	r = newRig(t, nil)
-	r.e.env.Admit = func(*Trunk) (time.Duration, bool) { return 2 * time.Second, false }
+	r = newRig(t, func(c *Config) { c.Trunks[0].Ingress = &TrunkIngress{Limiter: ingress, Key: key} })
 	inner := r.e.env.Router
-	r.e.env.Router = func(q *RouteRequest) Decision { routed++; return inner(q) }
+	r.e.env.Router = routerFunc(func(q *route.Request) route.Decision { routed++; return inner.Route(q) })
 	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
+	r.expect(caller, "SIP/2.0 100 Trying")
+	r.take(carrierA)
+	r.recv(caller, callerInvite("2", "a-call-2", "15551234"))
 	got = r.expect(caller, "SIP/2.0 100 Trying", "SIP/2.0 503 Service Unavailable")
-	if hdr(got[1], parser.HeaderRetryAfter) != "2" || routed != 0 {
+	if hdr(got[1], parser.HeaderRetryAfter) != "1" || routed != 1 {
 		t.Fatalf("Retry-After %q, routed %d: the trunk's CPS must refuse before any routing work", hdr(got[1], parser.HeaderRetryAfter), routed)
 	}
 }
@@ -427,27 +444,27 @@ func TestCPSRetryDroppedWhenTheSequenceMovesOn(t *testing.T) {
 	a := routeA
 	a.TimeoutSecs = 1
 	r := twoCarriers(t, a, routeB)
-	r.e.env.CPSReject = func(_ *route.Route, _ *Target, code int, reason, _ []byte) (time.Duration, bool) {
+	r.c.cpsReject = func(_ *carrier.Dial, code int, reason, _ []byte) (time.Duration, bool) {
 		return 3 * time.Second, code == 503 && string(reason) == "CPS Limit"
 	}
 	var outcomes []int
-	r.e.env.Outcome = func(_ *Target, code int, _ time.Duration) { outcomes = append(outcomes, code) }
+	r.c.outcome = func(_ *carrier.Dial, code int, _ time.Duration) { outcomes = append(outcomes, code) }
 	inv := r.startCall()
-	r.recv(carrier, carrierResponse(inv, 503, "CPS Limit", ""))
-	r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.recv(carrierA, carrierResponse(inv, 503, "CPS Limit", ""))
+	r.expect(carrierA, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
 	r.advance(time.Second) // carrier-a's deadline, before its retry
 	inv2 := r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")[0]
 	// carrier-a's gateway hears of its attempt, left while waiting for a
 	// retry: abandoned (its CPS reject is not its health), before carrier-b
 	// is picked.
-	if len(outcomes) != 1 || outcomes[0] != OutcomeAbandoned {
-		t.Fatalf("outcomes %v, want [%d]", outcomes, OutcomeAbandoned)
+	if len(outcomes) != 1 || outcomes[0] != carrier.OutcomeAbandoned {
+		t.Fatalf("outcomes %v, want [%d]", outcomes, carrier.OutcomeAbandoned)
 	}
 	r.recv(carrierB, carrierResponse(inv2, 180, "Ringing", "")) // no retransmissions
 	r.expect(caller, "SIP/2.0 180 Ringing")
 	r.advance(5 * time.Second) // past the retry's time
 	r.expect(carrierB)
-	r.expect(carrier)
+	r.expect(carrierA)
 }
 
 // A carrier's deadline that passes after its 100 Trying but before any
@@ -459,14 +476,14 @@ func TestRingTimeoutAfterTryingIsNotNoResponse(t *testing.T) {
 	a.TimeoutSecs = 2
 	r := twoCarriers(t, a, routeB)
 	var outcomes []int
-	r.e.env.Outcome = func(_ *Target, code int, _ time.Duration) { outcomes = append(outcomes, code) }
+	r.c.outcome = func(_ *carrier.Dial, code int, _ time.Duration) { outcomes = append(outcomes, code) }
 	inv := r.startCall()
-	r.recv(carrier, carrierResponse(inv, 100, "Trying", ""))
+	r.recv(carrierA, carrierResponse(inv, 100, "Trying", ""))
 	r.advance(2 * time.Second)
-	r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.expect(carrierA, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
 	r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")
-	if len(outcomes) != 1 || outcomes[0] != OutcomeAbandoned {
-		t.Fatalf("outcomes %v, want [%d]", outcomes, OutcomeAbandoned)
+	if len(outcomes) != 1 || outcomes[0] != carrier.OutcomeAbandoned {
+		t.Fatalf("outcomes %v, want [%d]", outcomes, carrier.OutcomeAbandoned)
 	}
 }
 
@@ -479,25 +496,25 @@ func TestPacedDialRingsFromTheRealDial(t *testing.T) {
 	a.TimeoutSecs = 6 // progress moves the deadline to the ring bound
 	r.routes = []route.Route{a}
 	waited := false
-	r.e.env.Pace = func(*route.Route, *Target, uint64) PaceResult {
+	r.c.pace = func(*carrier.Dial, uint64) carrier.Pace {
 		if waited {
-			return PaceResult{}
+			return carrier.Pace{}
 		}
 		waited = true
-		return PaceResult{Wait: 800 * time.Millisecond}
+		return carrier.Pace{Wait: 800 * time.Millisecond}
 	}
 	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
 	r.expect(caller, "SIP/2.0 100 Trying")
-	r.expect(carrier)
+	r.expect(carrierA)
 	r.advance(800 * time.Millisecond)
-	inv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	inv := r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
 	r.advance(400 * time.Millisecond) // before T1: no retransmission
-	r.recv(carrier, carrierResponse(inv, 180, "Ringing", ""))
+	r.recv(carrierA, carrierResponse(inv, 180, "Ringing", ""))
 	r.expect(caller, "SIP/2.0 180 Ringing")
 	r.advance(44300 * time.Millisecond) // 45.5 s after the decision, 44.7 s after the dial
-	r.expect(carrier)
+	r.expect(carrierA)
 	r.advance(400 * time.Millisecond)
-	r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.expect(carrierA, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
 }
 
 // The CDR's route is the carrier last dialled, the one Target names: a
@@ -508,13 +525,17 @@ func TestSummaryRouteIsTheDialledCarriers(t *testing.T) {
 	a := routeA
 	a.CDRFields = map[string]string{"deck": "a"}
 	r := twoCarriers(t, a, ghost)
+	var s Summary // as the call fails: its Route is gone with the call after
+	r.e.env.Policy.OnFailure = func(c *Call, _ int, _ string) FailureAction { s = c.Summary(); return FailureAction{} }
 	inv := r.startCall()
-	r.recv(carrier, carrierResponse(inv, 503, "Service Unavailable", ""))
-	r.take(carrier)
+	r.recv(carrierA, carrierResponse(inv, 503, "Service Unavailable", ""))
+	r.take(carrierA)
 	r.take(caller)
-	s := r.summary()
 	if s.Target.CarrierID != "carrier-a" || s.Route == nil || s.Route.CarrierID != "carrier-a" {
 		t.Fatalf("target %q, route %+v: want carrier-a's", s.Target.CarrierID, s.Route)
+	}
+	if cdr := r.summary(); cdr.Target.CarrierID != "carrier-a" || cdr.Target.Group != "carrier-a" {
+		t.Fatalf("CDR carrier %q route %q: want carrier-a's", cdr.Target.CarrierID, cdr.Target.Group)
 	}
 }
 
@@ -522,27 +543,59 @@ func TestSummaryRouteIsTheDialledCarriers(t *testing.T) {
 // count in one shared counter. A per-shard share let a limit of 1 take a
 // call on every shard.
 func TestTrunkMaxCallsAcrossShards(t *testing.T) {
-	shared := new(atomic.Int64)
-	mod := func(c *Config) { c.Trunks[0].MaxCalls, c.Trunks[0].Calls = 1, shared }
+	shared := NewTrunkStats(nil, "local")
+	mod := func(c *Config) { c.Trunks[0].MaxCalls, c.Trunks[0].Stats = 1, shared }
 	one, two := newRig(t, mod), newRig(t, mod)
 	one.recv(caller, callerInvite("1", "a-call-1", "15551234"))
 	one.expect(caller, "SIP/2.0 100 Trying")
-	inv := one.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	inv := one.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
 	two.recv(caller, callerInvite("2", "a-call-2", "15551234"))
 	busy := two.expect(caller, "SIP/2.0 100 Trying", "SIP/2.0 503 Service Unavailable")[1]
 	if busy.Get(parser.HeaderRetryAfter) == nil {
 		t.Error("no Retry-After on the trunk's 503")
 	}
-	two.expect(carrier)
-	one.recv(carrier, carrierResponse(inv, 486, "Busy Here", ""))
-	one.take(carrier)
+	two.expect(carrierA)
+	one.recv(carrierA, carrierResponse(inv, 486, "Busy Here", ""))
+	one.take(carrierA)
 	one.take(caller)
-	if shared.Load() != 0 {
-		t.Fatalf("%d calls counted after the only one ended", shared.Load())
+	if shared.Calls.Load() != 0 {
+		t.Fatalf("%d calls counted after the only one ended", shared.Calls.Load())
 	}
 	two.recv(caller, callerInvite("3", "a-call-3", "15551234"))
 	two.expect(caller, "SIP/2.0 100 Trying")
-	two.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")
+	two.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")
+}
+
+// A trunk whose calls a fleet's Channel bounds (Trunk.Channels) is held
+// to the Channel's limit, not MaxCalls: here a fleet of three nodes
+// without Redis, whose share of 3 channels is 1 a node. The refused call
+// takes nothing; the call that ended gives its channel back.
+func TestTrunkChannels(t *testing.T) {
+	f, err := fleet.New(fleet.Options{Config: fleet.Config{NodeID: "test"}, Nodes: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ch := f.Channel("trunk:local", 3)
+	r := newRig(t, func(c *Config) { c.Trunks[0].MaxCalls, c.Trunks[0].Channels = 100, ch })
+	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
+	r.expect(caller, "SIP/2.0 100 Trying")
+	inv := r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(caller, callerInvite("2", "a-call-2", "15551234"))
+	r.expect(caller, "SIP/2.0 100 Trying", "SIP/2.0 503 Service Unavailable")
+	r.expect(carrierA)
+	if n := ch.InUse(); n != 1 {
+		t.Fatalf("%d channels in use with one call up, want 1", n)
+	}
+	r.recv(carrierA, carrierResponse(inv, 486, "Busy Here", ""))
+	r.take(carrierA)
+	r.take(caller)
+	if n := ch.InUse(); n != 0 {
+		t.Fatalf("%d channels in use after the only call ended, want 0", n)
+	}
+	r.recv(caller, callerInvite("3", "a-call-3", "15551234"))
+	r.expect(caller, "SIP/2.0 100 Trying")
+	r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")
 }
 
 // Every call in flight to a carrier whose transport failed fails over at
@@ -554,10 +607,10 @@ func TestPeerFailedFailsOverEveryCall(t *testing.T) {
 	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
 	r.recv(caller, callerInvite("2", "a-call-2", "15551234"))
 	r.take(caller)
-	r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0", "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0", "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")
 	var failed []route.Attempt
 	r.e.env.Policy.OnRouteFailure = func(_ *Call, _ *route.Route, a route.Attempt) { failed = append(failed, a) }
-	r.e.PeerFailed(txn.Peer{Addr: carrier, Transport: txn.TransportUDP}, r.now)
+	r.e.PeerFailed(transport.Peer{Addr: carrierA, Transport: transport.UDP}, r.now)
 	if got := r.take(carrierB); len(got) != 2 || len(failed) != 2 {
 		t.Fatalf("after the transport to carrier-a failed: %d INVITEs to carrier-b, %d attempts burned; want 2 and 2 (%+v)", len(got), len(failed), failed)
 	}
@@ -574,7 +627,7 @@ func TestPeerFailedFailsOverEveryCall(t *testing.T) {
 // post-dial delay; the next carrier's times count from its own INVITE.
 func TestCPSRejectAfterProgressFailsOver(t *testing.T) {
 	r := twoCarriers(t, routeA, routeB)
-	r.e.env.CPSReject = func(_ *route.Route, _ *Target, code int, reason, _ []byte) (time.Duration, bool) {
+	r.c.cpsReject = func(_ *carrier.Dial, code int, reason, _ []byte) (time.Duration, bool) {
 		return time.Second, code == 503 && string(reason) == "CPS Limit"
 	}
 	var failed []route.Attempt
@@ -584,15 +637,15 @@ func TestCPSRejectAfterProgressFailsOver(t *testing.T) {
 	inv := r.startCall()
 	start := r.now
 	r.advance(500 * time.Millisecond)
-	r.take(carrier) // Timer A's retransmission (RFC 3261 17.1.1.2)
-	r.recv(carrier, carrierResponse(inv, 183, "Session Progress", ""))
+	r.take(carrierA) // Timer A's retransmission (RFC 3261 17.1.1.2)
+	r.recv(carrierA, carrierResponse(inv, 183, "Session Progress", ""))
 	r.take(caller)
 	r.advance(500 * time.Millisecond)
-	r.recv(carrier, carrierResponse(inv, 503, "CPS Limit", ""))
-	r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.recv(carrierA, carrierResponse(inv, 503, "CPS Limit", ""))
+	r.expect(carrierA, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
 	invB := r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")[0]
 	r.advance(2 * time.Second) // no retry to carrier-a comes
-	r.expect(carrier)
+	r.expect(carrierA)
 	if len(failed) != 1 || failed[0].Status != 503 || failed[0].PDD != 500*time.Millisecond {
 		t.Fatalf("attempts %+v, want carrier-a's 503 with a PDD of 500ms", failed)
 	}
@@ -614,22 +667,22 @@ func TestCPSRetryNoResponseBlamesGateway(t *testing.T) {
 	a := routeA
 	a.TimeoutSecs = 4
 	r := twoCarriers(t, a, routeB)
-	r.e.env.CPSReject = func(_ *route.Route, _ *Target, code int, reason, _ []byte) (time.Duration, bool) {
+	r.c.cpsReject = func(_ *carrier.Dial, code int, reason, _ []byte) (time.Duration, bool) {
 		return time.Second, code == 503 && string(reason) == "CPS Limit"
 	}
 	var outcomes []int
-	r.e.env.Outcome = func(_ *Target, code int, _ time.Duration) { outcomes = append(outcomes, code) }
+	r.c.outcome = func(_ *carrier.Dial, code int, _ time.Duration) { outcomes = append(outcomes, code) }
 	inv := r.startCall()
-	r.recv(carrier, carrierResponse(inv, 100, "Trying", ""))
-	r.recv(carrier, carrierResponse(inv, 503, "CPS Limit", ""))
-	r.take(carrier)
+	r.recv(carrierA, carrierResponse(inv, 100, "Trying", ""))
+	r.recv(carrierA, carrierResponse(inv, 503, "CPS Limit", ""))
+	r.take(carrierA)
 	r.advance(time.Second)
-	r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")
 	r.advance(4 * time.Second)
-	r.take(carrier)
+	r.take(carrierA)
 	r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")
-	if len(outcomes) != 1 || outcomes[0] != OutcomeNoResponse {
-		t.Fatalf("outcomes %v, want [%d] (no response)", outcomes, OutcomeNoResponse)
+	if len(outcomes) != 1 || outcomes[0] != carrier.OutcomeNoResponse {
+		t.Fatalf("outcomes %v, want [%d] (no response)", outcomes, carrier.OutcomeNoResponse)
 	}
 }
 
@@ -640,22 +693,22 @@ func TestLeftCarriersDeadlineSparesAPacedCarrier(t *testing.T) {
 	a, b := routeA, routeB
 	a.TimeoutSecs, b.TimeoutSecs = 10, 1
 	r := twoCarriers(t, a, b)
-	r.e.env.Pace = func(rt *route.Route, _ *Target, _ uint64) PaceResult {
+	r.c.pace = func(rt *carrier.Dial, _ uint64) carrier.Pace {
 		if rt.CarrierID == "carrier-b" {
-			return PaceResult{Wait: 3 * time.Second}
+			return carrier.Pace{Wait: 3 * time.Second}
 		}
-		return PaceResult{}
+		return carrier.Pace{}
 	}
 	inv1 := r.startCall()
 	r.advance(8500 * time.Millisecond) // a 503 after 8.5 s: carrier-b's 1 s ends before carrier-a's 10 s
-	r.recv(carrier, carrierResponse(inv1, 503, "Service Unavailable", ""))
-	r.take(carrier)
+	r.recv(carrierA, carrierResponse(inv1, 503, "Service Unavailable", ""))
+	r.take(carrierA)
 	r.advance(3 * time.Second) // carrier-a's deadline passes; carrier-b's slot comes
 	r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")
 	r.expect(caller)
 }
 
-// Every dialled gateway hears of its attempt once (Env.Outcome), however
+// Every dialled gateway hears of its attempt once (Carriers.Outcome), however
 // the call ends: a caller that hangs up its early dialog with a BYE
 // rather than a CANCEL, or a drain, leaves the attempt abandoned, so a
 // half-open gateway's trial call goes back instead of being lost.
@@ -664,17 +717,17 @@ func TestOutcomeReportedWhenTheCallEndsEarly(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			r := newRig(t, nil)
 			var outcomes []int
-			r.e.env.Outcome = func(_ *Target, code int, _ time.Duration) { outcomes = append(outcomes, code) }
+			r.c.outcome = func(_ *carrier.Dial, code int, _ time.Duration) { outcomes = append(outcomes, code) }
 			binv := r.startCall()
-			r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
+			r.recv(carrierA, carrierResponse(binv, 180, "Ringing", ""))
 			aTag := tagOf(t, r.expect(caller, "SIP/2.0 180 Ringing")[0], parser.HeaderTo)
 			if how == "bye" {
 				r.recv(caller, inDialogFromCaller("BYE", "bye", 11, aTag, ""))
 			} else {
 				r.e.EndAll(r.now)
 			}
-			if len(r.calls) != 1 || len(outcomes) != 1 || outcomes[0] != OutcomeAbandoned {
-				t.Fatalf("%d CDRs, outcomes %v, want [%d]", len(r.calls), outcomes, OutcomeAbandoned)
+			if len(r.calls) != 1 || len(outcomes) != 1 || outcomes[0] != carrier.OutcomeAbandoned {
+				t.Fatalf("%d CDRs, outcomes %v, want [%d]", len(r.calls), outcomes, carrier.OutcomeAbandoned)
 			}
 		})
 	}

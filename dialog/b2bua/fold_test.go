@@ -19,7 +19,7 @@ func TestFoldedHeadersRelayedUnfolded(t *testing.T) {
 	inv = strings.Replace(inv, "Content-Type: application/sdp\r\n", "Content-Type: application/sdp\r\n \r\n\t\r\n ;x=1\r\n", 1)
 	r.recv(caller, inv)
 	r.expect(caller, "SIP/2.0 100 Trying")
-	binv := r.take(carrier)
+	binv := r.take(carrierA)
 	if len(binv) != 1 {
 		t.Fatalf("%d messages to the carrier", len(binv))
 	}
@@ -43,11 +43,11 @@ func TestFoldedHeadersRelayedUnfolded(t *testing.T) {
 	if err := binvMsg.Parse([]byte(binv[0])); err != nil {
 		t.Fatal(err)
 	}
-	r.recv(carrier, carrierResponse(binvMsg, 180, "Ringing", ""))
+	r.recv(carrierA, carrierResponse(binvMsg, 180, "Ringing", ""))
 	r.take(caller)
 	cancel := strings.Replace(strings.Replace(inv, "INVITE sip:", "CANCEL sip:", 1), "CSeq: 10 INVITE", "CSeq: 10 CANCEL", 1)
 	r.recv(caller, cancel[:strings.Index(cancel, "Content-Type")]+"Reason: SIP;cause=200;\r\n \r\n text=\"Call completed elsewhere\"\r\nContent-Length: 0\r\n\r\n")
-	got := r.take(carrier)
+	got := r.take(carrierA)
 	if len(got) != 1 || !strings.HasPrefix(got[0], "CANCEL ") {
 		t.Fatalf("to the carrier: %q", got)
 	}

@@ -1,17 +1,22 @@
 package b2bua
 
 import (
+	"bytes"
 	"fmt"
+	"maps"
 	"net/netip"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sipedge/sipedge/carrier"
+	"github.com/sipedge/sipedge/dialog/cdr"
 	"github.com/sipedge/sipedge/dialog/digest"
-	"github.com/sipedge/sipedge/dialog/txn"
+	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/route"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // rig runs one Engine over an in-memory network with a fake clock: what the
@@ -21,25 +26,26 @@ import (
 type rig struct {
 	t       *testing.T
 	e       *Engine
+	c       *carriers // the engine's carrier plane
 	now     time.Duration
 	timers  []*fakeTimer
 	nextID  uint64
 	sent    map[netip.AddrPort][]string
-	calls   []Summary
+	calls   []ended // the CDRs, read back (endedOf)
 	callID  int
 	routes  []route.Route // the Router's answer; nil: carrier-a alone
 	pending bool          // the Router answers later: refs collects the calls
 	refs    []uint64
-	// creds are the accounts of gateway groups (Env.Credentials), for
-	// realm when it is set.
+	// creds are the accounts of gateway groups (Carriers.Credentials),
+	// for realm when it is set.
 	creds map[string]digest.Credentials
 	realm string
 }
 
-// gateways are the gateway groups the rig's Resolve knows; an invalid
-// address is a group whose members are all down.
+// gateways are the gateway groups the rig's carrier plane knows, one
+// member each; an invalid address is a group whose members are all down.
 var gateways = map[string]netip.AddrPort{
-	"carrier-a": carrier,
+	"carrier-a": carrierA,
 	"carrier-b": carrierB,
 	"down":      {},
 }
@@ -54,13 +60,17 @@ type fakeTimer struct {
 
 var (
 	caller   = netip.MustParseAddrPort("192.0.2.10:5061")
-	carrier  = netip.MustParseAddrPort("198.51.100.20:5070")
+	carrierA = netip.MustParseAddrPort("198.51.100.20:5070")
 	carrierB = netip.MustParseAddrPort("198.51.100.21:5070")
 	stranger = netip.MustParseAddrPort("203.0.113.66:5060")
 )
 
+// epoch is the wall-clock time of the rig's clock at 0 (Clock.Wall).
+var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
 func newRig(t *testing.T, mod func(*Config)) *rig {
 	r := &rig{t: t, now: time.Second, sent: make(map[netip.AddrPort][]string)}
+	r.c = &carriers{r: r}
 	cfg := Config{
 		Trunks:      []Trunk{{Name: "local", Group: "cust-trunks", Sources: []Source{{Prefix: netip.MustParsePrefix("192.0.2.0/24")}}}},
 		HeaderAllow: []string{"Allow", "Supported", "X-Keep"},
@@ -71,47 +81,28 @@ func newRig(t *testing.T, mod func(*Config)) *rig {
 		mod(&cfg)
 	}
 	env := Env{
-		Send:  func(to txn.Peer, b []byte) { r.sent[to.Addr] = append(r.sent[to.Addr], string(b)) },
+		Send:  func(to transport.Peer, b []byte) { r.sent[to.Addr] = append(r.sent[to.Addr], string(b)) },
 		Clock: r,
 		MintCallID: func(dst []byte) []byte {
 			r.callID++
 			return fmt.Appendf(dst, "b%06d@sipedge", r.callID)
 		},
-		Finished: func(c *Call) {
-			s := c.Summary()
-			s.ACallID, s.BCallID = []byte(string(s.ACallID)), []byte(string(s.BCallID))
-			s.Attempts = append([]route.Attempt(nil), s.Attempts...)
-			r.calls = append(r.calls, s)
-		},
-		Router: func(req *RouteRequest) Decision {
+		CDR:      cdrSink{r},
+		Carriers: r.c,
+		Router: routerFunc(func(req *route.Request) route.Decision {
 			if string(req.Dialed) == "404" {
-				return Decision{Code: 404, Reason: "No Route"}
+				return route.Decision{Code: 404, Reason: "No Route"}
 			}
 			if r.pending {
 				r.refs = append(r.refs, req.Ref)
-				return Decision{Pending: true}
+				return route.Decision{Pending: true}
 			}
 			routes := r.routes
 			if routes == nil {
 				routes = []route.Route{{CarrierID: "carrier-a", GatewayGroup: "carrier-a", Rate: 0.004}}
 			}
-			return Decision{Routes: routes, Source: "static"}
-		},
-		Credentials: func(t *Target) (digest.Credentials, string, bool) {
-			cr, ok := r.creds[t.Group]
-			return cr, r.realm, ok
-		},
-		Resolve: func(rt *route.Route, _ uint64) (Target, string) {
-			addr, ok := gateways[rt.GatewayGroup]
-			if !ok {
-				return Target{}, route.ReasonUnknownGroup
-			}
-			if !addr.IsValid() {
-				return Target{}, route.ReasonGroupDown
-			}
-			return Target{CarrierID: rt.CarrierID, Group: rt.GatewayGroup, URI: "sip:" + addr.String(),
-				Peer: txn.Peer{Addr: addr, Transport: txn.TransportUDP}, Rate: rt.Rate}, ""
-		},
+			return route.Decision{Routes: routes, Source: route.SourceStatic}
+		}),
 	}
 	e, err := New(cfg, env)
 	if err != nil {
@@ -121,11 +112,152 @@ func newRig(t *testing.T, mod func(*Config)) *rig {
 	return r
 }
 
+// routerFunc makes a function a Router.
+type routerFunc func(*route.Request) route.Decision
+
+func (f routerFunc) Route(q *route.Request) route.Decision { return f(q) }
+
+// carriers is the rig's carrier plane: each group of gateways is one
+// member; the accounts of the rig's creds answer challenges. A test sets a
+// hook to replace what a method does.
+type carriers struct {
+	r         *rig
+	reserve   func(rt *route.Route, key uint64, d *carrier.Dial) string
+	order     func(routes []route.Route, number []byte, buf *[]route.Route) []route.Route
+	pace      func(d *carrier.Dial, ref uint64) carrier.Pace
+	cpsReject func(d *carrier.Dial, code int, phrase, reason []byte) (time.Duration, bool)
+	outcome   func(d *carrier.Dial, code int, retryAfter time.Duration)
+	release   func(d *carrier.Dial)
+	reports   []carrier.Report // what the engine reported, Number copied
+	numbers   []string         // the numbers Reserve was given
+}
+
+func (c *carriers) Reserve(rt *route.Route, key uint64, number []byte, d *carrier.Dial) string {
+	c.numbers = append(c.numbers, string(number))
+	if c.reserve != nil {
+		return c.reserve(rt, key, d)
+	}
+	return reserveGateway(rt, d)
+}
+
+func (c *carriers) Order(routes []route.Route, number []byte, buf *[]route.Route) []route.Route {
+	if c.order != nil {
+		return c.order(routes, number, buf)
+	}
+	return routes
+}
+
+// reserveGateway makes rt's group's one member the dial's carrier.
+func reserveGateway(rt *route.Route, d *carrier.Dial) string {
+	addr, ok := gateways[rt.GatewayGroup]
+	if !ok {
+		return route.ReasonUnknownGroup
+	}
+	if !addr.IsValid() {
+		return route.ReasonGroupDown
+	}
+	*d = carrier.Dial{CarrierID: rt.CarrierID, Group: rt.GatewayGroup, URI: "sip:" + addr.String(),
+		Peer: transport.Peer{Addr: addr, Transport: transport.UDP}}
+	return ""
+}
+
+func (c *carriers) Pace(d *carrier.Dial, ref uint64) carrier.Pace {
+	if c.pace != nil {
+		return c.pace(d, ref)
+	}
+	return carrier.Pace{}
+}
+
+func (c *carriers) CPSReject(d *carrier.Dial, code int, phrase, reason []byte) (time.Duration, bool) {
+	if c.cpsReject != nil {
+		return c.cpsReject(d, code, phrase, reason)
+	}
+	return 0, false
+}
+
+func (c *carriers) Outcome(d *carrier.Dial, code int, retryAfter time.Duration) {
+	if c.outcome != nil {
+		c.outcome(d, code, retryAfter)
+	}
+}
+
+func (c *carriers) Release(d *carrier.Dial) {
+	if c.release != nil {
+		c.release(d)
+	}
+}
+
+func (c *carriers) Credentials(d *carrier.Dial) *health.AuthConfig {
+	cr, ok := c.r.creds[d.Group]
+	if !ok {
+		return nil
+	}
+	return &health.AuthConfig{Username: cr.Username, Password: cr.Password, Realm: c.r.realm}
+}
+
+func (c *carriers) Report(rep *carrier.Report) {
+	kept := *rep
+	kept.Number = bytes.Clone(rep.Number)
+	c.reports = append(c.reports, kept)
+}
+
+// cdrSink keeps each CDR, read back (endedOf).
+type cdrSink struct{ r *rig }
+
+func (s cdrSink) Write(rec *cdr.Record) bool {
+	s.r.calls = append(s.r.calls, endedOf(rec))
+	cdr.ReleaseRecord(rec)
+	return true
+}
+
+// ended is a call that ended as its CDR tells it: the Summary it was built
+// from, its times on the rig's clock, and the winning route's cdr_fields.
+type ended struct {
+	Summary
+	CDRFields map[string]string
+	// Legs are lcr_attempts' B-legs, by attempt.
+	Legs []cdrLeg
+}
+
+// cdrLeg is an attempt's b_call_id and time_invite (on the rig's
+// clock) as its CDR tells them.
+type cdrLeg struct {
+	BCallID string
+	Invite  time.Duration
+}
+
+// endedOf reads a CDR back.
+func endedOf(rec *cdr.Record) ended {
+	at := func(t time.Time) time.Duration {
+		if t.IsZero() {
+			return 0
+		}
+		return t.Sub(epoch)
+	}
+	s := Summary{ACallID: []byte(rec.ACallID), BCallID: []byte(rec.BCallID), Trunk: &Trunk{Name: rec.Trunk, Group: rec.TrunkGroup},
+		Caller: []byte(rec.Caller), Callee: []byte(rec.Callee), Source: netip.AddrPortFrom(rec.SourceIP, 0),
+		Target:      carrier.Dial{CarrierID: rec.CarrierID, Group: rec.Route},
+		RouteSource: rec.RouteSource, Invite: at(rec.TimeInvite), FirstProvisional: at(rec.TimeFirstProvisional),
+		Answer: at(rec.TimeAnswer), End: at(rec.TimeEnd), FinalCode: rec.FinalCode, FinalReason: []byte(rec.FinalReason),
+		HangupSide: rec.HangupSide}
+	s.Attempts = []route.Attempt{}
+	var legs []cdrLeg
+	for _, a := range rec.Attempts {
+		s.Attempts = append(s.Attempts, route.Attempt{CarrierID: a.CarrierID, Status: a.Status,
+			ElapsedMs: a.Elapsed.Milliseconds(), Dialed: a.Dialed, Reason: a.Reason})
+		legs = append(legs, cdrLeg{BCallID: strings.Clone(a.BCallID), Invite: at(a.TimeInvite)})
+	}
+	return ended{Summary: s, CDRFields: maps.Clone(rec.CDRFields), Legs: legs}
+}
+
 func (r *rig) StartAt(at time.Duration, kind uint8, arg uint64) uint64 {
 	r.nextID++
 	r.timers = append(r.timers, &fakeTimer{id: r.nextID, at: at, kind: kind, arg: arg})
 	return r.nextID
 }
+
+// Wall implements Clock: the rig's clock counts from epoch.
+func (r *rig) Wall(at time.Duration) time.Time { return epoch.Add(at) }
 
 func (r *rig) Stop(h uint64) bool {
 	for _, t := range r.timers {
@@ -172,7 +304,7 @@ func (r *rig) recv(from netip.AddrPort, msg string) {
 	if err := m.Validate(nil); err != nil {
 		r.t.Fatalf("test message does not validate: %v\n%s", err, msg)
 	}
-	r.e.Receive(&m, txn.Peer{Addr: from, Transport: txn.TransportUDP}, r.now)
+	r.e.Receive(&m, transport.Peer{Addr: from, Transport: transport.UDP}, r.now)
 }
 
 // take returns the messages sent to a peer since the last take.
@@ -202,7 +334,7 @@ func (r *rig) expect(to netip.AddrPort, startLines ...string) []*parser.Message 
 		if err := m.Validate(nil); err != nil {
 			r.t.Fatalf("sipedge sent a message that does not validate: %v\n%s", err, s)
 		}
-		if to == carrier || to == carrierB {
+		if to == carrierA || to == carrierB {
 			assertHidden(r.t, s, "caller.example.org", "a-call-1", "atag1", "z9hG4bKCALLER")
 		} else {
 			assertHidden(r.t, s, "carrier.example.net", "btag9", "z9hG4bKCARRIER", "b00000")
@@ -331,16 +463,16 @@ func (r *rig) answerCall() (binv *parser.Message, aTag string) {
 	r.t.Helper()
 	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
 	r.expect(caller, "SIP/2.0 100 Trying")
-	binv = r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
-	r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
+	binv = r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(carrierA, carrierResponse(binv, 180, "Ringing", ""))
 	ringing := r.expect(caller, "SIP/2.0 180 Ringing")[0]
 	aTag = tagOf(r.t, ringing, parser.HeaderTo)
-	r.recv(carrier, carrierResponse(binv, 200, "OK", sdp))
+	r.recv(carrierA, carrierResponse(binv, 200, "OK", sdp))
 	ok := r.expect(caller, "SIP/2.0 200 OK")[0]
 	if tagOf(r.t, ok, parser.HeaderTo) != aTag {
 		r.t.Fatalf("the 200's To tag differs from the 180's")
 	}
 	r.recv(caller, ackFromCaller(aTag))
-	r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")
+	r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")
 	return binv, aTag
 }

@@ -49,7 +49,7 @@ func TestCallerDisplayNameControlNotRelayed(t *testing.T) {
 		inv := strings.Replace(callerInvite("1", "a-call-1", "15551234"), `From: "Alice"`, "From: "+from, 1)
 		r.recv(caller, inv)
 		r.expect(caller, "SIP/2.0 100 Trying")
-		got := r.take(carrier)
+		got := r.take(carrierA)
 		if len(got) != 1 {
 			t.Fatalf("From %q: %d messages to the carrier", from, len(got))
 		}

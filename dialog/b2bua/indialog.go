@@ -3,6 +3,8 @@ package b2bua
 import (
 	"math/rand/v2"
 
+	"github.com/sipedge/sipedge/carrier"
+	"github.com/sipedge/sipedge/dialog/cdr"
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
 )
@@ -34,10 +36,10 @@ func (e *Engine) inDialog(m *parser.Message, a *txn.Action) {
 		if m.Method() == parser.MethodOptions {
 			code, reason = 200, "OK"
 		}
-		e.out = parser.AppendResponse(e.out[:0], m, code, reason, e.tagFor(nil))
-		e.out = append(e.out, allowHeader...)
-		e.out = parser.AppendBody(e.out, "", nil)
-		if e.txns.Respond(a.Txn, e.out, e.now) == nil {
+		e.tmp.out = parser.AppendResponse(e.tmp.out[:0], m, code, reason, e.tagFor(nil))
+		e.tmp.out = append(e.tmp.out, allowHeader...)
+		e.tmp.out = parser.AppendBody(e.tmp.out, "", nil)
+		if e.txns.Respond(a.Txn, e.tmp.out, e.now) == nil {
 			e.after()
 		}
 		return
@@ -63,9 +65,9 @@ func (e *Engine) inDialog(m *parser.Message, a *txn.Action) {
 		if c.state == stateEnding {
 			return
 		}
-		hangup := hangupCaller
+		hangup := cdr.HangupCaller
 		if s == sideB {
-			hangup = hangupCallee
+			hangup = cdr.HangupCallee
 		}
 		if !c.answered { // a BYE in an early dialog (RFC 3261 15)
 			if s == sideA {
@@ -163,13 +165,13 @@ func (e *Engine) relay(c *Call, s side, m *parser.Message, in txn.Handle) {
 	out := c.leg(opposite(s))
 	out.cseq++
 	method := string(m.MethodBytes())
-	b := e.appendRequestHead(e.out[:0], method, out, out.cseq, mf-1)
+	b := e.appendRequestHead(e.tmp.out[:0], method, out, out.cseq, mf-1)
 	if dialogForming(m.Method()) {
 		b = e.appendContact(b, out)
 	}
 	b = e.policy.appendAllowed(b, m)
 	b = appendBodyOf(b, m)
-	e.out = b
+	e.tmp.out = b
 	if m.Method() == parser.MethodInvite {
 		out.inviteCSeq = out.cseq
 		c.reinvite[s-1] = true
@@ -262,22 +264,22 @@ func (e *Engine) onRelayResponse(c *Call, role txnRole, m *parser.Message) {
 		// A re-INVITE or UPDATE is a target refresh: accepted, its Contact
 		// is the requester's remote target (RFC 3261 12.2.2, RFC 3311 5.2)
 		// and the 2xx's the answerer's (RFC 3261 12.2.1.2, RFC 3311 5.1).
-		refreshTarget(from, &e.areq)
+		refreshTarget(from, &e.tmp.areq)
 		refreshTarget(c.leg(opposite(r.from)), m)
 	}
 	if r.method == parser.MethodInvite && code >= 200 && code < 300 {
 		// A re-INVITE's 2xx is retransmitted until the ACK.
 		c.leg(opposite(r.from)).acked = false // until the other side's ACK is forwarded
 	}
-	e.out = e.appendRelayedResponse(e.out[:0], &e.areq, m, nil, from)
+	e.tmp.out = e.appendRelayedResponse(e.tmp.out[:0], &e.tmp.areq, m, nil, from)
 	if r.method == parser.MethodInvite && code >= 200 && code < 300 {
 		if c.ok2xx == nil {
 			c.ok2xx = e.getBuf()
 		}
-		c.ok2xx = append(c.ok2xx[:0], e.out...)
-		e.start2xx(c, r.from, &e.areq)
+		c.ok2xx = append(c.ok2xx[:0], e.tmp.out...)
+		e.start2xx(c, r.from, &e.tmp.areq)
 	}
-	if e.txns.Respond(r.in, e.out, e.now) == nil {
+	if e.txns.Respond(r.in, e.tmp.out, e.now) == nil {
 		e.after()
 	}
 	if code >= 200 {
@@ -292,7 +294,7 @@ func (e *Engine) onRelayResponse(c *Call, role txnRole, m *parser.Message) {
 			// "the UAC SHOULD terminate the dialog" (RFC 3261 12.2.1.2),
 			// and with it the call, rather than bill a call that is gone.
 			e.m.orphans.Inc()
-			e.hangup(c, hangupSystem)
+			e.hangup(c, cdr.HangupSystem)
 		}
 	}
 }
@@ -332,31 +334,32 @@ func (e *Engine) onTxnFailure(h txn.Handle, transport bool) {
 		}
 		c.bTxn = 0
 		if c.canceled {
-			e.end(c, hangupCaller)
+			e.end(c, cdr.HangupCaller)
 			return
 		}
+		c.att.local = true // the failure below is sipedge's, fed as the carrier's
 		if transport {
 			// The INVITE could not reach the carrier: a 503 (RFC 3261
 			// 8.1.3.1), which fails over at once.
-			e.report(c, OutcomeTransport, 0)
-			e.carryOut(c, c.seq.Final(e.now, 503, "Service Unavailable"))
+			e.report(c, carrier.OutcomeTransport, 0)
+			e.carryOut(c, c.seq.Final(e.now, 503, "Service Unavailable"), nil)
 			return
 		}
-		e.report(c, OutcomeNoResponse, 0)
+		e.report(c, carrier.OutcomeNoResponse, 0)
 		// No final response from the carrier (RFC 3261 17.1.1.2 Timer B):
 		// a failure of this carrier like a 408.
-		e.carryOut(c, c.seq.Final(e.now, 408, "Request Timeout"))
+		e.carryOut(c, c.seq.Final(e.now, 408, "Request Timeout"), nil)
 	case roleRelayOut:
 		// A leg that stops answering in-dialog requests is an orphan:
 		// answer the relayed request and tear the call down.
 		r := &c.relays[role.slot]
 		if e.parseRelayed(r) == nil {
-			e.respond(r.in, &e.areq, 408, "Request Timeout", nil)
+			e.respond(r.in, &e.tmp.areq, 408, "Request Timeout", nil)
 		}
 		e.unwatch(r.in)
 		r.in, r.out = 0, 0
 		e.m.orphans.Inc()
-		e.hangup(c, hangupSystem)
+		e.hangup(c, cdr.HangupSystem)
 	}
 }
 
@@ -372,13 +375,13 @@ func (e *Engine) sendBye(c *Call, l *leg, from *parser.Message) txn.Handle {
 		e.ack(l, nil)
 	}
 	l.cseq++
-	b := e.appendRequestHead(e.out[:0], "BYE", l, l.cseq, 70)
+	b := e.appendRequestHead(e.tmp.out[:0], "BYE", l, l.cseq, 70)
 	if from != nil {
 		b = e.policy.appendAllowed(b, from)
 	} else if c != nil && c.byeOnAck && l == c.leg(c.rtxTo) {
 		b = append(b, c.byeHdrs...) // the other side's BYE, which waited for this side's ACK
 	}
-	e.out = parser.AppendBody(b, "", nil)
+	e.tmp.out = parser.AppendBody(b, "", nil)
 	h, err := e.sendBuilt(l.peer)
 	if err != nil {
 		return 0
@@ -387,7 +390,7 @@ func (e *Engine) sendBye(c *Call, l *leg, from *parser.Message) txn.Handle {
 	case c != nil && l == &c.b:
 		// The carrier may challenge it: what an answer needs outlives the
 		// call, which ends as its BYE goes (end), while the BYE is pending.
-		e.watchCarrierBye(h, &c.target)
+		e.watchCarrierBye(h, &c.att.dial)
 	case c != nil:
 		e.watch(h, c, roleBye, 0, -1)
 	}
@@ -396,7 +399,7 @@ func (e *Engine) sendBye(c *Call, l *leg, from *parser.Message) txn.Handle {
 }
 
 // hangup ends a confirmed call from sipedge's side: BYE on both legs.
-func (e *Engine) hangup(c *Call, side hangupSide) {
+func (e *Engine) hangup(c *Call, side cdr.HangupSide) {
 	switch {
 	case c.answered && c.byeOnAck:
 		// One side hung up already, its BYE answered, and the other's BYE

@@ -17,7 +17,7 @@ func TestSupportedWithout100rel(t *testing.T) {
 		r := newRig(t, func(c *Config) { c.HeaderAllow = append(c.HeaderAllow, "Supported") })
 		r.recv(caller, strings.Replace(callerInvite("1", "a-call-1", "15551234"), "X-Keep: kept\r\n", "X-Keep: kept\r\nSupported: "+supported+"\r\n", 1))
 		r.expect(caller, "SIP/2.0 100 Trying")
-		binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+		binv := r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
 		if got := string(binv.Get(parser.HeaderSupported)); got != want || binv.Count(parser.HeaderSupported) > 1 {
 			t.Errorf("caller Supported %q: carrier's %q, want %q", supported, got, want)
 		}
@@ -45,18 +45,18 @@ func TestCancelReinvite(t *testing.T) {
 	_, aTag := r.answerCall()
 	r.recv(caller, inDialogFromCaller("INVITE", "re1", 11, aTag, sdp))
 	r.expect(caller, "SIP/2.0 100 Trying")
-	re := r.expect(carrier, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
-	r.recv(carrier, carrierResponse(re, 100, "Trying", ""))
+	re := r.expect(carrierA, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	r.recv(carrierA, carrierResponse(re, 100, "Trying", ""))
 	r.recv(caller, reinviteCancel(aTag, ""))
 	r.expect(caller, "SIP/2.0 200 OK")
-	r.expect(carrier, "CANCEL sip:gw@carrier.example.net:5070 SIP/2.0")
-	r.recv(carrier, carrierResponse(re, 487, "Request Terminated", ""))
+	r.expect(carrierA, "CANCEL sip:gw@carrier.example.net:5070 SIP/2.0")
+	r.recv(carrierA, carrierResponse(re, 487, "Request Terminated", ""))
 	r.expect(caller, "SIP/2.0 487 Request Terminated")
-	r.take(carrier) // the ACK for the 487
+	r.take(carrierA) // the ACK for the 487
 	// The re-INVITE is over: the next one goes through.
 	r.recv(caller, inDialogFromCaller("INVITE", "re2", 12, aTag, sdp))
 	r.expect(caller, "SIP/2.0 100 Trying")
-	r.expect(carrier, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")
+	r.expect(carrierA, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")
 }
 
 // A request with a lower CSeq than the last from its side is out of order:
@@ -65,14 +65,14 @@ func TestLowerCSeqRefused(t *testing.T) {
 	r := newRig(t, nil)
 	_, aTag := r.answerCall()
 	r.recv(caller, inDialogFromCaller("INFO", "i1", 12, aTag, ""))
-	in1 := r.expect(carrier, "INFO sip:gw@carrier.example.net:5070 SIP/2.0")[0]
-	r.recv(carrier, carrierResponse(in1, 200, "OK", ""))
+	in1 := r.expect(carrierA, "INFO sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	r.recv(carrierA, carrierResponse(in1, 200, "OK", ""))
 	r.expect(caller, "SIP/2.0 200 OK")
 	r.recv(caller, inDialogFromCaller("INFO", "i2", 5, aTag, ""))
 	r.expect(caller, "SIP/2.0 500 Server Internal Error")
-	r.expect(carrier)
+	r.expect(carrierA)
 	r.recv(caller, inDialogFromCaller("INFO", "i3", 13, aTag, ""))
-	r.expect(carrier, "INFO sip:gw@carrier.example.net:5070 SIP/2.0")
+	r.expect(carrierA, "INFO sip:gw@carrier.example.net:5070 SIP/2.0")
 }
 
 // A re-INVITE that could not be relayed (no transaction slot) leaves no
@@ -85,12 +85,12 @@ func TestFailedReinviteLeavesNoGlare(t *testing.T) {
 	if len(got) == 0 || !strings.HasPrefix(firstLine(got[len(got)-1]), "SIP/2.0 5") {
 		t.Fatalf("a re-INVITE with the table full: %q", got)
 	}
-	r.take(carrier)
+	r.take(carrierA)
 	r.advance(40 * time.Second) // every transaction ends
 	r.take(caller)              // the 503's retransmissions: the test never ACKs it
 	r.recv(caller, inDialogFromCaller("INVITE", "re2", 12, aTag, sdp))
 	r.expect(caller, "SIP/2.0 100 Trying")
-	r.expect(carrier, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")
+	r.expect(carrierA, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")
 }
 
 // Out of a dialog, a method sipedge does not take gets 405 with Allow
@@ -112,14 +112,14 @@ func TestMethodNotAllowedCarriesAllow(t *testing.T) {
 func TestCarrierReinviteBeforeACK(t *testing.T) {
 	r := newRig(t, nil)
 	binv, aTag := r.ringAndAnswer()
-	r.recv(carrier, inDialogFromCarrier(t, binv, "INVITE", 2))
-	r.expect(carrier, "SIP/2.0 100 Trying", "SIP/2.0 491 Request Pending")
+	r.recv(carrierA, inDialogFromCarrier(t, binv, "INVITE", 2))
+	r.expect(carrierA, "SIP/2.0 100 Trying", "SIP/2.0 491 Request Pending")
 	r.expect(caller)
 	r.advance(600 * time.Millisecond)
-	r.expect(caller, "SIP/2.0 200 OK")               // the caller's 2xx goes on until its ACK
-	r.expect(carrier, "SIP/2.0 491 Request Pending") // and the 491 until the carrier's
+	r.expect(caller, "SIP/2.0 200 OK")                // the caller's 2xx goes on until its ACK
+	r.expect(carrierA, "SIP/2.0 491 Request Pending") // and the 491 until the carrier's
 	r.recv(caller, ackFromCaller(aTag))
-	r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")
+	r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")
 }
 
 // A call reuses a finished call's storage: the peer's CSeq of the call
@@ -130,17 +130,17 @@ func TestCarrierReinviteBeforeACK(t *testing.T) {
 func TestRemoteCSeqIsPerDialog(t *testing.T) {
 	r := newRig(t, nil)
 	binv, _ := r.answerCall()
-	r.recv(carrier, inDialogFromCarrier(t, binv, "BYE", 7000))
-	r.expect(carrier, "SIP/2.0 200 OK")
+	r.recv(carrierA, inDialogFromCarrier(t, binv, "BYE", 7000))
+	r.expect(carrierA, "SIP/2.0 200 OK")
 	bye := r.expect(caller, "BYE sip:alice@caller.example.org:5061 SIP/2.0")[0]
 	r.recv(caller, callerResponse(bye, 200, "OK"))
 	r.advance(40 * time.Second) // every transaction of the first call ends
 	r.take(caller)
-	r.take(carrier)
+	r.take(carrierA)
 
 	binv, _ = r.answerCall()
-	r.recv(carrier, inDialogFromCarrier(t, binv, "BYE", 2))
-	r.expect(carrier, "SIP/2.0 200 OK")
+	r.recv(carrierA, inDialogFromCarrier(t, binv, "BYE", 2))
+	r.expect(carrierA, "SIP/2.0 200 OK")
 	r.expect(caller, "BYE sip:alice@caller.example.org:5061 SIP/2.0")
 }
 
@@ -154,16 +154,16 @@ func TestCallerReinviteBeforeACK(t *testing.T) {
 	_, aTag := r.ringAndAnswer()
 	r.recv(caller, inDialogFromCaller("INVITE", "re1", 11, aTag, sdp))
 	r.expect(caller, "SIP/2.0 100 Trying", "SIP/2.0 491 Request Pending")
-	r.expect(carrier)
+	r.expect(carrierA)
 	r.recv(caller, ackFromCaller(aTag))
-	ack := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	ack := r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
 	if c, _ := ack.CSeq(); c.Num != 1 {
 		t.Fatalf("ACK CSeq %d, want the INVITE's 1", c.Num)
 	}
 	// Once ACKed, the caller's retry goes through.
 	r.recv(caller, inDialogFromCaller("INVITE", "re2", 12, aTag, sdp))
 	r.expect(caller, "SIP/2.0 100 Trying")
-	r.expect(carrier, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")
+	r.expect(carrierA, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")
 }
 
 // The same on the other side: the carrier's re-INVITE whose 2xx the
@@ -172,15 +172,15 @@ func TestCallerReinviteBeforeACK(t *testing.T) {
 func TestCallerReinviteBeforeCarriersACK(t *testing.T) {
 	r := newRig(t, nil)
 	binv, aTag := r.answerCall()
-	r.recv(carrier, inDialogFromCarrier(t, binv, "INVITE", 5))
-	r.expect(carrier, "SIP/2.0 100 Trying")
+	r.recv(carrierA, inDialogFromCarrier(t, binv, "INVITE", 5))
+	r.expect(carrierA, "SIP/2.0 100 Trying")
 	reinv := r.expect(caller, "INVITE sip:alice@caller.example.org:5061 SIP/2.0")[0]
 	r.recv(caller, callerResponse(reinv, 200, "OK"))
-	r.expect(carrier, "SIP/2.0 200 OK")
+	r.expect(carrierA, "SIP/2.0 200 OK")
 	r.recv(caller, inDialogFromCaller("INVITE", "re1", 11, aTag, sdp))
 	r.expect(caller, "SIP/2.0 100 Trying", "SIP/2.0 491 Request Pending")
-	r.expect(carrier)
-	r.recv(carrier, strings.Replace(inDialogFromCarrier(t, binv, "ACK", 5), "z9hG4bKCARRIERACK", "z9hG4bKCARRIERack2", 1))
+	r.expect(carrierA)
+	r.recv(carrierA, strings.Replace(inDialogFromCarrier(t, binv, "ACK", 5), "z9hG4bKCARRIERACK", "z9hG4bKCARRIERack2", 1))
 	ack := r.expect(caller, "ACK sip:alice@caller.example.org:5061 SIP/2.0")[0]
 	if got, want := hdr(ack, parser.HeaderCSeq), strings.Replace(hdr(reinv, parser.HeaderCSeq), "INVITE", "ACK", 1); got != want {
 		t.Fatalf("ACK CSeq %q, want %q", got, want)
@@ -200,20 +200,20 @@ func TestTargetRefresh(t *testing.T) {
 				"Contact: <sip:alice@caller.example.org:5061>", "Contact: <sip:alice2@caller.example.org:5062>", 1)
 			r.recv(caller, req)
 			r.take(caller) // a 100 Trying for an INVITE
-			out := r.expect(carrier, method+" sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+			out := r.expect(carrierA, method+" sip:gw@carrier.example.net:5070 SIP/2.0")[0]
 			resp := strings.Replace(carrierResponse(out, 200, "OK", sdp), "sip:gw@carrier.example.net:5070", "sip:gw2@carrier.example.net:5070", 1)
-			r.recv(carrier, resp)
+			r.recv(carrierA, resp)
 			r.expect(caller, "SIP/2.0 200 OK")
 			if method == "INVITE" {
 				r.recv(caller, strings.Replace(ackFromCaller(aTag), "CSeq: 10 ACK", "CSeq: 11 ACK", 1))
-				r.expect(carrier, "ACK sip:gw2@carrier.example.net:5070 SIP/2.0")
+				r.expect(carrierA, "ACK sip:gw2@carrier.example.net:5070 SIP/2.0")
 			}
 			r.recv(caller, inDialogFromCaller("INFO", "tr2", 12, aTag, ""))
-			info := r.expect(carrier, "INFO sip:gw2@carrier.example.net:5070 SIP/2.0")[0]
-			r.recv(carrier, carrierResponse(info, 200, "OK", ""))
+			info := r.expect(carrierA, "INFO sip:gw2@carrier.example.net:5070 SIP/2.0")[0]
+			r.recv(carrierA, carrierResponse(info, 200, "OK", ""))
 			r.expect(caller, "SIP/2.0 200 OK")
-			r.recv(carrier, inDialogFromCarrier(t, binv, "BYE", 3))
-			r.expect(carrier, "SIP/2.0 200 OK")
+			r.recv(carrierA, inDialogFromCarrier(t, binv, "BYE", 3))
+			r.expect(carrierA, "SIP/2.0 200 OK")
 			r.expect(caller, "BYE sip:alice2@caller.example.org:5062 SIP/2.0")
 		})
 	}
@@ -229,10 +229,10 @@ func TestEarlyDialogTargetAndRouteSet(t *testing.T) {
 	p := carrierResponse(binv, 183, "Session Progress", sdp)
 	p = strings.Replace(p, "Contact: <sip:gw@carrier.example.net:5070>\r\n",
 		"Contact: <sip:early@carrier.example.net:5070>\r\nRecord-Route: <sip:rr1.carrier.example.net;lr>, <sip:rr2.carrier.example.net;lr>\r\n", 1)
-	r.recv(carrier, p)
+	r.recv(carrierA, p)
 	aTag := tagOf(t, r.expect(caller, "SIP/2.0 183 Session Progress")[0], parser.HeaderTo)
 	r.recv(caller, inDialogFromCaller("UPDATE", "up1", 11, aTag, sdp))
-	up := r.expect(carrier, "UPDATE sip:early@carrier.example.net:5070 SIP/2.0")[0]
+	up := r.expect(carrierA, "UPDATE sip:early@carrier.example.net:5070 SIP/2.0")[0]
 	if got := string(up.Nth(parser.HeaderRoute, 0)) + ", " + string(up.Nth(parser.HeaderRoute, 1)); got != "<sip:rr2.carrier.example.net;lr>, <sip:rr1.carrier.example.net;lr>" {
 		t.Fatalf("UPDATE Route %q, want the 183's Record-Route reversed", got)
 	}
@@ -247,14 +247,14 @@ func TestEarlyDialogTargetAndRouteSet(t *testing.T) {
 func TestEarlyReinviteFromCaller500(t *testing.T) {
 	r := newRig(t, nil)
 	binv := r.startCall()
-	r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
+	r.recv(carrierA, carrierResponse(binv, 180, "Ringing", ""))
 	aTag := tagOf(t, r.expect(caller, "SIP/2.0 180 Ringing")[0], parser.HeaderTo)
 	r.recv(caller, inDialogFromCaller("INVITE", "re1", 11, aTag, sdp))
 	got := r.expect(caller, "SIP/2.0 100 Trying", "SIP/2.0 500 Server Internal Error")[1]
 	if ra, ok, err := got.RetryAfter(); !ok || err != nil || ra.Seconds > 10 {
 		t.Fatalf("500 without a Retry-After of 0 to 10 s:\n%s", got.Bytes())
 	}
-	r.expect(carrier)
+	r.expect(carrierA)
 }
 
 // A 481 to a request relayed in the call's dialog says the peer has no
@@ -265,10 +265,10 @@ func TestRelayed481EndsTheCall(t *testing.T) {
 	r := newRig(t, nil)
 	_, aTag := r.answerCall()
 	r.recv(caller, inDialogFromCaller("UPDATE", "up1", 11, aTag, sdp))
-	up := r.expect(carrier, "UPDATE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
-	r.recv(carrier, carrierResponse(up, 481, "Call/Transaction Does Not Exist", ""))
+	up := r.expect(carrierA, "UPDATE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	r.recv(carrierA, carrierResponse(up, 481, "Call/Transaction Does Not Exist", ""))
 	r.expect(caller, "SIP/2.0 481 Call/Transaction Does Not Exist", "BYE sip:alice@caller.example.org:5061 SIP/2.0")
-	r.expect(carrier, "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
+	r.expect(carrierA, "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
 	if len(r.calls) != 1 || r.e.Calls() != 0 {
 		t.Fatalf("%d CDRs, %d calls left", len(r.calls), r.e.Calls())
 	}
@@ -282,8 +282,8 @@ func TestByeRelaysAllowedHeaders(t *testing.T) {
 	binv, _ := r.answerCall()
 	bye := strings.Replace(inDialogFromCarrier(t, binv, "BYE", 1), "Content-Length: 0",
 		"Reason: Q.850;cause=16;text=\"Normal call clearing\"\r\nX-Keep: carrier\r\nX-Drop: no\r\nContent-Length: 0", 1)
-	r.recv(carrier, bye)
-	r.expect(carrier, "SIP/2.0 200 OK")
+	r.recv(carrierA, bye)
+	r.expect(carrierA, "SIP/2.0 200 OK")
 	got := r.expect(caller, "BYE sip:alice@caller.example.org:5061 SIP/2.0")[0]
 	if hdr(got, parser.HeaderReason) != "Q.850;cause=16;text=\"Normal call clearing\"" || got.GetByName("X-Keep") == nil || got.GetByName("X-Drop") != nil {
 		t.Fatalf("the BYE to the caller without the allowed headers of the carrier's:\n%s", got.Bytes())
@@ -299,15 +299,15 @@ func TestStaleAckDoesNotAcknowledgeTheReinvite(t *testing.T) {
 	_, aTag := r.answerCall()
 	r.recv(caller, inDialogFromCaller("INVITE", "re1", 11, aTag, sdp))
 	r.expect(caller, "SIP/2.0 100 Trying")
-	re := r.expect(carrier, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
-	r.recv(carrier, carrierResponse(re, 200, "OK", sdp))
+	re := r.expect(carrierA, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	r.recv(carrierA, carrierResponse(re, 200, "OK", sdp))
 	r.expect(caller, "SIP/2.0 200 OK")
 	r.recv(caller, strings.Replace(ackFromCaller(aTag), "CALLERack", "CALLERackdup", 1)) // CSeq 10
-	r.expect(carrier)
+	r.expect(carrierA)
 	r.advance(600 * time.Millisecond)
 	r.expect(caller, "SIP/2.0 200 OK")
 	r.recv(caller, strings.Replace(ackFromCaller(aTag), "CSeq: 10 ACK", "CSeq: 11 ACK", 1))
-	r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")
+	r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")
 }
 
 // A carrier that missed sipedge's ACK retransmits its 2xx (RFC 3261
@@ -319,7 +319,7 @@ func TestReAckAfterReinviteKeepsTheFirstCSeq(t *testing.T) {
 	binv, aTag := r.answerCall()
 	r.recv(caller, inDialogFromCaller("INVITE", "re1", 11, aTag, sdp))
 	r.expect(caller, "SIP/2.0 100 Trying")
-	re := r.expect(carrier, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	re := r.expect(carrierA, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
 	cseqOf := func(m *parser.Message) parser.CSeq {
 		c, err := m.CSeq()
 		if err != nil {
@@ -331,8 +331,8 @@ func TestReAckAfterReinviteKeepsTheFirstCSeq(t *testing.T) {
 	if first == second {
 		t.Fatalf("the re-INVITE reuses CSeq %d", first)
 	}
-	r.recv(carrier, carrierResponse(binv, 200, "OK", sdp)) // the first 2xx again
-	ack := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	r.recv(carrierA, carrierResponse(binv, 200, "OK", sdp)) // the first 2xx again
+	ack := r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
 	if got := cseqOf(ack); got.Num != first || got.Method != parser.MethodAck {
 		t.Fatalf("ACK for the first 2xx has CSeq %d %s, want %d ACK", got.Num, got.MethodRaw, first)
 	}

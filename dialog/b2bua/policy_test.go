@@ -23,8 +23,8 @@ func TestOnFailureRejectsWithItsCode(t *testing.T) {
 		return FailureAction{Code: 480, Reason: "Try Later"}
 	}
 	inv := r.startCall()
-	r.recv(carrier, carrierResponse(inv, 486, "Busy Here", ""))
-	r.take(carrier)
+	r.recv(carrierA, carrierResponse(inv, 486, "Busy Here", ""))
+	r.take(carrierA)
 	r.expect(caller, "SIP/2.0 480 Try Later")
 	if len(got) != 1 || got[0] != 486 {
 		t.Fatalf("OnFailure saw %v, want [486]", got)
@@ -39,8 +39,8 @@ func TestOnFailureIgnoresNonFailureCode(t *testing.T) {
 	r := oneCarrier(t)
 	r.e.env.Policy.OnFailure = func(*Call, int, string) FailureAction { return FailureAction{Code: 200} }
 	inv := r.startCall()
-	r.recv(carrier, carrierResponse(inv, 486, "Busy Here", ""))
-	r.take(carrier)
+	r.recv(carrierA, carrierResponse(inv, 486, "Busy Here", ""))
+	r.take(carrierA)
 	r.expect(caller, "SIP/2.0 486 Busy Here")
 }
 
@@ -56,8 +56,8 @@ func TestOnFailureRoutesAgainOnce(t *testing.T) {
 		return FailureAction{Routes: []route.Route{routeB}}
 	}
 	inv := r.startCall()
-	r.recv(carrier, carrierResponse(inv, 503, "Service Unavailable", ""))
-	r.take(carrier)
+	r.recv(carrierA, carrierResponse(inv, 503, "Service Unavailable", ""))
+	r.take(carrierA)
 	inv2 := r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")[0]
 	r.recv(carrierB, carrierResponse(inv2, 486, "Busy Here", ""))
 	r.take(carrierB)

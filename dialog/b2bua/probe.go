@@ -6,6 +6,7 @@ import (
 
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // ErrProbeTimeout is a probe that got no final response in time.
@@ -26,10 +27,10 @@ type probe struct {
 // transaction (the health issue) and calls done on the shard with the
 // final response's code, its Retry-After and the round trip time, or an
 // error when no final response came within timeout.
-func (e *Engine) Probe(to txn.Peer, uri string, timeout time.Duration, now time.Duration,
+func (e *Engine) Probe(to transport.Peer, uri string, timeout time.Duration, now time.Duration,
 	done func(code int, retryAfter, rtt time.Duration, err error)) {
 	e.now = now
-	l := &e.scratch
+	l := &e.tmp.leg
 	l.reset()
 	l.peer = to
 	l.target = append(l.target, uri...)
@@ -41,8 +42,8 @@ func (e *Engine) Probe(to txn.Peer, uri string, timeout time.Duration, now time.
 	l.localURI = append(l.localURI, hostOnly(e.localHost(l))...)
 	l.localURI = append(l.localURI, '>')
 	l.remoteURI = append(append(append(l.remoteURI, '<'), uri...), '>')
-	b := e.appendRequestHead(e.out[:0], "OPTIONS", l, 1, 70)
-	e.out = parser.AppendBody(b, "", nil)
+	b := e.appendRequestHead(e.tmp.out[:0], "OPTIONS", l, 1, 70)
+	e.tmp.out = parser.AppendBody(b, "", nil)
 	h, err := e.sendBuilt(to)
 	if err != nil {
 		done(0, 0, 0, err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/route"
 )
 
 // Responses to the caller go where RFC 3261 18.2.2 says: to the source
@@ -29,10 +30,10 @@ func TestRepliesGoWhereTheViaSays(t *testing.T) {
 				"branch=z9hG4bKCALLER1", "branch=z9hG4bKCALLER1"+tc.rport, 1)
 			r.recv(ephemeral, inv)
 			r.expect(tc.want, "SIP/2.0 100 Trying")
-			binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
-			r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
+			binv := r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+			r.recv(carrierA, carrierResponse(binv, 180, "Ringing", ""))
 			r.expect(tc.want, "SIP/2.0 180 Ringing")
-			r.recv(carrier, carrierResponse(binv, 200, "OK", sdp))
+			r.recv(carrierA, carrierResponse(binv, 200, "OK", sdp))
 			r.expect(tc.want, "SIP/2.0 200 OK")
 			r.advance(600 * time.Millisecond) // T1: the 2xx again (RFC 3261 13.3.1.4)
 			r.expect(tc.want, "SIP/2.0 200 OK")
@@ -50,12 +51,12 @@ func TestRouteRequest(t *testing.T) {
 		c.Trunks[0].Normalize = &NumberPolicy{CountryCode: "44", NationalPrefix: "0"}
 	})
 	inner := r.e.env.Router
-	var got RouteRequest
+	var got route.Request
 	var dialed, to string
-	r.e.env.Router = func(q *RouteRequest) Decision {
+	r.e.env.Router = routerFunc(func(q *route.Request) route.Decision {
 		got, dialed, to = *q, string(q.Dialed), string(q.To)
-		return inner(q)
-	}
+		return inner.Route(q)
+	})
 	ephemeral := netip.MustParseAddrPort("192.0.2.10:40000")
 	r.recv(ephemeral, callerInvite("1", "a-call-1", "02071234567"))
 	r.expect(caller, "SIP/2.0 100 Trying") // the Via's port
@@ -70,7 +71,7 @@ func TestRouteRequest(t *testing.T) {
 	}
 	// The carrier gets the number in the form routing used (its route has
 	// no number policy of its own).
-	r.expect(carrier, "INVITE sip:+442071234567@198.51.100.20:5070 SIP/2.0")
+	r.expect(carrierA, "INVITE sip:+442071234567@198.51.100.20:5070 SIP/2.0")
 }
 
 // A trunk with ForceRPort (a PBX behind NAT that does not ask for rport)
@@ -81,15 +82,15 @@ func TestForceRPort(t *testing.T) {
 	nat := netip.MustParseAddrPort("192.0.2.10:40000") // the Via says :5061, no rport
 	r.recv(nat, callerInvite("1", "a-call-1", "15551234"))
 	r.expect(nat, "SIP/2.0 100 Trying")
-	binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
-	r.recv(carrier, carrierResponse(binv, 200, "OK", sdp))
+	binv := r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(carrierA, carrierResponse(binv, 200, "OK", sdp))
 	aTag := tagOf(t, r.expect(nat, "SIP/2.0 200 OK")[0], parser.HeaderTo)
 	r.advance(600 * time.Millisecond)
 	r.expect(nat, "SIP/2.0 200 OK")
 	r.recv(nat, ackFromCaller(aTag))
-	r.take(carrier) // the ACK
-	r.recv(carrier, inDialogFromCarrier(t, binv, "BYE", 1))
-	r.expect(carrier, "SIP/2.0 200 OK")
+	r.take(carrierA) // the ACK
+	r.recv(carrierA, inDialogFromCarrier(t, binv, "BYE", 1))
+	r.expect(carrierA, "SIP/2.0 200 OK")
 	r.expect(nat, "BYE sip:alice@caller.example.org:5061 SIP/2.0")
 	r.expect(caller) // nothing to the Via's port
 }

@@ -384,11 +384,24 @@ func replacedByRoute(headers map[string]string, name []byte) bool {
 
 // appendRouteHeaders appends a route's headers (an account token, a
 // routing tag), refusing dialog-forming and identity ones with a warning.
+// They go in the order of their names: a map has none, and the same route
+// then gives the same INVITE, call after call.
 func (e *Engine) appendRouteHeaders(dst []byte, c *Call, r *route.Route) []byte {
 	if r == nil {
 		return dst
 	}
-	for name, value := range r.Headers {
+	var prev string
+	for i := range len(r.Headers) {
+		// The next name after prev: a route has a few headers, and sorting
+		// them would take a slice per call.
+		name, found := "", false
+		for n := range r.Headers {
+			if (i == 0 || n > prev) && (!found || n < name) {
+				name, found = n, true
+			}
+		}
+		prev = name
+		value := r.Headers[name]
 		if _, refused := routeHeader(name, value); refused != "" {
 			e.env.Log.Warn(refused, "call_id", string(c.a.callID), "carrier", r.CarrierID, "header", name)
 			continue

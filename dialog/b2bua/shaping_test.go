@@ -68,7 +68,7 @@ func shapedInviteLogged(t *testing.T, r route.Route, mod func(*Config), extra st
 	inv = strings.Replace(inv, "X-Keep: kept\r\n", "X-Keep: kept\r\nP-Preferred-Identity: <sip:+13105550199@caller.example.org>\r\n"+extra, 1)
 	rg.recv(caller, inv)
 	rg.take(caller)
-	got := rg.take(carrier)
+	got := rg.take(carrierA)
 	if len(got) != 1 {
 		t.Fatalf("carrier got %d messages", len(got))
 	}
@@ -166,6 +166,25 @@ func TestShapingRURIOverrideAndHeaders(t *testing.T) {
 	}
 	if hdr(m, parser.HeaderCallID) == "evil" || m.GetByName("X-Bad") != nil {
 		t.Error("a dialog-forming or multi-line route header was injected")
+	}
+}
+
+// A route's headers leave in the order of their names, whatever order the
+// map gives them in: the same route gives the same INVITE, call after call.
+func TestShapingRouteHeadersStableOrder(t *testing.T) {
+	r := route.Route{CarrierID: "carrier-a", GatewayGroup: "carrier-a", Headers: map[string]string{
+		"X-Echo": "5", "X-Alpha": "1", "X-Delta": "4", "X-Bravo": "2", "X-Charlie": "3", "Call-ID": "refused"}}
+	for range 20 {
+		_, m := shapedInvite(t, r, nil)
+		var names []string
+		for i := 0; i < m.NumHeaders(); i++ {
+			if h := m.HeaderAt(i); h.Kind == parser.HeaderOther && strings.HasPrefix(string(h.Name), "X-") && string(h.Name) != "X-Keep" {
+				names = append(names, string(h.Name)+"="+string(h.Value))
+			}
+		}
+		if got := strings.Join(names, " "); got != "X-Alpha=1 X-Bravo=2 X-Charlie=3 X-Delta=4 X-Echo=5" {
+			t.Fatalf("route headers in the order %s", got)
+		}
 	}
 }
 
@@ -340,13 +359,13 @@ func TestIdentityHeadersNeverRelayed(t *testing.T) {
 		"P-Asserted-Identity: <sip:+12125550000@spoof.example>\r\nPrivacy: none\r\n"+
 			"Remote-Party-ID: <sip:+12125550000@spoof.example>;party=calling\r\nContent-Length", 1)
 	r.recv(caller, info)
-	got := r.expect(carrier, "INFO sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	got := r.expect(carrierA, "INFO sip:gw@carrier.example.net:5070 SIP/2.0")[0]
 	for _, name := range []string{"P-Asserted-Identity", "Privacy", "Remote-Party-ID"} {
 		if got.GetByName(name) != nil {
 			t.Errorf("%s relayed to the carrier in the dialog:\n%s", name, got.Bytes())
 		}
 	}
-	r.recv(carrier, carrierResponse(got, 200, "OK", ""))
+	r.recv(carrierA, carrierResponse(got, 200, "OK", ""))
 	r.expect(caller, "SIP/2.0 200 OK")
 }
 

@@ -25,9 +25,9 @@ func TestTrunkSetSwap(t *testing.T) {
 	newcomer := netip.MustParseAddrPort("203.0.113.66:5061") // the Via's port: where replies go
 	r.recv(newcomer, callerInvite("2", "a-call-2", "15551234"))
 	r.expect(newcomer, "SIP/2.0 100 Trying")
-	binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
-	r.recv(carrier, carrierResponse(binv, 486, "Busy Here", ""))
-	r.expect(carrier, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
+	binv := r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(carrierA, carrierResponse(binv, 486, "Busy Here", ""))
+	r.expect(carrierA, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
 	r.expect(newcomer, "SIP/2.0 486 Busy Here")
 	if len(r.calls) != 1 || r.calls[0].Trunk == nil || r.calls[0].Trunk.Name != "other" {
 		t.Fatalf("the new call's summaries %+v, want one of trunk other", r.calls)
@@ -36,12 +36,12 @@ func TestTrunkSetSwap(t *testing.T) {
 	// The caller's trunk is gone: its new call is dropped...
 	r.recv(caller, callerInvite("3", "a-call-3", "15551234"))
 	r.expect(caller)
-	r.expect(carrier)
+	r.expect(carrierA)
 	// ...but its call in progress goes on, and ends as "local"'s.
 	r.recv(caller, inDialogFromCaller("BYE", "bye", 11, aTag, ""))
 	r.expect(caller, "SIP/2.0 200 OK")
-	bye := r.expect(carrier, "BYE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
-	r.recv(carrier, carrierResponse(bye, 200, "OK", ""))
+	bye := r.expect(carrierA, "BYE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	r.recv(carrierA, carrierResponse(bye, 200, "OK", ""))
 	if len(r.calls) != 2 || r.calls[1].Trunk == nil || r.calls[1].Trunk.Name != "local" || r.calls[1].FinalCode != 200 {
 		t.Fatalf("summaries %+v, want the answered call's, of trunk local", r.calls)
 	}
@@ -57,17 +57,17 @@ func TestForceRPortOutlivesItsTrunk(t *testing.T) {
 	nat := netip.MustParseAddrPort("192.0.2.10:40000") // the Via says :5061, no rport
 	r.recv(nat, callerInvite("1", "a-call-1", "15551234"))
 	r.expect(nat, "SIP/2.0 100 Trying")
-	binv := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
-	r.recv(carrier, carrierResponse(binv, 200, "OK", sdp))
+	binv := r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(carrierA, carrierResponse(binv, 200, "OK", sdp))
 	aTag := tagOf(t, r.expect(nat, "SIP/2.0 200 OK")[0], parser.HeaderTo)
 	r.recv(nat, ackFromCaller(aTag))
-	r.take(carrier) // the ACK
+	r.take(carrierA) // the ACK
 
 	set.Store(NewTrunkSet(nil)) // the trunk removed through the admin API
 	r.recv(nat, inDialogFromCaller("BYE", "bye", 11, aTag, ""))
 	r.expect(nat, "SIP/2.0 200 OK")
 	r.expect(caller) // nothing to the Via's port
-	if r.e.forcedCalls != 0 {
-		t.Fatalf("%d calls counted as forcing rport after the last ended", r.e.forcedCalls)
+	if r.e.trunks.forced != 0 {
+		t.Fatalf("%d calls counted as forcing rport after the last ended", r.e.trunks.forced)
 	}
 }

@@ -6,9 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sipedge/sipedge/dialog/txn"
+	"github.com/sipedge/sipedge/dialog/cdr"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/route"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // carrierResponseTagged is carrierResponse with the To tag tag: another
@@ -27,9 +28,9 @@ func carrierResponseTagged(req *parser.Message, code int, reason, body, tag stri
 func (r *rig) ringAndAnswer() (binv *parser.Message, aTag string) {
 	r.t.Helper()
 	binv = r.startCall()
-	r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
+	r.recv(carrierA, carrierResponse(binv, 180, "Ringing", ""))
 	aTag = tagOf(r.t, r.expect(caller, "SIP/2.0 180 Ringing")[0], parser.HeaderTo)
-	r.recv(carrier, carrierResponse(binv, 200, "OK", sdp))
+	r.recv(carrierA, carrierResponse(binv, 200, "OK", sdp))
 	r.expect(caller, "SIP/2.0 200 OK")
 	return binv, aTag
 }
@@ -53,22 +54,22 @@ func TestForkedAnswerLeavesTheCallsDialog(t *testing.T) {
 	r := newRig(t, nil)
 	binv, aTag := r.ringAndAnswer()
 
-	r.recv(carrier, carrierResponseTagged(binv, 200, "OK", sdp, "fork1"))
-	fork := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
+	r.recv(carrierA, carrierResponseTagged(binv, 200, "OK", sdp, "fork1"))
+	fork := r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
 	wantTag(t, fork, "fork1")
-	r.recv(carrier, carrierResponseTagged(binv, 200, "OK", sdp, "fork1"))
-	wantTag(t, r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0"), "fork1") // ACKed again, not BYEd again
+	r.recv(carrierA, carrierResponseTagged(binv, 200, "OK", sdp, "fork1"))
+	wantTag(t, r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0"), "fork1") // ACKed again, not BYEd again
 
 	// A health probe reuses the scratch dialog.
-	r.e.Probe(txn.Peer{Addr: carrier, Transport: txn.TransportUDP}, "sip:198.51.100.20:5070", time.Second, r.now, func(int, time.Duration, time.Duration, error) {})
-	r.expect(carrier, "OPTIONS sip:198.51.100.20:5070 SIP/2.0")
+	r.e.Probe(transport.Peer{Addr: carrierA, Transport: transport.UDP}, "sip:198.51.100.20:5070", time.Second, r.now, func(int, time.Duration, time.Duration, error) {})
+	r.expect(carrierA, "OPTIONS sip:198.51.100.20:5070 SIP/2.0")
 
 	r.recv(caller, ackFromCaller(aTag))
-	ack := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")
+	ack := r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")
 	wantTag(t, ack, "btag9")
 	r.recv(caller, inDialogFromCaller("BYE", "bye", 11, aTag, ""))
 	r.expect(caller, "SIP/2.0 200 OK")
-	bye := r.expect(carrier, "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
+	bye := r.expect(carrierA, "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
 	wantTag(t, bye, "btag9")
 	if got, want := hdr(bye[0], parser.HeaderCallID), hdr(binv, parser.HeaderCallID); got != want {
 		t.Errorf("the call's BYE has Call-ID %q, want the B-leg's %q", got, want)
@@ -85,13 +86,13 @@ func TestAnswerAfterTheCallEndedIsAckedAndByed(t *testing.T) {
 	}{
 		{"ring timeout", func(r *rig, _ *parser.Message, _ string) {
 			r.advance(45 * time.Second)
-			r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
+			r.expect(carrierA, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
 			r.expect(caller, "SIP/2.0 408 Request Timeout")
 		}},
 		{"caller BYE in the early dialog", func(r *rig, _ *parser.Message, aTag string) {
 			r.recv(caller, inDialogFromCaller("BYE", "bye", 11, aTag, ""))
 			r.expect(caller, "SIP/2.0 200 OK", "SIP/2.0 487 Request Terminated") // RFC 3261 15.1.2
-			r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
+			r.expect(carrierA, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
 		}},
 	}
 	for _, tc := range cases {
@@ -101,15 +102,15 @@ func TestAnswerAfterTheCallEndedIsAckedAndByed(t *testing.T) {
 			r := newRig(t, func(c *Config) { c.Sequence.RingTimeout = 45 * time.Second })
 			r.routes = []route.Route{a}
 			binv := r.startCall()
-			r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
+			r.recv(carrierA, carrierResponse(binv, 180, "Ringing", ""))
 			aTag := tagOf(t, r.expect(caller, "SIP/2.0 180 Ringing")[0], parser.HeaderTo)
 			tc.end(r, binv, aTag)
 			if len(r.calls) != 1 {
 				t.Fatalf("%d calls ended, want 1", len(r.calls))
 			}
 			late := r.e.m.lateAnswers.Get()
-			r.recv(carrier, carrierResponse(binv, 200, "OK", sdp))
-			ms := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
+			r.recv(carrierA, carrierResponse(binv, 200, "OK", sdp))
+			ms := r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
 			wantTag(t, ms, "btag9")
 			r.expect(caller) // the caller hears nothing more
 			if got := r.e.m.lateAnswers.Get() - late; got != 1 {
@@ -124,20 +125,20 @@ func TestAnswerAfterTheCallEndedIsAckedAndByed(t *testing.T) {
 func TestCarrierReinvite2xxRetransmittedUntilACK(t *testing.T) {
 	r := newRig(t, nil)
 	binv, _ := r.answerCall()
-	r.recv(carrier, inDialogFromCarrier(t, binv, "INVITE", 1))
-	r.expect(carrier, "SIP/2.0 100 Trying")
+	r.recv(carrierA, inDialogFromCarrier(t, binv, "INVITE", 1))
+	r.expect(carrierA, "SIP/2.0 100 Trying")
 	reinv := r.expect(caller, "INVITE sip:alice@caller.example.org:5061 SIP/2.0")[0]
 	r.recv(caller, callerResponse(reinv, 200, "OK"))
-	r.expect(carrier, "SIP/2.0 200 OK")
+	r.expect(carrierA, "SIP/2.0 200 OK")
 	r.advance(2 * time.Second) // T1, 2*T1: two retransmissions by 1.5 s
-	if got := r.take(carrier); len(got) != 2 || !strings.HasPrefix(got[0], "SIP/2.0 200 OK\r\n") {
+	if got := r.take(carrierA); len(got) != 2 || !strings.HasPrefix(got[0], "SIP/2.0 200 OK\r\n") {
 		t.Fatalf("after 2 s the carrier got %d messages, want 2 retransmitted 200s", len(got))
 	}
 	ack := strings.Replace(inDialogFromCarrier(t, binv, "ACK", 1), "z9hG4bKCARRIERACK", "z9hG4bKCARRIERack2", 1)
-	r.recv(carrier, ack)
+	r.recv(carrierA, ack)
 	r.expect(caller, "ACK sip:alice@caller.example.org:5061 SIP/2.0")
 	r.advance(10 * time.Second)
-	r.expect(carrier) // no more retransmissions
+	r.expect(carrierA) // no more retransmissions
 }
 
 // A carrier that did not hear sipedge's ACK for a re-INVITE's 2xx sends the
@@ -148,16 +149,16 @@ func TestReinvite2xxRetransmissionACKedAgain(t *testing.T) {
 	_, aTag := r.answerCall()
 	r.recv(caller, inDialogFromCaller("INVITE", "reinv", 11, aTag, sdp))
 	r.expect(caller, "SIP/2.0 100 Trying")
-	reinv := r.expect(carrier, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	reinv := r.expect(carrierA, "INVITE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
 	ok := carrierResponse(reinv, 200, "OK", sdp)
-	r.recv(carrier, ok)
+	r.recv(carrierA, ok)
 	r.expect(caller, "SIP/2.0 200 OK")
-	r.recv(carrier, ok) // before the caller's ACK: nothing to repeat yet
-	r.expect(carrier)
+	r.recv(carrierA, ok) // before the caller's ACK: nothing to repeat yet
+	r.expect(carrierA)
 	r.recv(caller, strings.Replace(ackFromCaller(aTag), "CSeq: 10 ACK", "CSeq: 11 ACK", 1))
-	first := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
-	r.recv(carrier, ok)
-	again := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	first := r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	r.recv(carrierA, ok)
+	again := r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0")[0]
 	if got, want := hdr(again, parser.HeaderCSeq), hdr(first, parser.HeaderCSeq); got != want {
 		t.Errorf("the repeated ACK has CSeq %q, want %q", got, want)
 	}
@@ -177,7 +178,7 @@ func TestByeBeforeACKAcknowledgesTheCarriers2xx(t *testing.T) {
 	_, aTag := r.ringAndAnswer()
 	r.recv(caller, inDialogFromCaller("BYE", "bye", 11, aTag, ""))
 	r.expect(caller, "SIP/2.0 200 OK")
-	ms := r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
+	ms := r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
 	wantTag(t, ms, "btag9")
 }
 
@@ -189,20 +190,20 @@ func TestEndAll(t *testing.T) {
 	r.answerCall()
 	r.recv(caller, callerInvite("2", "a-call-2", "15551234"))
 	r.expect(caller, "SIP/2.0 100 Trying")
-	binv2 := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
-	r.recv(carrier, carrierResponseTagged(binv2, 180, "Ringing", "", "ring2"))
+	binv2 := r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(carrierA, carrierResponseTagged(binv2, 180, "Ringing", "", "ring2"))
 	r.expect(caller, "SIP/2.0 180 Ringing")
 	if n := r.e.EndAll(r.now); n != 2 {
 		t.Fatalf("EndAll ended %d calls, want 2", n)
 	}
 	r.expect(caller, "BYE sip:alice@caller.example.org:5061 SIP/2.0", "SIP/2.0 503 Service Unavailable")
-	r.expect(carrier, "BYE sip:gw@carrier.example.net:5070 SIP/2.0", "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.expect(carrierA, "BYE sip:gw@carrier.example.net:5070 SIP/2.0", "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
 	if r.e.Calls() != 0 || len(r.calls) != 2 {
 		t.Fatalf("%d calls up, %d CDRs; want 0 and 2", r.e.Calls(), len(r.calls))
 	}
 	for _, s := range r.calls {
-		if s.HangupSide != hangupSystem.String() {
-			t.Errorf("call %s hung up by %q, want %q", s.ACallID, s.HangupSide, hangupSystem)
+		if s.HangupSide != cdr.HangupSystem {
+			t.Errorf("call %s hung up by %q, want %q", s.ACallID, s.HangupSide, cdr.HangupSystem)
 		}
 	}
 }
@@ -216,13 +217,13 @@ func TestLongCarrierContact(t *testing.T) {
 	long := "sip:gw-" + strings.Repeat("x", 700) + "@carrier.example.net:5070"
 	ok := parser.AppendResponse(nil, binv, 200, "OK", []byte("btag9"))
 	ok = append(ok, "Contact: <"+long+">\r\nContent-Type: application/sdp\r\n"...)
-	r.recv(carrier, string(parser.AppendBody(ok, "", []byte(sdp))))
+	r.recv(carrierA, string(parser.AppendBody(ok, "", []byte(sdp))))
 	aTag := tagOf(t, r.expect(caller, "SIP/2.0 200 OK")[0], parser.HeaderTo)
 	// What the carrier gets is taken raw: the harness parses within the
 	// default limits, which the carrier's own URI exceeds.
 	want := func(start string) {
 		t.Helper()
-		got := r.take(carrier)
+		got := r.take(carrierA)
 		if len(got) != 1 || firstLine(got[0]) != start {
 			t.Fatalf("carrier got %d messages, want %.30q...", len(got), start)
 		}
@@ -243,19 +244,19 @@ func TestLongCarrierContact(t *testing.T) {
 func TestCarrierByeBeforeCallersACKWaitsForIt(t *testing.T) {
 	r := newRig(t, nil)
 	binv, aTag := r.ringAndAnswer()
-	r.recv(carrier, inDialogFromCarrier(t, binv, "BYE", 1))
+	r.recv(carrierA, inDialogFromCarrier(t, binv, "BYE", 1))
 	byeAt := r.now
-	r.expect(carrier, "SIP/2.0 200 OK")
+	r.expect(carrierA, "SIP/2.0 200 OK")
 	r.expect(caller)
 	r.advance(600 * time.Millisecond)
 	r.expect(caller, "SIP/2.0 200 OK") // the 2xx goes on until its ACK
 	r.recv(caller, ackFromCaller(aTag))
-	r.take(carrier) // its 2xx ACKed, as every 2xx is
+	r.take(carrierA) // its 2xx ACKed, as every 2xx is
 	bye := r.expect(caller, "BYE sip:alice@caller.example.org:5061 SIP/2.0")[0]
 	if tagOf(t, bye, parser.HeaderFrom) != aTag {
 		t.Fatalf("BYE not in the A dialog:\n%s", bye.Bytes())
 	}
-	if len(r.calls) != 1 || r.calls[0].HangupSide != "callee" || r.e.Calls() != 0 {
+	if len(r.calls) != 1 || r.calls[0].HangupSide.String() != "callee" || r.e.Calls() != 0 {
 		t.Fatalf("CDRs %+v, %d calls left", r.calls, r.e.Calls())
 	}
 	if r.calls[0].End != byeAt {
@@ -269,13 +270,13 @@ func TestCarrierByeBeforeCallersACKWaitsForIt(t *testing.T) {
 func TestByeAfterReinvite2xxAcknowledgesIt(t *testing.T) {
 	r := newRig(t, nil)
 	binv, _ := r.answerCall()
-	r.recv(carrier, inDialogFromCarrier(t, binv, "INVITE", 5))
-	r.expect(carrier, "SIP/2.0 100 Trying")
+	r.recv(carrierA, inDialogFromCarrier(t, binv, "INVITE", 5))
+	r.expect(carrierA, "SIP/2.0 100 Trying")
 	reinv := r.expect(caller, "INVITE sip:alice@caller.example.org:5061 SIP/2.0")[0]
 	r.recv(caller, callerResponse(reinv, 200, "OK"))
-	r.expect(carrier, "SIP/2.0 200 OK")
-	r.recv(carrier, strings.Replace(inDialogFromCarrier(t, binv, "BYE", 6), "z9hG4bKCARRIERBYE", "z9hG4bKCARRIERbye6", 1))
-	r.expect(carrier, "SIP/2.0 200 OK")
+	r.expect(carrierA, "SIP/2.0 200 OK")
+	r.recv(carrierA, strings.Replace(inDialogFromCarrier(t, binv, "BYE", 6), "z9hG4bKCARRIERBYE", "z9hG4bKCARRIERbye6", 1))
+	r.expect(carrierA, "SIP/2.0 200 OK")
 	ms := r.expect(caller, "ACK sip:alice@caller.example.org:5061 SIP/2.0", "BYE sip:alice@caller.example.org:5061 SIP/2.0")
 	if got, want := hdr(ms[0], parser.HeaderCSeq), strings.Replace(hdr(reinv, parser.HeaderCSeq), "INVITE", "ACK", 1); got != want {
 		t.Fatalf("ACK CSeq %q, want %q", got, want)
@@ -300,14 +301,14 @@ func (r *rig) cancelAndOutliveInvite() *parser.Message {
 	r.t.Helper()
 	inv := callerInvite("1", "a-call-1", "15551234")
 	binv := r.startCall()
-	r.recv(carrier, carrierResponse(binv, 180, "Ringing", ""))
+	r.recv(carrierA, carrierResponse(binv, 180, "Ringing", ""))
 	r.expect(caller, "SIP/2.0 180 Ringing")
 	r.recv(caller, cancelOf(inv))
 	r.expect(caller, "SIP/2.0 200 OK", "SIP/2.0 487 Request Terminated")
-	r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.expect(carrierA, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
 	r.advance(40 * time.Second)
-	r.take(carrier) // the CANCEL's retransmissions
-	r.take(caller)  // the 487's
+	r.take(carrierA) // the CANCEL's retransmissions
+	r.take(caller)   // the 487's
 	if len(r.calls) != 1 || r.e.Calls() != 0 {
 		r.t.Fatalf("%d CDRs, %d calls up; want the call ended", len(r.calls), r.e.Calls())
 	}
@@ -331,7 +332,7 @@ func TestAnswerAfterTheInviteTransactionEndedIsAckedAndByed(t *testing.T) {
 	late := stray200(binv, "late1")
 	r.recv(carrierB, late) // the address it came from is where the ACK and BYE go
 	ms := r.expect(carrierB, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
-	r.expect(carrier)
+	r.expect(carrierA)
 	r.expect(caller)
 	wantTag(t, ms, "late1")
 	ack, bye := ms[0], ms[1]
@@ -381,20 +382,20 @@ func TestStrayAnswerTeardownsCapped(t *testing.T) {
 	binv := r.cancelAndOutliveInvite()
 	var byes []*parser.Message
 	for i := range maxTeardowns {
-		r.recv(carrier, stray200(binv, fmt.Sprintf("fork%d", i)))
-		byes = append(byes, r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")[1])
+		r.recv(carrierA, stray200(binv, fmt.Sprintf("fork%d", i)))
+		byes = append(byes, r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")[1])
 	}
 	over := stray200(binv, "one-too-many")
-	r.recv(carrier, over)
-	r.expect(carrier)
+	r.recv(carrierA, over)
+	r.expect(carrierA)
 	if n := r.e.m.teardownsOverCap.Get(); n != 1 {
 		t.Fatalf("teardowns over the cap counted %d, want 1", n)
 	}
-	r.recv(carrier, callerResponse(byes[0], 200, "OK"))
+	r.recv(carrierA, callerResponse(byes[0], 200, "OK"))
 	r.advance(6 * time.Second) // Timer K (T4) ends the answered BYE's transaction
-	r.take(carrier)            // the other BYEs' retransmissions
-	r.recv(carrier, over)
-	r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
+	r.take(carrierA)           // the other BYEs' retransmissions
+	r.recv(carrierA, over)
+	r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
 }
 
 // The cap on stateless teardowns is for 2xx responses no transaction of
@@ -414,14 +415,14 @@ func TestStrayAnswerFloodLeavesOwnTeardowns(t *testing.T) {
 	inv := callerInvite("2", "a-call-2", "15551234")
 	r.recv(caller, inv)
 	r.expect(caller, "SIP/2.0 100 Trying")
-	binv2 := r.expect(carrier, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
-	r.recv(carrier, carrierResponse(binv2, 180, "Ringing", ""))
+	binv2 := r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(carrierA, carrierResponse(binv2, 180, "Ringing", ""))
 	r.expect(caller, "SIP/2.0 180 Ringing")
 	r.recv(caller, cancelOf(inv))
 	r.expect(caller, "SIP/2.0 200 OK", "SIP/2.0 487 Request Terminated")
-	r.expect(carrier, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
-	r.recv(carrier, carrierResponse(binv2, 200, "OK", sdp)) // crossed the CANCEL
-	r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
+	r.expect(carrierA, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
+	r.recv(carrierA, carrierResponse(binv2, 200, "OK", sdp)) // crossed the CANCEL
+	r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0", "BYE sip:gw@carrier.example.net:5070 SIP/2.0")
 }
 
 // While the carrier's BYE waits for the caller's ACK, only the caller's
@@ -431,17 +432,17 @@ func TestStrayAnswerFloodLeavesOwnTeardowns(t *testing.T) {
 func TestCarrierSecondByeBeforeCallersACKStillWaits(t *testing.T) {
 	r := newRig(t, nil)
 	binv, aTag := r.ringAndAnswer()
-	r.recv(carrier, inDialogFromCarrier(t, binv, "BYE", 1))
+	r.recv(carrierA, inDialogFromCarrier(t, binv, "BYE", 1))
 	byeAt := r.now
-	r.expect(carrier, "SIP/2.0 200 OK")
+	r.expect(carrierA, "SIP/2.0 200 OK")
 	r.advance(100 * time.Millisecond)
-	r.recv(carrier, strings.Replace(inDialogFromCarrier(t, binv, "BYE", 2), "z9hG4bKCARRIERBYE", "z9hG4bKCARRIERbye2", 1))
-	r.expect(carrier, "SIP/2.0 200 OK")
+	r.recv(carrierA, strings.Replace(inDialogFromCarrier(t, binv, "BYE", 2), "z9hG4bKCARRIERBYE", "z9hG4bKCARRIERbye2", 1))
+	r.expect(carrierA, "SIP/2.0 200 OK")
 	r.expect(caller)
 	r.recv(caller, ackFromCaller(aTag))
-	r.take(carrier)
+	r.take(carrierA)
 	r.expect(caller, "BYE sip:alice@caller.example.org:5061 SIP/2.0")
-	if len(r.calls) != 1 || r.calls[0].HangupSide != "callee" || r.e.Calls() != 0 {
+	if len(r.calls) != 1 || r.calls[0].HangupSide.String() != "callee" || r.e.Calls() != 0 {
 		t.Fatalf("CDRs %+v, %d calls left", r.calls, r.e.Calls())
 	}
 	if r.calls[0].End != byeAt {
@@ -458,13 +459,13 @@ func TestCarrierByeBeforeCallersACKKeepsItsReason(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			r := newRig(t, func(c *Config) { c.HeaderAllow = append(c.HeaderAllow, "Reason") })
 			binv, aTag := r.ringAndAnswer()
-			r.recv(carrier, strings.Replace(inDialogFromCarrier(t, binv, "BYE", 1), "Content-Length: 0", "Reason: "+reason+"\r\nContent-Length: 0", 1))
-			r.expect(carrier, "SIP/2.0 200 OK")
+			r.recv(carrierA, strings.Replace(inDialogFromCarrier(t, binv, "BYE", 1), "Content-Length: 0", "Reason: "+reason+"\r\nContent-Length: 0", 1))
+			r.expect(carrierA, "SIP/2.0 200 OK")
 			if how == "ack" {
 				r.recv(caller, ackFromCaller(aTag))
 			} else {
 				r.advance(40 * time.Second)
-				r.take(carrier)
+				r.take(carrierA)
 			}
 			ms := r.take(caller)
 			var bye string
@@ -487,15 +488,15 @@ func TestCarrierByeBeforeCallersACKKeepsItsReason(t *testing.T) {
 func TestEndAllWhileByeWaitsForACK(t *testing.T) {
 	r := newRig(t, nil)
 	binv, _ := r.ringAndAnswer()
-	r.recv(carrier, inDialogFromCarrier(t, binv, "BYE", 1))
-	r.expect(carrier, "SIP/2.0 200 OK")
+	r.recv(carrierA, inDialogFromCarrier(t, binv, "BYE", 1))
+	r.expect(carrierA, "SIP/2.0 200 OK")
 	r.expect(caller)
 	if n := r.e.EndAll(r.now); n != 1 {
 		t.Fatalf("EndAll ended %d calls, want 1", n)
 	}
 	r.expect(caller, "BYE sip:alice@caller.example.org:5061 SIP/2.0")
-	r.expect(carrier, "ACK sip:gw@carrier.example.net:5070 SIP/2.0") // its 2xx, which the caller never ACKed
-	if len(r.calls) != 1 || r.calls[0].HangupSide != "callee" {
+	r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0") // its 2xx, which the caller never ACKed
+	if len(r.calls) != 1 || r.calls[0].HangupSide.String() != "callee" {
 		t.Fatalf("CDRs %+v, want the carrier's hang-up", r.calls)
 	}
 }

@@ -68,7 +68,7 @@ func BenchmarkEncodeRecordEncodingJSON(b *testing.B) {
 			TimeAnswer: r.TimeAnswer.UTC().Format(layout), TimeEnd: r.TimeEnd.UTC().Format(layout),
 			DurationMS: r.DurationMS(), PDDMS: &pdd, FinalCode: r.FinalCode, FinalReason: r.FinalReason,
 			HangupSide: r.HangupSide.String(), Route: r.Route, CarrierID: r.CarrierID, Rate: r.Rate,
-			Currency: r.Currency, RouteSource: r.RouteSource.String(), CDRFields: r.CDRFields,
+			Currency: r.Currency, RouteSource: routeSourceName(r.RouteSource), CDRFields: r.CDRFields,
 		}
 		for _, a := range r.Attempts {
 			j.Attempts = append(j.Attempts, jsonAttempt{a.CarrierID, a.Status, a.Elapsed.Milliseconds(), a.Dialed, a.Reason})

@@ -15,10 +15,8 @@
 // write it, nor the Attempts it holds. CDRFields is only read and never kept
 // by the writer, so the map may be shared (with a cached routing decision,
 // say) provided nobody writes to it any more. Strings are immutable and safe
-// to share, but those Record.Text makes live in the record's own storage,
-// which is reused after Write: Text fills a field from bytes without an
-// allocation per call, and such a string is valid only while the record
-// is.
+// to share, but for those Record.String made, which live in the record's
+// own storage and go back to the pool with it.
 //
 // The writer goroutine takes the queued records every 100 ms, sooner when
 // the queue is a quarter full: it is not woken per record, which would cost

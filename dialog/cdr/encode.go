@@ -79,7 +79,7 @@ func (r *Record) appendJSON(dst []byte) ([]byte, int) {
 	dst = append(dst, `,"currency":`...)
 	dst = appendString(dst, r.Currency)
 	dst = append(dst, `,"route_source":`...)
-	dst = appendString(dst, r.RouteSource.String())
+	dst = appendString(dst, routeSourceName(r.RouteSource))
 	dst = append(dst, `,"lcr_attempts":[`...)
 	for i := range r.Attempts {
 		a := &r.Attempts[i]
@@ -98,6 +98,11 @@ func (r *Record) appendJSON(dst []byte) ([]byte, int) {
 			dst = append(dst, `,"reason":`...)
 			dst = appendString(dst, a.Reason)
 		}
+		if a.BCallID != "" {
+			dst = append(dst, `,"b_call_id":`...)
+			dst = appendString(dst, a.BCallID)
+		}
+		dst = appendTimeField(dst, `,"time_invite":"`, a.TimeInvite)
 		dst = append(dst, '}')
 	}
 	dst = append(dst, ']')

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 	"unsafe"
+
+	"github.com/sipedge/sipedge/route"
 )
 
 // Record is the CDR of one call: one JSON object on one line. The shard that
@@ -38,11 +40,11 @@ type Record struct {
 	FinalReason string     // final_reason: its reason phrase
 	HangupSide  HangupSide // hangup_side
 
-	Route       string      // route: the winning (or last tried) gateway group or next hop
-	CarrierID   string      // carrier_id: the winning (or last tried) carrier
-	Rate        float64     // rate: the carrier's rate; a NaN or infinity is written as null
-	Currency    string      // currency
-	RouteSource RouteSource // route_source
+	Route       string       // route: the winning (or last tried) gateway group or next hop
+	CarrierID   string       // carrier_id: the winning (or last tried) carrier
+	Rate        float64      // rate: the carrier's rate; a NaN or infinity is written as null
+	Currency    string       // currency
+	RouteSource route.Source // route_source: where the routing decision came from
 
 	// CDRFields are the winning route's cdr_fields from the LCR API. They are
 	// written flat, as extra top-level keys in sorted order, after the built-in
@@ -57,9 +59,28 @@ type Record struct {
 	// lcr_attempts, always an array, [] when the first carrier answered.
 	Attempts []Attempt
 
-	// text holds the bytes of the strings Text returned; Reset keeps its
-	// capacity.
+	// text holds the bytes of the strings String made: the record's own,
+	// reused with it.
 	text []byte
+}
+
+// String returns b as a string kept in r's own storage, without an
+// allocation once r, pooled, has held as much: for the string fields of a
+// record filled from bytes the caller does not keep (Call-IDs, numbers).
+// The string is valid as long as r is: until r goes back to the pool
+// (Writer.Write, ReleaseRecord), whoever holds it then reads another
+// record's bytes. Copy what outlives the record (strings.Clone).
+func (r *Record) String(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if len(r.text)+len(b) > cap(r.text) {
+		// A new array: the strings made so far keep the old one alive.
+		r.text = make([]byte, 0, max(2*cap(r.text), len(r.text)+len(b), 256))
+	}
+	at := len(r.text)
+	r.text = append(r.text, b...)
+	return unsafe.String(&r.text[at], len(b))
 }
 
 // Attempt is one failed carrier attempt, an element of lcr_attempts.
@@ -69,6 +90,12 @@ type Attempt struct {
 	Elapsed   time.Duration // elapsed_ms: from dialling the carrier to its failure, in whole milliseconds
 	Dialed    bool          // dialed: false when no INVITE went out (group unknown or down, next hop unresolvable)
 	Reason    string        // reason: why sipedge gave up on it without a final response, e.g. "cps_limited"; left out when ""
+	// BCallID and TimeInvite are the B-leg the carrier saw: its Call-ID and
+	// when its INVITE left (the last one's, after CPS-reject retries), to
+	// reconcile a failed attempt with the carrier's own CDR. b_call_id and
+	// time_invite are left out for an attempt not dialled.
+	BCallID    string    // b_call_id
+	TimeInvite time.Time // time_invite: as the record's times
 }
 
 // FieldNames lists the built-in top-level keys of a record in the order they
@@ -107,10 +134,14 @@ const (
 	HangupCaller                   // "caller": the A side (BYE or CANCEL from the caller)
 	HangupCallee                   // "callee": the B side (BYE from the callee)
 	HangupSystem                   // "system": sipedge (maximum duration, orphan reaping, shutdown)
+	// HangupNodeLost ("node_lost"): the node that held the answered call
+	// died (its fleet lease ran out); another node wrote the CDR from the
+	// call journal, with time_end the dead node's last renewal of it.
+	HangupNodeLost
 	numHangupSides
 )
 
-var hangupNames = [numHangupSides]string{"", "caller", "callee", "system"}
+var hangupNames = [numHangupSides]string{"", "caller", "callee", "system", "node_lost"}
 
 // String returns the value written in hangup_side.
 func (h HangupSide) String() string {
@@ -120,52 +151,26 @@ func (h HangupSide) String() string {
 	return hangupNames[h]
 }
 
-// RouteSource says where the call's routing decision came from.
-type RouteSource uint8
+// routeSourceNames are the values written in route_source: none is
+// empty.
+var routeSourceNames = [...]string{route.SourceNone: "", route.SourceLCR: "lcr", route.SourceStatic: "static",
+	route.SourceFallback: "fallback"}
 
-// Route sources.
-const (
-	RouteSourceNone     RouteSource = iota // "": not routed
-	RouteSourceLCR                         // "lcr": the LCR API (or its cache)
-	RouteSourceStatic                      // "static": the static routing table in the config
-	RouteSourceFallback                    // "fallback": lcr.fallback_gateway_group after an API failure
-	numRouteSources
-)
-
-var routeSourceNames = [numRouteSources]string{"", "lcr", "static", "fallback"}
-
-// String returns the value written in route_source.
-func (s RouteSource) String() string {
-	if s >= numRouteSources {
+// routeSourceName returns the value written in route_source for s.
+func routeSourceName(s route.Source) string {
+	if int(s) >= len(routeSourceNames) {
 		return "RouteSource(" + strconv.Itoa(int(s)) + ")"
 	}
 	return routeSourceNames[s]
 }
 
 // Reset clears r for reuse, keeping the capacity of Attempts and of the
-// storage behind Text. CDRFields is set to nil, not cleared: the map may
+// storage of String. CDRFields is set to nil, not cleared: the map may
 // belong to someone else.
 func (r *Record) Reset() {
 	clear(r.Attempts) // drop the strings they reference
 	attempts, text := r.Attempts[:0], r.text[:0]
 	*r = Record{Attempts: attempts, text: text}
-}
-
-// Text returns b as a string held in r's own storage, for a field of r:
-// once the pooled record has grown to its calls' size, filling it in
-// allocates nothing, where string(b) would allocate per field and call.
-// The string lives as long as r: when r is released (Writer.Write
-// releases it), the storage is reused, so a caller that keeps the string
-// past Write must copy it (strings.Clone).
-func (r *Record) Text(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	// A larger r.text leaves the strings made before on the old array,
-	// which nothing reuses: they stay valid.
-	start := len(r.text)
-	r.text = append(r.text, b...)
-	return unsafe.String(&r.text[start], len(b))
 }
 
 var recordPool sync.Pool

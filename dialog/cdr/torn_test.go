@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/sipedge/sipedge/internal/testtier"
 )
 
 // tornChildEnv names the CDR file TestWriterTornLineAfterIOError's child
@@ -24,6 +26,7 @@ const tornChildEnv = "SIPEDGE_CDR_TORN_LINE_CHILD"
 // a file size limit (RLIMIT_FSIZE), which makes the kernel write what fits
 // and refuse the rest (EFBIG), as a full disk does with ENOSPC.
 func TestWriterTornLineAfterIOError(t *testing.T) {
+	testtier.RequiresWallClock(t)
 	if path := os.Getenv(tornChildEnv); path != "" {
 		tornLineChild(t, path)
 		return

@@ -10,12 +10,16 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/sipedge/sipedge/internal/testtier"
 )
 
 // syncBuffer is a log destination safe for concurrent writers.
@@ -183,6 +187,7 @@ func TestWriterAppendsToExistingFile(t *testing.T) {
 }
 
 func TestWriterFlushesWithin100ms(t *testing.T) {
+	testtier.RequiresWallClock(t)
 	tw := newTestWriter(t, Options{}, hooks{})
 	start := time.Now()
 	tw.Write(record("call-000"))
@@ -276,6 +281,7 @@ func TestWriterNoRotation(t *testing.T) {
 }
 
 func TestWriterReopen(t *testing.T) {
+	testtier.RequiresWallClock(t)
 	tw := newTestWriter(t, Options{}, hooks{})
 	tw.Write(record("call-000"))
 	eventually(t, "the first record to be flushed", func() bool { return tw.metric(t, metricWritten) == "1" })
@@ -323,6 +329,7 @@ func (b *blocker) hook() {
 func (b *blocker) unblock() { b.once.Do(func() { close(b.release) }) }
 
 func TestWriterQueueFullDoesNotBlock(t *testing.T) {
+	testtier.RequiresWallClock(t)
 	b := newBlocker()
 	tw := newTestWriter(t, Options{Queue: 2}, hooks{beforeRecord: b.hook})
 	defer b.unblock()
@@ -384,6 +391,7 @@ func TestWriterQueueFullDoesNotBlock(t *testing.T) {
 }
 
 func TestWriterDropLogRateLimited(t *testing.T) {
+	testtier.RequiresWallClock(t)
 	b := newBlocker()
 	tw := newTestWriter(t, Options{Queue: 1}, hooks{beforeRecord: b.hook})
 	defer b.unblock()
@@ -457,6 +465,7 @@ func TestWriterConcurrent(t *testing.T) {
 	const writers, each = 8, 500
 	var wg sync.WaitGroup
 	accepted := make([][]string, writers)
+	var tried atomic.Int64
 	start := make(chan struct{})
 	for g := range writers {
 		wg.Add(1)
@@ -468,6 +477,7 @@ func TestWriterConcurrent(t *testing.T) {
 				if tw.Write(record(id)) {
 					accepted[g] = append(accepted[g], id)
 				}
+				tried.Add(1)
 			}
 		}()
 	}
@@ -482,7 +492,9 @@ func TestWriterConcurrent(t *testing.T) {
 		}
 	}()
 	close(start)
-	time.Sleep(time.Millisecond)
+	for tried.Load() < writers*each/4 { // Close races the rest
+		runtime.Gosched()
+	}
 	if err := tw.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -517,6 +529,7 @@ func TestWriterConcurrent(t *testing.T) {
 }
 
 func TestWriterIOError(t *testing.T) {
+	testtier.RequiresWallClock(t)
 	if _, err := os.Stat("/dev/full"); err != nil {
 		t.Skip("no /dev/full")
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // The spoofed flood of the security review: out-of-dialog requests of about
@@ -17,7 +18,7 @@ import (
 
 const budgetTestBytes = 1 << 20 // 1 MiB: room for some 60 such responses
 
-var floodPeer = Peer{Addr: netip.MustParseAddrPort("203.0.113.9:5060"), Transport: TransportUDP}
+var floodPeer = transport.Peer{Addr: netip.MustParseAddrPort("203.0.113.9:5060"), Transport: transport.UDP}
 
 // bigRequest returns a request of method with 36 Vias of ~400 bytes; the
 // top Via's branch is z9hG4bK + branch.

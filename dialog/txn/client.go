@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // SendRequest starts a client transaction for request m, to be sent to to:
@@ -14,7 +15,7 @@ import (
 // table copies m.Bytes(); m may be reused once SendRequest returns. ACK is
 // refused: the ACK for a 2xx is sent by the TU directly, the ACK for a
 // non-2xx by the INVITE client transaction itself (RFC 3261 17.1.1.3).
-func (t *Table) SendRequest(m *parser.Message, to Peer, now time.Duration) (Handle, error) {
+func (t *Table) SendRequest(m *parser.Message, to transport.Peer, now time.Duration) (Handle, error) {
 	t.begin(now)
 	if m.IsResponse() {
 		return 0, ErrNotRequest
@@ -60,7 +61,7 @@ type Built struct {
 // SendBuilt is SendRequest for a request the TU built and describes in r,
 // which it need not parse: the table copies r.Data, and r may be reused
 // once SendBuilt returns.
-func (t *Table) SendBuilt(r *Built, to Peer, now time.Duration) (Handle, error) {
+func (t *Table) SendBuilt(r *Built, to transport.Peer, now time.Duration) (Handle, error) {
 	t.begin(now)
 	i, err := t.newClient(r.Method.of(r.Data), r.Branch.of(r.Data), to)
 	if err != nil {
@@ -78,11 +79,11 @@ func (t *Table) SendBuilt(r *Built, to Peer, now time.Duration) (Handle, error) 
 
 // newClient allocates and indexes a client transaction for a request with
 // method and top Via branch.
-func (t *Table) newClient(method, branch []byte, to Peer) (int32, error) {
+func (t *Table) newClient(method, branch []byte, to transport.Peer) (int32, error) {
 	if string(method) == "ACK" {
 		return -1, ErrAck
 	}
-	if !to.Transport.valid() {
+	if !to.Transport.Valid() {
 		return -1, ErrTransport
 	}
 	if v := (parser.Via{Branch: branch}); !v.IsRFC3261Branch() {

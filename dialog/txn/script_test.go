@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // The scripts in testdata/*.txt drive a Table through event sequences, in
@@ -249,7 +250,7 @@ func (d *driver) run(line string) []string {
 	case "transport-error":
 		d.check(d.tab.TransportError(d.handle(pos[0]), d.now))
 	case "peer-failed":
-		d.printf("told %d", d.tab.PeerFailed(Peer{Addr: netip.MustParseAddrPort("203.0.113.5:5060"), Transport: transport(pos[0])}, d.now))
+		d.printf("told %d", d.tab.PeerFailed(transport.Peer{Addr: netip.MustParseAddrPort("203.0.113.5:5060"), Transport: transportOf(pos[0])}, d.now))
 		d.actions()
 	case "advance":
 		dur, err := time.ParseDuration(pos[0])
@@ -263,6 +264,11 @@ func (d *driver) run(line string) []string {
 				break
 			}
 			d.now = ft.at
+			if ft.arg == trimArg { // the table's own
+				d.printf("@%v trim", d.now)
+				d.tab.Timeout(ft.arg, d.now)
+				continue
+			}
 			d.printf("@%v timer %s %s", d.now, timerNames[input(ft.arg>>24)], d.name(Handle(ft.arg&^(0xff<<24))))
 			d.tab.Timeout(ft.arg, d.now)
 			d.actions()
@@ -348,11 +354,9 @@ func (d *driver) states() {
 	}
 }
 
-func transport(s string) Transport {
-	for tp := TransportUDP; tp < numTransports; tp++ {
-		if strings.EqualFold(s, tp.String()) {
-			return tp
-		}
+func transportOf(s string) transport.Kind {
+	if k, ok := transport.FromParam([]byte(s)); ok {
+		return k
 	}
 	panic("unknown transport " + s)
 }
@@ -384,7 +388,7 @@ func (d *driver) recvRequest(tp, method string, opts map[string]string) {
 		"CSeq: " + get(opts, "cseq", "1") + " " + method + "\r\n" +
 		"Content-Length: 0\r\n\r\n"
 	d.parse(msg)
-	src := Peer{Addr: netip.MustParseAddrPort(get(opts, "src", "192.0.2.1:5060")), Transport: transport(tp)}
+	src := transport.Peer{Addr: netip.MustParseAddrPort(get(opts, "src", "192.0.2.1:5060")), Transport: transportOf(tp)}
 	if src.Transport.Reliable() {
 		src.Conn = 1
 	}
@@ -429,7 +433,7 @@ func (d *driver) sendRequest(tp, method string, opts map[string]string) {
 		"CSeq: " + get(opts, "cseq", "1") + " " + method + "\r\n" +
 		"Content-Length: 0\r\n\r\n"
 	d.parse(msg)
-	to := Peer{Addr: netip.MustParseAddrPort("203.0.113.5:5060"), Transport: transport(tp)}
+	to := transport.Peer{Addr: netip.MustParseAddrPort("203.0.113.5:5060"), Transport: transportOf(tp)}
 	if to.Transport.Reliable() {
 		to.Conn = 2
 	}

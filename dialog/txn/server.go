@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // ReceiveRequest passes a request received from from to the transaction
@@ -28,23 +29,23 @@ import (
 // documentation). ErrFull asks the owner to answer 503 statelessly; other
 // errors are the parser's, for a malformed Via, CSeq, From, To or Call-ID:
 // answer them as parser.Answer says. The table keeps no view into m.
-func (t *Table) ReceiveRequest(m *parser.Message, from Peer, now time.Duration) error {
+func (t *Table) ReceiveRequest(m *parser.Message, from transport.Peer, now time.Duration) error {
 	return t.receiveRequest(m, from, nil, now)
 }
 
 // ReceiveRequestTo is ReceiveRequest with the destination of the
 // transaction's responses chosen by the owner instead of ReplyTo: the
 // source port for a peer behind NAT that does not ask for rport.
-func (t *Table) ReceiveRequestTo(m *parser.Message, from, replyTo Peer, now time.Duration) error {
+func (t *Table) ReceiveRequestTo(m *parser.Message, from, replyTo transport.Peer, now time.Duration) error {
 	return t.receiveRequest(m, from, &replyTo, now)
 }
 
-func (t *Table) receiveRequest(m *parser.Message, from Peer, replyTo *Peer, now time.Duration) error {
+func (t *Table) receiveRequest(m *parser.Message, from transport.Peer, replyTo *transport.Peer, now time.Duration) error {
 	t.begin(now)
 	if m.IsResponse() {
 		return ErrNotRequest
 	}
-	if !from.Transport.valid() {
+	if !from.Transport.Valid() {
 		return ErrTransport
 	}
 	var via parser.Via
@@ -101,7 +102,7 @@ func (t *Table) receiveRequest(m *parser.Message, from Peer, replyTo *Peer, now 
 // received from peer from, go (RFC 3261 18.2.2, RFC 3581 4): the source
 // address, with the port via.ResponsePort names. On a stream the request's
 // connection comes first; the address is for a new one if it is gone.
-func ReplyTo(via *parser.Via, from Peer) Peer {
+func ReplyTo(via *parser.Via, from transport.Peer) transport.Peer {
 	port := via.ResponsePort(from.Addr.Port(), from.Transport.Reliable())
 	from.Addr = netip.AddrPortFrom(from.Addr.Addr(), port)
 	return from
@@ -109,7 +110,7 @@ func ReplyTo(via *parser.Via, from Peer) Peer {
 
 // receiveAck matches an ACK to the INVITE server transaction it belongs to
 // (RFC 3261 17.2.3: method INVITE; RFC 2543: the To tag of the response).
-func (t *Table) receiveAck(m *parser.Message, via *parser.Via, from Peer) error {
+func (t *Table) receiveAck(m *parser.Message, via *parser.Via, from transport.Peer) error {
 	legacy, toTag, err := t.requestKey(m, via, methodInvite)
 	if err != nil {
 		return err

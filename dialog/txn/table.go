@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // txn is one transaction. Its byte slices are its own storage, kept across
@@ -23,11 +24,15 @@ type txn struct {
 	// sent, which an ACK's must equal (that of the request is in the key).
 	respTag []byte
 
-	peer Peer
+	peer transport.Peer
 
 	// held is the capacity of the buffers above as last charged to
 	// Table.held (see charge); it stays with the slot, as they do.
 	held int
+	// A free slot: when it was freed, and whether trim has released its
+	// buffers since (see trim).
+	freedAt time.Duration
+	swept   bool
 
 	// At most one retransmission timer (A, E, G) and one lifetime timer
 	// (the others) run at a time; rtxID and lifeID are 0 when not armed.
@@ -61,7 +66,7 @@ func (x *txn) reset() {
 	x.ack = x.ack[:0]
 	x.cancelHdrs = x.cancelHdrs[:0]
 	x.respTag = x.respTag[:0]
-	x.peer = Peer{}
+	x.peer = transport.Peer{}
 	x.rtx, x.life, x.rtxID, x.lifeID = 0, 0, 0, 0
 	x.invite = 0
 	x.interval = 0
@@ -128,7 +133,7 @@ func (t *Table) lookup(h Handle) (int32, bool) {
 // fit; with one free list for all kinds, a slot would go to any kind, and
 // its buffers would grow until it had held the largest of every kind (in
 // a busy shard, minutes of allocation after its tables reached their size).
-func (t *Table) alloc(kind Kind, state State, peer Peer) (int32, error) {
+func (t *Table) alloc(kind Kind, state State, peer transport.Peer) (int32, error) {
 	if t.live >= t.max {
 		return -1, ErrFull
 	}
@@ -143,11 +148,13 @@ func (t *Table) alloc(kind Kind, state State, peer Peer) (int32, error) {
 		return -1, ErrFull
 	}
 	i := t.takeFree(kind)
-	if i < 0 {
+	if i >= 0 {
+		t.pooled -= t.txns[i].held
+	} else {
 		if len(t.txns) >= maxTransactions {
 			return -1, ErrFull
 		}
-		t.txns = append(t.txns, txn{gen: 1})
+		t.txns = append(t.txns, txn{gen: t.genFloor})
 		i = int32(len(t.txns) - 1)
 	}
 	t.live++
@@ -178,6 +185,7 @@ func (t *Table) terminate(i int32) {
 	}
 	t.limbo = append(t.limbo, i)
 	t.live--
+	t.armTrim()
 	if t.held > t.budget || x.held > maxKeptSlotBytes {
 		// Over budget, a slot does not keep its buffers for reuse: the
 		// table shrinks back to its budget as transactions end. Nor does
@@ -187,6 +195,8 @@ func (t *Table) terminate(i int32) {
 		// would grow every slot to their size over hours, and a table at
 		// a steady load to its budget, shortening Timer J with no flood.
 		t.release(x)
+	} else {
+		t.pooled += x.held
 	}
 }
 
@@ -460,6 +470,10 @@ func (t *Table) linger(i int32, id input, d time.Duration) {
 func (t *Table) Timeout(arg uint64, now time.Duration) {
 	t.begin(now)
 	id := input(arg >> 24)
+	if arg == trimArg {
+		t.trim()
+		return
+	}
 	i, ok := t.lookup(Handle(arg &^ (0xff << 24)))
 	if !ok || !id.timer() {
 		return
@@ -499,7 +513,7 @@ func (t *Table) TransportError(h Handle, now time.Duration) error {
 // client transaction to peer's address and transport sees a transport
 // error (RFC 3261 17.1.4), as one whose ActSend failed would, and the TU
 // hears of those in the states that send. It returns how many were told.
-func (t *Table) PeerFailed(peer Peer, now time.Duration) int {
+func (t *Table) PeerFailed(peer transport.Peer, now time.Duration) int {
 	t.begin(now)
 	n := 0
 	for i := range t.txns {
@@ -532,7 +546,7 @@ func (t *Table) Terminate(h Handle, now time.Duration) error {
 // act appends an action, written in place: an Action built on the stack
 // and copied into the list stalled each append on a store the copy's wider
 // loads could not take forwarded, a few percent of a call's time.
-func (t *Table) act(kind ActionKind, h Handle, peer Peer, data []byte) *Action {
+func (t *Table) act(kind ActionKind, h Handle, peer transport.Peer, data []byte) *Action {
 	if len(t.actions) < cap(t.actions) {
 		t.actions = t.actions[:len(t.actions)+1]
 	} else {

@@ -5,55 +5,11 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
-	"net/netip"
 	"time"
 
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/transport"
 )
-
-// Transport is the transport a transaction's messages travel on.
-type Transport uint8
-
-// Transports. The zero value is not a transport: inputs carrying it are
-// refused with ErrTransport, so that a forgotten field never silently means
-// UDP or TCP.
-const (
-	TransportUDP Transport = iota + 1
-	TransportTCP
-	TransportTLS
-	TransportSCTP
-	TransportWS
-	TransportWSS
-	numTransports
-)
-
-var transportNames = [numTransports]string{"", "UDP", "TCP", "TLS", "SCTP", "WS", "WSS"}
-
-// String returns the transport's name as written in a Via ("UDP", "TLS", ...).
-func (t Transport) String() string {
-	if t >= numTransports {
-		return "Transport(" + fmt.Sprint(uint8(t)) + ")"
-	}
-	return transportNames[t]
-}
-
-// Reliable reports whether the transport is reliable. On a reliable
-// transport the transaction layer never retransmits (Timers A, E, G are not
-// started) and does not linger (Timers D, I, J, K are zero): RFC 3261
-// 17.1.1.2, 17.1.2.2, 17.2.1, 17.2.2. UDP alone is unreliable.
-func (t Transport) Reliable() bool { return t != TransportUDP }
-
-func (t Transport) valid() bool { return t != 0 && t < numTransports }
-
-// Peer is where a transaction sends: the source of a server transaction's
-// request (responses go back there, RFC 3581 symmetric response routing),
-// or the next hop of a client transaction. Conn is an opaque connection id
-// for stream transports, 0 if none; the table only stores and returns it.
-type Peer struct {
-	Addr      netip.AddrPort
-	Transport Transport
-	Conn      uint64
-}
 
 // Handle names one transaction. It carries the slot's generation, so a
 // Handle goes stale when its transaction terminates and stays stale when the
@@ -160,9 +116,9 @@ func (k ActionKind) String() string {
 type Action struct {
 	Kind ActionKind
 	Txn  Handle
-	Ref  Handle // ActRequest of a CANCEL: the INVITE server transaction it cancels
-	Peer Peer   // ActSend: the destination; otherwise the transaction's peer
-	Data []byte // ActSend: the message; ActResponse: the request answered
+	Ref  Handle         // ActRequest of a CANCEL: the INVITE server transaction it cancels
+	Peer transport.Peer // ActSend: the destination; otherwise the transaction's peer
+	Data []byte         // ActSend: the message; ActResponse: the request answered
 }
 
 // Timers is the clock the Table arms its timers on: the owner's timer wheel.
@@ -200,6 +156,11 @@ type Config struct {
 	// See the package documentation. Default DefaultMaxStoredBytes;
 	// negative is refused.
 	MaxStoredBytes int
+	// IdleRelease is how long a free slot keeps its buffers for the next
+	// transaction: past it, they go back to the garbage collector, and a
+	// slab and index grown for a peak shrink (see the package
+	// documentation). Default DefaultIdleRelease; negative: for ever.
+	IdleRelease time.Duration
 }
 
 // Defaults (RFC 3261 17.1.1.1, Table 4).
@@ -214,6 +175,11 @@ const (
 	// SDP and ACK is some 2 KB; larger ones go back to the collector as
 	// their transaction ends (see terminate).
 	maxKeptSlotBytes = 4 << 10
+	// DefaultIdleRelease: a slot free for 10 s is surplus of a past peak,
+	// not room the load reuses (it takes the slots freed last first).
+	DefaultIdleRelease = 10 * time.Second
+	// minShrink is the fewest slots a shrink of the slab gives back.
+	minShrink = 1024
 )
 
 // DefaultMaxStoredBytes is the default budget of a table (one shard):
@@ -252,10 +218,20 @@ type Table struct {
 	max        int
 	timers     Timers
 	// held is the capacity of every slot's buffers (txn.held summed), kept
-	// up to date at each store (charge) and release: no scan. budget and
-	// hard are Config.MaxStoredBytes and twice it.
-	held, budget, hard int
-	seed               maphash.Seed
+	// up to date at each store (charge) and release: no scan; pooled is
+	// the part free slots keep for reuse (in limbo or on the free list).
+	// budget and hard are Config.MaxStoredBytes and twice it.
+	held, pooled, budget, hard int
+	seed                       maphash.Seed
+
+	// The trim (see trim): idleRelease is Config.IdleRelease, trimArmed
+	// says its timer is pending, genFloor is the generation new slots
+	// start at, above that of every slot a shrink dropped, so that no
+	// Handle of theirs names a slot grown again.
+	idleRelease time.Duration
+	trimArmed   bool
+	genFloor    uint32
+	minSlots    int // Config.Capacity: a shrink keeps this room
 
 	txns []txn
 	// free are the free lists' heads by the kind of transaction that last
@@ -308,19 +284,25 @@ func New(cfg Config, timers Timers) (*Table, error) {
 	if cfg.Capacity < 0 || cfg.Capacity > cfg.MaxTransactions {
 		return nil, fmt.Errorf("txn: cannot use capacity %d", cfg.Capacity)
 	}
+	if cfg.IdleRelease == 0 {
+		cfg.IdleRelease = DefaultIdleRelease
+	}
 	t := &Table{
-		t1:         cfg.T1,
-		t2:         cfg.T2,
-		t4:         cfg.T4,
-		long:       64 * cfg.T1,
-		timerD:     max(minTimerD, 64*cfg.T1),
-		max:        cfg.MaxTransactions,
-		budget:     cfg.MaxStoredBytes,
-		hard:       2 * min(cfg.MaxStoredBytes, math.MaxInt/2),
-		timers:     timers,
-		seed:       maphash.MakeSeed(),
-		freeInvite: -1,
-		txns:       make([]txn, 0, cfg.Capacity),
+		t1:          cfg.T1,
+		t2:          cfg.T2,
+		t4:          cfg.T4,
+		long:        64 * cfg.T1,
+		timerD:      max(minTimerD, 64*cfg.T1),
+		max:         cfg.MaxTransactions,
+		budget:      cfg.MaxStoredBytes,
+		hard:        2 * min(cfg.MaxStoredBytes, math.MaxInt/2),
+		timers:      timers,
+		seed:        maphash.MakeSeed(),
+		idleRelease: cfg.IdleRelease,
+		genFloor:    1,
+		minSlots:    cfg.Capacity,
+		freeInvite:  -1,
+		txns:        make([]txn, 0, cfg.Capacity),
 	}
 	for k := range t.free {
 		t.free[k] = -1
@@ -345,14 +327,19 @@ type Stats struct {
 	// the table held twice its budget.
 	BudgetRefused uint64
 	// StoredBytes is the capacity of the buffers the table keeps now (a
-	// gauge, not a count): what MaxStoredBytes bounds.
-	StoredBytes int
+	// gauge, not a count): what MaxStoredBytes bounds. InUseBytes is the
+	// part live transactions hold, PooledBytes the part free slots keep
+	// for reuse until Config.IdleRelease passes; they sum to StoredBytes.
+	StoredBytes, InUseBytes, PooledBytes int
+	// Slots is the length of the slab: live transactions and free slots.
+	Slots int
 }
 
 // Stats returns the table's counts.
 func (t *Table) Stats() Stats {
 	st := t.stats
-	st.StoredBytes = t.held
+	st.StoredBytes, st.InUseBytes, st.PooledBytes = t.held, t.held-t.pooled, t.pooled
+	st.Slots = len(t.txns)
 	return st
 }
 
@@ -403,7 +390,7 @@ func (t *Table) begin(now time.Duration) {
 	}
 	for _, i := range t.limbo {
 		x := &t.txns[i]
-		x.next = t.free[x.kind]
+		x.next, x.freedAt, x.swept = t.free[x.kind], now, false
 		t.free[x.kind] = i
 	}
 	t.limbo = t.limbo[:0]

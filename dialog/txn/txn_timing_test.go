@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // Requests as a B2BUA receives them: two Vias, the usual headers.
@@ -74,7 +75,7 @@ var (
 		"Content-Length: 0\r\n\r\n")
 )
 
-var benchPeer = Peer{Addr: netip.MustParseAddrPort("192.0.2.1:5060"), Transport: TransportUDP}
+var benchPeer = transport.Peer{Addr: netip.MustParseAddrPort("192.0.2.1:5060"), Transport: transport.UDP}
 
 // seq is one complete transaction driven the way a shard drives it: parse,
 // table input, read actions, fire timers.
@@ -123,14 +124,20 @@ func (s *seq) expect(err error, want int, last ActionKind) Handle {
 	return acts[want-1].Txn
 }
 
-// fire advances the clock by d and delivers the one timer due.
+// fire advances the clock by d and delivers the one transaction timer
+// due, and the table's trim timer before it if that is due too.
 func (s *seq) fire(d time.Duration) {
 	s.now += d
-	ft, ok := s.clock.next(s.now)
-	if !ok {
-		s.tb.Fatal("no timer due")
+	for {
+		ft, ok := s.clock.next(s.now)
+		if !ok {
+			s.tb.Fatal("no timer due")
+		}
+		s.tab.Timeout(ft.arg, s.now)
+		if ft.arg != trimArg {
+			return
+		}
 	}
-	s.tab.Timeout(ft.arg, s.now)
 }
 
 // respond has the TU answer server transaction h.

@@ -3,12 +3,15 @@ package redistest
 import (
 	"testing"
 	"time"
+
+	"github.com/sipedge/sipedge/internal/testtier"
 )
 
 // TestStartCluster: the cluster's nodes share the slots (keys of different
 // slots live on different nodes, a hash tag keeps keys together) and every
 // node serves its own.
 func TestStartCluster(t *testing.T) {
+	testtier.RequiresSockets(t)
 	start := time.Now()
 	c := StartCluster(t, 3)
 	t.Logf("cluster of %d up in %v: %s", len(c.Nodes), time.Since(start), c.URL())

@@ -8,13 +8,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sipedge/sipedge/internal/testtier"
 	"github.com/sipedge/sipedge/ratelimit/redistest"
+	"github.com/sipedge/sipedge/route"
 )
 
 // TestRedisCluster: the Redis tier on a real Redis Cluster, through the
 // URL form of the server's cache[].url (every node as a seed, or one seed).
 // One cluster for the subtests: it takes some 2 s to come up.
 func TestRedisCluster(t *testing.T) {
+	testtier.RequiresSockets(t)
 	c := redistest.StartCluster(t, 3)
 
 	// Fleet-wide: a decision one resolver cached is found by another,
@@ -38,7 +41,7 @@ func TestRedisCluster(t *testing.T) {
 			if n := api.requests.Load() - before; n != 1 {
 				t.Fatalf("seed %s: %d API requests, want 1: B did not use A's decision", s.Addr(), n)
 			}
-			if db.Source != SourceLCR || carriers(db.Routes) != carriers(da.Routes) || db.Routes[0].Headers["X-A"] != "1" {
+			if db.Source != route.SourceLCR || carriers(db.Routes) != carriers(da.Routes) || db.Routes[0].Headers["X-A"] != "1" {
 				t.Fatalf("seed %s: B's decision %+v", s.Addr(), db)
 			}
 			if db.TTL <= 50*time.Second || db.TTL > 60*time.Second {

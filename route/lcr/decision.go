@@ -6,26 +6,6 @@ import (
 	"github.com/sipedge/sipedge/route"
 )
 
-// Source says where a Decision came from: the CDR's route_source.
-type Source uint8
-
-const (
-	SourceNone     Source = iota // no decision: the API failed and there is no fallback
-	SourceLCR                    // the routing API, directly or through a cache tier
-	SourceStatic                 // the static rate table (no api_url)
-	SourceFallback               // fallback_gateway_group, because the API failed
-)
-
-var sourceNames = [...]string{SourceNone: "none", SourceLCR: "lcr", SourceStatic: "static", SourceFallback: "fallback"}
-
-// String returns "none", "lcr", "static" or "fallback".
-func (s Source) String() string {
-	if int(s) < len(sourceNames) {
-		return sourceNames[s]
-	}
-	return "unknown"
-}
-
 // FallbackCarrierID is the carrier_id of the one route of a fallback
 // decision.
 const FallbackCarrierID = "fallback"
@@ -34,7 +14,7 @@ const FallbackCarrierID = "fallback"
 // (the seed's decision object). Exactly one of these holds:
 //
 //   - NoDecision: the API failed and no fallback gateway group is
-//     configured; the default policy answers 503. Source is SourceNone.
+//     configured; the default policy answers 503. Source is route.SourceNone.
 //   - Reject != nil: the API blocks the call; the default policy answers
 //     Reject.Code and Reject.Reason.
 //   - otherwise Routes, in the order to try them; empty means no route and
@@ -47,7 +27,7 @@ const FallbackCarrierID = "fallback"
 type Decision struct {
 	Routes     []route.Route
 	Reject     *Reject
-	Source     Source
+	Source     route.Source
 	NoDecision bool
 	// TTL is how long the decision may be cached: the API's cache_ttl_secs
 	// (or Options.CacheTTL) for a fresh answer, what remained in Redis for a

@@ -49,6 +49,17 @@
 // the API alone, and Redis is probed again once a second; the first success
 // logs that it is back.
 //
+// # Dropping decisions
+//
+// A decision that must not wait for its TTL (a rate changed) is dropped
+// by an admin goroutine: Drop deletes it (or, with key "", every
+// decision: a SCAN of each master) from Redis and from this node's
+// in-process tier, DropLocal from the in-process tier alone, which is
+// what the other nodes of a fleet do when told (the fleet package
+// broadcasts it). A lookup in flight while a drop runs caches nothing: it
+// may have read what was dropped. Cached shows what each tier holds under
+// a key.
+//
 // # Metrics
 //
 //	sipedge_lcr_api_request_duration_seconds   histogram of API requests

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sipedge/sipedge/internal/testtier"
 	"github.com/sipedge/sipedge/ratelimit/redistest"
+	"github.com/sipedge/sipedge/route"
 )
 
 // testRedisDeadline replaces the 50 ms default in tests that need Redis
@@ -78,6 +80,7 @@ func waitStored(t *testing.T, s *redistest.Server, key string) string {
 // TestRedisSharedAcrossResolvers: a decision cached by one node is used by
 // another without asking the API.
 func TestRedisSharedAcrossResolvers(t *testing.T) {
+	testtier.RequiresSockets(t)
 	rs := redistest.Start(t)
 	api := newAPIServer(t, staticReply(200, `{"routes":[{"carrier_id":"carrier-a","gateway_group":"carrier-a","rate":0.01,"headers":{"X-A":"1"}}],"cache_ttl_secs":60}`))
 	a := newTestResolver(t, Options{APIURL: api.URL, RedisURL: rs.URL(), RedisDeadline: testRedisDeadline})
@@ -98,7 +101,7 @@ func TestRedisSharedAcrossResolvers(t *testing.T) {
 	if n := api.requests.Load(); n != 1 {
 		t.Fatalf("%d API requests, want 1: B did not use A's decision", n)
 	}
-	if db.Source != SourceLCR || carriers(db.Routes) != carriers(da.Routes) || db.Routes[0].Headers["X-A"] != "1" {
+	if db.Source != route.SourceLCR || carriers(db.Routes) != carriers(da.Routes) || db.Routes[0].Headers["X-A"] != "1" {
 		t.Fatalf("B's decision %+v", db)
 	}
 	if db.TTL <= 58*time.Second || db.TTL > 60*time.Second {
@@ -118,6 +121,7 @@ func TestRedisSharedAcrossResolvers(t *testing.T) {
 
 // TestRedisTTLZeroNotStored: "do not cache" holds for Redis too.
 func TestRedisTTLZeroNotStored(t *testing.T) {
+	testtier.RequiresSockets(t)
 	rs := redistest.Start(t)
 	api := newAPIServer(t, staticReply(200, `{"routes":[],"cache_ttl_secs":0}`))
 	a := newTestResolver(t, Options{APIURL: api.URL, RedisURL: rs.URL(), RedisDeadline: testRedisDeadline, CacheTTL: time.Hour})
@@ -132,6 +136,7 @@ func TestRedisTTLZeroNotStored(t *testing.T) {
 // API; the outage is logged once, counted and shown by the gauge; Redis
 // coming back is noticed.
 func TestRedisDown(t *testing.T) {
+	testtier.RequiresSockets(t)
 	t.Parallel()
 	rs := redistest.Start(t)
 	api := newAPIServer(t, nil)
@@ -142,7 +147,7 @@ func TestRedisDown(t *testing.T) {
 	rs.Stop()
 	for _, n := range []string{"+2", "+3", "+4"} {
 		start := time.Now()
-		if d := r.lookup(t, testRequest(n)); d.Source != SourceLCR {
+		if d := r.lookup(t, testRequest(n)); d.Source != route.SourceLCR {
 			t.Fatalf("%s: decision %+v", n, d)
 		}
 		if el := time.Since(start); el > time.Second {
@@ -186,6 +191,7 @@ func TestRedisDown(t *testing.T) {
 
 // TestRedisUnreachableAtStart: New does not fail; the tier starts down.
 func TestRedisUnreachableAtStart(t *testing.T) {
+	testtier.RequiresSockets(t)
 	t.Parallel()
 	api := newAPIServer(t, nil)
 	port := redistest.FreePort(t)
@@ -220,6 +226,7 @@ func TestRedisUnreachableAtStart(t *testing.T) {
 // with the reason; one it accepts is used. Refused by a Redis that came up
 // after New, it is logged as an error, once.
 func TestRedisDatabaseRefused(t *testing.T) {
+	testtier.RequiresSockets(t)
 	t.Parallel()
 	rs := redistest.Start(t)
 	api := newAPIServer(t, nil)
@@ -263,6 +270,7 @@ func TestRedisDatabaseRefused(t *testing.T) {
 // TestBreakerOpenRedisStillServes: with the API dead and the breaker open,
 // decisions other nodes cached in Redis are still used; the rest fail fast.
 func TestBreakerOpenRedisStillServes(t *testing.T) {
+	testtier.RequiresSockets(t)
 	rs := redistest.Start(t)
 	api := newAPIServer(t, nil)
 	a := newTestResolver(t, Options{APIURL: api.URL, RedisURL: rs.URL(), RedisDeadline: testRedisDeadline})
@@ -271,17 +279,17 @@ func TestBreakerOpenRedisStillServes(t *testing.T) {
 
 	b := newTestResolver(t, Options{APIURL: closedURL(t), RedisURL: rs.URL(), RedisDeadline: testRedisDeadline, BreakerThreshold: 1,
 		FallbackGatewayGroup: "fb"})
-	if d := b.lookup(t, testRequest("+2")); d.Source != SourceFallback {
+	if d := b.lookup(t, testRequest("+2")); d.Source != route.SourceFallback {
 		t.Fatalf("dead API: %+v", d)
 	}
 	if s := b.metric(t, metricBreakerState); s != breakerOpen {
 		t.Fatalf("breaker state %v", s)
 	}
-	if d := b.lookup(t, testRequest("+1")); d.Source != SourceLCR || carriers(d.Routes) != "carrier-a" {
+	if d := b.lookup(t, testRequest("+1")); d.Source != route.SourceLCR || carriers(d.Routes) != "carrier-a" {
 		t.Fatalf("cached in Redis: %+v", d)
 	}
 	start := time.Now()
-	if d := b.lookup(t, testRequest("+3")); d.Source != SourceFallback {
+	if d := b.lookup(t, testRequest("+3")); d.Source != route.SourceFallback {
 		t.Fatalf("open breaker: %+v", d)
 	}
 	if el := time.Since(start); el > 50*time.Millisecond {

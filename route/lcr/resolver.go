@@ -128,6 +128,12 @@ type Options struct {
 	// one trial request. 0 means DefaultBreakerCooldown.
 	BreakerCooldown time.Duration
 
+	// Quality, when set, gives the quality scores of a dialled number's
+	// prefix (lcr.send_quality): each request carries them (Request.Quality)
+	// as it leaves, on the lookup's goroutine, never a shard's. nil for a
+	// number without a quality prefix.
+	Quality func(dialedNumber string) *Quality
+
 	// Metrics receives the resolver's metrics; nil means a private set. A
 	// set holds the metrics of one Resolver only (New fails with
 	// ErrMetricsInUse).
@@ -150,6 +156,7 @@ type Resolver struct {
 	localTTL time.Duration
 	attrs    []string
 	failure  Decision // the decision given when the API fails
+	quality  func(dialedNumber string) *Quality
 
 	transport *http.Transport
 	client    *http.Client
@@ -161,7 +168,8 @@ type Resolver struct {
 	log       *slog.Logger
 	failLog   logLimiter
 	epoch     time.Time
-	clock     atomic.Int64 // coarse now(), advanced every clockTick
+	clock     atomic.Int64  // coarse now(), advanced every clockTick
+	drops     atomic.Uint64 // DropLocal calls: a flight that saw one does not cache
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -233,14 +241,15 @@ func New(opts Options) (*Resolver, error) {
 		cacheTTL: opts.CacheTTL,
 		localTTL: opts.LocalTTL,
 		attrs:    attrs,
+		quality:  opts.Quality,
 		sem:      make(chan struct{}, opts.MaxInFlight),
 		log:      opts.Log,
 		epoch:    time.Now(),
 		flights:  make(map[string]*flight),
 	}
-	r.failure = Decision{Source: SourceNone, NoDecision: true}
+	r.failure = Decision{Source: route.SourceNone, NoDecision: true}
 	if g := opts.FallbackGatewayGroup; g != "" {
-		r.failure = Decision{Source: SourceFallback, Routes: []route.Route{{CarrierID: FallbackCarrierID, GatewayGroup: g}}}
+		r.failure = Decision{Source: route.SourceFallback, Routes: []route.Route{{CarrierID: FallbackCarrierID, GatewayGroup: g}}}
 	}
 	r.br = breaker{threshold: opts.BreakerThreshold, cooldown: opts.BreakerCooldown, log: opts.Log, now: r.now}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
@@ -398,7 +407,7 @@ func (r *Resolver) LookupCached(key []byte) (Decision, bool) {
 func (r *Resolver) Lookup(req *Request, done func(Decision)) {
 	if r.url == "" {
 		routes, _ := r.static.Lookup(req.DialedNumber)
-		done(Decision{Routes: routes, Source: SourceStatic})
+		done(Decision{Routes: routes, Source: route.SourceStatic})
 		return
 	}
 	var buf [128]byte
@@ -453,14 +462,21 @@ func (r *Resolver) Lookup(req *Request, done func(Decision)) {
 // neither, and stores it in Redis after the waiters have their decision.
 func (r *Resolver) fly(key string, req *Request, f *flight) {
 	defer r.wg.Done()
+	drops := r.drops.Load()
 	d, body := r.resolve(key, req)
-	if r.local != nil && d.Source == SourceLCR && d.TTL > 0 {
+	// A drop (DropLocal) while the flight ran: what it read may be what
+	// was dropped, so it caches nothing.
+	fresh := func() bool { return r.drops.Load() == drops }
+	if r.local != nil && d.Source == route.SourceLCR && d.TTL > 0 && fresh() {
 		life := d.TTL
 		if r.localTTL > 0 && r.localTTL < life {
 			life = r.localTTL
 		}
 		now := r.coarseNow()
 		r.local.put(key, d, now+int64(life), now)
+		if !fresh() {
+			r.local.remove(key)
+		}
 	}
 	<-r.sem
 	r.mu.Lock()
@@ -471,14 +487,14 @@ func (r *Resolver) fly(key string, req *Request, f *flight) {
 	for _, done := range waiters {
 		r.deliver(d, done)
 	}
-	if body != nil {
+	if body != nil && fresh() {
 		r.redis.store(r.ctx, key, body, d.TTL)
 	}
 }
 
 func (r *Resolver) deliver(d Decision, done func(Decision)) {
 	switch {
-	case d.Source == SourceFallback:
+	case d.Source == route.SourceFallback:
 		r.m.fallbacks.Inc()
 	case d.NoDecision:
 		r.m.noDecisions.Inc()
@@ -498,7 +514,7 @@ func (r *Resolver) resolve(key string, req *Request) (Decision, []byte) {
 			}
 			if err == nil {
 				r.m.redisHits.Inc()
-				return Decision{Routes: resp.Routes, Reject: resp.Reject, Source: SourceLCR, TTL: ttl}, nil
+				return Decision{Routes: resp.Routes, Reject: resp.Reject, Source: route.SourceLCR, TTL: ttl}, nil
 			}
 			r.log.Warn("lcr: ignoring an invalid decision in Redis", "key", RedisKeyPrefix+key, "err", err)
 		}
@@ -520,7 +536,7 @@ func (r *Resolver) resolve(key string, req *Request) (Decision, []byte) {
 	if resp.CacheTTLSecs != nil {
 		ttl = time.Duration(min(int64(*resp.CacheTTLSecs), int64(maxCacheTTL/time.Second))) * time.Second
 	}
-	d := Decision{Routes: resp.Routes, Reject: resp.Reject, Source: SourceLCR, TTL: ttl}
+	d := Decision{Routes: resp.Routes, Reject: resp.Reject, Source: route.SourceLCR, TTL: ttl}
 	if ttl <= 0 || r.redis == nil {
 		body = nil
 	}
@@ -561,6 +577,10 @@ func (r *Resolver) call(req *Request) (*Response, []byte, int, failKind, error) 
 	q := *req
 	if q.Version == 0 {
 		q.Version = APIVersion
+	}
+	if r.quality != nil {
+		// The scores as of now, not as of the call that began the flight.
+		q.Quality = r.quality(q.DialedNumber)
 	}
 	payload, err := json.Marshal(&q)
 	if err != nil {

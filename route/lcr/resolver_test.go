@@ -13,12 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sipedge/sipedge/internal/testtier"
 	"github.com/sipedge/sipedge/route"
 )
 
 // TestAPIRequest: the body is the documented JSON, POSTed with the
 // Authorization header, and the answer becomes the decision.
 func TestAPIRequest(t *testing.T) {
+	testtier.RequiresSockets(t)
 	api := newAPIServer(t, staticReply(200, `{"routes":[
 		{"carrier_id":"carrier-a","gateway_group":"carrier-a","rate":0.0042,"currency":"USD","timeout_secs":6,
 		 "tech_prefix":"1010288","headers":{"X-Account":"42"},"cdr_fields":{"deck":"7"}},
@@ -59,7 +61,7 @@ func TestAPIRequest(t *testing.T) {
 			TechPrefix: "1010288", Headers: map[string]string{"X-Account": "42"}, CDRFields: map[string]string{"deck": "7"}},
 		{CarrierID: "carrier-b", NextHop: "203.0.113.21:5060", Rate: 0.005, RerouteCauses: []int{404, 503}},
 	}
-	if d.Source != SourceLCR || d.NoDecision || d.Reject != nil || d.TTL != 120*time.Second || !reflect.DeepEqual(d.Routes, wantRoutes) {
+	if d.Source != route.SourceLCR || d.NoDecision || d.Reject != nil || d.TTL != 120*time.Second || !reflect.DeepEqual(d.Routes, wantRoutes) {
 		t.Fatalf("decision %+v", d)
 	}
 	if n := r.metric(t, metricCacheMisses); n != 1 {
@@ -70,11 +72,47 @@ func TestAPIRequest(t *testing.T) {
 	}
 }
 
+// TestAPIRequestQuality: with Options.Quality the request carries the
+// scores of the number's prefix, asked for as the request leaves; a
+// number without one carries none.
+func TestAPIRequestQuality(t *testing.T) {
+	testtier.RequiresSockets(t)
+	api := newAPIServer(t, nil)
+	var asked []string
+	r := newTestResolver(t, Options{APIURL: api.URL, CacheTTL: 0, Quality: func(number string) *Quality {
+		asked = append(asked, number)
+		if !strings.HasPrefix(number, "+44") {
+			return nil
+		}
+		return &Quality{Prefix: "+44", Carriers: []CarrierQuality{{CarrierID: "cheap", Score: 10, Demoted: true}}}
+	}})
+	r.lookup(t, testRequest("+447700900123"))
+	body, _ := api.last()
+	var got struct {
+		Quality *Quality `json:"quality"`
+	}
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := &Quality{Prefix: "+44", Carriers: []CarrierQuality{{CarrierID: "cheap", Score: 10, Demoted: true}}}
+	if !reflect.DeepEqual(got.Quality, want) {
+		t.Fatalf("quality %+v, want %+v in %s", got.Quality, want, body)
+	}
+	r.lookup(t, testRequest("+12025550123"))
+	if body, _ := api.last(); strings.Contains(string(body), "quality") {
+		t.Fatalf("a number without a quality prefix: %s", body)
+	}
+	if !reflect.DeepEqual(asked, []string{"+447700900123", "+12025550123"}) {
+		t.Fatalf("asked for %v", asked)
+	}
+}
+
 func TestAPIReject(t *testing.T) {
+	testtier.RequiresSockets(t)
 	api := newAPIServer(t, staticReply(200, `{"routes":[],"reject":{"code":403,"reason":"Destination Blocked"},"cache_ttl_secs":60}`))
 	r := newTestResolver(t, Options{APIURL: api.URL})
 	d := r.lookup(t, testRequest("+8819123"))
-	if d.Reject == nil || *d.Reject != (Reject{403, "Destination Blocked"}) || d.Source != SourceLCR || d.NoDecision {
+	if d.Reject == nil || *d.Reject != (Reject{403, "Destination Blocked"}) || d.Source != route.SourceLCR || d.NoDecision {
 		t.Fatalf("decision %+v", d)
 	}
 	// A reject is a decision: cached like routes.
@@ -86,10 +124,11 @@ func TestAPIReject(t *testing.T) {
 
 // TestAPINoRoute: an empty route list is a decision (the policy answers 404).
 func TestAPINoRoute(t *testing.T) {
+	testtier.RequiresSockets(t)
 	api := newAPIServer(t, staticReply(200, `{"routes":[]}`))
 	r := newTestResolver(t, Options{APIURL: api.URL, FallbackGatewayGroup: "fb"})
 	d := r.lookup(t, testRequest("+999"))
-	if d.Source != SourceLCR || d.NoDecision || d.Reject != nil || len(d.Routes) != 0 || d.TTL != 0 {
+	if d.Source != route.SourceLCR || d.NoDecision || d.Reject != nil || len(d.Routes) != 0 || d.TTL != 0 {
 		t.Fatalf("decision %+v", d)
 	}
 }
@@ -97,12 +136,13 @@ func TestAPINoRoute(t *testing.T) {
 // TestMalformedResponses: each breach of the contract is an API failure,
 // logged, counted as invalid, and answered with the fallback.
 func TestMalformedResponses(t *testing.T) {
+	testtier.RequiresSockets(t)
 	f := func(body, wantLog string) {
 		t.Helper()
 		api := newAPIServer(t, staticReply(200, body))
 		r := newTestResolver(t, Options{APIURL: api.URL, FallbackGatewayGroup: "carrier-z", CacheTTL: time.Hour})
 		d := r.lookup(t, testRequest("+12025550123"))
-		if d.Source != SourceFallback ||
+		if d.Source != route.SourceFallback ||
 			!reflect.DeepEqual(d.Routes, []route.Route{{CarrierID: "fallback", GatewayGroup: "carrier-z"}}) {
 			t.Fatalf("%s: decision %+v", body, d)
 		}
@@ -137,10 +177,11 @@ func TestMalformedResponses(t *testing.T) {
 // TestUnknownPresentationAccepted: the policy, not the client, deals with an
 // unknown caller_id_presentation.
 func TestUnknownPresentationAccepted(t *testing.T) {
+	testtier.RequiresSockets(t)
 	api := newAPIServer(t, staticReply(200, `{"routes":[{"carrier_id":"a","gateway_group":"g","caller_id_presentation":"private"}]}`))
 	r := newTestResolver(t, Options{APIURL: api.URL})
 	d := r.lookup(t, testRequest("1"))
-	if d.Source != SourceLCR || len(d.Routes) != 1 || d.Routes[0].CallerIDPresentation != "private" {
+	if d.Source != route.SourceLCR || len(d.Routes) != 1 || d.Routes[0].CallerIDPresentation != "private" {
 		t.Fatalf("decision %+v", d)
 	}
 }
@@ -148,6 +189,7 @@ func TestUnknownPresentationAccepted(t *testing.T) {
 // TestCacheHitAvoidsAPI: the second lookup of a key does not reach the API;
 // LookupCached answers it synchronously.
 func TestCacheHitAvoidsAPI(t *testing.T) {
+	testtier.RequiresSockets(t)
 	api := newAPIServer(t, nil)
 	r := newTestResolver(t, Options{APIURL: api.URL})
 	key := r.AppendKey(nil, "cust-trunks", "+12025550123", nil)
@@ -164,7 +206,7 @@ func TestCacheHitAvoidsAPI(t *testing.T) {
 		t.Fatalf("LookupCached %v after %d API requests", ok, api.requests.Load())
 	}
 	for _, d := range []Decision{d1, d2, d3} {
-		if d.Source != SourceLCR || carriers(d.Routes) != "carrier-a" || d.TTL != time.Minute {
+		if d.Source != route.SourceLCR || carriers(d.Routes) != "carrier-a" || d.TTL != time.Minute {
 			t.Fatalf("decision %+v", d)
 		}
 	}
@@ -183,6 +225,7 @@ func TestCacheHitAvoidsAPI(t *testing.T) {
 
 // TestCacheKeyAttributes: named attributes are part of the key, sorted.
 func TestCacheKeyAttributes(t *testing.T) {
+	testtier.RequiresSockets(t)
 	api := newAPIServer(t, nil)
 	r := newTestResolver(t, Options{APIURL: api.URL, KeyAttributes: []string{"tier", "customer", "tier"}})
 	key := r.AppendKey(nil, "tg", "+1", map[string]string{"customer": "acme", "tier": "gold", "x": "y"})
@@ -225,6 +268,7 @@ func TestKeyAttributesValidated(t *testing.T) {
 // TestCacheTTL: cache_ttl_secs 0 and absent-without-a-default do not cache;
 // absent uses Options.CacheTTL.
 func TestCacheTTL(t *testing.T) {
+	testtier.RequiresSockets(t)
 	f := func(body string, defaultTTL time.Duration, wantRequests int64, wantTTL time.Duration) {
 		t.Helper()
 		api := newAPIServer(t, staticReply(200, body))
@@ -250,6 +294,7 @@ func TestCacheTTL(t *testing.T) {
 
 // TestLocalTTLCapsTTL: an in-process entry lives min(local_ttl, TTL).
 func TestLocalTTLCapsTTL(t *testing.T) {
+	testtier.RequiresSockets(t)
 	t.Parallel()
 	t.Run("local shorter", func(t *testing.T) {
 		t.Parallel()
@@ -299,6 +344,7 @@ func TestLocalTTLCapsTTL(t *testing.T) {
 // TestCoalescing: 50 concurrent lookups of one key make one API request and
 // all get its decision.
 func TestCoalescing(t *testing.T) {
+	testtier.RequiresSockets(t)
 	release := make(chan struct{})
 	api := newAPIServer(t, func(w http.ResponseWriter, _ []byte) {
 		<-release
@@ -323,7 +369,7 @@ func TestCoalescing(t *testing.T) {
 	for range n {
 		select {
 		case d := <-decisions:
-			if d.Source != SourceLCR || carriers(d.Routes) != "carrier-a" {
+			if d.Source != route.SourceLCR || carriers(d.Routes) != "carrier-a" {
 				t.Fatalf("decision %+v", d)
 			}
 		case <-time.After(5 * time.Second):
@@ -344,6 +390,7 @@ func TestCoalescing(t *testing.T) {
 // lookups of a key in progress share one request). The lock is held here
 // while the flight ends as fly ends it: its answer cached, the flight gone.
 func TestLookupRacingTheEndOfAFlight(t *testing.T) {
+	testtier.RequiresSockets(t)
 	api := newAPIServer(t, nil)
 	r := newTestResolver(t, Options{APIURL: api.URL})
 	first := r.lookup(t, testRequest("+12025550999")) // a decision to cache, from another key
@@ -359,7 +406,7 @@ func TestLookupRacingTheEndOfAFlight(t *testing.T) {
 	r.mu.Unlock()
 	select {
 	case d := <-got:
-		if d.Source != SourceLCR || carriers(d.Routes) != "carrier-a" {
+		if d.Source != route.SourceLCR || carriers(d.Routes) != "carrier-a" {
 			t.Fatalf("decision %+v", d)
 		}
 	case <-time.After(5 * time.Second):
@@ -373,6 +420,7 @@ func TestLookupRacingTheEndOfAFlight(t *testing.T) {
 // TestAPIDown: an unreachable, slow, failing or garbled API gives the
 // fallback when configured, NoDecision otherwise, and is counted by kind.
 func TestAPIDown(t *testing.T) {
+	testtier.RequiresSockets(t)
 	t.Parallel()
 	cases := []struct {
 		name, kind string
@@ -402,7 +450,7 @@ func TestAPIDown(t *testing.T) {
 					t.Fatalf("took %v", el)
 				}
 				if fallback == "" {
-					if !d.NoDecision || d.Source != SourceNone || d.Routes != nil || d.Reject != nil {
+					if !d.NoDecision || d.Source != route.SourceNone || d.Routes != nil || d.Reject != nil {
 						t.Fatalf("decision %+v, want NoDecision", d)
 					}
 					if n := r.metric(t, metricNoDecisions); n != 1 {
@@ -410,7 +458,7 @@ func TestAPIDown(t *testing.T) {
 					}
 				} else {
 					want := []route.Route{{CarrierID: FallbackCarrierID, GatewayGroup: fallback}}
-					if d.NoDecision || d.Source != SourceFallback || !reflect.DeepEqual(d.Routes, want) {
+					if d.NoDecision || d.Source != route.SourceFallback || !reflect.DeepEqual(d.Routes, want) {
 						t.Fatalf("decision %+v, want the fallback", d)
 					}
 					if n := r.metric(t, metricFallbacks); n != 1 {
@@ -432,6 +480,7 @@ func TestAPIDown(t *testing.T) {
 // asked and lookups fail fast; after the cool-down one trial goes through
 // and a success closes the breaker.
 func TestBreaker(t *testing.T) {
+	testtier.RequiresSockets(t)
 	t.Parallel()
 	var slow sync.Mutex
 	sleeping := true
@@ -449,7 +498,7 @@ func TestBreaker(t *testing.T) {
 	for i := range 3 {
 		start := time.Now()
 		d := r.lookup(t, testRequest(fmt.Sprint(i)))
-		if el := time.Since(start); d.Source != SourceFallback || el < 100*time.Millisecond {
+		if el := time.Since(start); d.Source != route.SourceFallback || el < 100*time.Millisecond {
 			t.Fatalf("lookup %d: %v after %v", i, d.Source, el)
 		}
 	}
@@ -460,7 +509,7 @@ func TestBreaker(t *testing.T) {
 	for i := range 20 {
 		start := time.Now()
 		d := r.lookup(t, testRequest(fmt.Sprint(100+i)))
-		if el := time.Since(start); el >= 5*time.Millisecond || d.Source != SourceFallback {
+		if el := time.Since(start); el >= 5*time.Millisecond || d.Source != route.SourceFallback {
 			t.Fatalf("open breaker: %v after %v", d.Source, el)
 		}
 	}
@@ -476,7 +525,7 @@ func TestBreaker(t *testing.T) {
 
 	// Cool-down over, API still slow: the trial fails and the breaker opens again.
 	time.Sleep(550 * time.Millisecond)
-	if d := r.lookup(t, testRequest("trial1")); d.Source != SourceFallback {
+	if d := r.lookup(t, testRequest("trial1")); d.Source != route.SourceFallback {
 		t.Fatalf("trial: %v", d.Source)
 	}
 	if s := r.metric(t, metricBreakerState); s != breakerOpen {
@@ -493,13 +542,13 @@ func TestBreaker(t *testing.T) {
 	sleeping = false
 	slow.Unlock()
 	time.Sleep(550 * time.Millisecond)
-	if d := r.lookup(t, testRequest("trial2")); d.Source != SourceLCR {
+	if d := r.lookup(t, testRequest("trial2")); d.Source != route.SourceLCR {
 		t.Fatalf("trial: %v", d.Source)
 	}
 	if s := r.metric(t, metricBreakerState); s != breakerClosed {
 		t.Fatalf("after a good trial: state %v", s)
 	}
-	if d := r.lookup(t, testRequest("after")); d.Source != SourceLCR {
+	if d := r.lookup(t, testRequest("after")); d.Source != route.SourceLCR {
 		t.Fatalf("closed breaker: %v", d.Source)
 	}
 	if !strings.Contains(r.log.String(), "circuit breaker closed") {
@@ -539,6 +588,7 @@ func TestBreakerHalfOpenOneTrial(t *testing.T) {
 
 // TestMaxInFlight: past the bound, a lookup fails at once, synchronously.
 func TestMaxInFlight(t *testing.T) {
+	testtier.RequiresSockets(t)
 	release := make(chan struct{})
 	api := newAPIServer(t, func(w http.ResponseWriter, _ []byte) {
 		<-release
@@ -555,7 +605,7 @@ func TestMaxInFlight(t *testing.T) {
 	var got *Decision
 	start := time.Now()
 	r.Lookup(testRequest("3"), func(d Decision) { got = &d })
-	if el := time.Since(start); got == nil || got.Source != SourceFallback || el > 5*time.Millisecond {
+	if el := time.Since(start); got == nil || got.Source != route.SourceFallback || el > 5*time.Millisecond {
 		t.Fatalf("over the bound: %+v after %v, want the fallback at once", got, el)
 	}
 	if n := r.failures(t, "overloaded"); n != 1 {
@@ -563,11 +613,11 @@ func TestMaxInFlight(t *testing.T) {
 	}
 	close(release)
 	for range 3 {
-		if d := <-pending; d.Source != SourceLCR {
+		if d := <-pending; d.Source != route.SourceLCR {
 			t.Fatalf("decision %+v", d)
 		}
 	}
-	if d := r.lookup(t, testRequest("3")); d.Source != SourceLCR {
+	if d := r.lookup(t, testRequest("3")); d.Source != route.SourceLCR {
 		t.Fatalf("after the flights ended: %v", d.Source)
 	}
 }
@@ -575,6 +625,7 @@ func TestMaxInFlight(t *testing.T) {
 // TestClose: flights in progress get their decision, later lookups the
 // failure decision at once.
 func TestClose(t *testing.T) {
+	testtier.RequiresSockets(t)
 	api := newAPIServer(t, func(w http.ResponseWriter, _ []byte) {
 		time.Sleep(time.Second)
 		io.WriteString(w, oneRoute)
@@ -624,6 +675,7 @@ func TestOptionsErrors(t *testing.T) {
 // (API.md): sipedge neither re-sends the call, and its Authorization, to the
 // Location, nor takes that answer as the API's.
 func TestAPIRedirectNotFollowed(t *testing.T) {
+	testtier.RequiresSockets(t)
 	t.Parallel()
 	for _, code := range []int{301, 302, 303, 307, 308} {
 		t.Run(strconv.Itoa(code), func(t *testing.T) {
@@ -634,7 +686,7 @@ func TestAPIRedirectNotFollowed(t *testing.T) {
 				w.WriteHeader(code)
 			})
 			r := newTestResolver(t, Options{APIURL: api.URL, AuthHeader: "Bearer s3cret", FallbackGatewayGroup: "fb"})
-			if d := r.lookup(t, testRequest("+12025550123")); d.Source != SourceFallback {
+			if d := r.lookup(t, testRequest("+12025550123")); d.Source != route.SourceFallback {
 				t.Fatalf("decision %+v, want the fallback", d)
 			}
 			if n := elsewhere.requests.Load(); n != 0 {

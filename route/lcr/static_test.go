@@ -120,7 +120,7 @@ func TestStaticResolver(t *testing.T) {
 	called := false
 	r.Lookup(testRequest("+13105550100"), func(d Decision) {
 		called = true
-		if d.Source != SourceStatic || d.NoDecision || d.Reject != nil || d.TTL != 0 || carriers(d.Routes) != "us-a,us-b,us-c" {
+		if d.Source != route.SourceStatic || d.NoDecision || d.Reject != nil || d.TTL != 0 || carriers(d.Routes) != "us-a,us-b,us-c" {
 			t.Fatalf("decision %+v", d)
 		}
 	})
@@ -129,7 +129,7 @@ func TestStaticResolver(t *testing.T) {
 	}
 	empty := newTestResolver(t, Options{})
 	d := empty.lookup(t, testRequest("+13105550100"))
-	if d.Source != SourceStatic || d.NoDecision || len(d.Routes) != 0 {
+	if d.Source != route.SourceStatic || d.NoDecision || len(d.Routes) != 0 {
 		t.Fatalf("empty table: decision %+v", d)
 	}
 	if _, ok := r.LookupCached([]byte("cust-trunks:+13105550100")); ok {

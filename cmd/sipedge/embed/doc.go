@@ -30,9 +30,10 @@
 //     calls), set d.Code and d.Reason to reject, or clear d.Code and set
 //     d.Routes to route anyway.
 //   - OnAnswer(c, r): the winning route; OnRouteFailure(c, r, a): once per
-//     failed attempt, a notification only. Both run after sipedge's own
-//     per-carrier metrics (sipedge_lcr_attempts_total and the PDD, setup
-//     and duration histograms), which a policy never replaces.
+//     failed attempt, a notification only. Both run after the carrier
+//     plane recorded the attempt in sipedge's own per-carrier metrics
+//     (sipedge_lcr_attempts_total and the PDD, setup and duration
+//     histograms), which a policy never replaces.
 //   - OnFailure(c, code, reason): once per call, after every carrier
 //     failed. Its b2bua.FailureAction rejects with a chosen code and reason
 //     (Code), routes again (Routes: the CDR's lcr_attempts keeps the
@@ -41,7 +42,13 @@
 // Hooks run on the shards' goroutines, several at once (one per shard),
 // in the middle of a call's processing: a hook must not block (no network
 // or disk I/O, no lock held long) and must not keep the *b2bua.Call, the
-// *b2bua.RouteRequest, the *route.Route or their byte slices past its
+// *route.Request, the *route.Route or their byte slices past its
 // return. State shared between calls needs the program's own
 // synchronisation.
+//
+// The request and decision OnInvite sees are route.Request and
+// route.Decision: the types the routing decision (route/lcr) makes, the
+// same as the binary's. The carrier plane (carrier) and the call core
+// (dialog/b2bua) are the binary's too: an embedding program routes,
+// paces and fails over exactly as "sipedge run" does.
 package embed

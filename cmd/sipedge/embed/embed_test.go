@@ -13,6 +13,7 @@ import (
 
 	"github.com/sipedge/sipedge/cmd/sipedge/embed"
 	"github.com/sipedge/sipedge/dialog/b2bua"
+	"github.com/sipedge/sipedge/internal/testtier"
 	"github.com/sipedge/sipedge/route"
 )
 
@@ -31,9 +32,10 @@ var backupB = route.Route{CarrierID: "carrier-b", GatewayGroup: "carrier-b", Rat
 // then carrier-a; carrier-x, dropped, never is (it would be dialled on
 // carrier-a's socket).
 func TestOnInviteFiltersAndReorders(t *testing.T) {
+	testtier.RequiresSockets(t)
 	var mu sync.Mutex
 	var seen []string
-	policy := b2bua.Policy{OnInvite: func(r *b2bua.RouteRequest, d *b2bua.Decision) {
+	policy := b2bua.Policy{OnInvite: func(r *route.Request, d *route.Decision) {
 		mu.Lock()
 		seen = append(seen, string(r.Dialed))
 		mu.Unlock()
@@ -74,7 +76,8 @@ func b2i(b bool) int {
 
 // OnInvite rejects with a code and reason of its own; no carrier is dialled.
 func TestOnInviteRejects(t *testing.T) {
-	policy := b2bua.Policy{OnInvite: func(r *b2bua.RouteRequest, d *b2bua.Decision) {
+	testtier.RequiresSockets(t)
+	policy := b2bua.Policy{OnInvite: func(r *route.Request, d *route.Decision) {
 		if strings.HasPrefix(string(r.Dialed), "1900") {
 			d.Code, d.Reason = 403, "Premium Blocked"
 		}
@@ -92,6 +95,7 @@ func TestOnInviteRejects(t *testing.T) {
 // and OnAnswer run, and sipedge's per-carrier metrics count both carriers
 // all the same: the user's hooks add to them, never replace them.
 func TestOnFailureRoutesAgain(t *testing.T) {
+	testtier.RequiresSockets(t)
 	var mu sync.Mutex
 	var events []string
 	note := func(s string) {
@@ -129,8 +133,8 @@ func TestOnFailureRoutesAgain(t *testing.T) {
 	}
 	mu.Unlock()
 	for _, m := range []string{
-		`sipedge_lcr_attempts_total{carrier="carrier-a",code="503",dialed="true"}`,
-		`sipedge_lcr_attempts_total{carrier="carrier-b",code="200",dialed="true"}`,
+		`sipedge_lcr_attempts_total{carrier="carrier-a",code="503",dialed="true",reason=""}`,
+		`sipedge_lcr_attempts_total{carrier="carrier-b",code="200",dialed="true",reason=""}`,
 	} {
 		if v := r.metric(m); v != 1 {
 			t.Errorf("%s = %v, want 1", m, v)
@@ -141,6 +145,7 @@ func TestOnFailureRoutesAgain(t *testing.T) {
 // OnFailure rejects with 480: the caller gets it, not the 500 the
 // carrier's 503 would have become.
 func TestOnFailureRejects(t *testing.T) {
+	testtier.RequiresSockets(t)
 	policy := b2bua.Policy{OnFailure: func(*b2bua.Call, int, string) b2bua.FailureAction {
 		return b2bua.FailureAction{Code: 480, Reason: "Temporarily Unavailable"}
 	}}
@@ -160,6 +165,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // default the caller gets 503 Route Unavailable; a policy sees NoDecision
 // (which an API's 503 reject does not set) and may route the call itself.
 func TestOnInviteNoDecision(t *testing.T) {
+	testtier.RequiresSockets(t)
 	api := closedURL(t)
 	lcr := fmt.Sprintf("lcr: { api_url: %q, timeout_ms: 1000 }", api)
 	t.Run("default", func(t *testing.T) {
@@ -169,8 +175,8 @@ func TestOnInviteNoDecision(t *testing.T) {
 	})
 	t.Run("policy", func(t *testing.T) {
 		var mu sync.Mutex
-		var got []b2bua.Decision
-		policy := b2bua.Policy{OnInvite: func(_ *b2bua.RouteRequest, d *b2bua.Decision) {
+		var got []route.Decision
+		policy := b2bua.Policy{OnInvite: func(_ *route.Request, d *route.Decision) {
 			mu.Lock()
 			got = append(got, *d)
 			mu.Unlock()

@@ -19,7 +19,7 @@ import (
 func Example() {
 	backup := []route.Route{{CarrierID: "backup", GatewayGroup: "backup-gw"}}
 	policy := b2bua.Policy{
-		OnInvite: func(r *b2bua.RouteRequest, d *b2bua.Decision) {
+		OnInvite: func(r *route.Request, d *route.Decision) {
 			var keep []route.Route // a new slice: d.Routes is shared
 			for _, rt := range d.Routes {
 				if rt.Rate <= 0.02 {

@@ -21,6 +21,10 @@ package config
 import (
 	_ "embed"
 	"time"
+
+	"github.com/sipedge/sipedge/fleet"
+	"github.com/sipedge/sipedge/quality"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // Example is the shipped example configuration (example.yaml): it needs
@@ -37,7 +41,7 @@ type Config struct {
 	// (host an IP address, IPv6 in brackets; the first of each transport is
 	// what sipedge writes into its Via and Contact, unless Advertise is
 	// set). Default udp and tcp on 127.0.0.1:5060.
-	Listen []Listen `yaml:"listen"`
+	Listen []transport.Listen `yaml:"listen"`
 	// Advertise is the address peers reach sipedge at, "IP" or "IP:port",
 	// when it is not the listen address: behind 1:1 NAT, or listening on
 	// 0.0.0.0 or [::], which needs it. sipedge writes it into its Via,
@@ -59,6 +63,14 @@ type Config struct {
 	Cache          []Cache        `yaml:"cache"`
 	RateLimit      RateLimit      `yaml:"ratelimit"`
 	CDR            CDR            `yaml:"cdr"`
+	// Fleet makes this node one of several sharing one Redis: channel
+	// limits held across the fleet, shared runtime state, the call journal
+	// (fleet.Config; fleet/doc.go). Absent: one node, all in process.
+	Fleet fleet.Config `yaml:"fleet"`
+	// Quality is quality routing: live statistics per prefix and carrier,
+	// their scores, and their use (mode off, the default: statistics and
+	// scores only). The keys are quality.Config's.
+	Quality quality.Config `yaml:"quality"`
 }
 
 // Admin is the admin HTTP API (metrics, health, runtime gateway changes).
@@ -66,8 +78,12 @@ type Admin struct {
 	// Listen is host:port (default 127.0.0.1:9090; port 0 picks a free one).
 	// An explicit "" turns the admin API off.
 	Listen HostPort `yaml:"listen"`
-	// Token, when set, is the bearer token every admin request must carry.
+	// Token, when set, is the bearer token every admin request must carry,
+	// but the probes (/healthz, /readyz) and, unless MetricsAuth, /metrics.
 	Token string `yaml:"token"`
+	// MetricsAuth makes /metrics require the token too (default false:
+	// scrapers need no secret). It needs Token.
+	MetricsAuth bool `yaml:"metrics_auth"`
 }
 
 // Log configures logging.
@@ -215,9 +231,6 @@ const (
 	AlgorithmRoundRobin = "round_robin"
 	AlgorithmHash       = "hash"
 
-	TransportUDP = "udp"
-	TransportTCP = "tcp"
-
 	// Call outcomes that count against a member (health.Passive*).
 	OutcomeNoResponse     = "no_response"
 	OutcomeStatus503      = "status_503"
@@ -226,9 +239,9 @@ const (
 
 // Group is a gateway group: one carrier's pool of destinations.
 type Group struct {
-	Name      string `yaml:"name"`
-	Algorithm string `yaml:"algorithm"` // weighted (default), round_robin or hash
-	Transport string `yaml:"transport"` // udp (default) or tcp
+	Name      string         `yaml:"name"`
+	Algorithm string         `yaml:"algorithm"` // weighted (default), round_robin or hash
+	Transport transport.Kind `yaml:"transport"` // udp (default) or tcp
 	// RerouteCauses overrides lcr.reroute_causes for this carrier (empty =
 	// inherit).
 	RerouteCauses []int       `yaml:"reroute_causes"`
@@ -237,13 +250,19 @@ type Group struct {
 	CPS           CPS         `yaml:"cps"`
 	CPSReject     []CPSReject `yaml:"cps_reject"`
 	// MaxConcurrentCalls is the carrier's channel limit, the calls it takes
-	// at once; at it, sipedge skips the carrier (calls_limited). Per node:
-	// each keeps to ceil(limit / ratelimit.nodes). 0: none.
+	// at once; at it, sipedge skips the carrier (calls_limited). Held
+	// across the fleet with fleet.redis; else per node, each keeping to
+	// ceil(limit / ratelimit.nodes). 0: none.
 	MaxConcurrentCalls int `yaml:"max_concurrent_calls"`
 	// Auth is the account sipedge holds with the carrier, to answer its
 	// Digest challenges to INVITEs (no username: none).
-	Auth         Auth          `yaml:"auth"`
-	Destinations []Destination `yaml:"destinations"`
+	Auth Auth `yaml:"auth"`
+	// PanicThreshold is the share of members (percent) below which, one
+	// at least up, the group is in panic and chooses among the members
+	// calls marked down too (health.GroupConfig.PanicThreshold). Default
+	// 50; 0: never.
+	PanicThreshold int           `yaml:"panic_threshold_percent"`
+	Destinations   []Destination `yaml:"destinations"`
 }
 
 // Auth is an account with a carrier: the username and password that answer
@@ -267,16 +286,20 @@ type Probe struct {
 	Jitter       time.Duration `yaml:"jitter_ms"` // default 500 ms; 0 = none
 }
 
-// Passive says how real calls mark a group's members down and back up:
-// FailureThreshold consecutive counted outcomes mark a member down; a
-// group that is not probed gives it HalfOpenCalls trial calls after
-// DownTime (a probed group's members come back through probing).
+// Passive says how real calls mark a group's members down and back up
+// (health.PassiveConfig, health/outlier.go): FailureThreshold failures at
+// least, either FailurePercent of the recent calls (the last second's, or
+// the last MinCalls up to ten seconds back) or in a row over a second; a
+// group that is not probed gives a member down HalfOpenCalls trial calls
+// after DownTime (a probed group's members come back through probing).
 type Passive struct {
 	Disabled bool `yaml:"disabled"` // calls never mark a member down
 	// Outcomes that count: no_response, status_503, transport_error
 	// (empty = all three).
 	Outcomes         []string      `yaml:"outcomes"`
 	FailureThreshold int           `yaml:"failure_threshold"` // default 3
+	FailurePercent   int           `yaml:"failure_percent"`   // default 50, 1 to 100
+	MinCalls         int           `yaml:"min_calls"`         // default 20
 	HalfOpenCalls    int           `yaml:"half_open_calls"`   // default 3
 	DownTime         time.Duration `yaml:"down_secs"`         // default 30 s
 	// MaxRetryAfter caps the cooldown a 503's Retry-After (to a call or a
@@ -325,6 +348,9 @@ type LCR struct {
 	// that are part of the cache key; a trunk without one keys it empty.
 	Attributes   []string      `yaml:"attributes"`
 	StaticRoutes []StaticRoute `yaml:"static_routes"`
+	// SendQuality adds the quality scores of the call's prefix to each API
+	// request (route/lcr/API.md, "Quality scores").
+	SendQuality bool `yaml:"send_quality"`
 }
 
 // DefaultRerouteCauses is the default lcr.reroute_causes.

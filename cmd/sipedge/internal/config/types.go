@@ -9,46 +9,6 @@ import (
 	"strings"
 )
 
-// Listen is one SIP socket: "udp://host:port" or "tcp://host:port", the host
-// an IP address (IPv6 in brackets), the port not 0. The address is what
-// sipedge advertises unless Config.Advertise says otherwise; an unspecified
-// one (0.0.0.0, [::]) needs Advertise (Config.validate).
-type Listen struct {
-	Transport string // "udp" or "tcp"
-	Addr      netip.AddrPort
-}
-
-// String returns the socket as written in the file, e.g. "udp://127.0.0.1:5060".
-func (l Listen) String() string { return l.Transport + "://" + l.Addr.String() }
-
-// MarshalText implements encoding.TextMarshaler.
-func (l Listen) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
-
-// UnmarshalText implements encoding.TextUnmarshaler.
-func (l *Listen) UnmarshalText(b []byte) error {
-	s := string(b)
-	scheme, hostport, ok := strings.Cut(s, "://")
-	if !ok {
-		return fmt.Errorf("%q: want udp://host:port or tcp://host:port", s)
-	}
-	if scheme != TransportUDP && scheme != TransportTCP {
-		return fmt.Errorf("%q: transport %q is not udp or tcp", s, scheme)
-	}
-	host, port, err := splitHostPort(s, hostport)
-	if err != nil {
-		return err
-	}
-	addr, err := netip.ParseAddr(host)
-	if err != nil {
-		return fmt.Errorf("%q: host %q is not an IP address", s, host)
-	}
-	if port == 0 {
-		return fmt.Errorf("%q: port must not be 0", s)
-	}
-	*l = Listen{Transport: scheme, Addr: netip.AddrPortFrom(addr, port)}
-	return nil
-}
-
 // HostPort is "host:port" where host is an IP address (IPv6 in brackets) or
 // a DNS name. The zero value is empty.
 type HostPort struct {

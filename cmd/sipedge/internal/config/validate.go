@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/dialog/b2bua"
+	"github.com/sipedge/sipedge/fleet"
 	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/ratelimit"
 	"github.com/sipedge/sipedge/route/lcr"
 	"github.com/sipedge/sipedge/shard"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // Defaults come in two steps. preset puts in place, before decoding, the
@@ -25,7 +27,7 @@ import (
 // mean nothing (weight: 0, an empty level) by their defaults.
 
 func (c *Config) preset() {
-	c.Listen = []Listen{
+	c.Listen = []transport.Listen{
 		mustListen("udp://127.0.0.1:5060"),
 		mustListen("tcp://127.0.0.1:5060"),
 	}
@@ -46,14 +48,15 @@ func (g *Group) preset() {
 	g.Probe.FailureThreshold = 3
 	g.Probe.SuccessThreshold = 2
 	g.Probe.Jitter = 500 * time.Millisecond
+	g.PanicThreshold = 50 // health.DefaultPanicThreshold; 0 turns panics off
 	g.CPS.Burst = 1
 	g.CPS.MaxWait = time.Second
 }
 
 func (c *Cache) preset() { c.LocalTTL = 60 * time.Second }
 
-func mustListen(s string) Listen {
-	var l Listen
+func mustListen(s string) transport.Listen {
+	var l transport.Listen
 	if err := l.UnmarshalText([]byte(s)); err != nil {
 		panic(err)
 	}
@@ -99,12 +102,14 @@ func (c *Config) fill() {
 	for i := range c.Gateway.Groups {
 		g := &c.Gateway.Groups[i]
 		orDefault(&g.Algorithm, AlgorithmWeighted)
-		orDefault(&g.Transport, TransportUDP)
+		orDefault(&g.Transport, transport.UDP)
 		orDefault(&g.Probe.Interval, 15*time.Second)
 		orDefault(&g.Probe.Timeout, 2*time.Second)
 		orDefault(&g.Probe.FailureThreshold, 3)
 		orDefault(&g.Probe.SuccessThreshold, 2)
 		orDefault(&g.Passive.FailureThreshold, 3)
+		orDefault(&g.Passive.FailurePercent, 50)
+		orDefault(&g.Passive.MinCalls, 20)
 		orDefault(&g.Passive.HalfOpenCalls, 3)
 		orDefault(&g.Passive.DownTime, 30*time.Second)
 		orDefault(&g.Passive.MaxRetryAfter, 300*time.Second)
@@ -126,6 +131,8 @@ func (c *Config) fill() {
 	orDefault(&c.CDR.File, "cdr.jsonl")
 	orDefault(&c.CDR.MaxSizeMB, 100)
 	orDefault(&c.CDR.Queue, 65536)
+	orDefault(&c.Fleet.LeaseSecs, fleet.DefaultLeaseSecs) // node_id "" stays: the host name, read at start
+	c.Quality.SetDefaults()
 }
 
 // maxMessageSize bounds sip.max_message_size.
@@ -228,7 +235,10 @@ func (c *Config) validate(v *validator) {
 	if c.Shards > shard.MaxShards {
 		v.errorf("shards", "%d: at most %d", c.Shards, shard.MaxShards)
 	}
-	seenListen := map[Listen]int{}
+	if c.Admin.MetricsAuth && c.Admin.Token == "" {
+		v.errorf("admin.metrics_auth", "true without admin.token: there is no token to require")
+	}
+	seenListen := map[transport.Listen]int{}
 	for i, l := range c.Listen {
 		if j, dup := seenListen[l]; dup {
 			v.errorf(fmt.Sprintf("listen[%d]", i), "%q: duplicate of listen[%d]", l.String(), j)
@@ -244,7 +254,7 @@ func (c *Config) validate(v *validator) {
 	if c.Advertise != "" {
 		if ap, err := c.AdvertiseAddr(0); err != nil {
 			v.errorf("advertise", "%q: %v", c.Advertise, err)
-		} else if !slices.ContainsFunc(c.Listen, func(l Listen) bool {
+		} else if !slices.ContainsFunc(c.Listen, func(l transport.Listen) bool {
 			// [::] takes IPv4 too (a dual-stack socket); 0.0.0.0 no IPv6.
 			a := l.Addr.Addr()
 			return a.Is4() == ap.Addr().Is4() || a.Is6() && a.IsUnspecified()
@@ -318,7 +328,6 @@ func (c *Config) validate(v *validator) {
 		p := fmt.Sprintf("gateway.groups[%d]", i)
 		v.name(p+".name", g.Name, seen)
 		v.oneOf(p+".algorithm", g.Algorithm, AlgorithmWeighted, AlgorithmRoundRobin, AlgorithmHash)
-		v.oneOf(p+".transport", g.Transport, TransportUDP, TransportTCP)
 		v.causes(p+".reroute_causes", g.RerouteCauses)
 		for j, code := range g.Probe.HealthyCodes {
 			if code < 100 || code > 699 {
@@ -333,6 +342,15 @@ func (c *Config) validate(v *validator) {
 		}
 		if ra := g.Passive.MaxRetryAfter; ra > 24*time.Hour {
 			v.errorf(p+".passive.max_retry_after_secs", "%d: at most 86400 (a day)", int64(ra/time.Second))
+		}
+		if n := g.Passive.FailurePercent; n < 1 || n > 100 {
+			v.errorf(p+".passive.failure_percent", "%d: want 1 to 100", n)
+		}
+		if n := g.Passive.MinCalls; n < 1 || n > health.MaxMinCalls {
+			v.errorf(p+".passive.min_calls", "%d: want 1 to %d", n, health.MaxMinCalls)
+		}
+		if n := g.PanicThreshold; n < 0 || n > 100 {
+			v.errorf(p+".panic_threshold_percent", "%d: want 0 to 100", n)
 		}
 		for j, r := range g.CPSReject {
 			if r.Code < 400 || r.Code > 699 {
@@ -385,6 +403,10 @@ func (c *Config) validate(v *validator) {
 		}
 	}
 	c.checkStaticRoutes(v, "lcr.static_routes", l.StaticRoutes, func(g string) bool { return c.Group(g) != nil })
+	if l.SendQuality && l.APIURL == "" {
+		v.errorf("lcr.send_quality", "true without lcr.api_url: the static table asks no API")
+	}
+	c.Quality.Check(func(field, problem string) { v.errorf("quality."+field, "%s", problem) })
 
 	seen = map[string]string{}
 	for i, e := range c.Cache {
@@ -408,6 +430,15 @@ func (c *Config) validate(v *validator) {
 	if r.Flood.MessagesPerSec > 0 && r.Flood.Ban <= 0 {
 		v.errorf("ratelimit.flood.ban_secs", "%v: want a positive ban while flood protection is on", r.Flood.Ban)
 	}
+
+	if c.Fleet.Redis != "" {
+		v.redisURL("fleet.redis", c.Fleet.Redis) // the URL rules of every Redis, Cluster included
+	}
+	c.Fleet.Check(func(field, problem string) {
+		if field != "redis" { // redisURL said it, never showing a password
+			v.errorf("fleet."+field, "%s", problem)
+		}
+	})
 }
 
 // checkTrunk checks the trunk t at path p ("trunks[2]"; "" for a trunk on

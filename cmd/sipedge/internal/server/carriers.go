@@ -1,126 +1,58 @@
 package server
 
 import (
-	"fmt"
-	"strconv"
 	"time"
 
-	"github.com/VictoriaMetrics/metrics"
+	"github.com/cespare/xxhash/v2"
 
-	"github.com/sipedge/sipedge/dialog/b2bua"
-	"github.com/sipedge/sipedge/route"
+	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
+	"github.com/sipedge/sipedge/health"
+	"github.com/sipedge/sipedge/transport"
 )
 
-// carrierPolicy is the default routing policy's bookkeeping: the figures an
-// operator trends carrier quality by, those of OpenSIPS' qrouting (seed
-// 001). Attempts per carrier and outcome give the answer-seizure ratio
-// (200s over dialled attempts) and what the carriers signalled; three
-// histograms per carrier give the times:
-//   - sipedge_lcr_pdd_seconds: post-dial delay, from the INVITE to the
-//     carrier's first 101-199, for every dialled attempt that had one;
-//   - sipedge_lcr_setup_seconds: from the INVITE to the answer;
-//   - sipedge_lcr_call_duration_seconds: from the answer to the end.
-//
-// One per shard: its caches of metrics are the shard's alone, so counting
-// takes no lock of its own and, once a metric exists, allocates nothing
-// (carrier ids come from the API, so metrics are created as they are first
-// seen).
-type carrierPolicy struct {
-	set      *metrics.Set
-	counters map[attemptKey]*metrics.Counter
-	times    map[timeKey]*metrics.Histogram
-}
-
-type timeKey struct {
-	carrier string
-	name    string // the histogram's metric name
-}
-
-type attemptKey struct {
-	carrier string
-	code    int
-	dialed  bool
-}
-
-func newCarrierPolicy(set *metrics.Set) *carrierPolicy {
-	return &carrierPolicy{set: set, counters: make(map[attemptKey]*metrics.Counter),
-		times: make(map[timeKey]*metrics.Histogram)}
-}
-
-func (p *carrierPolicy) hooks() b2bua.Policy {
-	return b2bua.Policy{OnAnswer: p.answered, OnRouteFailure: p.failed}
-}
-
-// chainPolicy runs the server's own hooks, then the embedder's: a policy
-// given to NewWithPolicy adds to the per-carrier metrics, never replaces
-// them. own sets only the notifications (OnAnswer, OnRouteFailure); the
-// decisions (OnInvite, OnFailure) are user's alone.
-func chainPolicy(own, user b2bua.Policy) b2bua.Policy {
-	p := user
-	switch {
-	case user.OnAnswer == nil:
-		p.OnAnswer = own.OnAnswer
-	case own.OnAnswer != nil:
-		p.OnAnswer = func(c *b2bua.Call, r *route.Route) {
-			own.OnAnswer(c, r)
-			user.OnAnswer(c, r)
+// healthGroups maps the YAML's gateway groups onto the health registry's.
+func healthGroups(cfg *config.Config) []health.GroupConfig {
+	var out []health.GroupConfig
+	for _, g := range cfg.Gateway.Groups {
+		hg := health.GroupConfig{Name: g.Name, Algorithm: g.Algorithm, Transport: g.Transport,
+			RerouteCauses: g.RerouteCauses,
+			Probe: health.ProbeConfig{Enabled: g.Probe.Enabled, Interval: g.Probe.Interval, Timeout: g.Probe.Timeout,
+				FailureThreshold: g.Probe.FailureThreshold, SuccessThreshold: g.Probe.SuccessThreshold,
+				HealthyCodes: g.Probe.HealthyCodes, Jitter: g.Probe.Jitter},
+			Passive: health.PassiveConfig{Disabled: g.Passive.Disabled, Outcomes: g.Passive.Outcomes,
+				FailureThreshold: g.Passive.FailureThreshold, FailurePercent: g.Passive.FailurePercent,
+				MinCalls: g.Passive.MinCalls, HalfOpenCalls: g.Passive.HalfOpenCalls,
+				DownTime: g.Passive.DownTime, MaxRetryAfter: g.Passive.MaxRetryAfter},
+			PanicThreshold: &g.PanicThreshold, MaxConcurrentCalls: g.MaxConcurrentCalls}
+		if g.CPS.Rate > 0 {
+			w := g.CPS.MaxWait.Milliseconds()
+			hg.CPS = &health.CPSConfig{Rate: g.CPS.Rate, Burst: g.CPS.Burst, MaxWaitMs: &w, Key: g.CPS.Key}
 		}
-	}
-	switch {
-	case user.OnRouteFailure == nil:
-		p.OnRouteFailure = own.OnRouteFailure
-	case own.OnRouteFailure != nil:
-		p.OnRouteFailure = func(c *b2bua.Call, r *route.Route, a route.Attempt) {
-			own.OnRouteFailure(c, r, a)
-			user.OnRouteFailure(c, r, a)
+		for _, r := range g.CPSReject {
+			hg.CPSReject = append(hg.CPSReject, health.CPSReject{Code: r.Code, Reason: r.Reason})
 		}
+		if a := g.Auth; a != (config.Auth{}) {
+			hg.Auth = &health.AuthConfig{Username: a.Username, Password: a.Password, Realm: a.Realm}
+		}
+		for _, d := range g.Destinations {
+			hg.Destinations = append(hg.Destinations, health.DestConfig{URI: d.URI, Address: d.Address.String(),
+				Weight: d.Weight, Priority: d.Priority})
+		}
+		out = append(out, hg)
 	}
-	return p
+	return out
 }
 
-func (p *carrierPolicy) answered(c *b2bua.Call, r *route.Route) {
-	p.count(r.CarrierID, 200, true)
-	s := c.Summary()
-	if s.Progress != 0 {
-		p.observe(r.CarrierID, "sipedge_lcr_pdd_seconds", s.Progress-s.Dialed)
-	}
-	p.observe(r.CarrierID, "sipedge_lcr_setup_seconds", s.Answer-s.Dialed)
-}
+// prober sends the registry's OPTIONS probes through the shards: each
+// member's probes go to the shard its address hashes to.
+type prober struct{ s *Server }
 
-// failed counts a failed attempt. dialed="false" marks carriers burned
-// without an INVITE (the seed: not the carrier's fault; alert your own
-// config, not them).
-func (p *carrierPolicy) failed(_ *b2bua.Call, r *route.Route, a route.Attempt) {
-	p.count(r.CarrierID, a.Status, a.Dialed)
-	if a.PDD != 0 {
-		p.observe(r.CarrierID, "sipedge_lcr_pdd_seconds", a.PDD)
-	}
-}
-
-// ended records how long an answered call lasted on its carrier.
-func (p *carrierPolicy) ended(s *b2bua.Summary) {
-	if s.Answer != 0 && s.End != 0 && s.Route != nil {
-		p.observe(s.Route.CarrierID, "sipedge_lcr_call_duration_seconds", s.End-s.Answer)
-	}
-}
-
-func (p *carrierPolicy) observe(carrier, name string, d time.Duration) {
-	k := timeKey{carrier, name}
-	h := p.times[k]
-	if h == nil {
-		h = p.set.GetOrCreateHistogram(fmt.Sprintf(`%s{carrier=%q}`, name, carrier))
-		p.times[k] = h
-	}
-	h.Update(d.Seconds())
-}
-
-func (p *carrierPolicy) count(carrier string, code int, dialed bool) {
-	k := attemptKey{carrier, code, dialed}
-	c := p.counters[k]
-	if c == nil {
-		c = p.set.GetOrCreateCounter(fmt.Sprintf(`sipedge_lcr_attempts_total{carrier=%q,code="%d",dialed="%s"}`,
-			carrier, code, strconv.FormatBool(dialed)))
-		p.counters[k] = c
-	}
-	c.Inc()
+func (p prober) Probe(m health.Member, timeout time.Duration, done func(health.ProbeResult)) {
+	a := p.s.apps[int(xxhash.Sum64String(m.Addr.String())%uint64(len(p.s.apps)))]
+	peer := transport.Peer{Addr: m.Addr, Transport: m.Transport}
+	a.sh.Post(func() {
+		a.eng.Probe(peer, m.URI, timeout, a.sh.Now(), func(code int, retry, rtt time.Duration, err error) {
+			done(health.ProbeResult{Code: code, RetryAfter: retry, RTT: rtt, Err: err})
+		})
+	})
 }

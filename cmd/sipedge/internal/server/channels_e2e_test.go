@@ -3,6 +3,7 @@ package server
 import (
 	"testing"
 
+	"github.com/sipedge/sipedge/internal/testtier"
 	"github.com/sipedge/sipedge/route"
 )
 
@@ -11,6 +12,7 @@ import (
 // other carrier, gets sipedge's 503; once the first call ends the carrier
 // takes calls again. sipedge_gateway_calls shows the channel in use.
 func TestE2ECarrierChannelLimit(t *testing.T) {
+	testtier.RequiresSockets(t)
 	e := newE2E(t, e2eOpts{group: "max_concurrent_calls: 1"})
 	c := e.answered()
 	if n := e.metric(`sipedge_gateway_calls{group="carrier-a"}`); n != 1 {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sipedge/sipedge/internal/testtier"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/ratelimit/redistest"
 )
@@ -59,6 +60,7 @@ cdr: { file: %[6]q }
 // through two sipedge nodes sharing one Redis: neither carrier ever gets
 // more than its CPS in any sliding second, and every call is answered.
 func TestCPSSeedCampaignTwoNodesSharedRedis(t *testing.T) {
+	testtier.RequiresSockets(t)
 	redis := redistest.Start(t)
 	a := newCPSCarrier(t, "carrier-a", nil)
 	b := newCPSCarrier(t, "carrier-b", nil)
@@ -159,6 +161,7 @@ func TestCPSSeedCampaignTwoNodesSharedRedis(t *testing.T) {
 // effective rate backs off towards the real limit, so later INVITEs are
 // rejected less than earlier ones.
 func TestCPSRejectsConvergeToRealLimit(t *testing.T) {
+	testtier.RequiresSockets(t)
 	const realLimit = 3
 	a := newCPSCarrier(t, "carrier-a", func(inv cpsInvite, earlier []cpsInvite) (int, string) {
 		n := 0
@@ -345,6 +348,7 @@ func TestCPSRejectsConvergeToRealLimit(t *testing.T) {
 // logged once per transition; Redis back (SIGCONT, then a new redis-server
 // on the same port): Redis mode resumes.
 func TestCPSRedisStoppedFallsBackToLocal(t *testing.T) {
+	testtier.RequiresSockets(t)
 	redis := redistest.Start(t)
 	a := newCPSCarrier(t, "carrier-a", nil)
 	n := startCPSNode(t, "node", func(port int, cdr string) string {
@@ -487,6 +491,7 @@ func TestCPSRedisStoppedFallsBackToLocal(t *testing.T) {
 // with Retry-After before any routing work: the LCR API is asked only for
 // the admitted calls.
 func TestIngressTrunkOverCPSGets503RetryAfter(t *testing.T) {
+	testtier.RequiresSockets(t)
 	a := newCPSCarrier(t, "carrier-a", nil)
 	var hits atomic.Int64
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -560,6 +565,7 @@ func TestIngressTrunkOverCPSGets503RetryAfter(t *testing.T) {
 // answer at all, while the trunk's caller (127.0.0.1) completes calls
 // during the flood and after it.
 func TestIngressFloodBannedTrunkUnaffected(t *testing.T) {
+	testtier.RequiresSockets(t)
 	a := newCPSCarrier(t, "carrier-a", nil)
 	n := startCPSNode(t, "node", func(port int, cdr string) string {
 		return cpsYAML(port, cdr, "", cpsGroup("carrier-a", a), staticLCR(yRouteA), "")
@@ -679,6 +685,7 @@ func TestIngressFloodBannedTrunkUnaffected(t *testing.T) {
 // in 150 ms gets at most its first 10 answered (then it is banned), and is
 // answered again once the ban is over.
 func TestIngressFloodConfigured(t *testing.T) {
+	testtier.RequiresSockets(t)
 	a := newCPSCarrier(t, "carrier-a", nil)
 	n := startCPSNode(t, "node", func(port int, cdr string) string {
 		return cpsYAML(port, cdr, "", cpsGroup("carrier-a", a), staticLCR(yRouteA),
@@ -737,6 +744,7 @@ func TestIngressFloodConfigured(t *testing.T) {
 // Redis decisions than calls, every call is answered, and the carrier
 // never gets more than its 60 CPS in a second.
 func TestCPSBatchConfigured(t *testing.T) {
+	testtier.RequiresSockets(t)
 	redis := redistest.Start(t)
 	a := newCPSCarrier(t, "carrier-a", nil)
 	n := startCPSNode(t, "node", func(port int, cdr string) string {

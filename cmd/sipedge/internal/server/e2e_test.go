@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sipedge/sipedge/internal/testtier"
 	"github.com/sipedge/sipedge/parser"
 )
 
@@ -14,6 +15,7 @@ import (
 // receives is checked for topology leaks (see e2e_helpers_test.go).
 
 func TestE2EAnsweredCallByeFromCaller(t *testing.T) {
+	testtier.RequiresSockets(t)
 	e := newE2E(t, e2eOpts{})
 	c := e.answered()
 	c.byeFromCaller(11)
@@ -27,6 +29,7 @@ func TestE2EAnsweredCallByeFromCaller(t *testing.T) {
 }
 
 func TestE2EAnsweredCallByeFromCallee(t *testing.T) {
+	testtier.RequiresSockets(t)
 	e := newE2E(t, e2eOpts{})
 	c := e.answered()
 	e.carrier.send(uasRequest(t, e.carrier, c.binv, "BYE", 1))
@@ -45,6 +48,7 @@ func TestE2EAnsweredCallByeFromCallee(t *testing.T) {
 }
 
 func TestE2ECancelBeforeAnswer(t *testing.T) {
+	testtier.RequiresSockets(t)
 	e := newE2E(t, e2eOpts{})
 	c := e.start()
 	c.provisional(180, "Ringing", "")
@@ -69,6 +73,7 @@ func TestE2ECancelBeforeAnswer(t *testing.T) {
 }
 
 func TestE2EBusyRelayed(t *testing.T) {
+	testtier.RequiresSockets(t)
 	e := newE2E(t, e2eOpts{})
 	c := e.start()
 	e.carrier.send(uasResponse(e.carrier, c.binv, 486, "Busy Here", ""))
@@ -88,6 +93,7 @@ func TestE2EBusyRelayed(t *testing.T) {
 }
 
 func TestE2EEarlyMediaThenAnswer(t *testing.T) {
+	testtier.RequiresSockets(t)
 	e := newE2E(t, e2eOpts{})
 	c := e.start()
 	p := c.provisional(183, "Session Progress", carrierSDP)
@@ -100,6 +106,7 @@ func TestE2EEarlyMediaThenAnswer(t *testing.T) {
 }
 
 func TestE2EReInviteInDialog(t *testing.T) {
+	testtier.RequiresSockets(t)
 	e := newE2E(t, e2eOpts{})
 	c := e.answered()
 	e.caller.send(c.u.request("INVITE", 11, reinvSDP))
@@ -126,6 +133,7 @@ func TestE2EReInviteInDialog(t *testing.T) {
 }
 
 func TestE2EInviteRetransmissionAbsorbed(t *testing.T) {
+	testtier.RequiresSockets(t)
 	e := newE2E(t, e2eOpts{})
 	c := e.start()
 	e.caller.send(c.u.invite()) // the same INVITE again
@@ -142,6 +150,7 @@ func TestE2EInviteRetransmissionAbsorbed(t *testing.T) {
 }
 
 func TestE2EB200RetransmissionReAcked(t *testing.T) {
+	testtier.RequiresSockets(t)
 	e := newE2E(t, e2eOpts{})
 	c := e.start()
 	c.provisional(180, "Ringing", "")
@@ -155,6 +164,7 @@ func TestE2EB200RetransmissionReAcked(t *testing.T) {
 }
 
 func TestE2ELate200AfterCancel(t *testing.T) {
+	testtier.RequiresSockets(t)
 	e := newE2E(t, e2eOpts{})
 	c := e.start()
 	c.provisional(180, "Ringing", "")
@@ -177,6 +187,7 @@ func TestE2ELate200AfterCancel(t *testing.T) {
 }
 
 func TestE2EMalformedInvite400(t *testing.T) {
+	testtier.RequiresSockets(t)
 	e := newE2E(t, e2eOpts{})
 	u := newUAC(e.caller, dialed)
 	e.caller.send(strings.Replace(u.invite(), "CSeq: 10 INVITE", "CSeq: 10 BYE", 1))
@@ -189,6 +200,7 @@ func TestE2EMalformedInvite400(t *testing.T) {
 }
 
 func TestE2EUnknownSourceDropped(t *testing.T) {
+	testtier.RequiresSockets(t)
 	e := newE2E(t, e2eOpts{trunkSource: "127.0.0.2/32"})
 	u := newUAC(e.caller, dialed)
 	e.caller.send(u.invite())
@@ -200,6 +212,7 @@ func TestE2EUnknownSourceDropped(t *testing.T) {
 }
 
 func TestE2EAnsweredCallTCP(t *testing.T) {
+	testtier.RequiresSockets(t)
 	e := newE2E(t, e2eOpts{callerTCP: true, carrierTCP: true})
 	c := e.answered()
 	if ct := contactURI(t, c.binv); !strings.Contains(ct, "transport=tcp") {
@@ -211,6 +224,7 @@ func TestE2EAnsweredCallTCP(t *testing.T) {
 }
 
 func TestE2EHealthAndDrain(t *testing.T) {
+	testtier.RequiresSockets(t)
 	e := newE2E(t, e2eOpts{drainSecs: 5})
 	if code, _ := e.httpGet("/healthz"); code != 200 {
 		t.Fatalf("/healthz %d", code)
@@ -268,6 +282,7 @@ func TestE2EHealthAndDrain(t *testing.T) {
 // (hangup_side "system") before the CDR file is closed. It used to vanish:
 // no BYE (the carrier went on billing) and no CDR.
 func TestE2EDrainTimeoutEndsCalls(t *testing.T) {
+	testtier.RequiresSockets(t)
 	e := newE2E(t, e2eOpts{drainSecs: 1})
 	c := e.answered()
 	start := time.Now()
@@ -296,6 +311,7 @@ func TestE2EDrainTimeoutEndsCalls(t *testing.T) {
 // Via and Contact, and a call runs end to end: the carrier's responses and
 // BYE reach it, and so does the caller's ACK at the advertised Contact.
 func TestE2EListenOnEveryAddress(t *testing.T) {
+	testtier.RequiresSockets(t)
 	e := newE2E(t, e2eOpts{listenHost: "0.0.0.0", advertise: "127.0.0.1"})
 	c := e.answered()
 	e.carrier.send(uasRequest(t, e.carrier, c.binv, "BYE", 1))
@@ -309,6 +325,7 @@ func TestE2EListenOnEveryAddress(t *testing.T) {
 // and From carry it, and the carrier's responses, whose Via is that
 // address, are still sipedge's own.
 func TestE2EAdvertisedAddress(t *testing.T) {
+	testtier.RequiresSockets(t)
 	e := newE2E(t, e2eOpts{advertise: "198.51.100.7:5080"})
 	c := e.answered()
 	var from parser.Address
@@ -326,6 +343,7 @@ func TestE2EAdvertisedAddress(t *testing.T) {
 // Request-URIs carry the address in brackets (RFC 3261 25.1 IPv6reference),
 // responses find their way back, and the carrier's BYE reaches the caller.
 func TestE2EIPv6(t *testing.T) {
+	testtier.RequiresSockets(t)
 	for _, tcp := range []bool{false, true} {
 		t.Run(map[bool]string{false: "udp", true: "tcp caller"}[tcp], func(t *testing.T) { testE2EIPv6(t, tcp) })
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
+	"github.com/sipedge/sipedge/internal/testtier"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/ratelimit/redistest"
 	"github.com/sipedge/sipedge/route/lcr"
@@ -26,6 +27,7 @@ import (
 // fresh B-leg dialog, nothing reaching the caller in between; the A-leg
 // Call-ID is stable and the CDR records the burned carrier.
 func TestLCR503ThenAnswer(t *testing.T) {
+	testtier.RequiresSockets(t)
 	r := newLCR(t, lcrOpts{lcr: staticLCR(yRouteA, yRouteB)})
 	c := r.call(dialed, "")
 	inv1 := c.invite(r.a, dialed)
@@ -57,6 +59,7 @@ func TestLCR503ThenAnswer(t *testing.T) {
 // measured from the carrier's own INVITE: a carrier that rang and failed
 // has a PDD and nothing else; the one that answered all three.
 func TestLCRCarrierQualityTimes(t *testing.T) {
+	testtier.RequiresSockets(t)
 	const step = 200 * time.Millisecond
 	r := newLCR(t, lcrOpts{lcr: staticLCR(yRouteA, yRouteB)})
 	c := r.call(dialed, "")
@@ -112,6 +115,7 @@ func TestLCRCarrierQualityTimes(t *testing.T) {
 // TestLCR486ForwardedWithoutFailover: a non-reroute cause (486) is
 // forwarded to the caller as is; the next carrier is not tried.
 func TestLCR486ForwardedWithoutFailover(t *testing.T) {
+	testtier.RequiresSockets(t)
 	r := newLCR(t, lcrOpts{lcr: staticLCR(yRouteA, yRouteB)})
 	c := r.call(dialed, "")
 	inv1 := c.invite(r.a, dialed)
@@ -128,6 +132,7 @@ func TestLCR486ForwardedWithoutFailover(t *testing.T) {
 // TestLCR6xxStops: a 6xx stops the sequence (RFC 3261 16.7), even on a
 // route whose reroute_causes name it.
 func TestLCR6xxStops(t *testing.T) {
+	testtier.RequiresSockets(t)
 	a := `{ carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004, reroute_causes: [503, 603] }`
 	r := newLCR(t, lcrOpts{lcr: staticLCR(a, yRouteB)})
 	c := r.call(dialed, "")
@@ -145,6 +150,7 @@ func TestLCR6xxStops(t *testing.T) {
 // (a 100 Trying is none) within its timeout_secs is CANCELled and the next
 // carrier dialled; the attempt is a 408.
 func TestLCRNoProgressInTimeoutFailsOver(t *testing.T) {
+	testtier.RequiresSockets(t)
 	a := `{ carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004, timeout_secs: 1 }`
 	r := newLCR(t, lcrOpts{lcr: staticLCR(a, yRouteB)})
 	c := r.call(dialed, "")
@@ -171,6 +177,7 @@ func TestLCRNoProgressInTimeoutFailsOver(t *testing.T) {
 // timeout_secs until the sequence's ring bound (from its dial); then it is
 // CANCELled and the caller gets 408 without the rest being tried.
 func TestLCRProgressThenRingOut408(t *testing.T) {
+	testtier.RequiresSockets(t)
 	a := `{ carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004, timeout_secs: 1 }`
 	r := newLCR(t, lcrOpts{lcr: staticLCR(a, yRouteB), b2bua: "ring_timeout_secs: 2"})
 	c := r.call(dialed, "")
@@ -196,6 +203,7 @@ func TestLCRProgressThenRingOut408(t *testing.T) {
 // TestLCRRerouteAfterProgress: a route with reroute_after_progress fails
 // over at timeout_secs although the carrier sent a 183.
 func TestLCRRerouteAfterProgress(t *testing.T) {
+	testtier.RequiresSockets(t)
 	a := `{ carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004, timeout_secs: 1, reroute_after_progress: true }`
 	r := newLCR(t, lcrOpts{lcr: staticLCR(a, yRouteB), b2bua: "ring_timeout_secs: 10"})
 	c := r.call(dialed, "")
@@ -221,6 +229,7 @@ func TestLCRRerouteAfterProgress(t *testing.T) {
 // failures (RFC 3261 16.7), not the last: a 408 outranks a 503, whichever
 // came first.
 func TestLCRBestFailure408Over503(t *testing.T) {
+	testtier.RequiresSockets(t)
 	t.Run("ring-out-then-503", func(t *testing.T) {
 		a := `{ carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004, timeout_secs: 1 }`
 		r := newLCR(t, lcrOpts{lcr: staticLCR(a, yRouteB)})
@@ -252,6 +261,7 @@ func TestLCRBestFailure408Over503(t *testing.T) {
 // TestLCRCarrier503ReachesCallerAs500: when the best failure is a carrier's
 // 503, the caller gets 500 (RFC 3261 16.7 step 6), not the carrier's 503.
 func TestLCRCarrier503ReachesCallerAs500(t *testing.T) {
+	testtier.RequiresSockets(t)
 	r := newLCR(t, lcrOpts{lcr: staticLCR(yRouteA, yRouteB)})
 	c := r.call(dialed, "")
 	inv1 := c.invite(r.a, dialed)
@@ -271,6 +281,7 @@ func TestLCRCarrier503ReachesCallerAs500(t *testing.T) {
 // next hop that does not resolve) is skipped at once, recorded dialed:false
 // status 503, and logged at info.
 func TestLCRUndialableSkippedWithoutWaiting(t *testing.T) {
+	testtier.RequiresSockets(t)
 	check := func(t *testing.T, r *lcrRig, reason, source string) {
 		t.Helper()
 		c := r.call(dialed, "")
@@ -373,6 +384,7 @@ func lcrBusyCall(t *testing.T, r *lcrRig) {
 // same trunk_group:dialed_number without asking the API again: in process,
 // and through Redis by another node.
 func TestLCRCacheHitAvoidsAPI(t *testing.T) {
+	testtier.RequiresSockets(t)
 	t.Run("in-process", func(t *testing.T) {
 		api := newLCRAPI(t, 200, `{"routes":[`+lcrCacheRoutes+`]}`) // TTL: lcr.cache_ttl_secs
 		r := newLCR(t, lcrOpts{lcr: fmt.Sprintf("lcr: { api_url: %q, cache_ttl_secs: 60 }", api.url())})
@@ -419,6 +431,7 @@ func TestLCRCacheHitAvoidsAPI(t *testing.T) {
 // are part of the cache key: trunks that differ in a keyed attribute do
 // not share a cached decision, trunks equal in every keyed one do.
 func TestLCRTrunkAttributes(t *testing.T) {
+	testtier.RequiresSockets(t)
 	api := newLCRAPI(t, 200, `{"routes":[`+lcrCacheRoutes+`],"cache_ttl_secs":60}`)
 	r := newLCR(t, lcrOpts{
 		lcr: fmt.Sprintf("lcr: { api_url: %q, attributes: [customer, tier] }", api.url()),
@@ -516,6 +529,7 @@ func lcrSharedByTwoNodes(t *testing.T, url string, owner func(key string) *redis
 // Cluster: the decision cache is shared by two nodes through it, and a
 // database other than 0 fails New with the field and the reason.
 func TestLCRCacheRedisCluster(t *testing.T) {
+	testtier.RequiresSockets(t)
 	c := redistest.StartCluster(t, 3)
 	t.Run("shared-by-two-nodes", func(t *testing.T) {
 		lcrSharedByTwoNodes(t, c.URL(), c.Owner)
@@ -545,6 +559,7 @@ func TestLCRCacheRedisCluster(t *testing.T) {
 // times out, the call goes to lcr.fallback_gateway_group; without one the
 // caller gets 503.
 func TestLCRAPIDownUsesFallback(t *testing.T) {
+	testtier.RequiresSockets(t)
 	fallback := func(t *testing.T, apiURL, timeoutMs string, minDelay time.Duration) {
 		t.Helper()
 		r := newLCR(t, lcrOpts{lcr: fmt.Sprintf("lcr: { api_url: %q, timeout_ms: %s, fallback_gateway_group: carrier-b }", apiURL, timeoutMs)})
@@ -631,6 +646,7 @@ func checkCLIR(t *testing.T, m *parser.Message, pai string) {
 // P-Preferred-Identity); a failover to a route that does not say so is not
 // anonymised.
 func TestLCRCLIRHeaders(t *testing.T) {
+	testtier.RequiresSockets(t)
 	const ppi = "P-Preferred-Identity: <sip:+13105550777@10.9.9.9>\r\n"
 	t.Run("caller_id-restricted-then-failover", func(t *testing.T) {
 		a := `{ carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004, caller_id: "+13105550100", caller_id_presentation: restricted }`
@@ -668,6 +684,7 @@ func TestLCRCLIRHeaders(t *testing.T) {
 // TestLCRTechPrefixNotInTo: a route's tech_prefix goes on the Request-URI
 // user only, after the number policy; never on To.
 func TestLCRTechPrefixNotInTo(t *testing.T) {
+	testtier.RequiresSockets(t)
 	const number = "12025550123"
 	run := func(t *testing.T, route, extra, ruriUser, toUser string) {
 		t.Helper()
@@ -701,6 +718,7 @@ func TestLCRTechPrefixNotInTo(t *testing.T) {
 // its 20 OPTIONS in a burst between two calls are all answered, and its
 // second call's answer gets through.
 func TestLCRNextHopNeverBanned(t *testing.T) {
+	testtier.RequiresSockets(t)
 	api := newLCRAPI(t, 200, `{"routes":[]}`)
 	r := newLCR(t, lcrOpts{lcr: fmt.Sprintf("lcr: { api_url: %q, timeout_ms: 1000 }", api.url()),
 		extra: "ratelimit: { flood: { messages_per_sec: 10, ban_secs: 60 } }"})
@@ -736,6 +754,7 @@ func TestLCRNextHopNeverBanned(t *testing.T) {
 // carrier is dialled then, not when the first one's timeout_secs (10 s)
 // runs out.
 func TestLCRTransportErrorFailsOverAtOnce(t *testing.T) {
+	testtier.RequiresSockets(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -760,6 +779,7 @@ func TestLCRTransportErrorFailsOverAtOnce(t *testing.T) {
 // an INVITE on the wire for that carrier"), so the carrier's ASR does not
 // count a call it never saw.
 func TestLCRCallerCancelDuringCPSWaitNotDialled(t *testing.T) {
+	testtier.RequiresSockets(t)
 	// carrier-b's account: one call per 2 s; a call waits up to 5 s for it.
 	api := newLCRAPI(t, 200, `{"routes":[`+
 		`{"carrier_id":"carrier-a","gateway_group":"carrier-a","rate":0.004},`+

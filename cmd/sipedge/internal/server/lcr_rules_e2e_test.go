@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sipedge/sipedge/internal/testtier"
 	"github.com/sipedge/sipedge/parser"
 )
 
@@ -30,6 +31,7 @@ func apiLCR(api *lcrAPI, more string) string {
 // before them did ... a carrier's 503 is not turned into 500. Each of those
 // carriers is its own 503 attempt, with dialed: False."
 func TestLCRUndialableTailOwn503(t *testing.T) {
+	testtier.RequiresSockets(t)
 	api := newLCRAPI(t, 200, `{"routes":[`+
 		`{"carrier_id":"carrier-a","gateway_group":"carrier-a","rate":0.004},`+
 		`{"carrier_id":"ghost","gateway_group":"no-such-group","rate":0.005}]}`)
@@ -60,6 +62,7 @@ func TestLCRUndialableTailOwn503(t *testing.T) {
 // back to the route's next_hop if it has one". The API, since a static
 // route is checked at start.
 func TestLCRUnknownGroupUsesNextHop(t *testing.T) {
+	testtier.RequiresSockets(t)
 	api := newLCRAPI(t, 200, `{"routes":[]}`)
 	r := newLCR(t, lcrOpts{lcr: apiLCR(api, "")})
 	// carrier-b's socket, reached by its address alone.
@@ -86,6 +89,7 @@ func TestLCRUnknownGroupUsesNextHop(t *testing.T) {
 // gateway.groups[].reroute_causes, the route's reroute_causes. Here global
 // [480, 503], carrier-a's group [404, 503], and carrier-b's group none.
 func TestLCRRerouteCausesPrecedence(t *testing.T) {
+	testtier.RequiresSockets(t)
 	// rig has the global and carrier-a's group causes, over routes.
 	rig := func(t *testing.T, routes ...string) *lcrRig {
 		l := strings.Replace(staticLCR(routes...), "lcr:\n", "lcr:\n  reroute_causes: [480, 503]\n", 1)
@@ -159,6 +163,7 @@ func checkNumbers(t *testing.T, inv *parser.Message, callee, caller string) {
 // a named number_policies: preset for this carrier. It shapes the dialled
 // number in the Request-URI and the identity headers (From/To/PAI) alike".
 func TestLCRNationalNumberPolicy(t *testing.T) {
+	testtier.RequiresSockets(t)
 	a := `{ carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004, number_policy: us-national }`
 	r := newLCR(t, lcrOpts{lcr: staticLCR(a), extra: usNational})
 	c := r.call("+12025550123", "")
@@ -173,6 +178,7 @@ func TestLCRNationalNumberPolicy(t *testing.T) {
 // the carrier" - not even by b2bua.default_number_policy. From the API,
 // since a static route's is checked at start.
 func TestLCRUnknownNumberPolicyShapesNothing(t *testing.T) {
+	testtier.RequiresSockets(t)
 	api := newLCRAPI(t, 200, `{"routes":[{"carrier_id":"carrier-a","gateway_group":"carrier-a","rate":0.004,"number_policy":"no-such-policy"}]}`)
 	r := newLCR(t, lcrOpts{lcr: apiLCR(api, ""), extra: usNational, b2bua: "default_number_policy: us-national"})
 	c := r.call("+12025550123", "")
@@ -193,6 +199,7 @@ func TestLCRUnknownNumberPolicyShapesNothing(t *testing.T) {
 // presented, on From and on P-Asserted-Identity", allowed by default.
 // From the API, since a static route's presentation is checked at start.
 func TestLCRUnknownPresentationIsRestricted(t *testing.T) {
+	testtier.RequiresSockets(t)
 	t.Run("bogus", func(t *testing.T) {
 		api := newLCRAPI(t, 200, `{"routes":[{"carrier_id":"carrier-a","gateway_group":"carrier-a","rate":0.004,"caller_id_presentation":"bogus"}]}`)
 		r := newLCR(t, lcrOpts{lcr: apiLCR(api, "")})
@@ -229,6 +236,7 @@ func TestLCRUnknownPresentationIsRestricted(t *testing.T) {
 // not decision.routes: call.reject(404, "No Route")" (API.md: the default
 // policy). No carrier is dialled either way.
 func TestLCRAPIRejectAndEmptyRoutes(t *testing.T) {
+	testtier.RequiresSockets(t)
 	for _, tt := range []struct{ name, body, status string }{
 		{"reject", `{"reject":{"code":404,"reason":"Unallocated Number"}}`, "SIP/2.0 404 Unallocated Number"},
 		{"empty-routes", `{"routes":[]}`, "SIP/2.0 404 No Route"},
@@ -257,6 +265,7 @@ func TestLCRAPIRejectAndEmptyRoutes(t *testing.T) {
 // CDR, with the burned carriers as lcr_attempts. API.md: the fields are
 // flat top-level keys; one naming a built-in field is left out.
 func TestLCRCDRFields(t *testing.T) {
+	testtier.RequiresSockets(t)
 	api := newLCRAPI(t, 200, `{"routes":[`+
 		`{"carrier_id":"carrier-a","gateway_group":"carrier-a","rate":0.0042,"currency":"USD","cdr_fields":{"deck":"a-deck","a_only":"x"}},`+
 		`{"carrier_id":"carrier-b","gateway_group":"carrier-b","rate":0.0051,"currency":"EUR",`+
@@ -286,6 +295,7 @@ func TestLCRCDRFields(t *testing.T) {
 // timeout_ms"; with the seed's "static fallback (lcr.fallback_gateway_group)
 // ... used when the API is unreachable or times out".
 func TestLCRBreakerOpensAfterConsecutiveFailures(t *testing.T) {
+	testtier.RequiresSockets(t)
 	const timeout = 200 * time.Millisecond
 	api := newLCRAPI(t, 200, "")
 	api.mu.Lock()
@@ -333,6 +343,7 @@ func TestLCRBreakerOpensAfterConsecutiveFailures(t *testing.T) {
 // progress: "A final failure after progress (a 503, say) still fails over
 // as usual. Only the timeout changes."
 func TestLCRFinalFailureAfterProgressFailsOver(t *testing.T) {
+	testtier.RequiresSockets(t)
 	r := newLCR(t, lcrOpts{lcr: staticLCR(yRouteA, yRouteB)})
 	c := r.call(dialed, "")
 	inv1 := c.invite(r.a, dialed)
@@ -355,6 +366,7 @@ func TestLCRFinalFailureAfterProgressFailsOver(t *testing.T) {
 // the API is asked once (seed, Caching and fallback: "The LCR API is on the
 // call-setup path"), the carrier gets one INVITE, the CDR has one record.
 func TestLCRRetransmittedInviteNotRequeried(t *testing.T) {
+	testtier.RequiresSockets(t)
 	api := newLCRAPI(t, 200, `{"routes":[{"carrier_id":"carrier-a","gateway_group":"carrier-a","rate":0.004}]}`)
 	api.mu.Lock()
 	api.delay = 400 * time.Millisecond

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sipedge/sipedge/internal/testtier"
 	"github.com/sipedge/sipedge/parser"
 )
 
@@ -26,6 +27,7 @@ const usPolicy = "number_policies:\n  - { name: us, format: e164, country_code: 
 // the dialled number, shaped, without the prefix. A ruri with no user dials
 // the dialled number at its host.
 func TestLCRRURINumberShaped(t *testing.T) {
+	testtier.RequiresSockets(t)
 	const number = "12025550123"
 	run := func(t *testing.T, ruri, wantRURI string) {
 		t.Helper()
@@ -77,6 +79,7 @@ func headerValues(m *parser.Message, name string) []string {
 // through the tag-preserving identity path", and a PAI or Privacy from
 // headers would bypass CLIR.
 func TestLCRRouteHeadersAlwaysLand(t *testing.T) {
+	testtier.RequiresSockets(t)
 	// From the API: a static route's identity header fails at start
 	// (TestRejects), an API's is refused call by call.
 	api := newLCRAPI(t, 200, `{"routes":[{"carrier_id":"carrier-a","gateway_group":"carrier-a","rate":0.004,`+
@@ -140,6 +143,7 @@ func logLines(logs, msg string, attrs ...string) []string {
 // logs the advance to the next carrier", at info; an undialled carrier too
 // (LCR: carrier burned without dialling), with its status, 503.
 func TestLCRFailoverLogged(t *testing.T) {
+	testtier.RequiresSockets(t)
 	api := newLCRAPI(t, 200, `{"routes":[`+
 		`{"carrier_id":"carrier-a","gateway_group":"carrier-a","rate":0.004},`+
 		`{"carrier_id":"ghost","gateway_group":"no-such-group","rate":0.004},`+

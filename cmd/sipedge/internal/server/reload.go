@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -94,11 +95,11 @@ func (s *Server) reload() (reloadResult, int, error) {
 	// Check all that can be refused before changing anything.
 	groups := healthGroups(cfg)
 	for _, g := range groups {
-		if err := s.cps.checkGroup(g); err != nil {
+		if err := s.carriers.CheckGroup(g); err != nil {
 			return reloadResult{}, http.StatusBadRequest, fmt.Errorf("gateway.groups[%s].%w", g.Name, err)
 		}
 	}
-	plan, err := s.health.PlanFixed(groups)
+	plan, err := s.carriers.PlanFixed(groups)
 	if err != nil {
 		return reloadResult{}, http.StatusBadRequest, fmt.Errorf("gateway.groups: %w", err)
 	}
@@ -115,12 +116,28 @@ func (s *Server) reload() (reloadResult, int, error) {
 			return reloadResult{}, http.StatusBadRequest, fmt.Errorf("lcr.static_routes: %w", err)
 		}
 	}
+	// A file whose table changed takes the shared table's place, for the
+	// fleet (shared.go): deleted first, so that a Redis down refuses the
+	// reload before anything changed.
+	if static && s.staticRoutes.fileChanged(cfg.LCR.StaticRoutes) && s.hasSharedStatic() {
+		ctx, cancel := context.WithTimeout(context.Background(), fleetDeadline)
+		_, _, err := s.fleet.Delete(ctx, kindStatic, staticDoc)
+		cancel()
+		if err != nil {
+			return reloadResult{}, http.StatusServiceUnavailable, fmt.Errorf("lcr.static_routes: the file changed the table, but the fleet's shared table cannot be deleted: %w", err)
+		}
+		s.log.Info("reload: the file changed the static table: the fleet's shared table is deleted")
+	}
 
+	// The file's layer changes under layerMu, with no shared change
+	// applied meanwhile (shared.go).
+	s.layerMu.Lock()
+	defer s.layerMu.Unlock()
 	// Groups first and the groups that left last, so that a new call never
 	// finds a trunk or route naming a group not there yet.
 	res := reloadResult{RestartRequired: restartRequired(s.cfg, cfg)}
 	var trunkErr error
-	res.GatewayGroups, err = s.health.SyncFixed(groups, func() {
+	res.GatewayGroups, err = s.carriers.SyncFixed(groups, func() {
 		if res.Trunks, trunkErr = s.trunks.syncFixed(cfg.Trunks); trunkErr != nil {
 			return
 		}
@@ -132,6 +149,7 @@ func (s *Server) reload() (reloadResult, int, error) {
 	if err := errors.Join(err, trunkErr); err != nil { // not expected: checked above
 		return reloadResult{}, http.StatusInternalServerError, fmt.Errorf("reload stopped part way: %w", err)
 	}
+	s.unshadow(res.GatewayGroups.Removed, res.Trunks.Removed)
 
 	// The registry logs the groups' changes.
 	for _, name := range res.Trunks.Added {

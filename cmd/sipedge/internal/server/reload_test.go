@@ -6,10 +6,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sipedge/sipedge/internal/testtier"
 )
 
 // An admin API change waits while a reload holds the lock; reads do not.
 func TestSerializedChangesWaitForReload(t *testing.T) {
+	testtier.RequiresWallClock(t)
 	var mu sync.Mutex
 	h := serialized(&mu, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	mu.Lock() // a reload in progress

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/sipedge/sipedge/internal/testtier"
 )
 
 // A gateway group added through the admin API carries its cps and
@@ -14,6 +16,7 @@ import (
 // (cps_limited), and carrier-a takes it. An invalid limit refuses the
 // group; removing the group drops its pacing with it.
 func TestHealthRuntimeGroupCPS(t *testing.T) {
+	testtier.RequiresSockets(t)
 	r := newRuntimeGroupRig(t)
 	x := r.b
 	group := fmt.Sprintf(`{"name": "runtime-x", "cps": {"rate": 1, "max_wait_ms": 0, "key": "acct-x"},
@@ -66,6 +69,7 @@ func TestHealthRuntimeGroupCPS(t *testing.T) {
 // with one channel and a call up on it, the next call skips it undialled
 // (calls_limited) and carrier-a takes it.
 func TestHealthRuntimeGroupChannels(t *testing.T) {
+	testtier.RequiresSockets(t)
 	r := newRuntimeGroupRig(t)
 	x := r.b
 	group := fmt.Sprintf(`{"name": "runtime-x", "max_concurrent_calls": 1,

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
@@ -18,40 +17,56 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/sipedge/sipedge/carrier"
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
 	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/dialog/cdr"
-	"github.com/sipedge/sipedge/dialog/digest"
+	"github.com/sipedge/sipedge/dialog/journal"
 	"github.com/sipedge/sipedge/dialog/txn"
-	"github.com/sipedge/sipedge/health"
+	"github.com/sipedge/sipedge/fleet"
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/quality"
+	"github.com/sipedge/sipedge/quality/redisstore"
+	"github.com/sipedge/sipedge/ratelimit"
 	"github.com/sipedge/sipedge/route"
 	"github.com/sipedge/sipedge/route/lcr"
 	"github.com/sipedge/sipedge/shard"
 	"github.com/sipedge/sipedge/shard/timer"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // Server is a running sipedge.
 type Server struct {
 	cfg     *config.Config
 	log     *slog.Logger
-	policy  b2bua.Policy // the embedder's hooks, chained after the server's own
+	policy  b2bua.Policy // the embedder's hooks
 	rt      *shard.Server
 	engines []*b2bua.Engine
+	live    atomic.Pointer[[]*b2bua.Engine] // engines, once all are built: what LiveCalls reads from any goroutine
 	cdr     *cdr.Writer
 	lcr     *lcr.Resolver
 	// static is the static rate table the shards route by, read once per
 	// new call; nil in API mode. The admin API replaces it (staticRoutes).
 	static       atomic.Pointer[lcr.StaticTable]
 	staticRoutes *staticRoutes
-	health       *health.Registry
-	// channels counts gateway groups' calls against their limits.
-	channels *channels
-	cps      *cps
+	// carriers is the carrier plane: the gateway groups and their health,
+	// the carriers' CPS accounts, channels and credentials.
+	carriers *carrier.Plane
+	groups   *groups // the admin API's gateway groups, in the shared layer
 	trunks   *trunks // the YAML's and the admin API's
 	apps     []*shardApp
+	// fleet is this node's membership of the fleet (fleet:), or the node
+	// alone, in process: the carrier plane's and trunks' channel limits,
+	// the shared runtime state, decision drops and the call journal.
+	fleet       *fleet.Fleet
+	journal     *journal.Journal // the call journal (fleet.call_journal), nil without it
+	layerFields                  // the file's and the shared layers of the runtime state (shared.go)
 
-	runtimeSet, engineSet, cdrSet, lcrSet, healthSet, cpsSet, adminSet *metrics.Set
+	// disables keeps quality routing's disables in the decision cache's
+	// Redis; nil without one.
+	disables *redisstore.Store
+
+	runtimeSet, engineSet, cdrSet, lcrSet, healthSet, cpsSet, adminSet, fleetSet, qualitySet *metrics.Set
 
 	// configFile is the file cfg came from, "" for the embedded example;
 	// POST /v1/reload reads it again. cfg stays what sipedge started with:
@@ -66,8 +81,8 @@ type Server struct {
 	adminAddr net.Addr
 	adminDone chan struct{}
 	trunkMu   sync.Mutex
-	trunkStat map[string]*trunkStats // trunk name -> its live calls and metrics, shared by the shards
-	hops      dialledHops            // next hops of routes without a known group, once dialled
+	trunkStat map[string]*b2bua.TrunkStats // trunk name -> its live calls and metrics, shared by the shards
+	memory    *memoryRelease               // returns the tables' memory to the OS after a peak
 }
 
 // New builds a server from a validated configuration; Start runs it.
@@ -75,17 +90,18 @@ func New(cfg *config.Config, log *slog.Logger) (*Server, error) {
 	return NewWithPolicy(cfg, log, b2bua.Policy{})
 }
 
-// NewWithPolicy is New with a routing policy's hooks (see b2bua.Policy),
-// which run besides the server's own: OnAnswer and OnRouteFailure after
-// its per-carrier metrics (carriers.go), OnInvite and OnFailure alone.
-// The hooks run on the shards' goroutines, several at once.
+// NewWithPolicy is New with a routing policy's hooks (see b2bua.Policy):
+// OnAnswer and OnRouteFailure run after the carrier plane recorded the
+// attempt in the per-carrier metrics. The hooks run on the shards'
+// goroutines, several at once.
 func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
 	s := &Server{cfg: cfg, log: log, policy: policy, runtimeSet: metrics.NewSet(), engineSet: metrics.NewSet(),
 		cdrSet: metrics.NewSet(), lcrSet: metrics.NewSet(), healthSet: metrics.NewSet(), cpsSet: metrics.NewSet(),
-		adminSet: metrics.NewSet()}
+		adminSet: metrics.NewSet(), fleetSet: metrics.NewSet(), qualitySet: metrics.NewSet()}
+	s.shared = make(sharedDocs)
 	s.reloadsOK = s.adminSet.NewCounter(`sipedge_config_reloads_total{result="ok"}`)
 	s.reloadsRefused = s.adminSet.NewCounter(`sipedge_config_reloads_total{result="refused"}`)
 	for _, name := range cfg.B2BUA.HeaderPolicy.Allow {
@@ -95,45 +111,59 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 	}
 	var err error
 	var table *lcr.StaticTable
-	if s.lcr, table, err = newResolver(cfg, s.lcrSet, log); err != nil {
+	if s.lcr, table, err = newResolver(cfg, s.lcrSet, log, s.qualityScores); err != nil {
 		return nil, err
 	}
 	fail := func(err error) (*Server, error) {
 		s.closeParts(context.Background())
 		return nil, err
 	}
-	s.staticRoutes = &staticRoutes{cfg: cfg, log: log, routes: cfg.LCR.StaticRoutes,
-		known: func(g string) bool { _, ok := s.health.Group(g); return ok }}
-	if cfg.LCR.APIURL == "" {
-		s.static.Store(table)
-		s.staticRoutes.table = &s.static
-	}
-	// Groups added at run time (the admin API, once started) pace their
-	// dials as the YAML's do.
-	s.channels = newChannels(cfg.RateLimit.Nodes, s.healthSet, healthGroups(cfg))
-	if s.health, err = health.New(health.Options{Groups: healthGroups(cfg), Prober: prober{s},
-		Logger: log, Metrics: s.healthSet,
-		OnAdd: func(g health.GroupConfig) error {
-			if err := s.cps.addGroup(g); err != nil {
-				return err
-			}
-			s.channels.setGroup(g.Name, g.MaxConcurrentCalls)
-			return nil
-		},
-		OnRemove: func(name string) { s.cps.removeGroup(name); s.channels.setGroup(name, 0) }}); err != nil {
-		return fail(fmt.Errorf("gateway.groups: %w", err))
-	}
-	if s.cps, err = newCPS(cfg, s); err != nil {
-		return fail(err)
-	}
-	if s.trunks, err = newTrunks(cfg, s.cps.ingress, s.trunkStats, log); err != nil {
-		return fail(err)
-	}
 	maxSize := int64(cfg.CDR.MaxSizeMB) << 20
 	if s.cdr, err = cdr.New(cdr.Options{Path: cfg.CDR.File, MaxSize: maxSize, MaxBackups: cfg.CDR.MaxBackups,
 		Queue: cfg.CDR.Queue, Metrics: s.cdrSet, Log: log}); err != nil {
 		return fail(fmt.Errorf("cdr.file: %w", err))
 	}
+	// The fleet before what it keeps (channels, shared state), after what
+	// it calls back (the decision cache, the CDR writer).
+	if s.fleet, err = s.newFleet(); err != nil {
+		return fail(err)
+	}
+	s.staticRoutes = &staticRoutes{cfg: cfg, log: log, file: cfg.LCR.StaticRoutes, fileTable: table, fleet: s.fleet,
+		known: func(g string) bool { _, ok := s.carriers.Group(g); return ok }}
+	if cfg.LCR.APIURL == "" {
+		s.static.Store(table)
+		s.staticRoutes.table = &s.static
+	}
+	if s.disables, err = disableStore(cfg, log); err != nil {
+		return fail(err)
+	}
+	qo := quality.Options{Shards: s.shardCount(), Metrics: s.qualitySet, Logger: log}
+	if s.disables != nil {
+		qo.Store = s.disables
+	}
+	if s.carriers, err = carrier.New(carrier.Options{Groups: healthGroups(cfg), Prober: prober{s},
+		Limiter: ratelimit.Options{Config: ratelimit.Config{Redis: cfg.RateLimit.Redis,
+			DeadlineMS: int(cfg.RateLimit.Deadline / time.Millisecond), FailureMode: ratelimit.FailureMode(cfg.RateLimit.FailureMode),
+			Nodes: cfg.RateLimit.Nodes}, Batch: cfg.RateLimit.Batch, BatchMinRate: cfg.RateLimit.BatchMinRate,
+			Metrics: s.cpsSet, Logger: log},
+		Fleet: s.fleet, HealthMetrics: s.healthSet, CarrierMetrics: s.engineSet, Log: log,
+		Quality: &cfg.Quality, QualityOptions: qo}); err != nil {
+		return fail(err)
+	}
+	// The trunks' ingress CPS: in process, no Redis on the way in.
+	ingress, err := ratelimit.NewLocal(ratelimit.Options{})
+	if err != nil {
+		return fail(err)
+	}
+	var trunkChannels func(string, int) *fleet.Channel // without fleet.redis, each node counts its trunks' calls
+	if cfg.Fleet.Redis != "" {
+		trunkChannels = func(name string, limit int) *fleet.Channel { return s.fleet.Channel("trunk:"+name, limit) }
+	}
+	if s.trunks, err = newTrunks(cfg, ingress, s.trunkStats, trunkChannels, log); err != nil {
+		return fail(err)
+	}
+	s.trunks.fleet = s.fleet
+	s.groups = &groups{carriers: s.carriers, fleet: s.fleet, log: log}
 	sc := shard.Config{Shards: cfg.Shards, Supported: nil,
 		Limits: parser.Limits{MaxMessageSize: cfg.SIP.MaxMessageSize, MaxHeaders: cfg.SIP.MaxHeaders,
 			MaxHeaderLine: cfg.SIP.MaxHeaderLine, MaxVias: cfg.SIP.MaxVias, MaxURILength: cfg.SIP.MaxURILength},
@@ -147,7 +177,7 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 	}
 	// Flood protection for sources that are neither trunks nor carriers.
 	sc.Flood = shard.FloodConfig{PerSecond: cfg.RateLimit.Flood.MessagesPerSec,
-		Ban: cfg.RateLimit.Flood.Ban, Exempt: exemptFrom(cfg, s.health, s.hops.has, s.trunks.covers)}
+		Ban: cfg.RateLimit.Flood.Ban, Exempt: exemptFrom(cfg, s.carriers.Exempt, s.trunks.covers)}
 	var appErr error // shard.New builds the shards one after another, here
 	s.rt, err = shard.New(sc, func(sh *shard.Shard) shard.Handler {
 		h, err := s.newShardApp(sh)
@@ -158,6 +188,13 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 		s.closeParts(context.Background())
 		return nil, err
 	}
+	engines := slices.Clone(s.engines)
+	s.live.Store(&engines)
+	// The shared layer over the file's, before the listeners open.
+	if err := s.fleet.Follow(s.applyShared); err != nil {
+		log.Warn("fleet: cannot read the shared state yet: this node starts from its file and applies the shared state once Redis answers",
+			"error", err)
+	}
 	return s, nil
 }
 
@@ -165,17 +202,25 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 // header policy lists (see dialog/b2bua).
 var identityHeaders = []string{"P-Asserted-Identity", "P-Preferred-Identity", "Privacy", "Remote-Party-ID"}
 
-// closeParts stops what New started besides the runtime.
+// closeParts stops what New started besides the runtime: the fleet after
+// the last call (it gives the channels back and writes the journal's last
+// ends), the CDR writer after the fleet (whose lost calls it writes).
 func (s *Server) closeParts(ctx context.Context) error {
 	var err error
 	if s.lcr != nil {
 		s.lcr.Close()
 	}
-	if s.health != nil {
-		s.health.Close()
+	if s.carriers != nil {
+		s.carriers.Close() // the quality statistics' last disable written first
 	}
-	if s.cps != nil {
-		s.cps.limiter.Close()
+	if s.disables != nil {
+		s.disables.Close()
+	}
+	if s.journal != nil {
+		s.journal.Close() // the last ends, into the fleet's journal
+	}
+	if s.fleet != nil {
+		s.fleet.Close()
 	}
 	if s.cdr != nil {
 		err = s.cdr.Close(ctx)
@@ -194,7 +239,7 @@ func (s *Server) b2buaConfig(shardIdx int) b2bua.Config {
 		Txn: txn.Config{T1: cfg.SIP.T1, T2: cfg.SIP.T2, T4: cfg.SIP.T4,
 			MaxStoredBytes: cfg.SIP.MaxTxnMemoryMB << 20},
 		Sequence: route.SequenceOptions{RingTimeout: ringBound(cfg.B2BUA.RingTimeout),
-			GlobalCauses: cfg.LCR.RerouteCauses, GroupCauses: s.groupCauses},
+			GlobalCauses: cfg.LCR.RerouteCauses, GroupCauses: s.carriers.RerouteCauses},
 		Metrics: s.engineSet,
 		Shard:   shardIdx,
 
@@ -212,9 +257,9 @@ func (s *Server) b2buaConfig(shardIdx int) b2bua.Config {
 	}
 	for _, l := range cfg.Listen {
 		switch {
-		case l.Transport == "udp" && bc.LocalUDP == "":
+		case l.Transport == transport.UDP && bc.LocalUDP == "":
 			bc.LocalUDP = advertised(cfg, l).String()
-		case l.Transport == "tcp" && bc.LocalTCP == "":
+		case l.Transport == transport.TCP && bc.LocalTCP == "":
 			bc.LocalTCP = advertised(cfg, l).String()
 		}
 	}
@@ -227,27 +272,34 @@ func (s *Server) b2buaConfig(shardIdx int) b2bua.Config {
 	return bc
 }
 
-// exemptFrom returns the addresses never banned for flooding (issue 7):
-// the trunks' sources (trunk: the YAML's and those added at run time, not
-// those removed), the carriers' gateways as the health registry
-// resolves them now (YAML groups, names resolved, groups added at run
-// time), the YAML's static routes' next hops and Request-URI hosts, and
-// those of the API's routes and of a static table put at run time once a
-// call went there (dialled).
-func exemptFrom(cfg *config.Config, gateways *health.Registry, dialled, trunk func(netip.Addr) bool) func(netip.Addr) bool {
+// exemptFrom returns the addresses never banned for flooding: the trunks'
+// sources (trunk: the YAML's and those added at run time, not those
+// removed), the carriers' (carrier: the gateways as the carrier plane
+// resolves them now, YAML groups and those added at run time, and the
+// next hops calls were sent to), and the YAML's static routes' next hops
+// and Request-URI hosts from the start.
+func exemptFrom(cfg *config.Config, carrier, trunk func(netip.Addr) bool) func(netip.Addr) bool {
 	hops := make(map[netip.Addr]bool)
 	for _, p := range cfg.LCR.StaticRoutes {
 		for _, r := range p.Routes {
 			for _, dest := range []string{r.NextHop, r.RURI} {
-				if p, ok := hopOf(dest); ok {
-					hops[p.Addr.Addr()] = true
+				if a, ok := hopAddr(dest); ok {
+					hops[a] = true
 				}
 			}
 		}
 	}
 	return func(a netip.Addr) bool {
-		return gateways.Known(a) || hops[a] || dialled(a) || trunk(a)
+		return carrier(a) || hops[a] || trunk(a)
 	}
+}
+
+// hopAddr is the address of a route's next hop, or of its ruri's host.
+func hopAddr(dest string) (netip.Addr, bool) {
+	if dest == "" {
+		return netip.Addr{}, false
+	}
+	return carrier.HopAddr(dest)
 }
 
 // ringBound maps b2bua.ring_timeout_secs (0 = none) onto the sequence's.
@@ -256,15 +308,6 @@ func ringBound(d time.Duration) time.Duration {
 		return route.NoRingBound
 	}
 	return d
-}
-
-// groupCauses returns a gateway group's reroute causes, nil when unset:
-// the health registry holds the YAML groups and those added at run time.
-func (s *Server) groupCauses(group string) []int {
-	if c := s.health.RerouteCauses(group); len(c) > 0 {
-		return c
-	}
-	return nil
 }
 
 func (s *Server) shardCount() int {
@@ -276,96 +319,44 @@ func (s *Server) shardCount() int {
 
 // shardApp connects one shard to its engine.
 type shardApp struct {
-	s      *Server
-	sh     *shard.Shard
-	eng    *b2bua.Engine
-	keyBuf []byte
-	sel    health.Selector // this shard's gateway selection state
-
-	carriers *carrierPolicy // per-carrier attempts and times (the Policy hooks)
-
-	// warnUnknownGroup's pacing.
-	unknownLogged     bool
-	unknownLogAt      time.Duration
-	unknownSuppressed int
-}
-
-// route is the engine's Router: a cached or static decision at once, else
-// an LCR API lookup off the shard whose result is posted back (Decided).
-func (a *shardApp) route(r *b2bua.RouteRequest) b2bua.Decision {
-	group := ""
-	if r.Trunk != nil {
-		group = r.Trunk.Group
-	}
-	if t := a.s.static.Load(); t != nil {
-		routes, ok := t.Lookup(string(r.Dialed))
-		if !ok || len(routes) == 0 {
-			return b2bua.Decision{Code: 404, Reason: "No Route"}
-		}
-		return b2bua.Decision{Routes: routes, Source: "static"}
-	}
-	attrs := a.trunkAttributes(r.Trunk)
-	a.keyBuf = a.s.lcr.AppendKey(a.keyBuf[:0], group, string(r.Dialed), attrs)
-	if d, ok := a.s.lcr.LookupCached(a.keyBuf); ok {
-		return decisionOf(d)
-	}
-	// attrs is the configuration's, shared read-only with the resolver.
-	req := &lcr.Request{CallID: string(r.CallID), From: string(r.From), DialedNumber: string(r.Dialed),
-		To: string(r.To), Source: lcr.CallSource{IP: r.Source.Addr.Addr().String(), Port: int(r.Source.Addr.Port()),
-			Transport: strings.ToLower(r.Source.Transport.String()), TrunkGroup: group}, Attributes: attrs}
-	ref, sh, eng := r.Ref, a.sh, a.eng
-	a.s.lcr.Lookup(req, func(d lcr.Decision) {
-		sh.Post(func() { eng.Decided(ref, decisionOf(d), sh.Now()) })
-	})
-	return b2bua.Decision{Pending: true}
-}
-
-// trunkAttributes returns the attributes of the trunk a call came from
-// (trunks[].attributes), nil for none: the LCR request's attributes and,
-// for the names in lcr.attributes, part of the cache key.
-func (a *shardApp) trunkAttributes(t *b2bua.Trunk) map[string]string {
-	if d := a.s.trunks.dataOf(t); d != nil {
-		return d.attributes
-	}
-	return nil
+	sh  *shard.Shard
+	eng *b2bua.Engine
 }
 
 // advertised is the address sipedge writes into its Via and Contact for
 // the socket l: config.Advertise, else l's own.
-func advertised(cfg *config.Config, l config.Listen) netip.AddrPort {
+func advertised(cfg *config.Config, l transport.Listen) netip.AddrPort {
 	if ap, err := cfg.AdvertiseAddr(l.Addr.Port()); err == nil {
 		return ap
 	}
 	return l.Addr
 }
 
+// newShardApp builds a shard's engine, its carrier plane view and its
+// routing decision, whose answers that come later (a CPS reservation in
+// Redis, an LCR API lookup) are posted back to the shard.
 func (s *Server) newShardApp(sh *shard.Shard) (shard.Handler, error) {
-	a := &shardApp{s: s, sh: sh, carriers: newCarrierPolicy(s.engineSet)}
+	a := &shardApp{sh: sh}
 	suffix := "@" + advertised(s.cfg, s.cfg.Listen[0]).Addr().String()
-	eng, err := b2bua.New(s.b2buaConfig(sh.Index()), b2bua.Env{
-		Send:           a.send,
-		Clock:          wheelClock{sh.Timers()},
-		MintCallID:     func(dst []byte) []byte { return sh.MintCallID(dst, suffix) },
-		Finished:       a.finished,
-		Router:         a.route,
-		Resolve:        a.resolve,
-		Outcome:        a.outcome,
-		Pace:           a.pace,
-		Policy:         chainPolicy(a.carriers.hooks(), s.policy),
-		Admit:          a.admit,
-		CPSReject:      a.cpsReject,
-		TakeChannel:    s.channels.take,
-		ReleaseChannel: s.channels.release,
-		Credentials: func(t *b2bua.Target) (digest.Credentials, string, bool) {
-			au := s.health.Auth(t.Group)
-			if au == nil {
-				return digest.Credentials{}, "", false
-			}
-			return digest.Credentials{Username: au.Username, Password: au.Password}, au.Realm, true
-		},
-		Draining: sh.Draining,
-		Log:      s.log,
-	})
+	carriers := s.carriers.NewShard(carrier.ShardOptions{Now: sh.Now, Index: sh.Index(),
+		Paced: func(ref uint64, p carrier.Pace) { sh.Post(func() { a.eng.Paced(ref, p, sh.Now()) }) }})
+	router := lcr.NewRouter(s.lcr, &s.static,
+		func(ref uint64, d route.Decision) { sh.Post(func() { a.eng.Decided(ref, d, sh.Now()) }) })
+	env := b2bua.Env{
+		Send:       sh.Send,
+		Clock:      shardClock{sh: sh, w: sh.Timers()},
+		MintCallID: func(dst []byte) []byte { return sh.MintCallID(dst, suffix) },
+		Carriers:   carriers,
+		Router:     router,
+		CDR:        s.cdr,
+		Policy:     s.policy,
+		Draining:   sh.Draining,
+		Log:        s.log,
+	}
+	if s.journal != nil {
+		env.Journal = s.journal
+	}
+	eng, err := b2bua.New(s.b2buaConfig(sh.Index()), env)
 	if err != nil {
 		return shard.Handler{}, err
 	}
@@ -373,104 +364,40 @@ func (s *Server) newShardApp(sh *shard.Shard) (shard.Handler, error) {
 	s.engines = append(s.engines, eng)
 	s.apps = append(s.apps, a)
 	return shard.Handler{
-		Message: func(sh *shard.Shard, m *parser.Message, from shard.Peer) {
-			eng.Receive(m, txnPeer(from), sh.Now())
+		Message: func(sh *shard.Shard, m *parser.Message, from transport.Peer) {
+			eng.Receive(m, from, sh.Now())
 		},
 		Timer: func(sh *shard.Shard, p timer.Payload) { eng.Timer(p.Kind, p.Arg, sh.Now()) },
 		// The engine publishes its counts at most every millisecond of
-		// traffic; each run of the loop brings those of a quiet one up to date.
-		Tick: func(*shard.Shard, time.Duration) { eng.Publish() },
-		SendFailed: func(sh *shard.Shard, to shard.Peer) {
-			eng.PeerFailed(txnPeer(to), sh.Now())
+		// traffic; each run of the loop brings those of a quiet one up to
+		// date, and seals the quality statistics' sampling interval once
+		// it has passed (at least once a second: shard.Server wakes an idle
+		// loop that often).
+		Tick: func(_ *shard.Shard, now time.Duration) {
+			eng.Publish()
+			carriers.Tick(now)
+		},
+		SendFailed: func(sh *shard.Shard, to transport.Peer) {
+			eng.PeerFailed(to, sh.Now())
 		},
 	}, nil
 }
 
-// txnPeer and shardPeer translate between the runtime's and the
-// transaction layer's address of a peer. The transaction layer's opaque
-// Conn carries the runtime's connection id on streams and the listener
-// index on UDP, so replies leave from the socket the request came in on.
-func txnPeer(p shard.Peer) txn.Peer {
-	tp := txn.Peer{Addr: p.Addr, Transport: txn.TransportUDP, Conn: uint64(p.Listener)}
-	if p.Transport == shard.TCP {
-		tp.Transport, tp.Conn = txn.TransportTCP, uint64(p.Conn)
-	}
-	return tp
+// shardClock lets the engine arm timers on the shard's wheel and read its
+// time as wall time.
+type shardClock struct {
+	sh *shard.Shard
+	w  *timer.Wheel
 }
 
-func shardPeer(p txn.Peer) shard.Peer {
-	if p.Transport == txn.TransportTCP {
-		return shard.Peer{Addr: p.Addr, Transport: shard.TCP, Conn: shard.ConnID(p.Conn)}
-	}
-	return shard.Peer{Addr: p.Addr, Transport: shard.UDP, Listener: uint8(p.Conn)}
-}
-
-func (a *shardApp) send(to txn.Peer, b []byte) { a.sh.Send(shardPeer(to), b) }
-
-// wheelClock lets the engine arm timers on the shard's wheel.
-type wheelClock struct{ w *timer.Wheel }
-
-func (c wheelClock) StartAt(at time.Duration, kind uint8, arg uint64) uint64 {
+func (c shardClock) StartAt(at time.Duration, kind uint8, arg uint64) uint64 {
 	return uint64(c.w.StartAt(at, timer.Payload{Kind: kind, Arg: arg}))
 }
 
-func (c wheelClock) Stop(h uint64) bool { return c.w.Stop(timer.Handle(h)) }
+func (c shardClock) Stop(h uint64) bool { return c.w.Stop(timer.Handle(h)) }
 
-// finished writes a call's CDR and counts it for its trunk.
-func (a *shardApp) finished(c *b2bua.Call) {
-	sum := c.Summary()
-	a.carriers.ended(&sum)
-	if td := a.s.trunks.dataOf(sum.Trunk); td != nil {
-		td.stats.ended(&sum)
-	}
-	r := cdr.AcquireRecord()
-	r.ACallID, r.BCallID = r.Text(sum.ACallID), r.Text(sum.BCallID)
-	if sum.Trunk != nil {
-		r.Trunk, r.TrunkGroup = sum.Trunk.Name, sum.Trunk.Group
-	}
-	r.Caller, r.Callee = r.Text(sum.Caller), r.Text(sum.Callee)
-	r.DialedNumber = r.Callee
-	r.SourceIP = sum.Source.Addr()
-	r.TimeInvite = a.s.wall(a.sh, sum.Invite)
-	r.TimeFirstProvisional = a.s.wall(a.sh, sum.FirstProvisional)
-	r.TimeAnswer = a.s.wall(a.sh, sum.Answer)
-	r.TimeEnd = a.s.wall(a.sh, sum.End)
-	r.FinalCode, r.FinalReason = sum.FinalCode, r.Text(sum.FinalReason)
-	switch sum.HangupSide {
-	case "caller":
-		r.HangupSide = cdr.HangupCaller
-	case "callee":
-		r.HangupSide = cdr.HangupCallee
-	case "system":
-		r.HangupSide = cdr.HangupSystem
-	}
-	r.Route, r.CarrierID = sum.Target.Group, sum.Target.CarrierID
-	r.Rate, r.Currency = sum.Target.Rate, sum.Target.Currency
-	if sum.Route != nil && sum.Answer != 0 {
-		r.CDRFields = sum.Route.CDRFields // the seed: "when this carrier wins"
-	}
-	switch sum.RouteSource {
-	case "static":
-		r.RouteSource = cdr.RouteSourceStatic
-	case "lcr":
-		r.RouteSource = cdr.RouteSourceLCR
-	case "fallback":
-		r.RouteSource = cdr.RouteSourceFallback
-	}
-	for _, a := range sum.Attempts {
-		r.Attempts = append(r.Attempts, cdr.Attempt{CarrierID: a.CarrierID, Status: a.Status,
-			Elapsed: time.Duration(a.ElapsedMs) * time.Millisecond, Dialed: a.Dialed, Reason: a.Reason})
-	}
-	a.s.cdr.Write(r)
-}
-
-// wall converts a shard clock reading to wall time; 0 stays zero.
-func (s *Server) wall(sh *shard.Shard, d time.Duration) time.Time {
-	if d == 0 {
-		return time.Time{}
-	}
-	return time.Now().Add(d - sh.Now())
-}
+// Wall converts a time on the shard's clock to wall time.
+func (c shardClock) Wall(at time.Duration) time.Time { return time.Now().Add(at - c.sh.Now()) }
 
 // Start opens the SIP sockets and the admin API. On an error it releases
 // what New built (a program embedding sipedge goes on running), and the
@@ -480,10 +407,13 @@ func (s *Server) Start() error {
 		s.closeParts(context.Background())
 		return err
 	}
-	s.health.Start()
+	s.carriers.Start()
+	s.memory = newMemoryRelease(s.txnStoredBytes, s.log, s.runtimeSet)
+	s.memory.start()
 	if !s.cfg.Admin.Listen.IsZero() {
 		if err := s.startAdmin(); err != nil {
 			s.rt.Shutdown(context.Background(), nil)
+			s.memory.stop()
 			s.closeParts(context.Background())
 			return err
 		}
@@ -500,10 +430,23 @@ func (s *Server) AdminAddr() string {
 	return s.adminAddr.String()
 }
 
-// LiveCalls counts the calls of every shard.
-func (s *Server) LiveCalls() int {
-	n := 0
+// txnStoredBytes sums the bytes every shard's transaction table keeps.
+func (s *Server) txnStoredBytes() int64 {
+	var n int64
 	for _, e := range s.engines {
+		n += e.StoredBytes()
+	}
+	return n
+}
+
+// LiveCalls counts the calls of every shard; any goroutine may call it.
+func (s *Server) LiveCalls() int {
+	engines := s.live.Load()
+	if engines == nil {
+		return 0 // still building them
+	}
+	n := 0
+	for _, e := range *engines {
 		n += e.LiveCalls()
 	}
 	return n
@@ -530,6 +473,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.endCalls(ctx)
 	}
 	err := s.rt.Shutdown(ctx, nil)
+	s.memory.stop()
 	err = errors.Join(err, s.closeParts(ctx))
 	if s.admin != nil {
 		s.admin.Close()
@@ -576,23 +520,24 @@ func (s *Server) startAdmin() error {
 		}
 		io.WriteString(w, "ready\n")
 	})
-	mux.Handle("/v1/gateway/", serialized(&s.changeMu, s.health.Handler()))
+	mux.Handle("/v1/gateway/", serialized(&s.changeMu, s.groups.handler()))
 	trunks := serialized(&s.changeMu, s.trunks.handler())
 	mux.Handle("/v1/trunks", trunks)
 	mux.Handle("/v1/trunks/", trunks)
 	mux.Handle("/v1/lcr/static_routes", serialized(&s.changeMu, s.staticRoutes.handler()))
+	q := s.carriers.Quality().Handler()
+	mux.Handle("/v1/quality", q)
+	mux.Handle("/v1/quality/", q)
 	mux.HandleFunc("POST /v1/reload", s.postReload)
-	var h http.Handler = mux
-	if tok := s.cfg.Admin.Token; tok != "" {
-		h = bearer(tok, mux)
-	} else {
-		h = loopbackWrites(mux)
-	}
+	mux.HandleFunc("GET /v1/fleet", s.getFleet)
+	mux.HandleFunc("DELETE /v1/lcr/cache", s.deleteLCRCache)
+	mux.HandleFunc("GET /v1/lcr/cache", s.getLCRCache)
 	ln, err := net.Listen("tcp", s.cfg.Admin.Listen.String())
 	if err != nil {
 		return fmt.Errorf("admin.listen: %w", err)
 	}
 	s.adminAddr = ln.Addr()
+	h := newAdminGuard(s.cfg.Admin, ln.Addr().(*net.TCPAddr).AddrPort(), mux)
 	s.admin = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout: adminReadTimeout, IdleTimeout: adminIdleTimeout}
 	s.adminDone = make(chan struct{})
@@ -610,35 +555,6 @@ func (s *Server) startAdmin() error {
 // them a client that stalls holds a socket and a goroutine for ever.
 var adminReadTimeout, adminIdleTimeout = 10 * time.Second, 60 * time.Second
 
-// bearer requires "Authorization: Bearer TOKEN" on every request.
-func bearer(token string, next http.Handler) http.Handler {
-	want := []byte("Bearer " + token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-			w.Header().Set("WWW-Authenticate", "Bearer")
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// loopbackWrites guards an admin API without a token: anyone who reaches
-// the port may read it, but only a client on the same host may change it
-// (the gateway groups calls are routed to).
-func loopbackWrites(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			ap, err := netip.ParseAddrPort(r.RemoteAddr)
-			if err != nil || !ap.Addr().IsLoopback() {
-				http.Error(w, "admin.token is not set: changes are accepted from this host only", http.StatusForbidden)
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
 // WriteMetrics writes every metric in Prometheus text format.
 func (s *Server) WriteMetrics(w io.Writer) {
 	s.runtimeSet.WritePrometheus(w)
@@ -648,5 +564,7 @@ func (s *Server) WriteMetrics(w io.Writer) {
 	s.healthSet.WritePrometheus(w)
 	s.cpsSet.WritePrometheus(w)
 	s.adminSet.WritePrometheus(w)
+	s.fleetSet.WritePrometheus(w)
+	s.qualitySet.WritePrometheus(w)
 	metrics.WriteProcessMetrics(w)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sipedge/sipedge/internal/testtier"
 	"github.com/sipedge/sipedge/parser"
 )
 
@@ -13,6 +14,7 @@ import (
 // once, to a group itself added at run time, with the new rate in its CDR;
 // the call in progress, decided by the old table, goes on to its end.
 func TestStaticRoutesReplacedE2E(t *testing.T) {
+	testtier.RequiresSockets(t)
 	r := newHealthRig(t, "carrier-a", "carrier-x", healthToken, carrierAOnly, staticLCR(yRouteA))
 	x := r.b
 

@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
+	"github.com/sipedge/sipedge/fleet"
 	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/route/lcr"
 )
@@ -36,8 +36,9 @@ lcr:
 `
 
 // newTestStatic returns the static table of staticYAML (in API mode with
-// api), its health registry and its admin API.
-func newTestStatic(t *testing.T, api bool) (*staticRoutes, *health.Registry, *httptest.Server) {
+// api), its health registry and its admin API's handler, whose PUT tables
+// go through a fleet of this node alone.
+func newTestStatic(t *testing.T, api bool) (*staticRoutes, *health.Registry, http.Handler) {
 	t.Helper()
 	src := staticYAML
 	if api {
@@ -56,15 +57,21 @@ func newTestStatic(t *testing.T, api bool) (*staticRoutes, *health.Registry, *ht
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &staticRoutes{cfg: cfg, log: slog.New(slog.DiscardHandler), routes: cfg.LCR.StaticRoutes,
+	f, err := fleet.New(fleet.Options{Config: fleet.Config{NodeID: "test"}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	st := &staticRoutes{cfg: cfg, log: slog.New(slog.DiscardHandler), file: cfg.LCR.StaticRoutes, fileTable: table, fleet: f,
 		known: func(g string) bool { _, ok := reg.Group(g); return ok }}
 	if !api {
 		st.table = new(atomic.Pointer[lcr.StaticTable])
 		st.table.Store(table)
 	}
-	srv := httptest.NewServer(st.handler())
-	t.Cleanup(srv.Close)
-	return st, reg, srv
+	if err := f.Follow(func(ch fleet.Change) error { return st.apply(ch.Doc) }); err != nil {
+		t.Fatal(err)
+	}
+	return st, reg, st.handler()
 }
 
 // wantStaticJSON is staticYAML's table as GET shows it.
@@ -76,28 +83,28 @@ const wantStaticJSON = `[{"prefix":"1","routes":[{"carrier_id":"a","gateway_grou
 // GET shows the YAML's table in its keys; a GET's output PUT back gives the
 // same table.
 func TestStaticRoutesGetRoundTrip(t *testing.T) {
-	st, _, srv := newTestStatic(t, false)
-	url := srv.URL + "/v1/lcr/static_routes"
-	code, body := do(t, "GET", url, "")
+	st, _, h := newTestStatic(t, false)
+	const url = "/v1/lcr/static_routes"
+	code, body := do(t, h, "GET", url, "")
 	if code != http.StatusOK || strings.TrimSpace(body) != wantStaticJSON {
 		t.Fatalf("GET: %d %s\nwant %s", code, body, wantStaticJSON)
 	}
 	before := st.table.Load()
-	if code, put := do(t, "PUT", url, body); code != http.StatusOK || put != body {
+	if code, put := do(t, h, "PUT", url, body); code != http.StatusOK || put != body {
 		t.Fatalf("PUT of the GET: %d %s", code, put)
 	}
 	if st.table.Load() == before {
 		t.Error("the PUT did not publish a new table")
 	}
-	if _, again := do(t, "GET", url, ""); again != body {
+	if _, again := do(t, h, "GET", url, ""); again != body {
 		t.Errorf("GET after PUT:\n%s\nwant\n%s", again, body)
 	}
 }
 
 // A PUT table replaces the one the shards read, and GET shows it.
 func TestStaticRoutesPut(t *testing.T) {
-	st, reg, srv := newTestStatic(t, false)
-	url := srv.URL + "/v1/lcr/static_routes"
+	st, reg, h := newTestStatic(t, false)
+	const url = "/v1/lcr/static_routes"
 	// A group added at run time (the admin API) is known.
 	if err := reg.AddGroup(health.GroupConfig{Name: "runtime-gw",
 		Destinations: []health.DestConfig{{URI: "sip:192.0.2.40", Address: "192.0.2.40:5060"}}}); err != nil {
@@ -107,11 +114,11 @@ func TestStaticRoutesPut(t *testing.T) {
 	oldRoutes, _ := old.Lookup("15550123")
 	table := `[{"prefix":"+1","routes":[{"carrier_id":"c","gateway_group":"runtime-gw","rate":0.002},` +
 		`{"carrier_id":"d","gateway_group":"yaml-gw","rate":0.001,"number_policy":"uk"}]}]`
-	code, body := do(t, "PUT", url, table)
+	code, body := do(t, h, "PUT", url, table)
 	if code != http.StatusOK || strings.TrimSpace(body) != table {
 		t.Fatalf("PUT: %d %s", code, body)
 	}
-	if _, got := do(t, "GET", url, ""); strings.TrimSpace(got) != table {
+	if _, got := do(t, h, "GET", url, ""); strings.TrimSpace(got) != table {
 		t.Errorf("GET: %s, want %s", got, table)
 	}
 	routes, ok := st.table.Load().Lookup("+15550123")
@@ -130,8 +137,8 @@ func TestStaticRoutesPut(t *testing.T) {
 // A bad table is refused whole with the field and why; the table in force
 // stays.
 func TestStaticRoutesPutErrors(t *testing.T) {
-	st, _, srv := newTestStatic(t, false)
-	url := srv.URL + "/v1/lcr/static_routes"
+	st, _, h := newTestStatic(t, false)
+	const url = "/v1/lcr/static_routes"
 	ok := `{"carrier_id":"a","gateway_group":"yaml-gw"}`
 	for _, c := range []struct{ name, body, want string }{
 		{"unknown group", `[{"prefix":"1","routes":[` + ok + `]},{"prefix":"2","routes":[]},{"prefix":"3","routes":[` + ok +
@@ -160,7 +167,7 @@ func TestStaticRoutesPutErrors(t *testing.T) {
 		{"prefix too long", `[{"prefix":"` + strings.Repeat("1", 33) + `","routes":[]}]`, `static_routes[0].prefix: 33 digits: at most 32`},
 	} {
 		before := st.table.Load()
-		code, body := do(t, "PUT", url, c.body)
+		code, body := do(t, h, "PUT", url, c.body)
 		if code != http.StatusBadRequest || !strings.Contains(body, c.want) {
 			t.Errorf("%s: %d %s, want 400 with %s", c.name, code, body, c.want)
 		}
@@ -168,7 +175,7 @@ func TestStaticRoutesPutErrors(t *testing.T) {
 			t.Errorf("%s: the table was replaced", c.name)
 		}
 	}
-	if _, got := do(t, "GET", url, ""); strings.TrimSpace(got) != wantStaticJSON {
+	if _, got := do(t, h, "GET", url, ""); strings.TrimSpace(got) != wantStaticJSON {
 		t.Errorf("GET after refused PUTs: %s", got)
 	}
 }
@@ -176,14 +183,14 @@ func TestStaticRoutesPutErrors(t *testing.T) {
 // In API mode the static table is not used: PUT is refused, GET shows the
 // YAML's.
 func TestStaticRoutesAPIMode(t *testing.T) {
-	_, _, srv := newTestStatic(t, true)
-	url := srv.URL + "/v1/lcr/static_routes"
-	code, body := do(t, "PUT", url, `[]`)
+	_, _, h := newTestStatic(t, true)
+	const url = "/v1/lcr/static_routes"
+	code, body := do(t, h, "PUT", url, `[]`)
 	var e struct{ Error string }
 	if json.Unmarshal([]byte(body), &e); code != http.StatusConflict || !strings.Contains(e.Error, "lcr.api_url is set") {
 		t.Errorf("PUT in API mode: %d %s, want 409", code, body)
 	}
-	if code, body := do(t, "GET", url, ""); code != http.StatusOK || strings.TrimSpace(body) != wantStaticJSON {
+	if code, body := do(t, h, "GET", url, ""); code != http.StatusOK || strings.TrimSpace(body) != wantStaticJSON {
 		t.Errorf("GET in API mode: %d %s", code, body)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sipedge/sipedge/internal/testtier"
 )
 
 // adminDo sends a request to the admin API and returns the status and body.
@@ -15,6 +17,7 @@ func (e *e2e) adminDo(method, path, body string) (int, string) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	req.Header.Set("Content-Type", "application/json") // without admin.token a change must be JSON
 	resp, err := (&http.Client{Timeout: waitMsg}).Do(req)
 	if err != nil {
 		e.t.Fatalf("%s %s: %v", method, path, err)
@@ -44,6 +47,7 @@ func (e *e2e) inviteDropped() {
 // source at once, and removing it refuses new calls while the call in
 // progress goes on to its end and its CDR, as its trunk's.
 func TestRuntimeTrunkE2E(t *testing.T) {
+	testtier.RequiresSockets(t)
 	e := newE2E(t, e2eOpts{})
 	e.newCallerOn("127.0.0.2")
 	e.inviteDropped()
@@ -66,6 +70,7 @@ func TestRuntimeTrunkE2E(t *testing.T) {
 // A trunk added at run time with limits.cps refuses the calls over its
 // limit with 503 and Retry-After, before routing, as a YAML trunk does.
 func TestRuntimeTrunkOverCPSGets503RetryAfter(t *testing.T) {
+	testtier.RequiresSockets(t)
 	e := newE2E(t, e2eOpts{})
 	e.newCallerOn("127.0.0.2")
 	code, body := e.adminDo("POST", "/v1/trunks", `{"name":"acme","sources":["127.0.0.2"],"limits":{"cps":1,"burst":1}}`)

@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -13,12 +12,15 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
+	"github.com/sipedge/sipedge/dialog/b2bua"
+	"github.com/sipedge/sipedge/fleet"
 	"github.com/sipedge/sipedge/ratelimit"
 )
 
 // newTestTrunks returns the trunk registry of a configuration with one
-// YAML trunk, "yaml", and one number policy, "uk", and its admin API.
-func newTestTrunks(t *testing.T) (*trunks, *httptest.Server) {
+// YAML trunk, "yaml", and one number policy, "uk", and its admin API's
+// handler.
+func newTestTrunks(t *testing.T) (*trunks, http.Handler) {
 	t.Helper()
 	cfg, err := config.Parse([]byte(`
 number_policies: [{ name: uk, country_code: "44", national_prefix: "0" }]
@@ -28,54 +30,53 @@ trunks: [{ name: yaml, sources: ["198.51.100.0/24"] }]
 		t.Fatal(err)
 	}
 	tr := trunksOf(t, cfg)
-	srv := httptest.NewServer(tr.handler())
-	t.Cleanup(srv.Close)
-	return tr, srv
+	return tr, tr.handler()
 }
 
 // trunksOf builds cfg's trunks with an in-process ingress limiter and one
-// metrics set, a trunk name's stats made once, as the server does.
+// metrics set, a trunk name's stats made once, as the server does, and
+// their admin API's changes going through a fleet of this node alone.
 func trunksOf(t *testing.T, cfg *config.Config) *trunks {
 	t.Helper()
 	ingress, err := ratelimit.NewLocal(ratelimit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, stats := metrics.NewSet(), map[string]*trunkStats{}
-	statsOf := func(name string) *trunkStats {
+	set, stats := metrics.NewSet(), map[string]*b2bua.TrunkStats{}
+	statsOf := func(name string) *b2bua.TrunkStats {
 		if stats[name] == nil {
-			stats[name] = newTrunkStats(set, name)
+			stats[name] = b2bua.NewTrunkStats(set, name)
 		}
 		return stats[name]
 	}
-	tr, err := newTrunks(cfg, ingress, statsOf, slog.New(slog.DiscardHandler))
+	tr, err := newTrunks(cfg, ingress, statsOf, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.fleet, err = fleet.New(fleet.Options{Config: fleet.Config{NodeID: "test"}, Logger: slog.New(slog.DiscardHandler)}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.fleet.Close)
+	if err := tr.fleet.Follow(func(ch fleet.Change) error { return tr.apply(ch.Name, ch.Doc) }); err != nil {
 		t.Fatal(err)
 	}
 	return tr
 }
 
-// do sends a request to the admin API and returns the status and body.
-func do(t *testing.T, method, url, body string) (int, string) {
+// do sends a request to an admin API handler in-process (a recorder, no
+// socket) and returns the status and body.
+func do(t *testing.T, h http.Handler, method, target, body string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(method, target, strings.NewReader(body)))
+	return w.Code, w.Body.String()
 }
 
 // The trunks admin API adds, replaces, lists, shows and removes runtime
 // trunks, and the engines' set follows; YAML trunks are fixed.
 func TestTrunkAdmin(t *testing.T) {
-	tr, srv := newTestTrunks(t)
-	url := srv.URL + "/v1/trunks"
+	tr, h := newTestTrunks(t)
+	const url = "/v1/trunks"
 	matches := func(ap string) string {
 		t.Helper()
 		if bt := tr.set.Load().Match(netip.MustParseAddrPort(ap)); bt != nil {
@@ -87,11 +88,11 @@ func TestTrunkAdmin(t *testing.T) {
 	acme := `{"name":"acme","sources":["10.0.0.0/8","192.0.2.1:5060","[2001:db8::/32]:5060"],
 		"limits":{"cps":5,"burst":2,"max_concurrent_calls":10},"force_rport":true,"number_policy":"uk",
 		"attributes":{"customer":"acme"}}`
-	code, body := do(t, "POST", url, acme)
+	code, body := do(t, h, "POST", url, acme)
 	if code != http.StatusCreated || !strings.Contains(body, `"trunk_group":"acme"`) {
 		t.Fatalf("add: %d %s, want 201 with trunk_group defaulted to the name", code, body)
 	}
-	if code, body = do(t, "POST", url, `{"name":"beta","trunk_group":"wholesale","sources":["203.0.113.7"]}`); code != http.StatusCreated {
+	if code, body = do(t, h, "POST", url, `{"name":"beta","trunk_group":"wholesale","sources":["203.0.113.7"]}`); code != http.StatusCreated {
 		t.Fatalf("add beta: %d %s", code, body)
 	}
 	if got := matches("10.1.2.3:5060"); got != "acme" {
@@ -104,14 +105,14 @@ func TestTrunkAdmin(t *testing.T) {
 		t.Errorf("2001:db8::1 port 5061 matches %q, want none", got)
 	}
 	bt := tr.set.Load().Match(netip.MustParseAddrPort("10.1.2.3:5060"))
-	if d := tr.dataOf(bt); d == nil || !d.ingress.paced || d.attributes["customer"] != "acme" ||
+	if bt.Ingress == nil || bt.Attributes["customer"] != "acme" ||
 		bt.Normalize == nil || bt.Normalize.CountryCode != "44" || !bt.ForceRPort || bt.MaxCalls != 10 {
-		t.Fatalf("acme's engine form %+v, data %+v", bt, d)
+		t.Fatalf("acme's engine form %+v", bt)
 	}
-	acmeCalls := bt.Calls
+	acmeCalls := bt.Stats
 
 	// Replaced: new sources, no limit, its place and its call counter kept.
-	code, body = do(t, "POST", url, `{"name":"acme","sources":["172.16.0.0/12"]}`)
+	code, body = do(t, h, "POST", url, `{"name":"acme","sources":["172.16.0.0/12"]}`)
 	if code != http.StatusOK {
 		t.Fatalf("replace: %d %s, want 200", code, body)
 	}
@@ -119,12 +120,12 @@ func TestTrunkAdmin(t *testing.T) {
 		t.Errorf("after the replace 10.1.2.3 matches %q, 172.16.1.1 %q; want none and acme", got, got2)
 	}
 	bt2 := tr.set.Load().Match(netip.MustParseAddrPort("172.16.1.1:5060"))
-	if bt2.Index == bt.Index || bt2.Calls != acmeCalls || tr.dataOf(bt2).ingress.paced || tr.dataOf(bt).attributes["customer"] != "acme" {
-		t.Errorf("the replacement: index %d (was %d), same counter %v, paced %v; the old version's attributes %v",
-			bt2.Index, bt.Index, bt2.Calls == acmeCalls, tr.dataOf(bt2).ingress.paced, tr.dataOf(bt).attributes)
+	if bt2 == bt || bt2.Stats != acmeCalls || bt2.Ingress != nil || bt.Attributes["customer"] != "acme" {
+		t.Errorf("the replacement: a new version %v, same counter %v, paced %v; the old version's attributes %v",
+			bt2 != bt, bt2.Stats == acmeCalls, bt2.Ingress != nil, bt.Attributes)
 	}
 
-	code, body = do(t, "GET", url, "")
+	code, body = do(t, h, "GET", url, "")
 	var list []struct {
 		Name  string `json:"name"`
 		Fixed bool   `json:"fixed"`
@@ -139,27 +140,27 @@ func TestTrunkAdmin(t *testing.T) {
 		t.Errorf("list %+v, want yaml (fixed), acme, beta", list)
 	}
 
-	code, body = do(t, "GET", url+"/beta", "")
+	code, body = do(t, h, "GET", url+"/beta", "")
 	if code != http.StatusOK || !strings.Contains(body, `"trunk_group":"wholesale"`) || !strings.Contains(body, `"sources":["203.0.113.7/32"]`) {
 		t.Errorf("get beta: %d %s", code, body)
 	}
-	if code, _ = do(t, "GET", url+"/nope", ""); code != http.StatusNotFound {
+	if code, _ = do(t, h, "GET", url+"/nope", ""); code != http.StatusNotFound {
 		t.Errorf("get unknown: %d, want 404", code)
 	}
-	if code, body = do(t, "POST", url, `{"name":"yaml","sources":["192.0.2.9"]}`); code != http.StatusConflict {
+	if code, body = do(t, h, "POST", url, `{"name":"yaml","sources":["192.0.2.9"]}`); code != http.StatusConflict {
 		t.Errorf("replace a YAML trunk: %d %s, want 409", code, body)
 	}
 
-	if code, body = do(t, "DELETE", url+"/acme", ""); code != http.StatusNoContent {
+	if code, body = do(t, h, "DELETE", url+"/acme", ""); code != http.StatusNoContent {
 		t.Fatalf("delete: %d %s", code, body)
 	}
 	if got := matches("172.16.1.1:5060"); got != "" {
 		t.Errorf("after the delete 172.16.1.1 matches %q", got)
 	}
-	if code, _ = do(t, "DELETE", url+"/acme", ""); code != http.StatusNotFound {
+	if code, _ = do(t, h, "DELETE", url+"/acme", ""); code != http.StatusNotFound {
 		t.Errorf("delete again: %d, want 404", code)
 	}
-	if code, _ = do(t, "DELETE", url+"/yaml", ""); code != http.StatusConflict {
+	if code, _ = do(t, h, "DELETE", url+"/yaml", ""); code != http.StatusConflict {
 		t.Errorf("delete a YAML trunk: %d, want 409", code)
 	}
 	if got := matches("198.51.100.1:5060"); got != "yaml" {
@@ -170,7 +171,7 @@ func TestTrunkAdmin(t *testing.T) {
 // A bad trunk is refused with 400, naming the field and why, and changes
 // nothing.
 func TestTrunkAdminBadInput(t *testing.T) {
-	tr, srv := newTestTrunks(t)
+	tr, h := newTestTrunks(t)
 	for _, c := range []struct{ body, want string }{
 		{`{"name":"x","sources":["10.0.0.0/8","10.0.0.300"]}`, `sources[1]: \"10.0.0.300\": invalid CIDR or address`},
 		{`{"name":"x","sources":["10.0.0.0/8:0"]}`, `sources[0]: \"10.0.0.0/8:0\": port must not be 0`},
@@ -189,7 +190,7 @@ func TestTrunkAdminBadInput(t *testing.T) {
 		{`{"name":"..","sources":["10.0.0.0/8"]}`, `name: \"..\": not a path segment`},
 		{`{"name":"a/b","sources":["10.0.0.0/8"]}`, `not a path segment`},
 	} {
-		code, body := do(t, "POST", srv.URL+"/v1/trunks", c.body)
+		code, body := do(t, h, "POST", "/v1/trunks", c.body)
 		if code != http.StatusBadRequest || !strings.Contains(body, c.want) {
 			t.Errorf("%s: %d %s, want 400 with %s", c.body, code, body, c.want)
 		}
@@ -203,26 +204,27 @@ func TestTrunkAdminBadInput(t *testing.T) {
 // nothing: a controller that re-syncs its trunks every few seconds makes
 // no new versions, whose per-trunk entries the node keeps for its life.
 func TestTrunkRePost(t *testing.T) {
-	tr, srv := newTestTrunks(t)
+	tr, h := newTestTrunks(t)
 	body := `{"name": "acme", "sources": ["192.0.2.0/24"], "limits": {"cps": 5}}`
-	if code, b := do(t, "POST", srv.URL+"/v1/trunks", body); code != http.StatusCreated {
+	if code, b := do(t, h, "POST", "/v1/trunks", body); code != http.StatusCreated {
 		t.Fatalf("POST: %d %s", code, b)
 	}
-	code, shown := do(t, "GET", srv.URL+"/v1/trunks/acme", "")
+	code, shown := do(t, h, "GET", "/v1/trunks/acme", "")
 	if code != http.StatusOK || !strings.Contains(shown, `"fixed":false`) {
 		t.Fatalf("GET: %d %s", code, shown)
 	}
-	entries := len(*tr.data.Load())
+	version := func() *b2bua.Trunk { return tr.set.Load().Match(netip.MustParseAddrPort("192.0.2.1:5060")) }
+	first := version()
 	for range 100 {
-		if code, b := do(t, "POST", srv.URL+"/v1/trunks", shown); code != http.StatusOK {
+		if code, b := do(t, h, "POST", "/v1/trunks", shown); code != http.StatusOK {
 			t.Fatalf("POST of what GET shows: %d %s", code, b)
 		}
 	}
-	if n := len(*tr.data.Load()); n != entries {
-		t.Fatalf("%d per-trunk entries after re-posting the same trunk, want %d", n, entries)
+	if version() != first {
+		t.Fatal("re-posting the same trunk made a new version")
 	}
-	if code, _ := do(t, "POST", srv.URL+"/v1/trunks", strings.Replace(body, `"cps": 5`, `"cps": 6`, 1)); code != http.StatusOK ||
-		len(*tr.data.Load()) != entries+1 {
-		t.Fatalf("a changed trunk: %d, %d entries, want 200 and a new version", code, len(*tr.data.Load()))
+	if code, _ := do(t, h, "POST", "/v1/trunks", strings.Replace(body, `"cps": 5`, `"cps": 6`, 1)); code != http.StatusOK ||
+		version() == first {
+		t.Fatalf("a changed trunk: %d, a new version %v, want 200 and a new version", code, version() != first)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/sipedge/sipedge/internal/testtier"
 )
 
 // trunkCalls is the name of the trunk's calls_total series of a result.
@@ -16,6 +18,7 @@ func trunkCalls(trunk, result string) string {
 // one busy (failed), one the caller cancelled; its live calls gauge is 1
 // during a call and 0 after.
 func TestTrunkMetricsResults(t *testing.T) {
+	testtier.RequiresSockets(t)
 	e := newE2E(t, e2eOpts{})
 	live := `sipedge_trunk_calls{trunk="local"}`
 	e.waitMetric(live, 0)
@@ -56,6 +59,7 @@ func TestTrunkMetricsResults(t *testing.T) {
 // max_concurrent_calls 1, whose count the first version's call in
 // progress still takes, the next INVITE is refused for "concurrent".
 func TestTrunkMetricsRefusedRuntime(t *testing.T) {
+	testtier.RequiresSockets(t)
 	e := newE2E(t, e2eOpts{})
 	e.newCallerOn("127.0.0.2")
 	if code, body := e.adminDo("POST", "/v1/trunks", `{"name":"acme","sources":["127.0.0.2"],"limits":{"cps":1,"burst":1}}`); code != http.StatusCreated {

@@ -1,0 +1,89 @@
+package b2bua
+
+import (
+	"github.com/sipedge/sipedge/carrier"
+	"github.com/sipedge/sipedge/dialog/cdr"
+	"github.com/sipedge/sipedge/dialog/txn"
+	"github.com/sipedge/sipedge/parser"
+)
+
+// onCancel answers a CANCEL (RFC 3261 9.2): 200 to the CANCEL, 487 to the
+// INVITE, and the B-leg cancelled once it has sent a provisional (the
+// transaction layer holds the CANCEL until then, RFC 3261 9.1).
+func (e *Engine) onCancel(m *parser.Message, a *txn.Action) {
+	var role txnRole
+	c := e.roleOf(a.Ref, &role)
+	if a.Ref != 0 && c != nil && role.kind == roleRelayIn {
+		// A re-INVITE being relayed: 200 to the CANCEL, and the one sent on
+		// the other leg cancelled, whose 487 is relayed back (RFC 3261 9).
+		e.respond(a.Txn, m, 200, "OK", nil)
+		if r := &c.relays[role.slot]; r.out != 0 && e.txns.CancelWith(r.out, e.cancelHeaders(m), e.now) == nil {
+			e.after()
+		}
+		return
+	}
+	if a.Ref == 0 {
+		e.respond(a.Txn, m, 481, "Call/Transaction Does Not Exist", nil)
+		return
+	}
+	// RFC 3261 9.2: "as long as the CANCEL matched an existing transaction,
+	// the UAS answers the CANCEL request itself with a 200 (OK)", even one
+	// that has sent its final response and outlived its call.
+	e.respond(a.Txn, m, 200, "OK", nil)
+	if c == nil || role.kind != roleAInvite || c.answered || c.canceled {
+		return
+	}
+	if c.state == stateRouting { // no carrier dialled yet
+		c.hangup = cdr.HangupCaller
+		e.failCall(c, 487, "Request Terminated", nil)
+		return
+	}
+	c.finalCode, c.finalReason = 487, append(c.finalReason[:0], "Request Terminated"...)
+	c.hangup = cdr.HangupCaller
+	if req := e.aInviteCopy(c); req != nil {
+		e.respond(c.aTxn, req, 487, "Request Terminated", c.a.localTag)
+	}
+	e.abandon(c, m)
+}
+
+// cancelHeaders returns the header lines of cancel, the caller's CANCEL,
+// that go on the CANCEL sipedge sends on the other leg: its Reason (RFC
+// 3326 2; "Call completed elsewhere" keeps the callee from showing a missed
+// call) when the header policy allows Reason. The rest of a CANCEL is its
+// INVITE's (RFC 3261 9.1). The lines are in e.tmp.out, for CancelWith to copy.
+func (e *Engine) cancelHeaders(cancel *parser.Message) []byte {
+	if !e.policy.kinds.Has(parser.HeaderReason) {
+		return nil
+	}
+	e.tmp.out = e.tmp.out[:0]
+	for i := 0; i < cancel.Count(parser.HeaderReason); i++ {
+		e.tmp.out = append(e.tmp.out, "Reason: "...)
+		e.tmp.out = appendUnfolded(e.tmp.out, cancel.Nth(parser.HeaderReason, i))
+		e.tmp.out = append(e.tmp.out, "\r\n"...)
+	}
+	return e.tmp.out
+}
+
+// abandon stops the sequence because the caller gave up with cancel, its
+// CANCEL: the carrier in flight is cancelled (RFC 3261 9.1) and the call
+// ends with its final response, so that a 2xx crossing the CANCEL is ACKed
+// and BYEd.
+func (e *Engine) abandon(c *Call, cancel *parser.Message) {
+	c.canceled = true
+	if c.att.timer != 0 {
+		e.env.Clock.Stop(c.att.timer)
+		c.att.timer = 0
+	}
+	e.report(c, carrier.OutcomeAbandoned, 0)
+	e.stopPacing(c)
+	if st := c.seq.Abandon(e.now); st.Burned {
+		e.attemptFailed(c, st, true)
+	}
+	if c.bTxn != 0 {
+		if err := e.txns.CancelWith(c.bTxn, e.cancelHeaders(cancel), e.now); err == nil {
+			e.after()
+			return
+		}
+	}
+	e.end(c, cdr.HangupCaller)
+}

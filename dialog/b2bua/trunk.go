@@ -1,0 +1,214 @@
+package b2bua
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/sipedge/sipedge/dialog/cdr"
+	"github.com/sipedge/sipedge/fleet"
+	"github.com/sipedge/sipedge/ratelimit"
+)
+
+// Trunk is a configured source of calls: a customer's PBX or SBC.
+type Trunk struct {
+	Name  string
+	Group string // trunk_group: what routing keys on
+	// Attributes are the trunk's attributes (trunks[].attributes): the
+	// routing request's, and by name part of its cache key. Read-only.
+	Attributes map[string]string
+	Sources    []Source
+	// MaxCalls bounds the trunk's concurrent calls on the node, counted in
+	// Stats.Calls; 0: unlimited. Channels, when set, bounds them instead.
+	MaxCalls int
+	// Channels, when set, bounds the trunk's concurrent calls in place of
+	// MaxCalls: a fleet's Channel, whose limit holds across the nodes
+	// sharing it (the owner sets it, and shares it between the trunk's
+	// versions as Stats). Stats.Calls still counts the node's calls.
+	Channels *fleet.Channel
+	// Ingress, when set, bounds the trunk's new calls per second: one over
+	// it is refused 503 with Retry-After before any routing work.
+	Ingress *TrunkIngress
+	// Stats are the trunk's counters. The owner shares one TrunkStats
+	// between the trunk's versions and every shard's engine, for MaxCalls
+	// to hold on the node and across a replacement (NewTrunkStats); nil:
+	// the TrunkSet gives the trunk its own.
+	Stats *TrunkStats
+	// ForceRPort answers the trunk at the source port of its requests even
+	// when their Via asks for none (a PBX behind NAT without rport, as
+	// Kamailio's force_rport): responses, 2xx retransmissions and requests
+	// in the dialog. Otherwise RFC 3261 18.2.2 decides (txn.ReplyTo).
+	ForceRPort bool
+	// Normalize, when set, puts the trunk's numbers (dialled and calling)
+	// in E.164 form with its country code and national prefix as the call
+	// begins: what routing looks up and caches, what carriers' policies
+	// start from, what the CDR records.
+	Normalize *NumberPolicy
+}
+
+// TrunkIngress is a trunk's calls-per-second limit (trunks[].limits.cps):
+// an account of an in-process limiter, the node's own (no Redis on the
+// way in). Limiter's clock is the shards' (Engine inputs' now).
+type TrunkIngress struct {
+	Limiter *ratelimit.Local
+	Key     ratelimit.Key
+}
+
+// ingressRetry is the Retry-After of a call refused over its trunk's CPS.
+const ingressRetry = time.Second
+
+// admit reserves a slot of t's ingress limit for a call at now: false when
+// the trunk is over it, counted.
+func (t *Trunk) admit(now time.Duration) bool {
+	if t.Ingress == nil {
+		return true
+	}
+	if t.Ingress.Limiter.Reserve(t.Ingress.Key, now).Over {
+		t.Stats.cpsRefused.Inc()
+		return false
+	}
+	return true
+}
+
+// takeCall counts a new call of the trunk against its limit (Channels, else
+// MaxCalls): false, counted in Stats.Refused, when it is over it. A call
+// taken gives its place back once, with releaseCall.
+func (t *Trunk) takeCall() bool {
+	n := t.Stats.Calls.Add(1)
+	if ch := t.Channels; ch != nil {
+		if ch.Take() {
+			return true
+		}
+	} else if t.MaxCalls <= 0 || n <= int64(t.MaxCalls) {
+		return true
+	}
+	t.Stats.Calls.Add(-1)
+	t.Stats.Refused.Add(1)
+	return false
+}
+
+// releaseCall gives back what takeCall took.
+func (t *Trunk) releaseCall() {
+	t.Stats.Calls.Add(-1)
+	if ch := t.Channels; ch != nil {
+		ch.Release()
+	}
+}
+
+// TrunkStats are a trunk's live calls and its metrics: what a customer
+// sends and what sipedge refuses it. The engines update them from any
+// shard, without a lock.
+type TrunkStats struct {
+	Calls   atomic.Int64  // live calls on the node, which Trunk.MaxCalls bounds
+	Refused atomic.Uint64 // INVITEs refused over MaxCalls
+
+	answered, cancelled, failed *metrics.Counter // calls ended, by result
+	cpsRefused                  *metrics.Counter // INVITEs over the trunk's ingress CPS
+}
+
+// NewTrunkStats returns a trunk's counters, its metrics registered in set
+// (a private set when nil) under its name: one per name, kept for the
+// node's life, so that every version of a trunk, and a name removed and
+// added again, counts in the same series.
+func NewTrunkStats(set *metrics.Set, name string) *TrunkStats {
+	if set == nil {
+		set = metrics.NewSet()
+	}
+	st := new(TrunkStats)
+	l := `{trunk="` + escapeLabel(name) + `"`
+	set.GetOrCreateGauge("sipedge_trunk_calls"+l+"}", func() float64 { return float64(st.Calls.Load()) })
+	st.answered = set.GetOrCreateCounter("sipedge_trunk_calls_total" + l + `,result="answered"}`)
+	st.cancelled = set.GetOrCreateCounter("sipedge_trunk_calls_total" + l + `,result="cancelled"}`)
+	st.failed = set.GetOrCreateCounter("sipedge_trunk_calls_total" + l + `,result="failed"}`)
+	st.cpsRefused = set.GetOrCreateCounter("sipedge_trunk_refused_total" + l + `,reason="cps"}`)
+	// The engines count in Refused; a gauge's callback is how the metrics
+	// package reads a counter it does not hold.
+	set.GetOrCreateGauge("sipedge_trunk_refused_total"+l+`,reason="concurrent"}`,
+		func() float64 { return float64(st.Refused.Load()) })
+	return st
+}
+
+// ended counts a finished call by its result: answered when a 2xx reached
+// the caller, cancelled when the caller gave up before one, else failed
+// (sipedge's refusal after admission, a carrier's, a drain).
+func (st *TrunkStats) ended(answered bool, hangup cdr.HangupSide) {
+	switch {
+	case answered:
+		st.answered.Inc()
+	case hangup == cdr.HangupCaller:
+		st.cancelled.Inc()
+	default:
+		st.failed.Inc()
+	}
+}
+
+// escapeLabel escapes a Prometheus label value.
+func escapeLabel(s string) string {
+	if !strings.ContainsAny(s, "\\\"\n") {
+		return s
+	}
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
+}
+
+// TrunkSet is an immutable set of trunks, in the order they match.
+type TrunkSet struct {
+	trunks []Trunk
+	// forceRPort: some trunk has ForceRPort, so replyTo looks the trunk up.
+	forceRPort bool
+}
+
+// NewTrunkSet returns a set of copies of trunks. A trunk without Stats
+// gets its own.
+func NewTrunkSet(trunks []Trunk) *TrunkSet {
+	s := &TrunkSet{trunks: slices.Clone(trunks)}
+	for i := range s.trunks {
+		t := &s.trunks[i]
+		s.forceRPort = s.forceRPort || t.ForceRPort
+		if t.Stats == nil {
+			t.Stats = NewTrunkStats(nil, t.Name)
+		}
+	}
+	return s
+}
+
+// Match returns the first trunk with a source ap is within, nil if none.
+func (s *TrunkSet) Match(ap netip.AddrPort) *Trunk {
+	for i := range s.trunks {
+		t := &s.trunks[i]
+		for _, src := range t.Sources {
+			if src.Matches(ap) {
+				return t
+			}
+		}
+	}
+	return nil
+}
+
+// Covers reports whether a is within some trunk's sources, whatever the
+// port.
+func (s *TrunkSet) Covers(a netip.Addr) bool {
+	a = a.Unmap()
+	for i := range s.trunks {
+		for _, src := range s.trunks[i].Sources {
+			if src.Prefix.Contains(a) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Source is an address range, optionally limited to one port.
+type Source struct {
+	Prefix netip.Prefix
+	Port   uint16 // 0: any
+}
+
+// Matches reports whether ap is within the source.
+func (s Source) Matches(ap netip.AddrPort) bool {
+	return s.Prefix.Contains(ap.Addr().Unmap()) && (s.Port == 0 || s.Port == ap.Port())
+}
