@@ -2,6 +2,7 @@ package sipedge_test
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -41,6 +42,7 @@ func TestDependencies(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	const testtier = module + "/internal/testtier"
+	testOnly := []string{testtier, module + "/internal/script"}
 	seen, seenDigest := 0, 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)
@@ -61,9 +63,9 @@ func TestDependencies(t *testing.T) {
 			seenDigest++
 		}
 		// parser, transport and dialog/digest are leaves; the test helpers
-		// redistest and testtier, which any package's tests may import, import
-		// only the standard library (redistest testtier too).
-		testHelper := rel == "ratelimit/redistest" || rel == "internal/testtier"
+		// redistest, testtier and script, which any package's tests may
+		// import, import only the standard library (redistest testtier too).
+		testHelper := rel == "ratelimit/redistest" || slices.Contains(testOnly, pkg)
 		if top == "parser" || top == "transport" || digest || testHelper {
 			for _, d := range deps {
 				if strings.Contains(strings.Split(d, "/")[0], ".") && !(testHelper && d == testtier) {
@@ -73,7 +75,7 @@ func TestDependencies(t *testing.T) {
 		}
 		if !testHelper {
 			for _, d := range deps {
-				if d == testtier {
+				if slices.Contains(testOnly, d) {
 					t.Errorf("%s imports %s, which only tests may", pkg, d)
 				}
 			}
