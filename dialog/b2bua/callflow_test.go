@@ -188,8 +188,9 @@ func newLadder(t *testing.T) *ladder {
 	}
 	l.plane.OnCPSReject = func(d *carrier.Dial, code int, phrase, reason []byte) (time.Duration, bool) {
 		for _, r := range l.rejects {
+			text := strings.ToLower(r.text) // compared without regard to case, as the carrier plane does
 			if r.group == d.Group && r.code == code &&
-				(strings.Contains(string(phrase), r.text) || strings.Contains(string(reason), r.text)) {
+				(strings.Contains(strings.ToLower(string(phrase)), text) || strings.Contains(strings.ToLower(string(reason)), text)) {
 				return time.Second, true
 			}
 		}
