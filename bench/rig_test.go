@@ -93,12 +93,27 @@ type rigOptions struct {
 	// failover routes every call to two carriers, the first of which
 	// answers 503: one failover per call.
 	failover bool
+	// journal gives the engine a journal (Env.Journal) that counts what it
+	// hears: the record each answered call hands over, built as the CDR is.
+	journal bool
 	// trim lets the transaction table give back the buffers of slots free
 	// for txn.DefaultIdleRelease. Off by default: tick idles the rig for
 	// 40 s, which a steady load never does, and the table would give its
 	// buffers back at every tick.
 	trim bool
 }
+
+// countingJournal is an Env.Journal that counts the calls answered and
+// ended, and gives the records back to the pool.
+type countingJournal struct{ answered, ended int }
+
+func (j *countingJournal) Answered(_ uint64, rec *cdr.Record) bool {
+	j.answered++
+	cdr.ReleaseRecord(rec)
+	return true
+}
+
+func (j *countingJournal) Ended(uint64) { j.ended++ }
 
 // idle is how far tick moves the clock: beyond 64*T1 = 32 s, the longest
 // transaction timer (B, F, H, J, L, M), so that every transaction of the
@@ -118,6 +133,8 @@ type rig struct {
 	aTag []byte // the caller's: sipedge's To tag of the A-leg dialog
 	bTag []byte // the carrier's To tag
 	want []byte // scratch: the A-leg Call-ID of the current call
+
+	journal countingJournal // with rigOptions.journal
 
 	// What the CDRs said: calls ended, and those that did not end as a
 	// call answered 200 and hung up by the caller should (the first of
@@ -161,6 +178,9 @@ func newRig(tb testing.TB, o rigOptions) *rig {
 		Router:     routes,
 		CDR:        enginerig.CDRFunc(r.checkCDR),
 		Log:        slog.New(slog.DiscardHandler), // a failover per call logs at info
+	}
+	if o.journal {
+		env.Journal = &r.journal
 	}
 	e, err := b2bua.New(cfg, env)
 	if err != nil {

@@ -3,6 +3,7 @@ package carrier
 import (
 	"time"
 
+	"github.com/sipedge/sipedge/fleet"
 	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/ratelimit"
 	"github.com/sipedge/sipedge/route"
@@ -26,9 +27,9 @@ type Dial struct {
 	// hears the attempt's outcome once (Shard.Outcome).
 	Gateway health.Member
 
-	route   *route.Route  // the route dialled, for its own cps
-	channel bool          // holds one of Group's channels until Release
-	account ratelimit.Key // the CPS account the dial draws from, when paced
+	route   *route.Route   // the route dialled, for its own cps
+	channel *fleet.Channel // the group's channel it holds until Release; nil: none
+	account ratelimit.Key  // the CPS account the dial draws from, when paced
 	paced   bool
 }
 

@@ -4,12 +4,13 @@
 // health, or its next hop, read with parser.ParseURI); each attempt's
 // outcome feeds the gateway's health (a 503's Retry-After cools it down);
 // a dial draws a slot from its carrier's calls-per-second account (the
-// route's own cps, else its group's, in ratelimit) and counts against the
-// group's concurrent-call limit (max_concurrent_calls, ceil(limit/nodes)
-// per node); a failure matching the group's cps_reject rules backs the
-// account off and retries after a jittered delay; the group's credentials
-// answer the carrier's Digest challenges; and what the attempts report
-// becomes per-carrier metrics.
+// route's own cps, else its group's, in ratelimit) and takes one of the
+// group's channels (max_concurrent_calls, a fleet.Channel: held across
+// the fleet with its Redis, else ceil(limit/nodes) per node); a failure
+// matching the group's cps_reject rules backs the account off and retries
+// after a jittered delay; the group's credentials answer the carrier's
+// Digest challenges; and what the attempts report becomes per-carrier
+// metrics.
 //
 // # Contract
 //
@@ -28,8 +29,8 @@
 // gateway's health, Report for statistics). NextHops is the plane of a
 // call core that has none: next hops only, no limits.
 //
-// The package imports health, ratelimit, route, parser and transport,
-// never the call core, the runtime or the binary's wiring.
+// The package imports health, ratelimit, route, fleet, parser and
+// transport, never the call core, the runtime or the binary's wiring.
 //
 // # Metrics
 //

@@ -10,6 +10,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/sipedge/sipedge/fleet"
 	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/ratelimit"
 )
@@ -24,8 +25,14 @@ type Options struct {
 	// Limiter configures the carriers' calls-per-second accounts; the
 	// Plane owns the limiter it builds (Close).
 	Limiter ratelimit.Options
-	// Nodes is how many nodes share the carriers (ratelimit.nodes): each
-	// keeps to its share of a group's max_concurrent_calls. 0 means 1.
+	// Fleet holds the groups' max_concurrent_calls, each as its Channel
+	// "group:<name>": across the fleet with the fleet's Redis, else
+	// ceil(limit / the fleet's Options.Nodes) per node. nil: the Plane
+	// makes one of its own, in process, with Nodes.
+	Fleet *fleet.Fleet
+	// Nodes is how many nodes share the carriers (ratelimit.nodes) when
+	// Fleet is nil: each keeps to its share of a group's
+	// max_concurrent_calls. 0 means 1.
 	Nodes int
 	// HealthMetrics receive the groups' and members' metrics (the health
 	// registry's and sipedge_gateway_calls); CarrierMetrics the
@@ -45,6 +52,7 @@ type Plane struct {
 	cps      *cps
 	channels *channels
 	hops     dialledHops
+	ownFleet *fleet.Fleet // the in-process fleet New made, when Options had none
 	metrics  *metrics.Set
 	log      *slog.Logger
 }
@@ -73,7 +81,16 @@ func New(opts Options) (*Plane, error) {
 		limiter.Close()
 		return nil, err
 	}
-	p.channels = newChannels(opts.Nodes, healthSet)
+	f := opts.Fleet
+	if f == nil {
+		// No Redis: a fleet of this node alone, which starts nothing.
+		if f, err = fleet.New(fleet.Options{Config: fleet.Config{NodeID: "local"}, Nodes: opts.Nodes, Logger: p.log}); err != nil {
+			limiter.Close()
+			return nil, err
+		}
+		p.ownFleet = f
+	}
+	p.channels = newChannels(f, healthSet)
 	for _, g := range opts.Groups {
 		p.channels.setGroup(g.Name, g.MaxConcurrentCalls)
 	}
@@ -108,10 +125,14 @@ func (p *Plane) onRemove(name string) {
 // Start starts the groups' probes.
 func (p *Plane) Start() { p.health.Start() }
 
-// Close stops the probes and the CPS limiter.
+// Close stops the probes and the CPS limiter (and the in-process fleet
+// New made; a fleet of Options is its owner's to close).
 func (p *Plane) Close() {
 	p.health.Close()
 	p.cps.limiter.Close()
+	if p.ownFleet != nil {
+		p.ownFleet.Close()
+	}
 }
 
 // Limiter returns the carriers' CPS limiter.

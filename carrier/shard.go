@@ -39,16 +39,16 @@ func (s *Shard) Reserve(r *route.Route, key uint64, d *Dial) string {
 	// The channel before the member: a carrier at its limit is skipped
 	// before a member is picked, which may take one of a half-open
 	// member's trial calls.
-	counted, ok := s.p.channels.take(r.GatewayGroup)
+	ch, ok := s.p.channels.take(r.GatewayGroup)
 	if !ok {
 		return route.ReasonCallsLimited
 	}
 	reason := s.pick(r, key, d)
 	switch {
-	case reason != "" && counted:
-		s.p.channels.release(r.GatewayGroup)
+	case reason != "" && ch != nil:
+		ch.Release()
 	case reason == "":
-		d.channel = counted
+		d.channel = ch
 	}
 	return reason
 }
@@ -139,9 +139,9 @@ func (s *Shard) Outcome(d *Dial, code int, retryAfter time.Duration) {
 // Release gives back the channel the dial holds, if it does; a second
 // Release does nothing.
 func (s *Shard) Release(d *Dial) {
-	if d.channel {
-		d.channel = false
-		s.p.channels.release(d.route.GatewayGroup)
+	if ch := d.channel; ch != nil {
+		d.channel = nil
+		ch.Release()
 	}
 }
 

@@ -98,11 +98,10 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 		e.respond(a.Txn, m, 404, "Not Found", nil)
 		return
 	}
-	// The trunk's concurrent calls, across the node's shards: taken last,
-	// so that no refusal above has to give it back.
-	if n := trunk.Stats.Calls.Add(1); trunk.MaxCalls > 0 && n > int64(trunk.MaxCalls) {
-		trunk.Stats.Calls.Add(-1)
-		trunk.Stats.Refused.Add(1)
+	// The trunk's concurrent calls, across the node's shards (or the
+	// fleet's nodes): taken last, so that no refusal above has to give it
+	// back.
+	if !trunk.takeCall() {
 		e.m.trunkLimited.Inc()
 		e.respondLimited(a.Txn, m, time.Second)
 		return

@@ -70,6 +70,7 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 		if e.cfg.MaxDuration > 0 {
 			c.maxDur = e.env.Clock.StartAt(e.now+e.cfg.MaxDuration, timerMaxDuration, e.arg(c))
 		}
+		e.journalAnswered(c)
 		e.m.answered.Inc()
 	default:
 		// The transaction layer ACKs the failure (RFC 3261 17.1.1.3); the

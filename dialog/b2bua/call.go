@@ -128,6 +128,7 @@ type callVars struct {
 	maxFwd       uint8   // Max-Forwards for B-leg INVITEs
 	onFailureRan bool    // Policy.OnFailure ran: it runs once per call
 	rtxCSeq      uint32  // the CSeq of the INVITE ok2xx answers, which its ACK carries
+	journal      uint32  // the call's number in Env.Journal (journalID); 0: not journalled
 
 	aInvite []byte          // the caller's INVITE, to build responses from (a pooled buffer)
 	ainv    *parser.Message // it, parsed once (a pooled message); nil once the caller ACKs
@@ -385,7 +386,7 @@ func (e *Engine) end(c *Call, hangup cdr.HangupSide) {
 	e.finished(c)
 	e.m.ended.Inc()
 	if c.trunk != nil {
-		c.trunk.Stats.Calls.Add(-1)
+		c.trunk.releaseCall()
 		if c.trunk.ForceRPort {
 			e.trunks.forced--
 		}

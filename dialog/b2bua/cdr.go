@@ -23,7 +23,29 @@ func (e *Engine) finished(c *Call) {
 	if e.env.CDR != nil {
 		e.env.CDR.Write(e.record(c))
 	}
+	if c.journal != 0 {
+		e.env.Journal.Ended(e.journalID(c.journal))
+	}
 }
+
+// journalAnswered hands Env.Journal the record of call c, which a carrier
+// just answered: its CDR so far, should the node die before the call ends.
+func (e *Engine) journalAnswered(c *Call) {
+	if e.env.Journal == nil {
+		return
+	}
+	if e.calls.journaled++; e.calls.journaled == 0 { // 0 is "not journalled"
+		e.calls.journaled = 1
+	}
+	if e.env.Journal.Answered(e.journalID(e.calls.journaled), e.record(c)) {
+		c.journal = e.calls.journaled
+	}
+}
+
+// journalID is the node-wide id of the shard's call number n: the shard
+// in the high half. A number comes back after 2^32 answered calls on the
+// shard, by when its first call is long over.
+func (e *Engine) journalID(n uint32) uint64 { return uint64(uint32(e.cfg.Shard))<<32 | uint64(n) }
 
 // record builds the CDR of call c, which ends. Its strings live in the
 // record's own storage (cdr.Record.String): a warm engine allocates

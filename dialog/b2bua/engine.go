@@ -58,11 +58,12 @@ type trunkState struct {
 // callTable holds the calls: a slab reused through a free list, and the
 // index of their legs' Call-IDs.
 type callTable struct {
-	list   []*Call
-	free   int32 // head of the free list, -1 if none
-	live   int
-	shared atomic.Int64 // live, readable from other goroutines (drain, admin)
-	index  callIndex    // Call-ID of either leg -> call
+	journaled uint32 // the last call number given Env.Journal (journalAnswered)
+	list      []*Call
+	free      int32 // head of the free list, -1 if none
+	live      int
+	shared    atomic.Int64 // live, readable from other goroutines (drain, admin)
+	index     callIndex    // Call-ID of either leg -> call
 }
 
 // byeTable are the BYEs to carriers in flight, reused through a free

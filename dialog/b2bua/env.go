@@ -27,6 +27,11 @@ type Env struct {
 	// CDR takes each call's record as the call ends (a cdr.Writer); by
 	// default calls leave none, and none is built.
 	CDR CDRSink
+	// Journal, when set, hears of each call as a carrier answers it and as
+	// it ends, its CDR written: to keep the calls up where another node
+	// finds them should this one die (dialog/journal, over a fleet's call
+	// journal). By default calls are not journalled.
+	Journal Journal
 	// Policy holds the optional hooks of a routing policy.
 	Policy Policy
 	// Draining makes new calls get 503 while it says true; by default the
@@ -94,6 +99,20 @@ type Router interface {
 // takes r over, as cdr.Writer.Write does.
 type CDRSink interface {
 	Write(r *cdr.Record) bool
+}
+
+// Journal keeps the answered calls of a node (dialog/journal). Its methods
+// run on the shard's goroutine, once per answered call each: they must not
+// block, and should not allocate once warm.
+type Journal interface {
+	// Answered takes over r, the record of a call a carrier just answered
+	// (its CDR so far: no time_end, no hangup side), under id, which no
+	// other call of the node has while the call is up. false: the call is
+	// not journalled (the journal is full), and Ended is not called.
+	Answered(id uint64, r *cdr.Record) bool
+	// Ended tells that the call journalled under id ended and its CDR was
+	// handed to Env.CDR.
+	Ended(id uint64)
 }
 
 // Routes is a Router that gives every call the same routes, from the

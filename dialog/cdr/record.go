@@ -128,10 +128,14 @@ const (
 	HangupCaller                   // "caller": the A side (BYE or CANCEL from the caller)
 	HangupCallee                   // "callee": the B side (BYE from the callee)
 	HangupSystem                   // "system": sipedge (maximum duration, orphan reaping, shutdown)
+	// HangupNodeLost ("node_lost"): the node that held the answered call
+	// died (its fleet lease ran out); another node wrote the CDR from the
+	// call journal, with time_end the dead node's last renewal of it.
+	HangupNodeLost
 	numHangupSides
 )
 
-var hangupNames = [numHangupSides]string{"", "caller", "callee", "system"}
+var hangupNames = [numHangupSides]string{"", "caller", "callee", "system", "node_lost"}
 
 // String returns the value written in hangup_side.
 func (h HangupSide) String() string {

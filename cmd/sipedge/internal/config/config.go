@@ -22,6 +22,7 @@ import (
 	_ "embed"
 	"time"
 
+	"github.com/sipedge/sipedge/fleet"
 	"github.com/sipedge/sipedge/transport"
 )
 
@@ -61,6 +62,10 @@ type Config struct {
 	Cache          []Cache        `yaml:"cache"`
 	RateLimit      RateLimit      `yaml:"ratelimit"`
 	CDR            CDR            `yaml:"cdr"`
+	// Fleet makes this node one of several sharing one Redis: channel
+	// limits held across the fleet, shared runtime state, the call journal
+	// (fleet.Config; fleet/doc.go). Absent: one node, all in process.
+	Fleet fleet.Config `yaml:"fleet"`
 }
 
 // Admin is the admin HTTP API (metrics, health, runtime gateway changes).
@@ -227,8 +232,9 @@ type Group struct {
 	CPS           CPS         `yaml:"cps"`
 	CPSReject     []CPSReject `yaml:"cps_reject"`
 	// MaxConcurrentCalls is the carrier's channel limit, the calls it takes
-	// at once; at it, sipedge skips the carrier (calls_limited). Per node:
-	// each keeps to ceil(limit / ratelimit.nodes). 0: none.
+	// at once; at it, sipedge skips the carrier (calls_limited). Held
+	// across the fleet with fleet.redis; else per node, each keeping to
+	// ceil(limit / ratelimit.nodes). 0: none.
 	MaxConcurrentCalls int `yaml:"max_concurrent_calls"`
 	// Auth is the account sipedge holds with the carrier, to answer its
 	// Digest challenges to INVITEs (no username: none).

@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sipedge/sipedge/fleet"
 	"github.com/sipedge/sipedge/transport"
 )
 
@@ -341,6 +342,14 @@ func TestRejects(t *testing.T) {
 		{"flood without ban", "ratelimit:\n  flood: { ban_secs: 0 }", `line 2: ratelimit.flood.ban_secs: 0s: want a positive ban while flood protection is on`},
 		{"flood ban negative", "ratelimit:\n  flood: { ban_secs: -1 }", `line 2: ratelimit.flood.ban_secs: -1: must not be negative`},
 		{"cdr queue negative", "cdr: { queue: -1 }", `cdr.queue: -1: must not be negative`},
+		{"fleet redis", "fleet:\n  redis: \"127.0.0.1:6379\"", `line 2: fleet.redis: "127.0.0.1:6379": want a redis:// URL`},
+		{"fleet redis password not shown", "fleet: { redis: \"redis://:s3cret@a:6379/one\" }", `fleet.redis: "redis://:xxxxx@a:6379/one": the path must be a database number (/0) or nothing`},
+		{"fleet redis cluster database", "fleet: { redis: \"redis://a:7000/1?addr=b:7000\" }", `fleet.redis: "redis://a:7000/1?addr=b:7000": database 1 with more seed nodes (addr=): a Redis Cluster has only database 0`},
+		{"fleet node_id", "fleet:\n  redis: \"redis://a:6379\"\n  node_id: \"edge 1\"", `line 3: fleet.node_id: "edge 1": want 1 to 64 letters, digits, '.', '_' or '-'`},
+		{"fleet node_id colon", "fleet: { node_id: \"edge:1\" }", `fleet.node_id: "edge:1": want 1 to 64 letters`},
+		{"fleet lease_secs", "fleet:\n  redis: \"redis://a:6379\"\n  lease_secs: 7200", `line 3: fleet.lease_secs: 7200: want 1 to 3600 (0: 10)`},
+		{"fleet lease_secs negative", "fleet: { lease_secs: -1 }", `fleet.lease_secs: -1: must not be negative`},
+		{"fleet journal without redis", "fleet:\n  call_journal: true", `line 2: fleet.call_journal: needs fleet.redis: the journal lives in Redis`},
 		{"cdr not a mapping", "cdr: cdr.jsonl", `line 1: cdr: want a mapping, got "cdr.jsonl"`},
 		// file level
 		{"empty", "# nothing\n", `the configuration is empty`},
@@ -611,6 +620,7 @@ func TestDefaults(t *testing.T) {
 		{"ratelimit", c.RateLimit, RateLimit{Deadline: 20 * time.Millisecond, FailureMode: "local", Nodes: 1,
 			BatchMinRate: 50, Flood: Flood{MessagesPerSec: 200, Ban: time.Minute}}},
 		{"cdr", c.CDR, CDR{File: "cdr.jsonl", MaxSizeMB: 100, MaxBackups: 10, Queue: 65536}},
+		{"fleet", c.Fleet, fleet.Config{LeaseSecs: 10}}, // no redis: one node, all in process
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -767,6 +777,7 @@ cache:
   - { name: lcr, url: "redis://127.0.0.1:6379/2", local_ttl_secs: 30 }
 ratelimit: { redis: "redis://127.0.0.1:7000?addr=127.0.0.1:7001&addr=127.0.0.1:7002", deadline_ms: 15, failure_mode: closed, nodes: 3, batch: 8, batch_min_rate: 100, flood: { messages_per_sec: 0 } }
 cdr: { file: "/var/lib/sipedge/cdr.jsonl", max_size_mb: 10, max_backups: 0, queue: 1024 }
+fleet: { redis: "redis://127.0.0.1:6380", node_id: edge-1.dc2, lease_secs: 6, call_journal: true }
 `
 
 func TestPrintRoundTrip(t *testing.T) {
@@ -835,6 +846,9 @@ func TestPrintRoundTrip(t *testing.T) {
 		}
 		if c.Gateway.Groups[0].Passive.MaxRetryAfter != time.Minute {
 			t.Errorf("passive.max_retry_after_secs = %v", c.Gateway.Groups[0].Passive.MaxRetryAfter)
+		}
+		if want := (fleet.Config{Redis: "redis://127.0.0.1:6380", NodeID: "edge-1.dc2", LeaseSecs: 6, CallJournal: true}); c.Fleet != want {
+			t.Errorf("fleet = %+v, want %+v", c.Fleet, want)
 		}
 		if !strings.Contains(c.String(), `auth_header: Bearer x$$y`) {
 			t.Errorf("Print does not escape $:\n%s", c.String())

@@ -135,6 +135,7 @@ func (c *Config) Redacted() *Config {
 	secret(&r.LCR.AuthHeader)
 	r.LCR.APIURL = redactedURL(r.LCR.APIURL)
 	r.RateLimit.Redis = redactedURL(r.RateLimit.Redis)
+	r.Fleet.Redis = redactedURL(r.Fleet.Redis)
 	r.Cache = slices.Clone(r.Cache)
 	for i := range r.Cache {
 		r.Cache[i].URL = redactedURL(r.Cache[i].URL)

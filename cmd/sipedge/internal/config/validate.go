@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/dialog/b2bua"
+	"github.com/sipedge/sipedge/fleet"
 	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/ratelimit"
 	"github.com/sipedge/sipedge/route/lcr"
@@ -127,6 +128,7 @@ func (c *Config) fill() {
 	orDefault(&c.CDR.File, "cdr.jsonl")
 	orDefault(&c.CDR.MaxSizeMB, 100)
 	orDefault(&c.CDR.Queue, 65536)
+	orDefault(&c.Fleet.LeaseSecs, fleet.DefaultLeaseSecs) // node_id "" stays: the host name, read at start
 }
 
 // maxMessageSize bounds sip.max_message_size.
@@ -401,6 +403,15 @@ func (c *Config) validate(v *validator) {
 	if r.Flood.MessagesPerSec > 0 && r.Flood.Ban <= 0 {
 		v.errorf("ratelimit.flood.ban_secs", "%v: want a positive ban while flood protection is on", r.Flood.Ban)
 	}
+
+	if c.Fleet.Redis != "" {
+		v.redisURL("fleet.redis", c.Fleet.Redis) // the URL rules of every Redis, Cluster included
+	}
+	c.Fleet.Check(func(field, problem string) {
+		if field != "redis" { // redisURL said it, never showing a password
+			v.errorf("fleet."+field, "%s", problem)
+		}
+	})
 }
 
 // checkTrunk checks the trunk t at path p ("trunks[2]"; "" for a trunk on
