@@ -12,9 +12,9 @@ const module = "github.com/sipedge/sipedge"
 // forbidden lists, per package (and its subpackages), the import paths (and
 // their subpackages) it must not depend on, directly or not. Dependencies
 // flow one way: parser, transport and dialog/digest are leaves; the
-// carrier plane (carrier) sits on health, ratelimit and route, under the
-// call core (dialog); shard alone speaks gnet; fleet stays below what uses
-// it; cmd wires. internal/testtier, internal/script and
+// carrier plane (carrier) sits on health, ratelimit, route and quality,
+// under the call core (dialog); shard alone speaks gnet; fleet stays below
+// what uses it; cmd wires. internal/testtier, internal/script and
 // internal/enginerig are for tests alone: no package's non-test code may
 // depend on them.
 var forbidden = map[string][]string{
@@ -34,7 +34,8 @@ var forbidden = map[string][]string{
 	// call core it drives, whose own tests import the rig.
 	"internal": {module + "/dialog/b2bua", module + "/shard", module + "/cmd", "github.com/panjf2000/gnet"},
 	// quality is a library the carrier plane feeds: it may read route's
-	// types, nothing of the runtime.
+	// types, nothing of the runtime (quality/redisstore, its Redis store,
+	// likewise).
 	"quality": {module + "/shard", module + "/dialog", module + "/cmd", module + "/carrier", module + "/health", module + "/ratelimit", "github.com/panjf2000/gnet"},
 }
 

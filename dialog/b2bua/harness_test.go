@@ -105,6 +105,15 @@ func (f routerFunc) Route(q *route.Request) route.Decision { return f(q) }
 type ended struct {
 	Summary
 	CDRFields map[string]string
+	// Legs are lcr_attempts' B-legs, by attempt.
+	Legs []cdrLeg
+}
+
+// cdrLeg is an attempt's b_call_id and time_invite (on the rig's
+// clock) as its CDR tells them.
+type cdrLeg struct {
+	BCallID string
+	Invite  time.Duration
 }
 
 // endedOf reads a CDR back.
@@ -122,11 +131,13 @@ func endedOf(rec *cdr.Record) ended {
 		Answer: at(rec.TimeAnswer), End: at(rec.TimeEnd), FinalCode: rec.FinalCode, FinalReason: []byte(rec.FinalReason),
 		HangupSide: rec.HangupSide}
 	s.Attempts = []route.Attempt{}
+	var legs []cdrLeg
 	for _, a := range rec.Attempts {
 		s.Attempts = append(s.Attempts, route.Attempt{CarrierID: a.CarrierID, Status: a.Status,
 			ElapsedMs: a.Elapsed.Milliseconds(), Dialed: a.Dialed, Reason: a.Reason})
+		legs = append(legs, cdrLeg{BCallID: strings.Clone(a.BCallID), Invite: at(a.TimeInvite)})
 	}
-	return ended{Summary: s, CDRFields: maps.Clone(rec.CDRFields)}
+	return ended{Summary: s, CDRFields: maps.Clone(rec.CDRFields), Legs: legs}
 }
 
 // advance moves the clock, firing due timers in order.

@@ -13,8 +13,9 @@ import (
 
 // Carriers is a carrier plane for tests, with the methods of
 // b2bua.Carriers: each gateway group is one gateway (Gateways); by
-// default nothing is paced or limited, no failure is a CPS reject, no
-// group holds credentials, and every report is kept (Reports). A hook,
+// default routes keep their order, nothing is paced or limited, no
+// failure is a CPS reject, no group holds credentials, and every report
+// and dialled number is kept (Reports, Numbers). A hook,
 // when set, replaces what its method does. The engine calls it on its
 // goroutine only; so may the test, between the engine's calls.
 type Carriers struct {
@@ -23,6 +24,7 @@ type Carriers struct {
 	// carrier-a, carrier-b and down.
 	Gateways map[string]netip.AddrPort
 
+	OnOrder       func(routes []route.Route, number []byte, buf *[]route.Route) []route.Route
 	OnReserve     func(r *route.Route, key uint64, d *carrier.Dial) (reason string)
 	OnPace        func(d *carrier.Dial, ref uint64) carrier.Pace
 	OnCPSReject   func(d *carrier.Dial, code int, phrase, reason []byte) (retry time.Duration, ok bool)
@@ -32,6 +34,8 @@ type Carriers struct {
 
 	// Reports are what the engine reported, Number copied.
 	Reports []carrier.Report
+	// Numbers are the numbers Reserve was given, in order.
+	Numbers []string
 }
 
 // NewCarriers returns the plane of the rig's network: carrier-a and
@@ -55,8 +59,17 @@ func (c *Carriers) Gateway(r *route.Route, d *carrier.Dial) string {
 	return ""
 }
 
-// Reserve implements b2bua.Carriers.
-func (c *Carriers) Reserve(r *route.Route, key uint64, d *carrier.Dial) string {
+// Order implements b2bua.Carriers: by default, the routes as they are.
+func (c *Carriers) Order(routes []route.Route, number []byte, buf *[]route.Route) []route.Route {
+	if c.OnOrder != nil {
+		return c.OnOrder(routes, number, buf)
+	}
+	return routes
+}
+
+// Reserve implements b2bua.Carriers; it keeps number in Numbers.
+func (c *Carriers) Reserve(r *route.Route, key uint64, number []byte, d *carrier.Dial) string {
+	c.Numbers = append(c.Numbers, string(number))
 	if c.OnReserve != nil {
 		return c.OnReserve(r, key, d)
 	}
