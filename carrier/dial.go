@@ -98,4 +98,14 @@ type Report struct {
 	// Abandoned is true when the caller gave up before the carrier showed
 	// progress (AttemptFailed).
 	Abandoned bool
+	// Local is true when Code is sipedge's own though Reason is empty: its
+	// Timer B 408 (no response at all) or a transport error's 503, which
+	// the failover sequence takes as the carrier's (AttemptFailed).
+	Local bool
+	// CPSRejected is true when the carrier refused the call over its CPS
+	// limit (its group's cps_reject rules) and the retries were used up:
+	// sipedge's pace, not the carrier's quality (AttemptFailed).
+	CPSRejected bool
+	// At is when the report is made, on the shard's clock.
+	At time.Duration
 }

@@ -210,6 +210,6 @@ func (e *Engine) decided(c *Call, d *route.Decision) {
 	// The B-legs: the carriers one at a time, each a fresh dialog.
 	c.state = stateEarly
 	c.source = d.Source
-	c.seq.Reset(d.Routes, e.cfg.Sequence)
+	c.seq.Reset(e.order(c, d.Routes, 0), e.cfg.Sequence)
 	e.carryOut(c, c.seq.Next(e.now), nil)
 }

@@ -102,8 +102,9 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 		}
 		if cpsReject {
 			// Retries used up: the carrier's CPS limit, not its health (a
-			// 503 would put the gateway in cooldown).
+			// 503 would put the gateway in cooldown), nor its quality.
 			e.report(c, carrier.OutcomeAbandoned, 0)
+			c.att.cpsReject = true
 		} else {
 			e.report(c, code, retry)
 		}

@@ -13,7 +13,7 @@ import (
 func (e *Engine) finished(c *Call) {
 	if c.tAnswer != 0 && c.tEnd != 0 && c.att.route != nil {
 		e.tmp.rep = carrier.Report{Event: carrier.CallEnded, CarrierID: c.att.route.CarrierID, Gateway: c.att.dial.Gateway,
-			Number: c.callee, Code: c.finalCode, Dialed: true, Answer: c.tAnswer, Duration: c.tEnd - c.tAnswer}
+			Number: c.callee, Code: c.finalCode, Dialed: true, Answer: c.tAnswer, Duration: c.tEnd - c.tAnswer, At: e.now}
 		e.tmp.rep.Invite, e.tmp.rep.Progress = c.seq.Timing()
 		e.env.Carriers.Report(&e.tmp.rep)
 	}
@@ -73,9 +73,15 @@ func (e *Engine) record(c *Call) *cdr.Record {
 		}
 	}
 	r.RouteSource = c.source
-	for _, a := range c.seq.Attempts() {
+	for i, a := range c.seq.Attempts() {
 		r.Attempts = append(r.Attempts, cdr.Attempt{CarrierID: a.CarrierID, Status: a.Status,
 			Elapsed: time.Duration(a.ElapsedMs) * time.Millisecond, Dialed: a.Dialed, Reason: a.Reason})
+		if x := c.extra; x != nil && i < len(x.legs) {
+			// The B-leg the carrier saw, to reconcile with its own CDR.
+			l := &x.legs[i]
+			ra := &r.Attempts[len(r.Attempts)-1]
+			ra.BCallID, ra.TimeInvite = r.String(x.ids[l.start:l.end]), e.wall(l.invite)
+		}
 	}
 	return r
 }

@@ -109,13 +109,17 @@ type scratch struct {
 	rr   route.Request  // the Router's request
 	dec  route.Decision // the decision being carried out
 	rep  carrier.Report // the report being made to the carrier plane
+	// order is where the carrier plane reorders a call's routes
+	// (Engine.order), which the call then takes over.
+	order []route.Route
 }
 
 // pools are the buffers calls borrow while they need them (getBuf,
 // getMsg): a warm engine allocates none, and a held call keeps none.
 type pools struct {
-	bufs [][]byte          // message buffers
-	msgs []*parser.Message // parsed INVITEs
+	bufs   [][]byte          // message buffers
+	msgs   []*parser.Message // parsed INVITEs
+	extras []*callExtra      // what few calls need (Call.extra)
 }
 
 // txnRole says what a transaction is to its call. An entry of Engine.roles

@@ -392,9 +392,12 @@ func TestCPSRejectRetriedThenFailover(t *testing.T) {
 	r.take(carrierA)
 	r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0") // retries exhausted: fail over
 	// A CPS limit says nothing of the gateway's health: a 503 would put it
-	// in cooldown.
+	// in cooldown; nor of the carrier's quality.
 	if len(outcomes) != 1 || outcomes[0] != carrier.OutcomeAbandoned {
 		t.Errorf("outcomes %v, want [%d]", outcomes, carrier.OutcomeAbandoned)
+	}
+	if len(r.c.reports) != 1 || !r.c.reports[0].CPSRejected || r.c.reports[0].Code != 503 || !r.c.reports[0].Dialed {
+		t.Errorf("reports %+v, want carrier-a's 503, a CPS reject", r.c.reports)
 	}
 }
 

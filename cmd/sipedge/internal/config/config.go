@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/fleet"
+	"github.com/sipedge/sipedge/quality"
 	"github.com/sipedge/sipedge/transport"
 )
 
@@ -66,6 +67,10 @@ type Config struct {
 	// limits held across the fleet, shared runtime state, the call journal
 	// (fleet.Config; fleet/doc.go). Absent: one node, all in process.
 	Fleet fleet.Config `yaml:"fleet"`
+	// Quality is quality routing: live statistics per prefix and carrier,
+	// their scores, and their use (mode off, the default: statistics and
+	// scores only). The keys are quality.Config's.
+	Quality quality.Config `yaml:"quality"`
 }
 
 // Admin is the admin HTTP API (metrics, health, runtime gateway changes).
@@ -330,6 +335,9 @@ type LCR struct {
 	// that are part of the cache key; a trunk without one keys it empty.
 	Attributes   []string      `yaml:"attributes"`
 	StaticRoutes []StaticRoute `yaml:"static_routes"`
+	// SendQuality adds the quality scores of the call's prefix to each API
+	// request (route/lcr/API.md, "Quality scores").
+	SendQuality bool `yaml:"send_quality"`
 }
 
 // DefaultRerouteCauses is the default lcr.reroute_causes.

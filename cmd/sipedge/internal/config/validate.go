@@ -129,6 +129,7 @@ func (c *Config) fill() {
 	orDefault(&c.CDR.MaxSizeMB, 100)
 	orDefault(&c.CDR.Queue, 65536)
 	orDefault(&c.Fleet.LeaseSecs, fleet.DefaultLeaseSecs) // node_id "" stays: the host name, read at start
+	c.Quality.SetDefaults()
 }
 
 // maxMessageSize bounds sip.max_message_size.
@@ -380,6 +381,10 @@ func (c *Config) validate(v *validator) {
 		}
 	}
 	c.checkStaticRoutes(v, "lcr.static_routes", l.StaticRoutes, func(g string) bool { return c.Group(g) != nil })
+	if l.SendQuality && l.APIURL == "" {
+		v.errorf("lcr.send_quality", "true without lcr.api_url: the static table asks no API")
+	}
+	c.Quality.Check(func(field, problem string) { v.errorf("quality."+field, "%s", problem) })
 
 	seen = map[string]string{}
 	for i, e := range c.Cache {

@@ -61,4 +61,17 @@
 // the admin API's changes, so that they never interleave; Server.layerMu
 // keeps the shared layer's changes, which other nodes make, out of a
 // reload's.
+//
+// # Quality routing
+//
+// The carrier plane is built with the quality: section
+// (carrier.Options.Quality), one collector per shard; each run of a
+// shard's loop ticks it (Handler.Tick), and the plane's Start runs the
+// reader. /v1/quality is the
+// Monitor's own handler, behind the admin guard. With lcr.cache naming a
+// Redis, the disables persist there (quality/redisstore, Server.disables,
+// closed after the plane so that the last change is written). With
+// lcr.send_quality the resolver asks Server.qualityScores for each API
+// request's scores, on its lookup goroutine. A quality change needs a
+// restart (restart_required).
 package server

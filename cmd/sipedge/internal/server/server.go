@@ -26,6 +26,8 @@ import (
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/fleet"
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/quality"
+	"github.com/sipedge/sipedge/quality/redisstore"
 	"github.com/sipedge/sipedge/ratelimit"
 	"github.com/sipedge/sipedge/route"
 	"github.com/sipedge/sipedge/route/lcr"
@@ -61,7 +63,11 @@ type Server struct {
 	journal     *journal.Journal // the call journal (fleet.call_journal), nil without it
 	layerFields                  // the file's and the shared layers of the runtime state (shared.go)
 
-	runtimeSet, engineSet, cdrSet, lcrSet, healthSet, cpsSet, adminSet, fleetSet *metrics.Set
+	// disables keeps quality routing's disables in the decision cache's
+	// Redis; nil without one.
+	disables *redisstore.Store
+
+	runtimeSet, engineSet, cdrSet, lcrSet, healthSet, cpsSet, adminSet, fleetSet, qualitySet *metrics.Set
 
 	// configFile is the file cfg came from, "" for the embedded example;
 	// POST /v1/reload reads it again. cfg stays what sipedge started with:
@@ -95,7 +101,7 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 	}
 	s := &Server{cfg: cfg, log: log, policy: policy, runtimeSet: metrics.NewSet(), engineSet: metrics.NewSet(),
 		cdrSet: metrics.NewSet(), lcrSet: metrics.NewSet(), healthSet: metrics.NewSet(), cpsSet: metrics.NewSet(),
-		adminSet: metrics.NewSet(), fleetSet: metrics.NewSet()}
+		adminSet: metrics.NewSet(), fleetSet: metrics.NewSet(), qualitySet: metrics.NewSet()}
 	s.shared = make(sharedDocs)
 	s.reloadsOK = s.adminSet.NewCounter(`sipedge_config_reloads_total{result="ok"}`)
 	s.reloadsRefused = s.adminSet.NewCounter(`sipedge_config_reloads_total{result="refused"}`)
@@ -106,7 +112,7 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 	}
 	var err error
 	var table *lcr.StaticTable
-	if s.lcr, table, err = newResolver(cfg, s.lcrSet, log); err != nil {
+	if s.lcr, table, err = newResolver(cfg, s.lcrSet, log, s.qualityScores); err != nil {
 		return nil, err
 	}
 	fail := func(err error) (*Server, error) {
@@ -129,12 +135,20 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 		s.static.Store(table)
 		s.staticRoutes.table = &s.static
 	}
+	if s.disables, err = disableStore(cfg, log); err != nil {
+		return fail(err)
+	}
+	qo := quality.Options{Shards: s.shardCount(), Metrics: s.qualitySet, Logger: log}
+	if s.disables != nil {
+		qo.Store = s.disables
+	}
 	if s.carriers, err = carrier.New(carrier.Options{Groups: healthGroups(cfg), Prober: prober{s},
 		Limiter: ratelimit.Options{Config: ratelimit.Config{Redis: cfg.RateLimit.Redis,
 			DeadlineMS: int(cfg.RateLimit.Deadline / time.Millisecond), FailureMode: ratelimit.FailureMode(cfg.RateLimit.FailureMode),
 			Nodes: cfg.RateLimit.Nodes}, Batch: cfg.RateLimit.Batch, BatchMinRate: cfg.RateLimit.BatchMinRate,
 			Metrics: s.cpsSet, Logger: log},
-		Fleet: s.fleet, HealthMetrics: s.healthSet, CarrierMetrics: s.engineSet, Log: log}); err != nil {
+		Fleet: s.fleet, HealthMetrics: s.healthSet, CarrierMetrics: s.engineSet, Log: log,
+		Quality: &cfg.Quality, QualityOptions: qo}); err != nil {
 		return fail(err)
 	}
 	// The trunks' ingress CPS: in process, no Redis on the way in.
@@ -196,7 +210,10 @@ func (s *Server) closeParts(ctx context.Context) error {
 		s.lcr.Close()
 	}
 	if s.carriers != nil {
-		s.carriers.Close()
+		s.carriers.Close() // the quality statistics' last disable written first
+	}
+	if s.disables != nil {
+		s.disables.Close()
 	}
 	if s.journal != nil {
 		s.journal.Close() // the last ends, into the fleet's journal
@@ -320,7 +337,7 @@ func advertised(cfg *config.Config, l transport.Listen) netip.AddrPort {
 func (s *Server) newShardApp(sh *shard.Shard) (shard.Handler, error) {
 	a := &shardApp{sh: sh}
 	suffix := "@" + advertised(s.cfg, s.cfg.Listen[0]).Addr().String()
-	carriers := s.carriers.NewShard(carrier.ShardOptions{Now: sh.Now,
+	carriers := s.carriers.NewShard(carrier.ShardOptions{Now: sh.Now, Index: sh.Index(),
 		Paced: func(ref uint64, p carrier.Pace) { sh.Post(func() { a.eng.Paced(ref, p, sh.Now()) }) }})
 	router := lcr.NewRouter(s.lcr, &s.static,
 		func(ref uint64, d route.Decision) { sh.Post(func() { a.eng.Decided(ref, d, sh.Now()) }) })
@@ -351,8 +368,14 @@ func (s *Server) newShardApp(sh *shard.Shard) (shard.Handler, error) {
 		},
 		Timer: func(sh *shard.Shard, p timer.Payload) { eng.Timer(p.Kind, p.Arg, sh.Now()) },
 		// The engine publishes its counts at most every millisecond of
-		// traffic; each run of the loop brings those of a quiet one up to date.
-		Tick: func(*shard.Shard, time.Duration) { eng.Publish() },
+		// traffic; each run of the loop brings those of a quiet one up to
+		// date, and seals the quality statistics' sampling interval once
+		// it has passed (at least once a second: shard.Server wakes an idle
+		// loop that often).
+		Tick: func(_ *shard.Shard, now time.Duration) {
+			eng.Publish()
+			carriers.Tick(now)
+		},
 		SendFailed: func(sh *shard.Shard, to transport.Peer) {
 			eng.PeerFailed(to, sh.Now())
 		},
@@ -501,6 +524,9 @@ func (s *Server) startAdmin() error {
 	mux.Handle("/v1/trunks", trunks)
 	mux.Handle("/v1/trunks/", trunks)
 	mux.Handle("/v1/lcr/static_routes", serialized(&s.changeMu, s.staticRoutes.handler()))
+	q := s.carriers.Quality().Handler()
+	mux.Handle("/v1/quality", q)
+	mux.Handle("/v1/quality/", q)
 	mux.HandleFunc("POST /v1/reload", s.postReload)
 	mux.HandleFunc("GET /v1/fleet", s.getFleet)
 	mux.HandleFunc("DELETE /v1/lcr/cache", s.deleteLCRCache)
@@ -538,5 +564,6 @@ func (s *Server) WriteMetrics(w io.Writer) {
 	s.cpsSet.WritePrometheus(w)
 	s.adminSet.WritePrometheus(w)
 	s.fleetSet.WritePrometheus(w)
+	s.qualitySet.WritePrometheus(w)
 	metrics.WriteProcessMetrics(w)
 }
