@@ -43,7 +43,7 @@ type Request struct {
 }
 
 // Quality is what sipedge knows of the carriers' quality under the call's
-// quality prefix (API.md, "Quality scores"): a hint the API may weigh.
+// quality prefix (docs/lcr-api.md, "Quality scores"): a hint the API may weigh.
 type Quality struct {
 	// Prefix is the quality prefix the dialled number falls under, as
 	// configured (quality.prefixes).
