@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/cmd/sipedge/embed"
+	"github.com/sipedge/sipedge/internal/enginerig"
 	"github.com/sipedge/sipedge/internal/testtier"
 )
 
@@ -34,22 +35,29 @@ import (
 // are as long as the last's: sipedge's buffers, which keep their size from
 // call to call, then reach theirs in the warm-up, as they do in service
 // once they have held the longest messages.
-var wireTmpl = map[bool][3]template{
-	false: {wire(inviteTmpl, "UDP"), wire(ackTmpl, "UDP"), wire(byeTmpl, "UDP")},
-	true:  {wire(inviteTmpl, "TCP"), wire(ackTmpl, "TCP"), wire(byeTmpl, "TCP")},
-}
+var (
+	wireUDP = wireTemplates("UDP")
+	wireTCP = wireTemplates("TCP")
+)
 
-func wire(t template, transport string) template {
-	w := template{parts: make([]string, len(t.parts)), holes: bytes.ReplaceAll(t.holes, []byte("n"), []byte("N"))}
-	for i, p := range t.parts {
-		w.parts[i] = strings.ReplaceAll(p, "SIP/2.0/UDP", "SIP/2.0/"+transport)
+func wireTemplates(transport string) [3]enginerig.Template {
+	var w [3]enginerig.Template
+	for i, t := range [...]enginerig.Template{inviteTmpl, ackTmpl, byeTmpl} {
+		w[i] = t.Rewrite("SIP/2.0/UDP", "SIP/2.0/"+transport, true)
 	}
 	return w
 }
 
-func wireInvite(tcp bool) *template { t := wireTmpl[tcp]; return &t[0] }
-func wireAck(tcp bool) *template    { t := wireTmpl[tcp]; return &t[1] }
-func wireBye(tcp bool) *template    { t := wireTmpl[tcp]; return &t[2] }
+func wireTmpls(tcp bool) *[3]enginerig.Template {
+	if tcp {
+		return &wireTCP
+	}
+	return &wireUDP
+}
+
+func wireInvite(tcp bool) *enginerig.Template { return &wireTmpls(tcp)[0] }
+func wireAck(tcp bool) *enginerig.Template    { return &wireTmpls(tcp)[1] }
+func wireBye(tcp bool) *enginerig.Template    { return &wireTmpls(tcp)[2] }
 
 // wireOptions shape a rig.
 type wireOptions struct {

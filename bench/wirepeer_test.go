@@ -14,6 +14,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"golang.org/x/sys/unix"
 
+	"github.com/sipedge/sipedge/internal/enginerig"
 	"github.com/sipedge/sipedge/parser"
 )
 
@@ -332,7 +333,7 @@ func (p *loadPeers) place() {
 	p.c.invites++
 	p.byeSent[p.next>>6&uint64(len(p.byeSent)-1)] &^= 1 << (p.next & 63)
 	e := &p.caller
-	e.out = wireInvite(p.tcp).append(e.out, p.next, nil)
+	e.out = wireInvite(p.tcp).Append(e.out, p.next, nil)
 	e.ends = append(e.ends, len(e.out))
 }
 
@@ -472,7 +473,7 @@ func (p *loadPeers) handle(e *endpoint, b []byte) {
 // BYE ends the call.
 func (p *loadPeers) callerGot(e *endpoint, b []byte) {
 	if len(b) < 12 || string(b[:8]) != "SIP/2.0 " {
-		p.fail(fmt.Errorf("the caller got %q", firstLine(b)))
+		p.fail(fmt.Errorf("the caller got %q", enginerig.FirstLine(b)))
 		return
 	}
 	switch string(b[8:12]) {
@@ -484,7 +485,7 @@ func (p *loadPeers) callerGot(e *endpoint, b []byte) {
 		return
 	case "200 ":
 	default:
-		p.fail(fmt.Errorf("the caller got %q", firstLine(b)))
+		p.fail(fmt.Errorf("the caller got %q", enginerig.FirstLine(b)))
 		return
 	}
 	m := &p.msg
@@ -505,14 +506,14 @@ func (p *loadPeers) callerGot(e *endpoint, b []byte) {
 			p.fail(fmt.Errorf("the caller's 200 has no To tag or call number:\n%s", b))
 			return
 		}
-		e.out = wireAck(p.tcp).append(e.out, n, p.to.Tag) // every 2xx is ACKed (RFC 3261 13.2.2.4)
+		e.out = wireAck(p.tcp).Append(e.out, n, p.to.Tag) // every 2xx is ACKed (RFC 3261 13.2.2.4)
 		e.ends = append(e.ends, len(e.out))
 		word, bit := &p.byeSent[n>>6&uint64(len(p.byeSent)-1)], uint64(1)<<(n&63)
 		if *word&bit != 0 {
 			return // a retransmitted 200: hung up already
 		}
 		*word |= bit
-		e.out = wireBye(p.tcp).append(e.out, n, p.to.Tag)
+		e.out = wireBye(p.tcp).Append(e.out, n, p.to.Tag)
 		e.ends = append(e.ends, len(e.out))
 	case parser.MethodBye:
 		p.c.byeOKs++
@@ -553,7 +554,7 @@ func (p *loadPeers) carrierGot(e *endpoint, b []byte) {
 		return
 	}
 	if m.IsResponse() {
-		p.fail(fmt.Errorf("the carrier got %q", firstLine(b)))
+		p.fail(fmt.Errorf("the carrier got %q", enginerig.FirstLine(b)))
 		return
 	}
 	switch m.Method() {
@@ -584,7 +585,7 @@ func (p *loadPeers) carrierGot(e *endpoint, b []byte) {
 		e.out = parser.AppendBody(parser.AppendResponse(e.out, m, 200, "OK", nil), "", nil)
 		e.ends = append(e.ends, len(e.out))
 	default:
-		p.fail(fmt.Errorf("the carrier got %q", firstLine(b)))
+		p.fail(fmt.Errorf("the carrier got %q", enginerig.FirstLine(b)))
 	}
 }
 
