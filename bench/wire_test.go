@@ -119,6 +119,7 @@ func startWire(tb testing.TB, o wireOptions) *wireRig {
 listen: ["udp://%[1]s", "tcp://%[1]s"]
 shards: %[2]d
 sip: { socket_receive_buffer_kb: %[7]d%[8]s }
+admin: { listen: "127.0.0.1:0" }
 b2bua: { drain_timeout_secs: 1 }
 trunks:
   - { name: caller, trunk_group: callers, sources: ["127.0.0.1/32"] }
