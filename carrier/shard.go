@@ -36,6 +36,25 @@ type Shard struct {
 // constant) means the carrier cannot be dialled, and d is left as it was.
 // A channel taken is the dial's until Release.
 func (s *Shard) Reserve(r *route.Route, key uint64, d *Dial) string {
+	return s.reserve(r, key, d, false)
+}
+
+// ReserveLast is Reserve for the last carrier a call can try, with none
+// left to fail over to: when its group has no member Pick may choose, it
+// takes one that calls marked down (health.PickLastResort; counted in
+// sipedge_gateway_rescue_picks_total{mode="last_resort"}). The marks calls
+// leave may be the network's doing or sipedge's own (a host dropping UDP
+// under load), and the caller, who would get 503 undialled, loses nothing
+// by the try; a member that answers it comes back. A member probes hold
+// down, one cooling down after a 503 with Retry-After, or one whose name
+// does not resolve is never taken: failed OPTIONS and a Retry-After are
+// the gateway's own word, not a load's side effect, and dialling it would
+// only make the caller wait for the failure it has.
+func (s *Shard) ReserveLast(r *route.Route, key uint64, d *Dial) string {
+	return s.reserve(r, key, d, true)
+}
+
+func (s *Shard) reserve(r *route.Route, key uint64, d *Dial, last bool) string {
 	// The channel before the member: a carrier at its limit is skipped
 	// before a member is picked, which may take one of a half-open
 	// member's trial calls.
@@ -43,7 +62,7 @@ func (s *Shard) Reserve(r *route.Route, key uint64, d *Dial) string {
 	if !ok {
 		return route.ReasonCallsLimited
 	}
-	reason := s.pick(r, key, d)
+	reason := s.pick(r, key, d, last)
 	switch {
 	case reason != "" && counted:
 		s.p.channels.release(r.GatewayGroup)
@@ -53,9 +72,15 @@ func (s *Shard) Reserve(r *route.Route, key uint64, d *Dial) string {
 	return reason
 }
 
-// pick is Reserve past the channel.
-func (s *Shard) pick(r *route.Route, key uint64, d *Dial) string {
-	m, res := s.p.health.Pick(r.GatewayGroup, key, &s.sel)
+// pick is Reserve past the channel; last picks as ReserveLast.
+func (s *Shard) pick(r *route.Route, key uint64, d *Dial, last bool) string {
+	var m health.Member
+	var res health.Result
+	if last {
+		m, res = s.p.health.PickLastResort(r.GatewayGroup, key, &s.sel)
+	} else {
+		m, res = s.p.health.Pick(r.GatewayGroup, key, &s.sel)
+	}
 	switch res {
 	case health.OK:
 		*d = Dial{CarrierID: r.CarrierID, Group: m.Group, URI: m.URI, Gateway: m, route: r}
@@ -195,6 +220,9 @@ type NextHops struct {
 // Reserve makes r's next hop the dial's carrier, as Shard.Reserve does for
 // a route of no known group.
 func (n *NextHops) Reserve(r *route.Route, _ uint64, d *Dial) string { return n.hops.nextHop(r, d) }
+
+// ReserveLast is Reserve: a next hop has no health to rescue it from.
+func (n *NextHops) ReserveLast(r *route.Route, _ uint64, d *Dial) string { return n.hops.nextHop(r, d) }
 
 // Pace paces nothing.
 func (*NextHops) Pace(*Dial, uint64) Pace { return Pace{} }

@@ -128,9 +128,23 @@ type carriers struct {
 	outcome   func(d *carrier.Dial, code int, retryAfter time.Duration)
 	release   func(d *carrier.Dial)
 	reports   []carrier.Report // what the engine reported, Number copied
+	// reserved lists the carriers reserved, in order, "last:" before
+	// those reserved with ReserveLast.
+	reserved []string
 }
 
 func (c *carriers) Reserve(rt *route.Route, key uint64, d *carrier.Dial) string {
+	c.reserved = append(c.reserved, rt.CarrierID)
+	if c.reserve != nil {
+		return c.reserve(rt, key, d)
+	}
+	return reserveGateway(rt, d)
+}
+
+// ReserveLast is Reserve, recorded apart: the rig's groups have no health
+// to rescue a member from.
+func (c *carriers) ReserveLast(rt *route.Route, key uint64, d *carrier.Dial) string {
+	c.reserved = append(c.reserved, "last:"+rt.CarrierID)
 	if c.reserve != nil {
 		return c.reserve(rt, key, d)
 	}
