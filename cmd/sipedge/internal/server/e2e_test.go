@@ -256,7 +256,7 @@ func TestE2EHealthAndDrain(t *testing.T) {
 	u2 := newUAC(e.caller, dialed)
 	e.caller.send(u2.invite())
 	e.caller.expect("SIP/2.0 100 Trying", waitMsg)
-	busy := e.caller.expect("SIP/2.0 503", waitMsg)
+	busy := e.caller.expect("SIP/2.0 503 Draining", waitMsg)
 	e.caller.send(u2.ackFailure(busy))
 	e.carrier.expectNothing(quiet)
 
@@ -276,6 +276,12 @@ func TestE2EHealthAndDrain(t *testing.T) {
 		t.Fatal("Shutdown did not complete once the last call ended")
 	}
 	checkCDR(t, e.cdrOf(c.u.callID), 200, "caller")
+	// The call refused while draining has its CDR, as one routing refuses.
+	refused := e.cdrOf(u2.callID)
+	checkCDR(t, refused, 503, "system")
+	if refused["final_reason"] != "Draining" || refused["carrier_id"] != "" {
+		t.Errorf("the refused call's CDR %v, want final_reason Draining and no carrier", refused)
+	}
 }
 
 // TestE2EDrainTimeoutEndsCalls: a call still up when the drain timeout
