@@ -124,7 +124,7 @@ func (d *byeDropper) serve(t *testing.T) {
 	}
 }
 
-// TestDrainLingersForRetransmittedByes: 200 calls up at the drain
+// TestDrainLingersForRetransmittedByes: 100 calls up at the drain
 // timeout, and a carrier that loses the first BYE of every call. sipedge
 // ends the calls and runs on until every BYE is answered: each carrier leg
 // gets its BYE again (Timer E, T1 later) and answers it before Shutdown
@@ -133,7 +133,7 @@ func (d *byeDropper) serve(t *testing.T) {
 // the system.
 func TestDrainLingersForRetransmittedByes(t *testing.T) {
 	testtier.RequiresSockets(t)
-	const calls, rate = 200, 100
+	const calls, rate = 100, 100
 	carrier := newByeDropper(t)
 	r := newDrainRig(t, carrier.addr(), "")
 	r.upCalls(calls, rate)

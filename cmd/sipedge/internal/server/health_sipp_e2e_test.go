@@ -1,3 +1,5 @@
+//go:build !race
+
 package server
 
 import (
@@ -19,41 +21,11 @@ import (
 // what calls mark down must be a carrier that stopped answering, never a
 // few packets lost among thousands of calls; and the last carrier of a
 // call is dialled whatever calls marked.
-
-// newSIPpRig starts a Server for SIPp callers from 127.0.0.1 with the
-// gateway: and lcr: sections given.
-func newSIPpRig(t *testing.T, gateway, lcr string) *lcrRig {
-	t.Helper()
-	e, logs := newE2EBase(t)
-	yaml := fmt.Sprintf(`
-listen: ["udp://127.0.0.1:%[1]d", "tcp://127.0.0.1:%[1]d"]
-shards: 2
-admin: { listen: "127.0.0.1:0" }
-log: { level: info }
-b2bua: { drain_timeout_secs: 1 }
-trunks:
-  - { name: sipp, trunk_group: sipp-trunks, sources: ["127.0.0.1/32"] }
-%[2]s
-%[3]s
-cdr: { file: %[4]q }
-`, e.port, gateway, lcr, e.cdrPath)
-	e.run(yaml, logs)
-	return &lcrRig{e2e: e, logs: logs}
-}
-
-// gatewayGroup is a gateway group entry of the gateway: section, its
-// members the carriers given, with more keys (YAML flow-map entries).
-func gatewayGroup(name, keys string, members ...*sipp) string {
-	s := "    - name: " + name + "\n"
-	if keys != "" {
-		s += "      " + strings.ReplaceAll(keys, "\n", "\n      ") + "\n"
-	}
-	s += "      destinations:\n"
-	for _, m := range members {
-		s += fmt.Sprintf("        - { uri: \"sip:%[1]s\", address: \"%[1]s\" }\n", m.addr())
-	}
-	return s
-}
+//
+// These tests hold sipedge to rates and deadlines (500 calls/s, down
+// within 2 s), which the race detector, slowing it several-fold, would
+// miss: they are left out of the race build, as the allocation tests are,
+// and run in every other (go test ./..., without -short).
 
 // memberState is the admin API's state of a group's only member.
 func (r *lcrRig) memberState(group string) string {

@@ -264,3 +264,38 @@ func sippCaller(t *testing.T, name string, target netip.AddrPort, numbers []stri
 		"-d", strconv.Itoa(int(hold/time.Millisecond)),
 		"-timeout", strconv.Itoa(int(timeout/time.Second))+"s", "-timeout_error")
 }
+
+// newSIPpRig starts a Server for SIPp callers from 127.0.0.1 with the
+// gateway: and lcr: sections given.
+func newSIPpRig(t *testing.T, gateway, lcr string) *lcrRig {
+	t.Helper()
+	e, logs := newE2EBase(t)
+	yaml := fmt.Sprintf(`
+listen: ["udp://127.0.0.1:%[1]d", "tcp://127.0.0.1:%[1]d"]
+shards: 2
+admin: { listen: "127.0.0.1:0" }
+log: { level: info }
+b2bua: { drain_timeout_secs: 1 }
+trunks:
+  - { name: sipp, trunk_group: sipp-trunks, sources: ["127.0.0.1/32"] }
+%[2]s
+%[3]s
+cdr: { file: %[4]q }
+`, e.port, gateway, lcr, e.cdrPath)
+	e.run(yaml, logs)
+	return &lcrRig{e2e: e, logs: logs}
+}
+
+// gatewayGroup is a gateway group entry of the gateway: section, its
+// members the carriers given, with more keys (YAML flow-map entries).
+func gatewayGroup(name, keys string, members ...*sipp) string {
+	s := "    - name: " + name + "\n"
+	if keys != "" {
+		s += "      " + strings.ReplaceAll(keys, "\n", "\n      ") + "\n"
+	}
+	s += "      destinations:\n"
+	for _, m := range members {
+		s += fmt.Sprintf("        - { uri: \"sip:%[1]s\", address: \"%[1]s\" }\n", m.addr())
+	}
+	return s
+}
