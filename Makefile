@@ -9,7 +9,7 @@ COUNT    ?= 5
 PKGS     := ./...
 INTEROP_JOBS ?= 2
 
-.PHONY: all build run test test-short test-short-nosockets test-unit test-race test-report bench capacity capacity-recheck report fuzz lint deps interop interop-deps clean
+.PHONY: all build run test test-short test-short-nosockets test-unit test-race test-report bench capacity capacity-recheck report fuzz lint deps interop interop-deps chaos clean
 
 all: build
 
@@ -56,6 +56,15 @@ e2e:
 # a time (2: about 80 s on 2 cores; 1: about 140 s).
 interop: deps interop-deps
 	bash bench/interop/run.sh -j $(INTEROP_JOBS)
+
+# The fault campaign (bench/chaos/run.sh, bench/chaos/README.md): sipedge
+# under routing API, Redis, carrier, drain and hostile-input faults with
+# SIPp, redis-server and Python 3, a table of calls, CDRs and panics per
+# fault; minutes long, so not part of make test. CHAOS="NAME ..." runs
+# some of the faults (bench/chaos/run.sh -l lists them).
+CHAOS ?=
+chaos: deps
+	bash bench/chaos/run.sh $(CHAOS)
 
 # Every benchmark, medians of COUNT runs, into bench/results/benchmarks.txt
 # and bench/REPORT.md (bench/report, its own module, so that gonum/plot

@@ -369,6 +369,16 @@ func (g GroupConfig) clone() GroupConfig {
 	return g
 }
 
+// Check reports what AddGroup would refuse in g by its own rules (not
+// Options.OnAdd's), changing nothing; the error wraps ErrInvalidGroup and
+// lists every problem.
+func (g GroupConfig) Check() error {
+	if _, err := g.normalize(); err != nil {
+		return fmt.Errorf("cannot add group %q: %w", g.Name, err)
+	}
+	return nil
+}
+
 // normalize fills in the defaults of a deep copy of g and checks it; the
 // error lists every problem, each prefixed with its field.
 func (g GroupConfig) normalize() (GroupConfig, error) {

@@ -70,6 +70,7 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 		if e.cfg.MaxDuration > 0 {
 			c.maxDur = e.env.Clock.StartAt(e.now+e.cfg.MaxDuration, timerMaxDuration, e.arg(c))
 		}
+		e.journalAnswered(c)
 		e.m.answered.Inc()
 	default:
 		// The transaction layer ACKs the failure (RFC 3261 17.1.1.3); the
@@ -101,8 +102,9 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 		}
 		if cpsReject {
 			// Retries used up: the carrier's CPS limit, not its health (a
-			// 503 would put the gateway in cooldown).
+			// 503 would put the gateway in cooldown), nor its quality.
 			e.report(c, carrier.OutcomeAbandoned, 0)
+			c.att.cpsReject = true
 		} else {
 			e.report(c, code, retry)
 		}

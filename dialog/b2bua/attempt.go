@@ -21,6 +21,8 @@ type attempt struct {
 	wait      time.Duration // its deadline, from its dial; -1 for none
 
 	reported   bool  // its outcome went to Carriers.Outcome
+	local      bool  // its failure is sipedge's own: Timer B, a transport error (carrier.Report.Local)
+	cpsReject  bool  // its failure is a CPS reject, the retries used up (carrier.Report.CPSRejected)
 	progress   bool  // it sent 101-199
 	trying     bool  // it sent 100
 	pacing     bool  // waiting for a CPS slot before dialling
@@ -31,5 +33,5 @@ type attempt struct {
 // start makes route r, reserved into a.dial, the carrier in flight.
 func (a *attempt) start(r *route.Route) {
 	a.route, a.dialed = r, 0
-	a.reported, a.progress, a.trying, a.cpsRetries = false, false, false, 0
+	a.reported, a.local, a.cpsReject, a.progress, a.trying, a.cpsRetries = false, false, false, false, false, 0
 }

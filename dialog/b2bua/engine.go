@@ -58,11 +58,12 @@ type trunkState struct {
 // callTable holds the calls: a slab reused through a free list, and the
 // index of their legs' Call-IDs.
 type callTable struct {
-	list   []*Call
-	free   int32 // head of the free list, -1 if none
-	live   int
-	shared atomic.Int64 // live, readable from other goroutines (drain, admin)
-	index  callIndex    // Call-ID of either leg -> call
+	journaled uint32 // the last call number given Env.Journal (journalAnswered)
+	list      []*Call
+	free      int32 // head of the free list, -1 if none
+	live      int
+	shared    atomic.Int64 // live, readable from other goroutines (drain, admin)
+	index     callIndex    // Call-ID of either leg -> call
 }
 
 // byeTable are the BYEs to carriers in flight, reused through a free
@@ -108,13 +109,17 @@ type scratch struct {
 	rr   route.Request  // the Router's request
 	dec  route.Decision // the decision being carried out
 	rep  carrier.Report // the report being made to the carrier plane
+	// order is where the carrier plane reorders a call's routes
+	// (Engine.order), which the call then takes over.
+	order []route.Route
 }
 
 // pools are the buffers calls borrow while they need them (getBuf,
 // getMsg): a warm engine allocates none, and a held call keeps none.
 type pools struct {
-	bufs [][]byte          // message buffers
-	msgs []*parser.Message // parsed INVITEs
+	bufs   [][]byte          // message buffers
+	msgs   []*parser.Message // parsed INVITEs
+	extras []*callExtra      // what few calls need (Call.extra)
 }
 
 // txnRole says what a transaction is to its call. An entry of Engine.roles

@@ -64,9 +64,9 @@ func (e *Engine) carryOut(c *Call, st route.Step, failure *parser.Message) {
 			}
 			var reason string
 			if e.lastCarrier(c) {
-				reason = e.env.Carriers.ReserveLast(r, c.key, &c.att.dial)
+				reason = e.env.Carriers.ReserveLast(r, c.key, c.callee, &c.att.dial)
 			} else {
-				reason = e.env.Carriers.Reserve(r, c.key, &c.att.dial)
+				reason = e.env.Carriers.Reserve(r, c.key, c.callee, &c.att.dial)
 			}
 			if reason != "" {
 				if reason == route.ReasonCallsLimited {
@@ -102,7 +102,7 @@ func (e *Engine) carryOut(c *Call, st route.Step, failure *parser.Message) {
 				c.onFailureRan = true
 				act := e.env.Policy.OnFailure(c, code, reason)
 				if len(act.Routes) > 0 {
-					c.seq.Restart(act.Routes, e.cfg.Sequence)
+					c.seq.Restart(e.order(c, act.Routes, 1), e.cfg.Sequence)
 					st = c.seq.Next(e.now)
 					continue
 				}
@@ -162,15 +162,20 @@ func (e *Engine) attemptFailed(c *Call, st route.Step, abandoned bool) {
 	a := st.Attempt
 	rep := &e.tmp.rep // not a local: through an interface, it would escape
 	*rep = carrier.Report{Event: carrier.AttemptFailed, CarrierID: a.CarrierID, Number: c.callee, Code: a.Status,
-		Reason: a.Reason, Dialed: a.Dialed, Abandoned: abandoned && a.PDD == 0}
-	if r == c.att.route { // reserved: the carrier in flight
+		Reason: a.Reason, Dialed: a.Dialed, Abandoned: abandoned && a.PDD == 0, At: e.now}
+	inFlight := r == c.att.route // reserved: the carrier in flight
+	if inFlight {
 		rep.Gateway = c.att.dial.Gateway
+		rep.Local, rep.CPSRejected = c.att.local, c.att.cpsReject
 		if a.Dialed {
 			rep.Invite = c.att.dialed
 			if a.PDD != 0 {
 				rep.Progress = rep.Invite + a.PDD
 			}
 		}
+	}
+	if a.Dialed && inFlight {
+		e.attemptLeg(c)
 	}
 	e.env.Carriers.Report(rep)
 	if e.env.Policy.OnRouteFailure != nil {
@@ -188,7 +193,8 @@ func (e *Engine) answered(c *Call) {
 	r := &c.seq.Routes()[i]
 	dialed, progress := c.seq.Timing()
 	e.tmp.rep = carrier.Report{Event: carrier.Answered, CarrierID: r.CarrierID, Gateway: c.att.dial.Gateway,
-		Number: c.callee, Code: c.finalCode, Dialed: true, Invite: dialed, Progress: progress, Answer: c.tAnswer}
+		Number: c.callee, Code: c.finalCode, Dialed: true, Invite: dialed, Progress: progress, Answer: c.tAnswer,
+		At: e.now}
 	e.env.Carriers.Report(&e.tmp.rep)
 	if e.env.Policy.OnAnswer != nil {
 		e.env.Policy.OnAnswer(c, r)

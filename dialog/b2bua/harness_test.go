@@ -123,32 +123,43 @@ func (f routerFunc) Route(q *route.Request) route.Decision { return f(q) }
 type carriers struct {
 	r         *rig
 	reserve   func(rt *route.Route, key uint64, d *carrier.Dial) string
+	order     func(routes []route.Route, number []byte, buf *[]route.Route) []route.Route
 	pace      func(d *carrier.Dial, ref uint64) carrier.Pace
 	cpsReject func(d *carrier.Dial, code int, phrase, reason []byte) (time.Duration, bool)
 	outcome   func(d *carrier.Dial, code int, retryAfter time.Duration)
 	release   func(d *carrier.Dial)
 	reports   []carrier.Report // what the engine reported, Number copied
+	numbers   []string         // the numbers Reserve and ReserveLast were given
 	// reserved lists the carriers reserved, in order, "last:" before
 	// those reserved with ReserveLast.
 	reserved []string
 }
 
-func (c *carriers) Reserve(rt *route.Route, key uint64, d *carrier.Dial) string {
+func (c *carriers) Reserve(rt *route.Route, key uint64, number []byte, d *carrier.Dial) string {
 	c.reserved = append(c.reserved, rt.CarrierID)
+	return c.reserveAny(rt, key, number, d)
+}
+
+// ReserveLast is Reserve, recorded apart: the rig's groups have no health
+// to rescue a member from.
+func (c *carriers) ReserveLast(rt *route.Route, key uint64, number []byte, d *carrier.Dial) string {
+	c.reserved = append(c.reserved, "last:"+rt.CarrierID)
+	return c.reserveAny(rt, key, number, d)
+}
+
+func (c *carriers) reserveAny(rt *route.Route, key uint64, number []byte, d *carrier.Dial) string {
+	c.numbers = append(c.numbers, string(number))
 	if c.reserve != nil {
 		return c.reserve(rt, key, d)
 	}
 	return reserveGateway(rt, d)
 }
 
-// ReserveLast is Reserve, recorded apart: the rig's groups have no health
-// to rescue a member from.
-func (c *carriers) ReserveLast(rt *route.Route, key uint64, d *carrier.Dial) string {
-	c.reserved = append(c.reserved, "last:"+rt.CarrierID)
-	if c.reserve != nil {
-		return c.reserve(rt, key, d)
+func (c *carriers) Order(routes []route.Route, number []byte, buf *[]route.Route) []route.Route {
+	if c.order != nil {
+		return c.order(routes, number, buf)
 	}
-	return reserveGateway(rt, d)
+	return routes
 }
 
 // reserveGateway makes rt's group's one member the dial's carrier.
@@ -219,6 +230,15 @@ func (s cdrSink) Write(rec *cdr.Record) bool {
 type ended struct {
 	Summary
 	CDRFields map[string]string
+	// Legs are lcr_attempts' B-legs, by attempt.
+	Legs []cdrLeg
+}
+
+// cdrLeg is an attempt's b_call_id and time_invite (on the rig's
+// clock) as its CDR tells them.
+type cdrLeg struct {
+	BCallID string
+	Invite  time.Duration
 }
 
 // endedOf reads a CDR back.
@@ -236,11 +256,13 @@ func endedOf(rec *cdr.Record) ended {
 		Answer: at(rec.TimeAnswer), End: at(rec.TimeEnd), FinalCode: rec.FinalCode, FinalReason: []byte(rec.FinalReason),
 		HangupSide: rec.HangupSide}
 	s.Attempts = []route.Attempt{}
+	var legs []cdrLeg
 	for _, a := range rec.Attempts {
 		s.Attempts = append(s.Attempts, route.Attempt{CarrierID: a.CarrierID, Status: a.Status,
 			ElapsedMs: a.Elapsed.Milliseconds(), Dialed: a.Dialed, Reason: a.Reason})
+		legs = append(legs, cdrLeg{BCallID: strings.Clone(a.BCallID), Invite: at(a.TimeInvite)})
 	}
-	return ended{Summary: s, CDRFields: maps.Clone(rec.CDRFields)}
+	return ended{Summary: s, CDRFields: maps.Clone(rec.CDRFields), Legs: legs}
 }
 
 func (r *rig) StartAt(at time.Duration, kind uint8, arg uint64) uint64 {

@@ -337,6 +337,7 @@ func (e *Engine) onTxnFailure(h txn.Handle, transport bool) {
 			e.end(c, cdr.HangupCaller)
 			return
 		}
+		c.att.local = true // the failure below is sipedge's, fed as the carrier's
 		if transport {
 			// The INVITE could not reach the carrier: a 503 (RFC 3261
 			// 8.1.3.1), which fails over at once.

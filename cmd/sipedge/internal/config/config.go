@@ -22,6 +22,8 @@ import (
 	_ "embed"
 	"time"
 
+	"github.com/sipedge/sipedge/fleet"
+	"github.com/sipedge/sipedge/quality"
 	"github.com/sipedge/sipedge/transport"
 )
 
@@ -61,6 +63,14 @@ type Config struct {
 	Cache          []Cache        `yaml:"cache"`
 	RateLimit      RateLimit      `yaml:"ratelimit"`
 	CDR            CDR            `yaml:"cdr"`
+	// Fleet makes this node one of several sharing one Redis: channel
+	// limits held across the fleet, shared runtime state, the call journal
+	// (fleet.Config; fleet/doc.go). Absent: one node, all in process.
+	Fleet fleet.Config `yaml:"fleet"`
+	// Quality is quality routing: live statistics per prefix and carrier,
+	// their scores, and their use (mode off, the default: statistics and
+	// scores only). The keys are quality.Config's.
+	Quality quality.Config `yaml:"quality"`
 }
 
 // Admin is the admin HTTP API (metrics, health, runtime gateway changes).
@@ -228,8 +238,9 @@ type Group struct {
 	CPS           CPS         `yaml:"cps"`
 	CPSReject     []CPSReject `yaml:"cps_reject"`
 	// MaxConcurrentCalls is the carrier's channel limit, the calls it takes
-	// at once; at it, sipedge skips the carrier (calls_limited). Per node:
-	// each keeps to ceil(limit / ratelimit.nodes). 0: none.
+	// at once; at it, sipedge skips the carrier (calls_limited). Held
+	// across the fleet with fleet.redis; else per node, each keeping to
+	// ceil(limit / ratelimit.nodes). 0: none.
 	MaxConcurrentCalls int `yaml:"max_concurrent_calls"`
 	// Auth is the account sipedge holds with the carrier, to answer its
 	// Digest challenges to INVITEs (no username: none).
@@ -325,6 +336,9 @@ type LCR struct {
 	// that are part of the cache key; a trunk without one keys it empty.
 	Attributes   []string      `yaml:"attributes"`
 	StaticRoutes []StaticRoute `yaml:"static_routes"`
+	// SendQuality adds the quality scores of the call's prefix to each API
+	// request (route/lcr/API.md, "Quality scores").
+	SendQuality bool `yaml:"send_quality"`
 }
 
 // DefaultRerouteCauses is the default lcr.reroute_causes.

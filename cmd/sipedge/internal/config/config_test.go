@@ -13,6 +13,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sipedge/sipedge/fleet"
+	"github.com/sipedge/sipedge/quality"
 	"github.com/sipedge/sipedge/transport"
 )
 
@@ -341,7 +343,29 @@ func TestRejects(t *testing.T) {
 		{"flood without ban", "ratelimit:\n  flood: { ban_secs: 0 }", `line 2: ratelimit.flood.ban_secs: 0s: want a positive ban while flood protection is on`},
 		{"flood ban negative", "ratelimit:\n  flood: { ban_secs: -1 }", `line 2: ratelimit.flood.ban_secs: -1: must not be negative`},
 		{"cdr queue negative", "cdr: { queue: -1 }", `cdr.queue: -1: must not be negative`},
+		{"fleet redis", "fleet:\n  redis: \"127.0.0.1:6379\"", `line 2: fleet.redis: "127.0.0.1:6379": want a redis:// URL`},
+		{"fleet redis password not shown", "fleet: { redis: \"redis://:s3cret@a:6379/one\" }", `fleet.redis: "redis://:xxxxx@a:6379/one": the path must be a database number (/0) or nothing`},
+		{"fleet redis cluster database", "fleet: { redis: \"redis://a:7000/1?addr=b:7000\" }", `fleet.redis: "redis://a:7000/1?addr=b:7000": database 1 with more seed nodes (addr=): a Redis Cluster has only database 0`},
+		{"fleet node_id", "fleet:\n  redis: \"redis://a:6379\"\n  node_id: \"edge 1\"", `line 3: fleet.node_id: "edge 1": want 1 to 64 letters, digits, '.', '_' or '-'`},
+		{"fleet node_id colon", "fleet: { node_id: \"edge:1\" }", `fleet.node_id: "edge:1": want 1 to 64 letters`},
+		{"fleet lease_secs", "fleet:\n  redis: \"redis://a:6379\"\n  lease_secs: 7200", `line 3: fleet.lease_secs: 7200: want 1 to 3600 (0: 10)`},
+		{"fleet lease_secs negative", "fleet: { lease_secs: -1 }", `fleet.lease_secs: -1: must not be negative`},
+		{"fleet journal without redis", "fleet:\n  call_journal: true", `line 2: fleet.call_journal: needs fleet.redis: the journal lives in Redis`},
 		{"cdr not a mapping", "cdr: cdr.jsonl", `line 1: cdr: want a mapping, got "cdr.jsonl"`},
+		// quality
+		{"quality mode", "quality:\n  mode: best", `line 2: quality.mode: "best": want off, demote or sort`},
+		{"quality prefix", "quality:\n  prefixes: [\"\", \"+4x\"]", `line 2: quality.prefixes[1]: "+4x": want digits with an optional leading +`},
+		{"quality prefix duplicate", "quality: { prefixes: [\"44\", \"+44\"] }", `quality.prefixes[1]: "+44": duplicate prefix (also prefixes[0])`},
+		{"quality history below sampling", "quality:\n  sampling_interval_secs: 10\n  history_span_secs: 5", `line 3: quality.history_span_secs: 5: want 10 (one sampling interval) to`},
+		{"quality confidence", "quality:\n  confidence: 1.5", `line 2: quality.confidence: 1.5: want a probability above 0.5 and below 1`},
+		{"quality threshold negative", "quality:\n  bad_dst_threshold: -2", `line 2: quality.bad_dst_threshold: -2: want a number from 0, or -1 to disable`},
+		{"quality webhook", "quality: { webhook_url: \"ftp://x\" }", `quality.webhook_url: "ftp://x": want an http:// or https:// URL`},
+		{"quality profile critical", "quality:\n  profiles:\n    - name: p\n      asr: { warning: 0.2, critical: 0.5 }",
+			`line 4: quality.profiles[0].asr.critical: 0.5: want it below warning (0.2)`},
+		{"quality profile prefix", "quality:\n  profiles:\n    - name: p\n      prefixes: [\"33\"]",
+			`line 4: quality.profiles[0].prefixes[0]: "33": not one of quality.prefixes`},
+		{"quality profile unknown key", "quality:\n  profiles:\n    - { name: p, asr: { critcal: 0.2 } }", `line 3: quality.profiles[0].asr.critcal: unknown key (did you mean critical?)`},
+		{"send_quality without an API", "lcr:\n  send_quality: true", `line 2: lcr.send_quality: true without lcr.api_url`},
 		// file level
 		{"empty", "# nothing\n", `the configuration is empty`},
 		{"two documents", "shards: 1\n---\nshards: 2\n", `more than one YAML document`},
@@ -612,6 +636,10 @@ func TestDefaults(t *testing.T) {
 		{"ratelimit", c.RateLimit, RateLimit{Deadline: 20 * time.Millisecond, FailureMode: "local", Nodes: 1,
 			BatchMinRate: 50, Flood: Flood{MessagesPerSec: 200, Ban: time.Minute}}},
 		{"cdr", c.CDR, CDR{File: "cdr.jsonl", MaxSizeMB: 100, MaxBackups: 10, Queue: 65536}},
+		{"fleet", c.Fleet, fleet.Config{LeaseSecs: 10}}, // no redis: one node, all in process
+		{"lcr.send_quality", c.LCR.SendQuality, false},
+		{"quality", c.Quality, quality.Config{Mode: "off", Prefixes: []string{""}, SamplingIntervalSecs: 5,
+			HistorySpanSecs: 1800, Confidence: 0.95}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -744,6 +772,7 @@ lcr:
   fallback_gateway_group: carrier-b
   reroute_causes: [408, 503]
   attributes: [region, tier]
+  send_quality: true
   static_routes:
     - prefix: ""
       routes:
@@ -769,6 +798,26 @@ cache:
   - { name: lcr, url: "redis://127.0.0.1:6379/2", local_ttl_secs: 30 }
 ratelimit: { redis: "redis://127.0.0.1:7000?addr=127.0.0.1:7001&addr=127.0.0.1:7002", deadline_ms: 15, failure_mode: closed, nodes: 3, batch: 8, batch_min_rate: 100, flood: { messages_per_sec: 0 } }
 cdr: { file: "/var/lib/sipedge/cdr.jsonl", max_size_mb: 10, max_backups: 0, queue: 1024 }
+fleet: { redis: "redis://127.0.0.1:6380", node_id: edge-1.dc2, lease_secs: 6, call_journal: true }
+quality:
+  mode: sort
+  prefixes: ["", "+44", "447"]
+  sampling_interval_secs: 10
+  history_span_secs: 600
+  confidence: 0.9
+  bad_dst_threshold: -1
+  webhook_url: "https://hooks.example/quality?token=s3cret"
+  auto_disable: true
+  profiles:
+    - name: mobile
+      prefixes: ["447"]
+      warning_penalty: 2
+      critical_penalty: 20
+      asr: { warning: 0.3, critical: 0.15, weight: 2 }
+      ccr: { warning: -1 }
+      pdd_ms: { warning: 4000, critical: -1 }
+      ast_ms: { warning: 20000, critical: 40000, weight: 0.5 }
+      acd_secs: { warning: 20, critical: 8 }
 `
 
 func TestPrintRoundTrip(t *testing.T) {
@@ -837,6 +886,24 @@ func TestPrintRoundTrip(t *testing.T) {
 		}
 		if c.Gateway.Groups[0].Passive.MaxRetryAfter != time.Minute {
 			t.Errorf("passive.max_retry_after_secs = %v", c.Gateway.Groups[0].Passive.MaxRetryAfter)
+		}
+		if want := (fleet.Config{Redis: "redis://127.0.0.1:6380", NodeID: "edge-1.dc2", LeaseSecs: 6, CallJournal: true}); c.Fleet != want {
+			t.Errorf("fleet = %+v, want %+v", c.Fleet, want)
+		}
+		q := c.Quality
+		if q.Mode != "sort" || !reflect.DeepEqual(q.Prefixes, []string{"", "+44", "447"}) || q.SamplingIntervalSecs != 10 ||
+			q.HistorySpanSecs != 600 || q.Confidence != 0.9 || q.BadDstThreshold != quality.Off || !q.AutoDisable || !c.LCR.SendQuality {
+			t.Errorf("quality = %+v, lcr.send_quality %v", q, c.LCR.SendQuality)
+		}
+		wantProfile := quality.Profile{Name: "mobile", Prefixes: []string{"447"}, WarningPenalty: 2, CriticalPenalty: 20,
+			ASR: quality.Limits{Warning: 0.3, Critical: 0.15, Weight: 2}, CCR: quality.Limits{Warning: quality.Off, Critical: 0.4, Weight: 1},
+			PDD: quality.Limits{Warning: 4000, Critical: quality.Off, Weight: 1}, AST: quality.Limits{Warning: 20000, Critical: 40000, Weight: 0.5},
+			ACD: quality.Limits{Warning: 20, Critical: 8, Weight: 1}}
+		if len(q.Profiles) != 1 || !reflect.DeepEqual(q.Profiles[0], wantProfile) {
+			t.Errorf("quality.profiles = %+v\nwant %+v", q.Profiles, wantProfile)
+		}
+		if r := c.Redacted().String(); strings.Contains(r, "s3cret") {
+			t.Errorf("the webhook's secret shown:\n%s", r)
 		}
 		if !strings.Contains(c.String(), `auth_header: Bearer x$$y`) {
 			t.Errorf("Print does not escape $:\n%s", c.String())

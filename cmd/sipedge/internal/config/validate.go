@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/dialog/b2bua"
+	"github.com/sipedge/sipedge/fleet"
 	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/ratelimit"
 	"github.com/sipedge/sipedge/route/lcr"
@@ -128,6 +129,8 @@ func (c *Config) fill() {
 	orDefault(&c.CDR.File, "cdr.jsonl")
 	orDefault(&c.CDR.MaxSizeMB, 100)
 	orDefault(&c.CDR.Queue, 65536)
+	orDefault(&c.Fleet.LeaseSecs, fleet.DefaultLeaseSecs) // node_id "" stays: the host name, read at start
+	c.Quality.SetDefaults()
 }
 
 // maxMessageSize bounds sip.max_message_size.
@@ -379,6 +382,10 @@ func (c *Config) validate(v *validator) {
 		}
 	}
 	c.checkStaticRoutes(v, "lcr.static_routes", l.StaticRoutes, func(g string) bool { return c.Group(g) != nil })
+	if l.SendQuality && l.APIURL == "" {
+		v.errorf("lcr.send_quality", "true without lcr.api_url: the static table asks no API")
+	}
+	c.Quality.Check(func(field, problem string) { v.errorf("quality."+field, "%s", problem) })
 
 	seen = map[string]string{}
 	for i, e := range c.Cache {
@@ -402,6 +409,15 @@ func (c *Config) validate(v *validator) {
 	if r.Flood.MessagesPerSec > 0 && r.Flood.Ban <= 0 {
 		v.errorf("ratelimit.flood.ban_secs", "%v: want a positive ban while flood protection is on", r.Flood.Ban)
 	}
+
+	if c.Fleet.Redis != "" {
+		v.redisURL("fleet.redis", c.Fleet.Redis) // the URL rules of every Redis, Cluster included
+	}
+	c.Fleet.Check(func(field, problem string) {
+		if field != "redis" { // redisURL said it, never showing a password
+			v.errorf("fleet."+field, "%s", problem)
+		}
+	})
 }
 
 // checkTrunk checks the trunk t at path p ("trunks[2]"; "" for a trunk on

@@ -183,7 +183,7 @@ func TestDrainLingersForRetransmittedByes(t *testing.T) {
 func TestDrainAnswersByeChallenges(t *testing.T) {
 	testtier.RequiresSockets(t)
 	const calls, rate = 50, 50
-	carrier := startSIPp(t, "carrier", "-sf", filepath.Join(repoRoot(t), "bench", "sipp", "uas_auth.xml"), "-m", fmt.Sprint(calls))
+	carrier := runSIPp(t, "carrier", "-sf", filepath.Join(repoRoot(t), "bench", "sipp", "uas_auth.xml"), "-m", fmt.Sprint(calls))
 	r := newDrainRig(t, carrier.addr(), `auth: { username: acct-42, password: "s3cret" }`)
 	r.upCalls(calls, rate)
 	if err := r.shutdown(); err != nil {

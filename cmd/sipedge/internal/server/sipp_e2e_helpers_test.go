@@ -1,9 +1,12 @@
 package server
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
-	"math/rand/v2"
+	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -13,289 +16,283 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sipedge/sipedge/internal/testtier"
+	"github.com/sipedge/sipedge/quality"
 )
 
-// SIPp end-to-end rig: real SIPp processes as callers and carriers around
-// an in-process Server, with the scenarios of testdata/sipp (uac.xml, a
-// caller dialling its injection file's numbers that takes a 503 as well
-// as an answer; uas.xml, a carrier that answers every call but those to
-// numbers beginning 999). Every SIPp gets free loopback ports of its own
-// and a directory for its files; t.Cleanup kills what is still running.
-// SIPP_TRACE=DIR keeps every message each SIPp sent and received in
-// DIR/NAME_msg.log (it slows SIPp down: for a failure's post-mortem).
+// SIPp rig: a Server whose carriers are SIPp UASs (one per gateway group
+// member) and whose callers are a SIPp UAC placing a batch of calls; what
+// became of them is read back from the CDR file, the admin API and
+// /metrics, while the Server runs.
 
-// sipp is one SIPp process.
-type sipp struct {
-	t      *testing.T
-	name   string
-	dir    string
-	port   int // its SIP port, UDP
-	cmd    *exec.Cmd
-	exited chan struct{}
-	err    error // the exit status, once exited is closed
+// requireSIPp skips t in the fast tier, and, loudly, when SIPp (Debian's
+// sip-tester) is not installed.
+func requireSIPp(t *testing.T) {
+	t.Helper()
+	testtier.RequiresSockets(t)
+	if _, err := exec.LookPath("sipp"); err != nil {
+		fmt.Fprintf(os.Stderr, "SKIP %s: sipp not installed (apt-get install sip-tester)\n", t.Name())
+		t.Skip("sipp not installed (apt-get install sip-tester)")
+	}
 }
 
-// sippBinary returns SIPp's path; the tests need it (Debian package
-// sip-tester, which make test installs): without it they fail, not skip.
-func sippBinary(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("sipp")
-	if err != nil {
-		t.Fatalf("sipp not found (Debian package sip-tester): %v", err)
-	}
-	return p
+// sippProc is a SIPp process of the test's, stopped when the test ends.
+type sippProc struct {
+	t    *testing.T
+	name string
+	cmd  *exec.Cmd
+	out  *lockedBuffer
+	dir  string
+	done chan struct{}
+	err  error
 }
 
-// sippScenario is the path of a scenario of testdata/sipp.
-func sippScenario(t *testing.T, name string) string {
+// startSIPp starts sipp with args, on loopback, with a control and a media
+// port of its own (two SIPps on the defaults would collide).
+func startSIPp(t *testing.T, name string, args ...string) *sippProc {
 	t.Helper()
-	p, err := filepath.Abs(filepath.Join("testdata", "sipp", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// freeUDPPorts returns the first of n consecutive loopback ports free for
-// UDP and TCP now, picked at random below the redis-servers' ports and the
-// kernel's ephemeral range, as e2eFreePort does.
-func freeUDPPorts(t *testing.T, n int) int {
-	t.Helper()
-	for range 200 {
-		first := 10000 + rand.IntN(10000-n)
-		ok := true
-		for p := first; p < first+n && ok; p++ {
-			u, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: p})
-			if err != nil {
-				ok = false
-				break
-			}
-			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
-			u.Close()
-			if err != nil {
-				ok = false
-				break
-			}
-			l.Close()
-		}
-		if ok {
-			return first
-		}
-	}
-	t.Fatalf("no %d free consecutive ports", n)
-	return 0
-}
-
-// startSIPp runs SIPp with args, on free ports of its own (SIP, control,
-// media), with statistics every second in its directory (sippStats); the
-// process is killed when the test ends.
-func startSIPp(t *testing.T, name string, args ...string) *sipp {
-	t.Helper()
-	bin := sippBinary(t)
-	s := &sipp{t: t, name: name, dir: t.TempDir(), port: freeUDPPorts(t, 1), exited: make(chan struct{})}
-	cp, mp := freeUDPPorts(t, 1), freeUDPPorts(t, 4)
-	args = append(args, "-t", "u1", "-i", "127.0.0.1", "-p", strconv.Itoa(s.port),
-		"-mi", "127.0.0.1", "-mp", strconv.Itoa(mp), "-cp", strconv.Itoa(cp), "-nostdin",
-		"-trace_stat", "-stf", filepath.Join(s.dir, "stat.csv"), "-fd", "1",
-		"-trace_err", "-error_file", filepath.Join(s.dir, "errors.log"))
-	if os.Getenv("SIPP_TRACE") != "" {
-		args = append(args, "-trace_msg", "-message_file", filepath.Join(os.Getenv("SIPP_TRACE"), name+"_msg.log"))
-	}
-	s.cmd = exec.Command(bin, args...)
-	s.cmd.Dir = s.dir
-	out, err := os.Create(filepath.Join(s.dir, "out.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.cmd.Stdout, s.cmd.Stderr = out, out
-	if err := s.cmd.Start(); err != nil {
+	p := &sippProc{t: t, name: name, out: &lockedBuffer{}, dir: t.TempDir(), done: make(chan struct{})}
+	args = append(args, "-i", "127.0.0.1", "-cp", strconv.Itoa(e2eFreePort(t)), "-mi", "127.0.0.1",
+		"-mp", strconv.Itoa(e2eFreePort(t)), "-nostdin", "-trace_err", "-error_file", filepath.Join(p.dir, "errors.log"))
+	p.cmd = exec.Command("sipp", args...)
+	p.cmd.Dir = p.dir
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("SIPp %s: %v", name, err)
 	}
 	go func() {
-		s.err = s.cmd.Wait()
-		out.Close()
-		close(s.exited)
+		p.err = p.cmd.Wait()
+		close(p.done)
 	}()
 	t.Cleanup(func() {
-		s.kill()
+		p.stop()
 		if t.Failed() {
-			s.dump()
+			t.Logf("SIPp %s:\n%s\n%s", name, p.out.String(), p.errors())
 		}
 	})
-	return s
+	return p
 }
 
-// sippCarrier starts a SIPp carrier on scenario and waits until it listens.
-func sippCarrier(t *testing.T, name, scenario string, args ...string) *sipp {
+// errors returns SIPp's error log.
+func (p *sippProc) errors() string {
+	b, _ := os.ReadFile(filepath.Join(p.dir, "errors.log"))
+	return string(b)
+}
+
+// stop ends the process (SIGTERM, then SIGKILL after 3 s) and waits for it.
+func (p *sippProc) stop() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(3 * time.Second):
+		p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// sippUAS starts a SIPp UAS on a free port, the built-in "uas" (180, then
+// 200 with SDP; ACK; BYE) or a scenario of testdata/sipp, and waits until
+// it listens.
+func sippUAS(t *testing.T, name, scenario string) (*sippProc, int) {
 	t.Helper()
-	s := startSIPp(t, name, append([]string{"-sf", sippScenario(t, scenario)}, args...)...)
-	deadline := time.Now().Add(5 * time.Second)
-	for !s.listening() {
+	port := e2eFreePort(t)
+	return sippUASOn(t, name, scenario, port), port
+}
+
+// sippUASOn is sippUAS on a given port: a carrier's gateway that changes
+// its behaviour (the old one stopped first).
+func sippUASOn(t *testing.T, name, scenario string, port int) *sippProc {
+	t.Helper()
+	sc := []string{"-sn", "uas"}
+	if scenario != "uas" {
+		path, err := filepath.Abs(filepath.Join("testdata", "sipp", scenario))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc = []string{"-sf", path}
+	}
+	p := startSIPp(t, name, append(sc, "-p", strconv.Itoa(port), "-t", "u1")...)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		select {
-		case <-s.exited:
-			s.dump()
-			t.Fatalf("SIPp %s exited: %v", name, s.err)
+		case <-p.done:
+			t.Fatalf("SIPp %s exited: %v\n%s", name, p.err, p.out.String())
 		default:
 		}
+		// Bound by SIPp: the port is taken.
+		c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
+		if err != nil {
+			return p
+		}
+		c.Close()
 		if time.Now().After(deadline) {
-			t.Fatalf("SIPp %s does not listen on %d", name, s.port)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return s
-}
-
-// listening reports whether a UDP socket is bound to s's port: SIPp's,
-// since nothing else takes a port in its range without asking for it by
-// number. /proc/net/udp lists it in hexadecimal, after the address.
-func (s *sipp) listening() bool {
-	b, err := os.ReadFile("/proc/net/udp")
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return strings.Contains(string(b), fmt.Sprintf("0100007F:%04X ", s.port))
-}
-
-// addr is where s takes SIP.
-func (s *sipp) addr() netip.AddrPort {
-	return netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(s.port))
-}
-
-// signal sends sig to SIPp: SIGSTOP freezes it, a carrier that goes
-// silent (what reaches it waits in its socket's buffer, and what does not
-// fit is lost), and SIGCONT brings it back.
-func (s *sipp) signal(sig syscall.Signal) {
-	s.t.Helper()
-	if err := s.cmd.Process.Signal(sig); err != nil {
-		s.t.Fatalf("SIPp %s: %v", s.name, err)
-	}
-}
-
-// kill ends SIPp if it still runs.
-func (s *sipp) kill() {
-	select {
-	case <-s.exited:
-	default:
-		s.cmd.Process.Signal(syscall.SIGCONT) // a stopped process dies only once continued
-		s.cmd.Process.Kill()
-		<-s.exited
-	}
-}
-
-// wait waits for SIPp to exit by itself, failing the test after timeout.
-func (s *sipp) wait(timeout time.Duration) {
-	s.t.Helper()
-	select {
-	case <-s.exited:
-	case <-time.After(timeout):
-		s.kill()
-		s.t.Fatalf("SIPp %s still running after %v", s.name, timeout)
-	}
-}
-
-// dump logs the ends of SIPp's output and error log.
-func (s *sipp) dump() {
-	for _, f := range []string{"out.log", "errors.log"} {
-		b, _ := os.ReadFile(filepath.Join(s.dir, f))
-		if len(b) > 4000 {
-			b = b[len(b)-4000:]
-		}
-		if len(b) > 0 {
-			s.t.Logf("SIPp %s %s:\n%s", s.name, f, b)
+			t.Fatalf("SIPp %s does not listen on %d", name, port)
 		}
 	}
 }
 
-// sippStats are the cumulative figures of SIPp's last statistics line.
-type sippStats struct {
-	created, succeeded, failed int
-	retransmissions            int
-}
-
-// stats reads SIPp's statistics file (-trace_stat), written every second
-// and as SIPp exits.
-func (s *sipp) stats() sippStats {
-	s.t.Helper()
-	b, err := os.ReadFile(filepath.Join(s.dir, "stat.csv"))
-	if err != nil {
-		s.t.Fatalf("SIPp %s statistics: %v", s.name, err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) < 2 {
-		s.t.Fatalf("SIPp %s statistics: no line yet", s.name)
-	}
-	head, last := strings.Split(lines[0], ";"), strings.Split(lines[len(lines)-1], ";")
-	col := func(name string) int {
-		for i, h := range head {
-			if h == name && i < len(last) {
-				n, err := strconv.Atoi(strings.TrimSpace(last[i]))
-				if err != nil {
-					s.t.Fatalf("SIPp %s statistics: %s = %q", s.name, name, last[i])
-				}
-				return n
-			}
-		}
-		s.t.Fatalf("SIPp %s statistics: no column %s", s.name, name)
-		return 0
-	}
-	return sippStats{created: col("TotalCallCreated"), succeeded: col("SuccessfulCall(C)"),
-		failed: col("FailedCall(C)"), retransmissions: col("Retransmissions(C)")}
-}
-
-// sippCaller runs the caller of uac.xml against target: calls calls at
-// rate a second, dialling numbers[i%len(numbers)] in turn, each answered
-// call up for hold (0: hung up at once), at most limit at once. It
-// returns as the calls start; wait for it to end (wait, then stats).
-func sippCaller(t *testing.T, name string, target netip.AddrPort, numbers []string, rate, calls int, hold time.Duration) *sipp {
+// sippCalls has a SIPp UAC place calls calls to number through sipedge at
+// rate a second, each answered, then hung up by the caller (the built-in
+// "uac"), and fails t unless every one succeeded.
+func sippCalls(t *testing.T, sipedge netip.AddrPort, number string, calls, rate int) {
 	t.Helper()
-	var inf strings.Builder
-	inf.WriteString("SEQUENTIAL\n")
-	for _, n := range numbers {
-		inf.WriteString(n + ";\n")
+	p := startSIPp(t, "uac", "-sn", "uac", sipedge.String(), "-s", number, "-p", strconv.Itoa(e2eFreePort(t)), "-t", "u1",
+		"-r", strconv.Itoa(rate), "-m", strconv.Itoa(calls), "-l", "50", "-timeout", "60s", "-timeout_error")
+	select {
+	case <-p.done:
+	case <-time.After(90 * time.Second):
+		t.Fatalf("the SIPp UAC did not finish its %d calls", calls)
 	}
-	file := filepath.Join(t.TempDir(), "numbers.csv")
-	if err := os.WriteFile(file, []byte(inf.String()), 0o600); err != nil {
-		t.Fatal(err)
+	if p.err != nil {
+		t.Fatalf("the SIPp UAC failed calls (%v):\n%s\n%s", p.err, p.out.String(), p.errors())
 	}
-	limit := max(200, 4*rate)
-	timeout := time.Duration(calls/rate)*time.Second + hold + 40*time.Second
-	return startSIPp(t, name, target.String(), "-sf", sippScenario(t, "uac.xml"), "-inf", file,
-		"-r", strconv.Itoa(rate), "-m", strconv.Itoa(calls), "-l", strconv.Itoa(limit),
-		"-d", strconv.Itoa(int(hold/time.Millisecond)),
-		"-timeout", strconv.Itoa(int(timeout/time.Second))+"s", "-timeout_error")
 }
 
-// newSIPpRig starts a Server for SIPp callers from 127.0.0.1 with the
-// gateway: and lcr: sections given.
-func newSIPpRig(t *testing.T, gateway, lcr string) *lcrRig {
-	t.Helper()
-	e, logs := newE2EBase(t)
-	yaml := fmt.Sprintf(`
-listen: ["udp://127.0.0.1:%[1]d", "tcp://127.0.0.1:%[1]d"]
+// cdrsNow reads the CDRs written so far, while the Server runs: whole
+// lines only (the writer flushes every 100 ms and may cut one).
+func (e *e2e) cdrsNow() []map[string]any {
+	e.t.Helper()
+	data, err := os.ReadFile(e.cdrPath)
+	if err != nil && !os.IsNotExist(err) {
+		e.t.Fatal(err)
+	}
+	if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
+		data = data[:i]
+	} else {
+		data = nil
+	}
+	var recs []map[string]any
+	for _, line := range strings.Split(string(data), "\n") {
+		if line == "" {
+			continue
+		}
+		var r map[string]any
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			e.t.Fatalf("CDR line is not JSON: %v\n%s", err, line)
+		}
+		recs = append(recs, r)
+	}
+	return recs
+}
+
+// waitCDRs waits until n CDRs are written and returns them all.
+func (e *e2e) waitCDRs(n int) []map[string]any {
+	e.t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		recs := e.cdrsNow()
+		if len(recs) >= n {
+			return recs
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("%d CDRs, want %d", len(recs), n)
+		}
+	}
+}
+
+// routedBy is who answered a CDR's call, and the carriers it tried before.
+func routedBy(r map[string]any) (carrier string, tried []string) {
+	carrier, _ = r["carrier_id"].(string)
+	for _, a := range r["lcr_attempts"].([]any) {
+		tried = append(tried, a.(map[string]any)["carrier_id"].(string))
+	}
+	return carrier, tried
+}
+
+// qualityStatus is GET /v1/quality.
+func (e *e2e) qualityStatus() quality.Status {
+	e.t.Helper()
+	code, body := e.httpGet("/v1/quality")
+	if code != 200 {
+		e.t.Fatalf("GET /v1/quality: %d %s", code, body)
+	}
+	var st quality.Status
+	if err := json.Unmarshal([]byte(body), &st); err != nil {
+		e.t.Fatalf("GET /v1/quality: %v\n%s", err, body)
+	}
+	return st
+}
+
+// carrierEntry returns the /v1/quality entry of (prefix, carrier), and
+// whether there is one.
+func carrierEntry(st quality.Status, prefix, carrier string) (quality.Entry, bool) {
+	for _, c := range st.Carriers {
+		if c.Prefix == prefix && c.Carrier == carrier {
+			return c, true
+		}
+	}
+	return quality.Entry{}, false
+}
+
+// waitQuality polls /v1/quality until cond holds, for at most timeout.
+func (e *e2e) waitQuality(what string, timeout time.Duration, cond func(quality.Status) bool) quality.Status {
+	e.t.Helper()
+	for deadline := time.Now().Add(timeout); ; time.Sleep(100 * time.Millisecond) {
+		st := e.qualityStatus()
+		if cond(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("%s: not within %v: %+v", what, timeout, st)
+		}
+	}
+}
+
+// postJSON POSTs body to an admin path as JSON.
+func (e *e2e) postJSON(path, body string) (int, string) {
+	e.t.Helper()
+	c := &http.Client{Timeout: waitMsg}
+	resp, err := c.Post("http://"+e.admin+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		e.t.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// qualityYAML is a configuration with sipedge on port, the gateway groups
+// groups (YAML flow maps, one a line), the static routes (flow maps, one
+// a line, under the prefix ""), lcr's other keys (lcrKeys, block lines
+// under lcr:), the quality: section and more top-level YAML.
+func qualityYAML(e *e2e, groups, routes []string, lcrKeys, qualitySection, extra string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `listen: ["udp://127.0.0.1:%[1]d", "tcp://127.0.0.1:%[1]d"]
 shards: 2
 admin: { listen: "127.0.0.1:0" }
-log: { level: info }
+log: { level: debug }
 b2bua: { drain_timeout_secs: 1 }
 trunks:
-  - { name: sipp, trunk_group: sipp-trunks, sources: ["127.0.0.1/32"] }
-%[2]s
-%[3]s
-cdr: { file: %[4]q }
-`, e.port, gateway, lcr, e.cdrPath)
-	e.run(yaml, logs)
-	return &lcrRig{e2e: e, logs: logs}
+  - { name: local, trunk_group: cust-trunks, sources: ["127.0.0.1/32"] }
+cdr: { file: %[2]q }
+gateway:
+  groups:
+`, e.port, e.cdrPath)
+	for _, g := range groups {
+		b.WriteString("    - " + g + "\n")
+	}
+	b.WriteString("lcr:\n  reroute_causes: [408, 480, 500, 502, 503, 504]\n")
+	b.WriteString(lcrKeys)
+	if len(routes) > 0 {
+		b.WriteString("  static_routes:\n    - prefix: \"\"\n      routes:\n")
+		for _, r := range routes {
+			b.WriteString("        - " + r + "\n")
+		}
+	}
+	b.WriteString(qualitySection)
+	b.WriteString(extra)
+	return b.String()
 }
 
-// gatewayGroup is a gateway group entry of the gateway: section, its
-// members the carriers given, with more keys (YAML flow-map entries).
-func gatewayGroup(name, keys string, members ...*sipp) string {
-	s := "    - name: " + name + "\n"
-	if keys != "" {
-		s += "      " + strings.ReplaceAll(keys, "\n", "\n      ") + "\n"
+// sippGroup is a gateway group (flow map) of one SIPp per port.
+func sippGroup(name string, ports ...int) string {
+	var dests []string
+	for _, p := range ports {
+		dests = append(dests, fmt.Sprintf(`{ uri: "sip:127.0.0.1:%[1]d", address: "127.0.0.1:%[1]d" }`, p))
 	}
-	s += "      destinations:\n"
-	for _, m := range members {
-		s += fmt.Sprintf("        - { uri: \"sip:%[1]s\", address: \"%[1]s\" }\n", m.addr())
-	}
-	return s
+	return fmt.Sprintf("{ name: %s, algorithm: round_robin, destinations: [%s] }", name, strings.Join(dests, ", "))
 }
