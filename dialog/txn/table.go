@@ -1,6 +1,7 @@
 package txn
 
 import (
+	"bytes"
 	"encoding/binary"
 	"hash/maphash"
 	"strconv"
@@ -321,6 +322,17 @@ func (t *Table) requestKey(m *parser.Message, via *parser.Via, method []byte) (l
 	}
 	toTag, err = t.legacyKey(method, m)
 	return true, toTag, err
+}
+
+// keyMethod returns the method of a key, which follows its rule byte.
+func keyMethod(key []byte) []byte {
+	if len(key) == 0 {
+		return nil
+	}
+	if i := bytes.IndexByte(key[1:], 0); i >= 0 {
+		return key[1 : 1+i]
+	}
+	return key[1:]
 }
 
 // clientKey builds the RFC 3261 17.1.3 key into t.key.

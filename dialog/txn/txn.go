@@ -368,6 +368,38 @@ func (t *Table) ReturnActions() { t.taken-- }
 // Len returns the number of live transactions.
 func (t *Table) Len() int { return t.live }
 
+// Unsettled returns how many live transactions still wait on their peer,
+// those of method except left out ("" leaves none out): client
+// transactions without a final response (Calling, Trying, Proceeding:
+// their request is retransmitted per Timer A or E until one comes, or
+// Timer B or F ends them), the CANCELs the table sends included; server
+// transactions not yet answered (Trying, Proceeding); and INVITE server
+// transactions whose non-2xx final response awaits its ACK (Completed:
+// retransmitted per Timer G until it comes, or Timer H). A transaction
+// past these states only absorbs retransmissions. What an owner waits for
+// before it stops: it scans the table, which the per-message path must
+// not.
+func (t *Table) Unsettled(except string) int {
+	n := 0
+	for i := range t.txns {
+		x := &t.txns[i]
+		switch x.state {
+		case StateCalling, StateTrying, StateProceeding:
+		case StateCompleted:
+			if x.kind != KindInviteServer {
+				continue
+			}
+		default:
+			continue
+		}
+		if except != "" && string(keyMethod(x.key)) == except {
+			continue
+		}
+		n++
+	}
+	return n
+}
+
 // State returns the kind and state of transaction h; ok is false when h is
 // stale.
 func (t *Table) State(h Handle) (k Kind, s State, ok bool) {

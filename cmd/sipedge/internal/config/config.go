@@ -146,6 +146,7 @@ type B2BUA struct {
 	MaxConcurrentCalls int           `yaml:"max_concurrent_calls"`   // default 10000 (0 = default)
 	MaxCallDuration    time.Duration `yaml:"max_call_duration_secs"` // default 4 h; 0 = no limit
 	DrainTimeout       time.Duration `yaml:"drain_timeout_secs"`     // default 30 s; 0 = don't wait
+	DrainLinger        time.Duration `yaml:"drain_linger_secs"`      // default 4 s; 0 = stop at once: the wait for the BYEs and CANCELs ending the calls
 	UnknownSource      string        `yaml:"unknown_source"`         // drop (default) or reject
 	ReferResponse      int           `yaml:"refer_response"`         // default 603
 	HeaderPolicy       HeaderPolicy  `yaml:"header_policy"`

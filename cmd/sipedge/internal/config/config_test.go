@@ -623,6 +623,7 @@ func TestDefaults(t *testing.T) {
 		{"b2bua.max_concurrent_calls", c.B2BUA.MaxConcurrentCalls, 10000},
 		{"b2bua.max_call_duration_secs", c.B2BUA.MaxCallDuration, 14400 * time.Second},
 		{"b2bua.drain_timeout_secs", c.B2BUA.DrainTimeout, 30 * time.Second},
+		{"b2bua.drain_linger_secs", c.B2BUA.DrainLinger, 4 * time.Second},
 		{"b2bua.unknown_source", c.B2BUA.UnknownSource, "drop"},
 		{"b2bua.refer_response", c.B2BUA.ReferResponse, 603},
 		{"b2bua.header_policy.allow", c.B2BUA.HeaderPolicy.Allow, []string{"Allow", "Supported", "Session-Expires", "Min-SE", "User-Agent", "Reason"}},
@@ -732,6 +733,7 @@ b2bua:
   max_concurrent_calls: 50
   max_call_duration_secs: 3600
   drain_timeout_secs: 0
+  drain_linger_secs: 0
   unknown_source: reject
   refer_response: 403
   header_policy: { allow: ["Allow", "X-Custom"] }

@@ -34,6 +34,7 @@ func (c *Config) preset() {
 	c.Admin.Listen = HostPort{Host: "127.0.0.1", Port: 9090}
 	c.B2BUA.MaxCallDuration = 4 * time.Hour
 	c.B2BUA.DrainTimeout = 30 * time.Second
+	c.B2BUA.DrainLinger = 4 * time.Second
 	c.B2BUA.AssertIdentity = true
 	c.B2BUA.RingTimeout = 30 * time.Second
 	c.B2BUA.HeaderPolicy.Allow = slices.Clone(DefaultAllow)
