@@ -28,6 +28,9 @@ type Preview struct {
 	// reaches its profile's critical penalty (quality.mode demote moves
 	// it behind the others: PreviewOrder).
 	Demoted bool
+	// LastResort: the member is one calls marked down, which only
+	// ReserveLast would take (PreviewLast).
+	LastResort bool
 }
 
 // PreviewOrder returns routes in the order a call to number (as routed)
@@ -53,6 +56,16 @@ func (p *Plane) PreviewOrder(routes []route.Route, number []byte) []route.Route 
 // blocks on Redis for an account there, at most the limiter's deadline:
 // call it off the shards (the admin API's dry run). The error is ctx's.
 func (p *Plane) Preview(ctx context.Context, r *route.Route, key uint64, number []byte) (Preview, error) {
+	return p.preview(ctx, r, key, number, false)
+}
+
+// PreviewLast is Preview for a call's last carrier, as ReserveLast would
+// decide: a member calls marked down when the group has no other.
+func (p *Plane) PreviewLast(ctx context.Context, r *route.Route, key uint64, number []byte) (Preview, error) {
+	return p.preview(ctx, r, key, number, true)
+}
+
+func (p *Plane) preview(ctx context.Context, r *route.Route, key uint64, number []byte, last bool) (Preview, error) {
 	var pv Preview
 	if q := p.quality; q != nil {
 		prefix := q.PrefixBytes(number)
@@ -69,6 +82,10 @@ func (p *Plane) Preview(ctx context.Context, r *route.Route, key uint64, number 
 		return pv, nil
 	}
 	m, res := p.health.Peek(r.GatewayGroup, key)
+	if last && res == health.GroupDown {
+		m, res = p.health.PeekLastResort(r.GatewayGroup, key)
+		pv.LastResort = res == health.OK
+	}
 	switch res {
 	case health.OK:
 		pv.Dial = Dial{CarrierID: r.CarrierID, Group: m.Group, URI: m.URI, Gateway: m, route: r}

@@ -63,6 +63,22 @@ func TestPeek(t *testing.T) {
 		t.Fatalf("panic: Peek chose only %v, want members marked down too", spread)
 	}
 
+	// Every member down, three by calls, one by probes: Peek finds
+	// none, PeekLastResort the member PickLastResort takes, never the
+	// probes' one.
+	r.toDown(st(t, r, "p", 3), true, "test", nil)
+	for k := uint64(1); k < 50; k++ {
+		key := k * 0x9e3779b97f4a7c15
+		if _, res := r.Peek("p", key); res != GroupDown {
+			t.Fatalf("all down, key %x: Peek %v, want group_down", key, res)
+		}
+		pm, _ := r.PickLastResort("p", key, &sel)
+		m, res := r.PeekLastResort("p", key)
+		if res != OK || m.Index != pm.Index || m.Index == 3 {
+			t.Fatalf("all down, key %x: PeekLastResort %d %v, PickLastResort %d", key, m.Index, res, pm.Index)
+		}
+	}
+
 	// Round robin: the rotation's first choice, however often peeked.
 	for range 3 {
 		if m, _ := r.Peek("rr", 0); m.Index != 0 {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/dialog/cdr"
+	"github.com/sipedge/sipedge/internal/enginerig"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/route"
 )
@@ -33,7 +34,7 @@ func TestAppendCalls(t *testing.T) {
 
 	got := r.e.AppendCalls(nil)
 	slices.SortFunc(got, func(a, b CallInfo) int { return strings.Compare(a.ACallID, b.ACallID) })
-	at := func(d time.Duration) time.Time { return epoch.Add(d) }
+	at := func(d time.Duration) time.Time { return enginerig.Epoch.Add(d) }
 	want := []CallInfo{
 		{ACallID: "a-call-1", Trunk: "local", Carrier: "carrier-a", State: CallAnswered, Start: at(time.Second), Answer: at(time.Second)},
 		{ACallID: "a-call-2", Trunk: "local", Carrier: "carrier-a", State: CallDialing, Start: at(2 * time.Second)},
@@ -43,7 +44,7 @@ func TestAppendCalls(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("AppendCalls:\n%+v\nwant\n%+v", got, want)
 	}
-	if !r.e.EndCall([]byte("a-call-2"), r.now) || len(r.e.AppendCalls(nil)) != 3 {
+	if !r.e.EndCall([]byte("a-call-2"), r.Clock.Now) || len(r.e.AppendCalls(nil)) != 3 {
 		t.Fatal("an ended call is still listed")
 	}
 }
@@ -56,10 +57,10 @@ func TestEndCall(t *testing.T) {
 	t.Run("answered", func(t *testing.T) {
 		r := newRig(t, nil)
 		binv, _ := r.answerCall()
-		if r.e.EndCall([]byte(hdr(binv, parser.HeaderCallID)), r.now) || r.e.EndCall([]byte("a-call-9"), r.now) {
+		if r.e.EndCall([]byte(hdr(binv, parser.HeaderCallID)), r.Clock.Now) || r.e.EndCall([]byte("a-call-9"), r.Clock.Now) {
 			t.Fatal("EndCall ended a call by its B-leg's Call-ID, or one that does not exist")
 		}
-		if !r.e.EndCall([]byte("a-call-1"), r.now) {
+		if !r.e.EndCall([]byte("a-call-1"), r.Clock.Now) {
 			t.Fatal("EndCall did not find a-call-1")
 		}
 		r.expect(caller, "BYE sip:alice@caller.example.org:5061 SIP/2.0")
@@ -73,7 +74,7 @@ func TestEndCall(t *testing.T) {
 		binv := r.startCall()
 		r.recv(carrierA, carrierResponse(binv, 180, "Ringing", ""))
 		r.expect(caller, "SIP/2.0 180 Ringing")
-		if !r.e.EndCall([]byte("a-call-1"), r.now) {
+		if !r.e.EndCall([]byte("a-call-1"), r.Clock.Now) {
 			t.Fatal("EndCall did not find a-call-1")
 		}
 		r.expect(carrierA, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")

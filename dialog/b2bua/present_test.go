@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sipedge/sipedge/carrier"
+	"github.com/sipedge/sipedge/internal/enginerig"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/route"
 )
@@ -74,7 +75,7 @@ func TestPresentIsWhatTheEngineSends(t *testing.T) {
 func reserveDial(t *testing.T, r *route.Route) carrier.Dial {
 	t.Helper()
 	var d carrier.Dial
-	if reason := reserveGateway(r, &d); reason != "" {
+	if reason := enginerig.NewCarriers().Gateway(r, &d); reason != "" {
 		t.Fatal(reason)
 	}
 	return d

@@ -3,112 +3,15 @@ package server
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/internal/testtier"
 )
-
-// sipp is a SIPp process a test runs (testdata/sipp scenarios), in a
-// directory of its own where its logs go.
-type sipp struct {
-	t    *testing.T
-	name string
-	dir  string
-	cmd  *exec.Cmd
-	done chan error
-}
-
-// runSIPp runs SIPp with args plus its own ports (-p port, control and
-// media ports picked free) on 127.0.0.1, logging its errors and messages;
-// it is killed at the test's end if still running. The test is skipped,
-// loudly, when sipp is not installed (Debian package sip-tester).
-func runSIPp(t *testing.T, name string, port int, args ...string) *sipp {
-	t.Helper()
-	bin, err := exec.LookPath("sipp")
-	if err != nil {
-		msg := fmt.Sprintf("SKIPPING %s: sipp is not installed (%v), so what needs SIPp is NOT tested (apt-get install sip-tester)", t.Name(), err)
-		fmt.Fprintln(os.Stderr, msg)
-		t.Skip(msg)
-	}
-	p := &sipp{t: t, name: name, dir: t.TempDir(), done: make(chan error, 1)}
-	scen, err := filepath.Abs("testdata/sipp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	args = append(args, "-i", "127.0.0.1", "-p", strconv.Itoa(port), "-mi", "127.0.0.1",
-		"-mp", strconv.Itoa(e2eFreePort(t)), "-cp", strconv.Itoa(e2eFreePort(t)), "-nostdin",
-		"-trace_err", "-error_file", filepath.Join(p.dir, "errors.log"),
-		"-trace_msg", "-message_file", filepath.Join(p.dir, "messages.log"))
-	for i, a := range args {
-		args[i] = strings.ReplaceAll(a, "SCENARIOS", scen)
-	}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Dir = p.dir
-	out, err := os.Create(filepath.Join(p.dir, "out.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.cmd.Stdout, p.cmd.Stderr = out, out
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.done <- p.cmd.Wait(); out.Close() }()
-	t.Cleanup(func() {
-		p.cmd.Process.Signal(syscall.SIGKILL)
-		if t.Failed() {
-			t.Logf("SIPp %s:\n%s", name, p.logs())
-		}
-	})
-	return p
-}
-
-// logs returns what SIPp wrote: its output, errors and messages.
-func (p *sipp) logs() string {
-	var b strings.Builder
-	for _, f := range []string{"out.log", "errors.log", "messages.log"} {
-		data, _ := os.ReadFile(filepath.Join(p.dir, f))
-		fmt.Fprintf(&b, "--- %s\n%s\n", f, data)
-	}
-	return b.String()
-}
-
-// listening waits until SIPp has bound UDP port.
-func (p *sipp) listening(port int) {
-	p.t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		u, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
-		if err != nil {
-			return // bound: by SIPp
-		}
-		u.Close()
-	}
-	p.t.Fatalf("SIPp %s does not listen on %d", p.name, port)
-}
-
-// succeeded waits for SIPp to exit and fails the test unless it exited 0:
-// every call of its scenario went through.
-func (p *sipp) succeeded(timeout time.Duration) {
-	p.t.Helper()
-	select {
-	case err := <-p.done:
-		if err != nil {
-			p.t.Fatalf("SIPp %s: %v", p.name, err)
-		}
-	case <-time.After(timeout):
-		p.t.Fatalf("SIPp %s still running after %v", p.name, timeout)
-	}
-}
 
 // liveCalls fetches GET /v1/calls with query.
 func (e *e2e) liveCalls(query string) callsJSON {
@@ -128,9 +31,7 @@ func (e *e2e) liveCalls(query string) callsJSON {
 func TestLiveCallsEndedByAdminE2E(t *testing.T) {
 	testtier.RequiresSockets(t)
 	e, logs := newE2EBase(t)
-	uasPort, uacPort := e2eFreePort(t), e2eFreePort(t)
-	uas := runSIPp(t, "carrier", uasPort, "-sf", "SCENARIOS/uas_held.xml", "-m", "1")
-	uas.listening(uasPort)
+	uas := sippCarrier(t, "carrier", "uas_held.xml", "-m", "1")
 	e.run(fmt.Sprintf(`
 listen: ["udp://127.0.0.1:%[1]d"]
 shards: 2
@@ -145,8 +46,8 @@ lcr:
   static_routes:
     - { prefix: "", routes: [{ carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004 }] }
 cdr: { file: %[3]q }
-`, e.port, uasPort, e.cdrPath), logs)
-	uac := runSIPp(t, "caller", uacPort, e.sip.String(), "-sf", "SCENARIOS/uac_held.xml", "-s", "15551234", "-m", "1")
+`, e.port, uas.port, e.cdrPath), logs)
+	uac := runSIPp(t, "caller", e.sip.String(), "-sf", sippScenario(t, "uac_held.xml"), "-s", "15551234", "-m", "1")
 
 	var call b2bua.CallInfo
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
@@ -175,8 +76,11 @@ cdr: { file: %[3]q }
 	if code, body := e.adminDo("DELETE", path, ""); code != http.StatusNoContent {
 		t.Fatalf("DELETE %s: %d %s, want 204", path, code, body)
 	}
-	uac.succeeded(10 * time.Second) // it got its BYE
-	uas.succeeded(10 * time.Second) // so did the carrier
+	for _, p := range []*sipp{uac, uas} { // each got its BYE
+		if p.wait(10 * time.Second); p.err != nil {
+			t.Fatalf("SIPp %s: %v", p.name, p.err)
+		}
+	}
 	if cs := e.liveCalls("").Calls; len(cs) != 0 {
 		t.Errorf("after DELETE, %d calls listed", len(cs))
 	}

@@ -120,6 +120,9 @@ type DialWhy struct {
 	Member    int    `json:"member"`
 	Address   string `json:"address"`
 	Transport string `json:"transport"`
+	// LastResort: every member is down, and the call's last carrier
+	// takes one calls marked down (health.PickLastResort).
+	LastResort bool `json:"last_resort,omitempty"`
 	// What the INVITE carries (b2bua.Presented).
 	RURI              string   `json:"ruri"`
 	To                string   `json:"to"`
@@ -154,6 +157,9 @@ type dryRun struct {
 	carriers *carrier.Plane
 	trunks   *trunks
 	engine   b2bua.Config // the call core's shaping and ring bound (shard 0's)
+	// rerouted: an OnFailure hook may route the call again, so the
+	// decision's last carrier is not the call's last (no last-resort pick).
+	rerouted bool
 }
 
 // route answers q.
@@ -204,7 +210,8 @@ func (dr *dryRun) route(ctx context.Context, q RouteQuery) (RouteAnswer, error) 
 	key := xxhash.Sum64String(q.CallID)
 	routes := dr.carriers.PreviewOrder(d.Routes, dialed) // quality.mode's order, as the engine's
 	for i := range routes {
-		c, err := dr.carrier(ctx, &routes[i], &opts, key, caller, dialed)
+		last := i == len(routes)-1 && !dr.rerouted
+		c, err := dr.carrier(ctx, &routes[i], &opts, key, caller, dialed, last)
 		if err != nil {
 			return RouteAnswer{}, err
 		}
@@ -213,10 +220,15 @@ func (dr *dryRun) route(ctx context.Context, q RouteQuery) (RouteAnswer, error) 
 	return a, nil
 }
 
-// carrier says how route r would be dialled, or why it would be skipped.
-func (dr *dryRun) carrier(ctx context.Context, r *route.Route, opts *route.SequenceOptions, key uint64, caller, dialed []byte) (CarrierWhy, error) {
+// carrier says how route r would be dialled, or why it would be skipped;
+// last: it is the call's last carrier (the engine's ReserveLast).
+func (dr *dryRun) carrier(ctx context.Context, r *route.Route, opts *route.SequenceOptions, key uint64, caller, dialed []byte, last bool) (CarrierWhy, error) {
 	c := CarrierWhy{CarrierID: r.CarrierID, GatewayGroup: r.GatewayGroup, Rate: r.Rate, Currency: r.Currency}
-	pv, err := dr.carriers.Preview(ctx, r, key, dialed)
+	preview := dr.carriers.Preview
+	if last {
+		preview = dr.carriers.PreviewLast
+	}
+	pv, err := preview(ctx, r, key, dialed)
 	if err != nil {
 		return c, err
 	}
@@ -230,7 +242,8 @@ func (dr *dryRun) carrier(ctx context.Context, r *route.Route, opts *route.Seque
 		Transport: pv.Dial.Peer.Transport.Name(), RURI: p.RequestURI, To: p.To, From: p.From,
 		PAssertedIdentity: p.PAssertedIdentity, Privacy: p.Privacy, CallerID: p.CallerID, Presentation: "allowed",
 		TechPrefix: r.TechPrefix, NumberPolicy: p.NumberPolicy, Headers: p.Headers, Warnings: p.Warnings,
-		ProgressTimeoutSecs: int(opts.ProgressWait(r) / time.Second), CPSKey: pv.CPSKey, CPSWaitMs: pv.Wait.Milliseconds()}
+		ProgressTimeoutSecs: int(opts.ProgressWait(r) / time.Second), CPSKey: pv.CPSKey, CPSWaitMs: pv.Wait.Milliseconds(),
+		LastResort: pv.LastResort}
 	if pv.Dial.Gateway.Group == "" { // a next hop
 		dl.Gateway, dl.Member = pv.Dial.Group, -1
 	}
@@ -296,6 +309,7 @@ func (s *Server) dryRun() *dryRun {
 	if s.cfg.LCR.APIURL == "" {
 		dr.static = s.static.Load
 	}
+	dr.rerouted = s.policy.OnFailure != nil
 	if s.policy.OnInvite != nil {
 		dr.notes = append(dr.notes, "the embedding program's OnInvite hook is not run: its changes to the decision are not shown")
 	}
@@ -408,9 +422,12 @@ func WriteRoute(w io.Writer, a RouteAnswer) error {
 			continue
 		}
 		d := c.Dial
-		if d.Member >= 0 {
+		switch {
+		case d.LastResort:
+			line("dial", "%s (member %d) at %s %s, as a last resort: every member is down", d.Gateway, d.Member, d.Address, d.Transport)
+		case d.Member >= 0:
 			line("dial", "%s (member %d) at %s %s", d.Gateway, d.Member, d.Address, d.Transport)
-		} else {
+		default:
 			line("dial", "next hop %s at %s %s", d.Gateway, d.Address, d.Transport)
 		}
 		line("R-URI", "%s", d.RURI)
