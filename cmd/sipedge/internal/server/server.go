@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/sipedge/sipedge/carrier"
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
+	"github.com/sipedge/sipedge/cmd/sipedge/internal/metricdoc"
 	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/dialog/cdr"
 	"github.com/sipedge/sipedge/dialog/journal"
@@ -554,16 +556,19 @@ func (s *Server) startAdmin() error {
 // them a client that stalls holds a socket and a goroutine for ever.
 var adminReadTimeout, adminIdleTimeout = 10 * time.Second, 60 * time.Second
 
-// WriteMetrics writes every metric in Prometheus text format.
+// WriteMetrics writes every metric in Prometheus text format, each family
+// with its # HELP and # TYPE lines from metricdoc (docs/metrics.md).
 func (s *Server) WriteMetrics(w io.Writer) {
-	s.runtimeSet.WritePrometheus(w)
-	s.engineSet.WritePrometheus(w)
-	s.cdrSet.WritePrometheus(w)
-	s.lcrSet.WritePrometheus(w)
-	s.healthSet.WritePrometheus(w)
-	s.cpsSet.WritePrometheus(w)
-	s.adminSet.WritePrometheus(w)
-	s.fleetSet.WritePrometheus(w)
-	s.qualitySet.WritePrometheus(w)
-	metrics.WriteProcessMetrics(w)
+	var b bytes.Buffer
+	s.runtimeSet.WritePrometheus(&b)
+	s.engineSet.WritePrometheus(&b)
+	s.cdrSet.WritePrometheus(&b)
+	s.lcrSet.WritePrometheus(&b)
+	s.healthSet.WritePrometheus(&b)
+	s.cpsSet.WritePrometheus(&b)
+	s.adminSet.WritePrometheus(&b)
+	s.fleetSet.WritePrometheus(&b)
+	s.qualitySet.WritePrometheus(&b)
+	metrics.WriteProcessMetrics(&b)
+	_ = metricdoc.Write(w, b.Bytes()) // a scraper gone away is no error of ours
 }
