@@ -580,7 +580,45 @@ func (s *Server) unsettled(ctx context.Context) (n int, ok bool) {
 func (s *Server) Reopen() error { return s.cdr.Reopen() }
 
 func (s *Server) startAdmin() error {
-	mux := http.NewServeMux()
+	mux := s.adminRoutes()
+	ln, err := net.Listen("tcp", s.cfg.Admin.Listen.String())
+	if err != nil {
+		return fmt.Errorf("admin.listen: %w", err)
+	}
+	s.adminAddr = ln.Addr()
+	h := newAdminGuard(s.cfg.Admin, ln.Addr().(*net.TCPAddr).AddrPort(), mux)
+	s.admin = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout: adminReadTimeout, IdleTimeout: adminIdleTimeout}
+	s.adminDone = make(chan struct{})
+	go func() {
+		defer close(s.adminDone)
+		if err := s.admin.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("admin API stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// adminMux is the admin API's mux with the patterns registered on it,
+// which docs/admin-api.md must document (adminapi_test.go).
+type adminMux struct {
+	*http.ServeMux
+	patterns []string
+}
+
+func (m *adminMux) Handle(pattern string, h http.Handler) {
+	m.patterns = append(m.patterns, pattern)
+	m.ServeMux.Handle(pattern, h)
+}
+
+func (m *adminMux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	m.Handle(pattern, http.HandlerFunc(h))
+}
+
+// adminRoutes returns the admin API's routes, without the guard (every
+// endpoint is in docs/admin-api.md).
+func (s *Server) adminRoutes() *adminMux {
+	mux := &adminMux{ServeMux: http.NewServeMux()}
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		s.WriteMetrics(w)
@@ -605,22 +643,7 @@ func (s *Server) startAdmin() error {
 	mux.HandleFunc("GET /v1/fleet", s.getFleet)
 	mux.HandleFunc("DELETE /v1/lcr/cache", s.deleteLCRCache)
 	mux.HandleFunc("GET /v1/lcr/cache", s.getLCRCache)
-	ln, err := net.Listen("tcp", s.cfg.Admin.Listen.String())
-	if err != nil {
-		return fmt.Errorf("admin.listen: %w", err)
-	}
-	s.adminAddr = ln.Addr()
-	h := newAdminGuard(s.cfg.Admin, ln.Addr().(*net.TCPAddr).AddrPort(), mux)
-	s.admin = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout: adminReadTimeout, IdleTimeout: adminIdleTimeout}
-	s.adminDone = make(chan struct{})
-	go func() {
-		defer close(s.adminDone)
-		if err := s.admin.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("admin API stopped", "err", err)
-		}
-	}()
-	return nil
+	return mux
 }
 
 // adminReadTimeout bounds reading a whole admin request, body included,
