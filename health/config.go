@@ -83,6 +83,10 @@ type GroupConfig struct {
 	// Digest challenges to INVITEs (the YAML's gateway.groups[].auth). The
 	// health package only stores it (Registry.Auth).
 	Auth *AuthConfig `json:"auth,omitempty"`
+	// FollowRedirects lets a 3xx from one of the group's members send the
+	// call on to another member it names (Registry.Redirect), once per
+	// attempt; otherwise a 3xx is the attempt's failure.
+	FollowRedirects bool `json:"follow_redirects,omitempty"`
 }
 
 // AuthConfig is an account with a carrier. Realm, when set, is the only

@@ -78,6 +78,9 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 		if (code == 401 || code == 407) && e.answerChallenge(c, m, code) {
 			return
 		}
+		if code < 400 && e.followRedirect(c, m, code) {
+			return
+		}
 		cpsReject := false
 		// After a 101-199 the carrier had taken the call: its failure is
 		// no CPS reject, and a retry would ring the callee again from a

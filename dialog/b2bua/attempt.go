@@ -24,6 +24,7 @@ type attempt struct {
 	progress   bool  // it sent 101-199
 	trying     bool  // it sent 100
 	pacing     bool  // waiting for a CPS slot before dialling
+	redirected bool  // a 3xx sent it on to another member of its group (followRedirect)
 	cpsRetries uint8 // its CPS rejects retried
 	authTries  uint8 // its challenges answered (answerChallenge)
 }
@@ -31,5 +32,5 @@ type attempt struct {
 // start makes route r, reserved into a.dial, the carrier in flight.
 func (a *attempt) start(r *route.Route) {
 	a.route, a.dialed = r, 0
-	a.reported, a.progress, a.trying, a.cpsRetries = false, false, false, 0
+	a.reported, a.progress, a.trying, a.redirected, a.cpsRetries = false, false, false, false, 0
 }

@@ -415,11 +415,17 @@ func (e *Engine) end(c *Call, hangup cdr.HangupSide) {
 // failCall answers the caller with code and ends the call: with the
 // carrier's response failure, when it has that code, relayed.
 func (e *Engine) failCall(c *Call, code int, reason string, failure *parser.Message) {
-	if code == 401 || code == 407 {
+	switch {
+	case code == 401 || code == 407:
 		// A carrier's challenge was for sipedge's account with it, which
 		// the caller cannot answer; and a 401 or 407 without its challenge
 		// would break RFC 3261 22.1. sipedge does not challenge callers.
 		code, reason = 403, "Forbidden"
+	case code >= 300 && code < 400:
+		// A 3xx names where to go in its Contact (RFC 3261 21.3), which
+		// sipedge never relays: a policy's 3xx is a 480, as the
+		// sequence's are (route.Sequence).
+		code, reason = 480, "Temporarily Unavailable"
 	}
 	c.finalCode, c.finalReason = code, append(c.finalReason[:0], reason...)
 	if req := c.ainv; req != nil && !c.canceled {

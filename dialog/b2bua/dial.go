@@ -43,10 +43,12 @@ func (e *Engine) sendInvite(c *Call, ainv *parser.Message, auth *challenge) bool
 		// and parameters as given; its number, shaped, is in id.ruriUser.
 		host = ruriHost(r.RURI)
 	}
-	B.target = append(B.target[:0], "sip:"...)
-	B.target = append(B.target, id.ruriUser...)
-	B.target = append(B.target, '@')
-	B.target = append(B.target, host...)
+	if !c.att.redirected { // else the carrier's Contact (followRedirect)
+		B.target = append(B.target[:0], "sip:"...)
+		B.target = append(B.target, id.ruriUser...)
+		B.target = append(B.target, '@')
+		B.target = append(B.target, host...)
+	}
 	// To carries the shaped number without the tech prefix.
 	B.remoteURI = append(B.remoteURI[:0], "<sip:"...)
 	B.remoteURI = append(B.remoteURI, id.callee...)

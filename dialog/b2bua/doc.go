@@ -46,7 +46,12 @@
 // Provisional responses with a To tag are relayed with an A-leg To tag per
 // B-leg early dialog; the 2xx is relayed and retransmitted to the caller
 // until its ACK (RFC 3261 13.3.1.4, RFC 6026), whose arrival sends the
-// B-leg ACK. In-dialog requests are matched by Call-ID and tags and relayed
+// B-leg ACK. A carrier's 3xx is never relayed (its Contact names the
+// carrier's network, RFC 3261 21.3): it is the attempt's failure, a reroute
+// cause when lcr.reroute_causes lists it, otherwise the caller's 480; with
+// its group's follow_redirects, a 3xx naming another member of the group
+// sends the attempt there once (RFC 3261 8.1.3.4, redirect.go). In-dialog
+// requests are matched by Call-ID and tags and relayed
 // to the other leg with that leg's identifiers; BYE from either side ends
 // both legs. CANCEL is answered 200, the B-leg is cancelled once it has sent
 // a provisional (RFC 3261 9.1), with the caller's Reason when the header
@@ -137,7 +142,8 @@
 // sequence's steps, each attempt reported), attempt.go (the carrier in
 // flight), shaping.go (a carrier's view of the numbers and identity),
 // auth.go (the carriers' challenges), answer.go (the carrier's responses
-// relayed, the 2xx and its ACK), cancel.go (the caller's CANCEL),
+// relayed, the 2xx and its ACK), redirect.go (a carrier's 3xx followed
+// within its group), cancel.go (the caller's CANCEL),
 // indialog.go (requests in the dialog, and BYE), teardown.go (dialogs no
 // call keeps: late and forked 2xx), call.go (a call's state and end),
 // cdr.go (what an ended call reports), respond.go (sipedge's own

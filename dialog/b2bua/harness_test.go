@@ -127,6 +127,7 @@ type carriers struct {
 	cpsReject func(d *carrier.Dial, code int, phrase, reason []byte) (time.Duration, bool)
 	outcome   func(d *carrier.Dial, code int, retryAfter time.Duration)
 	release   func(d *carrier.Dial)
+	redirect  func(d *carrier.Dial, host []byte, port uint16) bool
 	reports   []carrier.Report // what the engine reported, Number copied
 }
 
@@ -183,6 +184,10 @@ func (c *carriers) Credentials(d *carrier.Dial) *health.AuthConfig {
 		return nil
 	}
 	return &health.AuthConfig{Username: cr.Username, Password: cr.Password, Realm: c.r.realm}
+}
+
+func (c *carriers) Redirect(d *carrier.Dial, host []byte, port uint16) bool {
+	return c.redirect != nil && c.redirect(d, host, port)
 }
 
 func (c *carriers) Report(rep *carrier.Report) {

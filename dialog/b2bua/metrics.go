@@ -25,6 +25,8 @@ type engineMetrics struct {
 	cpsRejects       *vm.Counter
 	trunkLimited     *vm.Counter
 	foreignVia       *vm.Counter
+	// 3xx from carriers sent on to another member of the group.
+	redirectsFollowed *vm.Counter
 	// Carriers' challenges to B-leg INVITEs, by what became of them.
 	authAnswered, authNoCredentials, authUnanswerable, authRefused *vm.Counter
 	active                                                         *vm.Gauge
@@ -68,6 +70,7 @@ func newMetrics(set *vm.Set, shard int) engineMetrics {
 		cpsRejects:        set.NewCounter(name("sipedge_cps_rejects_total")),
 		trunkLimited:      set.NewCounter(name("sipedge_trunk_limited_total")),
 		foreignVia:        set.NewCounter(name("sipedge_responses_foreign_via_total")),
+		redirectsFollowed: set.NewCounter(name("sipedge_carrier_redirects_followed_total")),
 		active:            set.NewGauge(name("sipedge_calls_active"), nil),
 		authAnswered:      set.NewCounter(authName(shard, "answered")),
 		authNoCredentials: set.NewCounter(authName(shard, "no_credentials")),

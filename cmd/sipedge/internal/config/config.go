@@ -232,8 +232,12 @@ type Group struct {
 	MaxConcurrentCalls int `yaml:"max_concurrent_calls"`
 	// Auth is the account sipedge holds with the carrier, to answer its
 	// Digest challenges to INVITEs (no username: none).
-	Auth         Auth          `yaml:"auth"`
-	Destinations []Destination `yaml:"destinations"`
+	Auth Auth `yaml:"auth"`
+	// FollowRedirects follows a 3xx from a member to another member of the
+	// group its Contact names, once per attempt; false (the default): a
+	// 3xx is the attempt's failure.
+	FollowRedirects bool          `yaml:"follow_redirects"`
+	Destinations    []Destination `yaml:"destinations"`
 }
 
 // Auth is an account with a carrier: the username and password that answer

@@ -595,6 +595,7 @@ func TestDefaults(t *testing.T) {
 		{"group algorithm", g.Algorithm, "weighted"},
 		{"group transport", g.Transport, transport.UDP},
 		{"group reroute_causes inherit", g.RerouteCauses, []int(nil)},
+		{"group follow_redirects", g.FollowRedirects, false},
 		{"probe", g.Probe, Probe{Enabled: false, Interval: 15 * time.Second, Timeout: 2 * time.Second, FailureThreshold: 3, SuccessThreshold: 2, Jitter: 500 * time.Millisecond}},
 		{"passive", g.Passive, Passive{FailureThreshold: 3, HalfOpenCalls: 3, DownTime: 30 * time.Second, MaxRetryAfter: 300 * time.Second}},
 		{"cps", g.CPS, CPS{Rate: 0, Burst: 1, MaxWait: time.Second}},
@@ -718,6 +719,7 @@ gateway:
       passive: { outcomes: [no_response, status_503], failure_threshold: 2, half_open_calls: 1, down_secs: 10, max_retry_after_secs: 60 }
       cps: { rate: 10.5, burst: 3, max_wait_ms: 250, key: acct-1 }
       cps_reject: [ { code: 429 }, { code: 503, reason: "CPS" } ]
+      follow_redirects: true
       destinations:
         - { uri: "sip:127.0.0.1:5070", address: "127.0.0.1:5070", weight: 2, priority: 0 }
         - { uri: "sips:gw2.carrier-a.example", address: "gw2.carrier-a.example:5061", weight: 1, priority: 1 }

@@ -22,7 +22,7 @@ func healthGroups(cfg *config.Config) []health.GroupConfig {
 			Passive: health.PassiveConfig{Disabled: g.Passive.Disabled, Outcomes: g.Passive.Outcomes,
 				FailureThreshold: g.Passive.FailureThreshold, HalfOpenCalls: g.Passive.HalfOpenCalls,
 				DownTime: g.Passive.DownTime, MaxRetryAfter: g.Passive.MaxRetryAfter},
-			MaxConcurrentCalls: g.MaxConcurrentCalls}
+			MaxConcurrentCalls: g.MaxConcurrentCalls, FollowRedirects: g.FollowRedirects}
 		if g.CPS.Rate > 0 {
 			w := g.CPS.MaxWait.Milliseconds()
 			hg.CPS = &health.CPSConfig{Rate: g.CPS.Rate, Burst: g.CPS.Burst, MaxWaitMs: &w, Key: g.CPS.Key}
