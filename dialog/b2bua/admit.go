@@ -144,6 +144,9 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	A.localTag = randomToken(A.localTag, 10)
 	A.target = append(A.target, contact.URI...)
 	A.routes = appendRouteSet(A.routes, m, false)
+	if m.Count(parser.HeaderRecordRoute) > 0 {
+		A.firstRoute = uint16(len(m.Nth(parser.HeaderRecordRoute, 0))) // a header line is below 64 KiB
+	}
 	A.peer = e.replyTo(m, a.Peer)
 	c.srcPort = a.Peer.Addr.Port()
 	e.indexLeg(c, A)

@@ -48,7 +48,7 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 				// A retransmission of the 2xx (RFC 6026 Timer M): the ACK
 				// was lost, or the caller has not ACKed yet.
 				if cseq, err := m.CSeq(); err == nil {
-					e.ackAgain(&c.b, cseq.Num)
+					e.ackAgain(c, &c.b, cseq.Num)
 				}
 				return
 			}
@@ -239,7 +239,7 @@ func (e *Engine) onAck(m *parser.Message, _ *txn.Action) {
 		e.releaseInvite(c)
 	}
 	// The other side's 2xx, which sipedge relayed, is ACKed on its leg.
-	e.ack(c.leg(opposite(s)), m)
+	e.ack(c, c.leg(opposite(s)), m)
 	if c.byeOnAck && s == c.rtxTo {
 		// The other side hung up while this one's ACK was awaited.
 		e.sendBye(c, c.leg(s), nil)
@@ -247,12 +247,14 @@ func (e *Engine) onAck(m *parser.Message, _ *txn.Action) {
 	}
 }
 
-// ack sends the ACK for the 2xx to leg l's last INVITE, with the body of
-// from, the other side's ACK (a late SDP answer), when there is one. An ACK
-// for a 2xx is a transaction of its own (RFC 3261 13.2.2.4, 17.1.1.3): a
-// retransmitted 2xx is ACKed again with a rebuilt one.
-func (e *Engine) ack(l *leg, from *parser.Message) {
-	b := e.appendRequestHead(e.tmp.out[:0], "ACK", l, l.inviteCSeq, 70)
+// ack sends the ACK for the 2xx to leg l's last INVITE (of call c, nil for
+// a dialog no call keeps), with the body of from, the other side's ACK (a
+// late SDP answer), when there is one. An ACK for a 2xx is a transaction
+// of its own (RFC 3261 13.2.2.4, 17.1.1.3) and goes where the dialog's
+// requests go: a retransmitted 2xx is ACKed again with a rebuilt one.
+func (e *Engine) ack(c *Call, l *leg, from *parser.Message) {
+	d := e.destOf(c, l)
+	b := e.appendRequestHead(e.tmp.out[:0], "ACK", l, d, l.inviteCSeq, 70)
 	auth := l.ackAuth
 	if auth {
 		b = append(b, l.ackCopy...) // the INVITE's credentials (RFC 3261 13.2.2.4)
@@ -260,7 +262,7 @@ func (e *Engine) ack(l *leg, from *parser.Message) {
 	e.tmp.out = appendBodyOf(b, from)
 	l.acked, l.ackAuth = true, false
 	e.keepAck(l, from, auth)
-	e.env.Send(l.peer, e.tmp.out)
+	e.env.Send(d.peer, e.tmp.out)
 }
 
 // ackAgain answers a retransmission of a 2xx to an INVITE of leg l's
@@ -268,16 +270,17 @@ func (e *Engine) ack(l *leg, from *parser.Message) {
 // again once sipedge has sent it. The 2xx of an INVITE before l's last
 // (a re-INVITE followed it, so it was ACKed, RFC 3261 14.1) gets an ACK
 // of its own CSeq, which is what the peer matches it by.
-func (e *Engine) ackAgain(l *leg, cseq uint32) {
+func (e *Engine) ackAgain(c *Call, l *leg, cseq uint32) {
 	switch {
 	case cseq == l.inviteCSeq:
 		if l.acked {
-			e.reack(l)
+			e.reack(c, l)
 		}
 	case cseq < l.inviteCSeq:
-		b := e.appendRequestHead(e.tmp.out[:0], "ACK", l, cseq, 70)
+		d := e.destOf(c, l)
+		b := e.appendRequestHead(e.tmp.out[:0], "ACK", l, d, cseq, 70)
 		e.tmp.out = parser.AppendBody(b, "", nil)
-		e.env.Send(l.peer, e.tmp.out)
+		e.env.Send(d.peer, e.tmp.out)
 	}
 }
 
@@ -288,12 +291,12 @@ func (e *Engine) ackAgain(l *leg, cseq uint32) {
 // ackAuth is set no ACK was built yet and ackCopy holds only the
 // credentials: a challenged re-INVITE's late 2xx, after its relay failed,
 // gets its first ACK here.
-func (e *Engine) reack(l *leg) {
+func (e *Engine) reack(c *Call, l *leg) {
 	if len(l.ackCopy) > 0 && !l.ackAuth {
-		e.env.Send(l.peer, l.ackCopy)
+		e.env.Send(e.destOf(c, l).peer, l.ackCopy)
 		return
 	}
-	e.ack(l, nil)
+	e.ack(c, l, nil)
 }
 
 // keepAck keeps the ACK in e.tmp.out for leg l when from, the other side's

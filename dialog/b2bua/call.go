@@ -31,18 +31,22 @@ const (
 
 // leg is one dialog of a call, seen from sipedge.
 type leg struct {
-	callID     []byte
-	localTag   []byte
-	remoteTag  []byte
-	localURI   []byte // our side's name-addr, without tag (B: From; A: the caller's To)
-	remoteURI  []byte // the peer's name-addr, without tag
-	target     []byte // the peer's Contact URI: the Request-URI of requests on this leg
-	routes     []byte // the route set, as Route header values joined with ", "
-	ackCopy    []byte // the ACK below when it carried a body (an SDP answer) or credentials, to send again; or see ackAuth (a pooled buffer)
+	callID    []byte
+	localTag  []byte
+	remoteTag []byte
+	localURI  []byte // our side's name-addr, without tag (B: From; A: the caller's To)
+	remoteURI []byte // the peer's name-addr, without tag
+	target    []byte // the peer's Contact URI: the Request-URI of requests on this leg
+	routes    []byte // the route set, as Route header values joined with ", "
+	ackCopy   []byte // the ACK below when it carried a body (an SDP answer) or credentials, to send again; or see ackAuth (a pooled buffer)
+	// peer is where requests on the leg go: the carrier's gateway; on the
+	// caller's leg, where responses to its INVITE went (txn.ReplyTo), and
+	// requests only when callerDest can do no better.
 	peer       transport.Peer
 	cseq       uint32 // the CSeq of the last request sipedge sent on this leg
 	inviteCSeq uint32 // the CSeq of the last INVITE sipedge sent on this leg, for its ACK
 	remoteCSeq uint32 // the CSeq of the last request the peer sent on this leg; 0: none yet
+	firstRoute uint16 // the caller's leg: the length of the first value in routes (callerDest)
 	acked      bool   // sipedge has ACKed the 2xx to that INVITE; its retransmissions are ACKed again
 	ackAuth    bool   // ackCopy holds the credentials lines of that INVITE, not yet ACKed: its ACK repeats them (RFC 3261 13.2.2.4)
 }
@@ -50,7 +54,7 @@ type leg struct {
 func (l *leg) reset() {
 	l.callID, l.localTag, l.remoteTag = l.callID[:0], l.localTag[:0], l.remoteTag[:0]
 	l.localURI, l.remoteURI, l.target, l.routes = l.localURI[:0], l.remoteURI[:0], l.target[:0], l.routes[:0]
-	l.cseq, l.inviteCSeq, l.peer, l.acked, l.ackAuth = 0, 0, transport.Peer{}, false, false
+	l.cseq, l.inviteCSeq, l.peer, l.acked, l.ackAuth, l.firstRoute = 0, 0, transport.Peer{}, false, false, 0
 	l.remoteCSeq = 0 // empty: the next dialog's first request sets it (RFC 3261 12.2.2)
 }
 

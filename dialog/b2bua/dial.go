@@ -65,7 +65,7 @@ func (e *Engine) sendInvite(c *Call, ainv *parser.Message, auth *challenge) bool
 		if len(id.caller) > 0 {
 			B.localURI = append(B.localURI, '@')
 		}
-		B.localURI = append(B.localURI, hostOnly(e.localHost(B))...)
+		B.localURI = append(B.localURI, hostOnly(e.localHost(B.peer.Transport))...)
 		B.localURI = append(B.localURI, '>')
 	}
 	// No early dialog yet (a challenged INVITE's ended with it), no remote
@@ -77,8 +77,8 @@ func (e *Engine) sendInvite(c *Call, ainv *parser.Message, auth *challenge) bool
 	// the caller sees the carriers as forks).
 	c.a.localTag = randomToken(c.a.localTag[:0], 10)
 
-	b := e.appendRequestHead(e.tmp.out[:0], "INVITE", B, B.cseq, int(c.maxFwd))
-	b = e.appendContact(b, B)
+	b := e.appendRequestHead(e.tmp.out[:0], "INVITE", B, e.destOf(nil, B), B.cseq, int(c.maxFwd))
+	b = e.appendContact(b, B.peer.Transport)
 	// A route's header replaces the caller's of the same name: its value
 	// is the one the carrier reads.
 	var routeHeaders map[string]string

@@ -124,13 +124,26 @@
 //
 // Responses to the caller, and the 2xx's retransmissions, go where RFC
 // 3261 18.2.2 says (txn.ReplyTo): the source address at the Via's sent-by
-// port, or at the source port with rport. Requests in a dialog carry the
-// route set and the remote target RFC 3261 12.2.1.1 asks for, but go on the
-// wire to the peer the leg was set up with: the caller's reply address, the
-// carrier's gateway. A carrier's Contact or Record-Route naming another
-// host (a private address behind NAT, a name to resolve) is never where
-// sipedge sends: the edge talks only to the peers it knows, and does no
-// DNS on a shard.
+// port, or at the source port with rport (or a trunk's ForceRPort).
+// Requests sipedge sends the caller in a dialog (BYE, relayed re-INVITE,
+// UPDATE, INFO, the ACK of a 2xx) go where RFC 3261 12.2.1.1 and 8.1.2 say
+// (nexthop.go): to the first URI of the caller's route set (the INVITE's
+// Record-Route, in order, 12.1.1), loose or strict (16.12), or with none to
+// its remote target (its Contact, moved by each accepted re-INVITE or
+// UPDATE and by the caller's 2xx to one, 12.2), the address resolved by
+// RFC 3263 4 as far as an edge that does no DNS on a shard can: maddr or
+// an IP address host, the port or 5060, the transport parameter or UDP. A
+// name there (a proxy's or a PBX's host name), sips, or a transport
+// sipedge does not serve falls back to where the INVITE's responses went,
+// the source address; a trunk with NAT sends them all to the INVITE's
+// source address and port, whatever its Contact says (a private address).
+// A stream caller's connection carries them while it lives, for a next
+// hop on its address. sipedge_requests_to_caller_total counts them by
+// next_hop: route_set, contact, nat, fallback. The carrier's leg is as the
+// edge set it up: requests carry its route set and remote target, but go
+// on the wire to the gateway dialled; a carrier's Contact or Record-Route
+// naming another host is never where sipedge sends, as the edge talks only
+// to the gateways it knows.
 //
 // # Files
 //

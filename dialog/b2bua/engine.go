@@ -96,17 +96,21 @@ type logPacing struct {
 // the next, to which it goes as a parameter: none carries anything from one
 // input to another.
 type scratch struct {
-	acts []txn.Action   // the table's spare action list (see runActions)
-	req  txn.Built      // the request being built: where appendRequestHead wrote what
-	areq parser.Message // a request the engine re-reads to answer it
-	leg  leg            // a dialog the engine ends without keeping (a forked 2xx)
-	id   identity       // the identity of the B-leg being dialled
-	auth challenge      // the carrier's challenge being answered (answerChallenge)
-	out  []byte         // an outgoing message
-	tag  []byte         // the To tag of a response that ends no dialog (tagFor)
-	rr   route.Request  // the Router's request
-	dec  route.Decision // the decision being carried out
-	rep  carrier.Report // the report being made to the carrier plane
+	acts []txn.Action // the table's spare action list (see runActions)
+	req  txn.Built    // the request being built: where appendRequestHead wrote what
+	dest dest         // where it goes (destOf)
+	// routes is the Route of a request to a caller behind a strict router
+	// (strictRoute).
+	routes []byte
+	areq   parser.Message // a request the engine re-reads to answer it
+	leg    leg            // a dialog the engine ends without keeping (a forked 2xx)
+	id     identity       // the identity of the B-leg being dialled
+	auth   challenge      // the carrier's challenge being answered (answerChallenge)
+	out    []byte         // an outgoing message
+	tag    []byte         // the To tag of a response that ends no dialog (tagFor)
+	rr     route.Request  // the Router's request
+	dec    route.Decision // the decision being carried out
+	rep    carrier.Report // the report being made to the carrier plane
 }
 
 // pools are the buffers calls borrow while they need them (getBuf,

@@ -165,9 +165,10 @@ func (e *Engine) relay(c *Call, s side, m *parser.Message, in txn.Handle) {
 	out := c.leg(opposite(s))
 	out.cseq++
 	method := string(m.MethodBytes())
-	b := e.appendRequestHead(e.tmp.out[:0], method, out, out.cseq, mf-1)
+	d := e.destOf(c, out)
+	b := e.appendRequestHead(e.tmp.out[:0], method, out, d, out.cseq, mf-1)
 	if dialogForming(m.Method()) {
-		b = e.appendContact(b, out)
+		b = e.appendContact(b, d.peer.Transport)
 	}
 	b = e.policy.appendAllowed(b, m)
 	b = appendBodyOf(b, m)
@@ -182,7 +183,7 @@ func (e *Engine) relay(c *Call, s side, m *parser.Message, in txn.Handle) {
 	r := &c.relays[slot]
 	r.setRelayed(m)
 	r.from, r.in = s, in
-	h, err := e.sendBuilt(out.peer)
+	h, err := e.sendBuilt(d.peer)
 	if err != nil {
 		e.unrelayed(c, s, r)
 		e.respond(in, m, 503, "Service Unavailable", nil)
@@ -371,17 +372,18 @@ func (e *Engine) sendBye(c *Call, l *leg, from *parser.Message) txn.Handle {
 		// The 2xx sipedge got on l and relayed, whose ACK it still awaits
 		// from the other side: ACKed first (RFC 3261 13.2.2.4), or the peer
 		// retransmits it for 32 s.
-		e.ack(l, nil)
+		e.ack(c, l, nil)
 	}
 	l.cseq++
-	b := e.appendRequestHead(e.tmp.out[:0], "BYE", l, l.cseq, 70)
+	d := e.destOf(c, l)
+	b := e.appendRequestHead(e.tmp.out[:0], "BYE", l, d, l.cseq, 70)
 	if from != nil {
 		b = e.policy.appendAllowed(b, from)
 	} else if c != nil && c.byeOnAck && l == c.leg(c.rtxTo) {
 		b = append(b, c.byeHdrs...) // the other side's BYE, which waited for this side's ACK
 	}
 	e.tmp.out = parser.AppendBody(b, "", nil)
-	h, err := e.sendBuilt(l.peer)
+	h, err := e.sendBuilt(d.peer)
 	if err != nil {
 		return 0
 	}
@@ -406,7 +408,7 @@ func (e *Engine) hangup(c *Call, side cdr.HangupSide) {
 		// up gets no BYE back (it would answer 481), only the ACK its 2xx
 		// may still lack (RFC 3261 13.2.2.4).
 		if l := c.leg(opposite(c.rtxTo)); !l.acked {
-			e.ack(l, nil)
+			e.ack(c, l, nil)
 		}
 		e.sendBye(c, c.leg(c.rtxTo), nil)
 	case c.answered:

@@ -27,6 +27,8 @@ type engineMetrics struct {
 	foreignVia       *vm.Counter
 	// 3xx from carriers sent on to another member of the group.
 	redirectsFollowed *vm.Counter
+	// Requests sipedge sent the caller, by how their next hop was chosen.
+	callerHops [numHopKinds]*vm.Counter
 	// Carriers' challenges to B-leg INVITEs, by what became of them.
 	authAnswered, authNoCredentials, authUnanswerable, authRefused *vm.Counter
 	active                                                         *vm.Gauge
@@ -53,7 +55,7 @@ func newMetrics(set *vm.Set, shard int) engineMetrics {
 		set = vm.NewSet()
 	}
 	name := func(n string) string { return fmt.Sprintf(`%s{shard="%d"}`, n, shard) }
-	return engineMetrics{
+	m := engineMetrics{
 		started:           set.NewCounter(name("sipedge_calls_started_total")),
 		answered:          set.NewCounter(name("sipedge_calls_answered_total")),
 		ended:             set.NewCounter(name("sipedge_calls_ended_total")),
@@ -77,6 +79,10 @@ func newMetrics(set *vm.Set, shard int) engineMetrics {
 		authUnanswerable:  set.NewCounter(authName(shard, "unanswerable")),
 		authRefused:       set.NewCounter(authName(shard, "refused")),
 	}
+	for k, n := range hopKindNames {
+		m.callerHops[k] = set.NewCounter(fmt.Sprintf(`sipedge_requests_to_caller_total{shard="%d",next_hop="%s"}`, shard, n))
+	}
+	return m
 }
 
 // authName names the counter of carriers' challenges with result: answered;

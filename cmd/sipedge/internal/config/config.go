@@ -179,6 +179,12 @@ type Trunk struct {
 	// without rport in their Via (a PBX behind NAT), as Kamailio's
 	// force_rport; false: RFC 3261 18.2.2, the Via's sent-by port.
 	ForceRPort bool `yaml:"force_rport" json:"force_rport"`
+	// NAT sends the requests sipedge originates in the trunk's dialogs to
+	// the source address and port of the call's INVITE, whatever its
+	// Contact and Record-Route say (a PBX behind NAT that writes its
+	// private address there); false: RFC 3261 12.2.1.1, the route set and
+	// the Contact.
+	NAT bool `yaml:"nat" json:"nat"`
 	// NumberPolicy names the number_policies entry whose country code and
 	// national prefix put this trunk's numbers (dialled and calling) in
 	// E.164 as a call begins: what routing looks up and caches, what the

@@ -708,6 +708,7 @@ trunks:
     limits: { cps: 2.5, burst: 5, max_concurrent_calls: 100 }
     number_policy: national
     force_rport: true
+    nat: true
     attributes: { customer: acme, tier: "Gold 2", empty: "" }
 gateway:
   groups:
