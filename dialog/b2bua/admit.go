@@ -131,6 +131,7 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 		c.callee = append(c.callee, ruri.User...)
 	}
 	c.fromURI = append(c.fromURI, from.URI...)
+	e.callerRel(c, m)
 
 	// The A-leg: sipedge is the UAS (RFC 3261 12.1.1).
 	A := &c.a

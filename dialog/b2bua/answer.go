@@ -36,8 +36,15 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 		}
 		if len(to.Tag) > 0 && string(to.Tag) != string(c.b.remoteTag) {
 			// A new early dialog: its remote target and route set are the
-			// 1xx's (RFC 3261 12.1.2), for requests sent in it (UPDATE).
+			// 1xx's (RFC 3261 12.1.2), for requests sent in it (UPDATE,
+			// PRACK), and its reliable provisionals their own RSeq space.
 			e.confirmLeg(&c.b, m)
+			if c.ext != nil {
+				c.ext.rel.carrierRSeq = 0
+			}
+		}
+		if rseq, ok := reliableProvisional(m); ok && !e.prackCarrier(c, m, rseq) {
+			return
 		}
 		c.att.progress = true
 		e.relayToCaller(c, m)
@@ -129,12 +136,19 @@ func (e *Engine) relayToCaller(c *Call, resp *parser.Message) {
 	if req == nil {
 		return
 	}
+	code := resp.StatusCode()
+	if code < 200 && c.ext != nil && e.relayReliably(c, resp) {
+		return
+	}
 	e.tmp.out = e.appendRelayedResponse(e.tmp.out[:0], req, resp, c.a.localTag, &c.a)
-	if resp.StatusCode() >= 200 && resp.StatusCode() < 300 {
+	if code >= 200 && code < 300 {
 		if c.ok2xx == nil {
 			c.ok2xx = e.getBuf()
 		}
 		c.ok2xx = append(c.ok2xx[:0], e.tmp.out...)
+		if c.ext != nil && e.hold2xx(c) {
+			return // until the PRACK of a reliable provisional (onPrack)
+		}
 		e.start2xx(c, sideA, req)
 	}
 	if err := e.txns.Respond(c.aTxn, e.tmp.out, e.now); err == nil {

@@ -126,6 +126,12 @@ func appendBodyOf(dst []byte, m *parser.Message) []byte {
 // from (RFC 3261 12.1.1: copied into a response that establishes a
 // dialog; nothing of the other leg's).
 func (e *Engine) appendRelayedResponse(dst []byte, req, resp *parser.Message, toTag []byte, l *leg) []byte {
+	return appendBodyOf(e.appendRelayedHead(dst, req, resp, toTag, l), resp)
+}
+
+// appendRelayedHead is appendRelayedResponse up to the body, for the
+// caller to add header lines of its own and end with appendBodyOf.
+func (e *Engine) appendRelayedHead(dst []byte, req, resp *parser.Message, toTag []byte, l *leg) []byte {
 	code, reason := resp.StatusCode(), string(resp.ReasonPhrase())
 	if code == 401 || code == 407 {
 		// A challenge is for the hop that received it: its digest covers
@@ -139,8 +145,7 @@ func (e *Engine) appendRelayedResponse(dst []byte, req, resp *parser.Message, to
 		dst = e.appendContact(dst, l.peer.Transport)
 		dst = parser.AppendKind(dst, req, parser.HeaderRecordRoute)
 	}
-	dst = e.policy.appendAllowed(dst, resp)
-	return appendBodyOf(dst, resp)
+	return e.policy.appendAllowed(dst, resp)
 }
 
 // appendResponse builds sipedge's own response to req.

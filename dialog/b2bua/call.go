@@ -146,6 +146,8 @@ type callVars struct {
 
 	byeHdrs []byte // the headers the policy relays of the BYE byeOnAck holds, for the one it waits to send (a pooled buffer)
 
+	ext *callExt // the extensions the call uses (ext.go); nil for none
+
 	// CDR facts.
 	tInvite, tProvisional, tAnswer, tEnd time.Duration
 	finalCode                            int
@@ -398,6 +400,7 @@ func (e *Engine) end(c *Call, hangup cdr.HangupSide) {
 	e.unindexLeg(c, &c.b)
 	e.keepAck(&c.a, nil, false)
 	e.keepAck(&c.b, nil, false)
+	e.releaseExt(c)
 	e.releaseInvite(c)
 	e.putBuf(c.ok2xx)
 	e.putBuf(c.byeHdrs)

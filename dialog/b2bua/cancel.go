@@ -52,7 +52,7 @@ func (e *Engine) onCancel(m *parser.Message, a *txn.Action) {
 // call) when the header policy allows Reason. The rest of a CANCEL is its
 // INVITE's (RFC 3261 9.1). The lines are in e.tmp.out, for CancelWith to copy.
 func (e *Engine) cancelHeaders(cancel *parser.Message) []byte {
-	if !e.policy.kinds.Has(parser.HeaderReason) {
+	if cancel == nil || !e.policy.kinds.Has(parser.HeaderReason) {
 		return nil
 	}
 	e.tmp.out = e.tmp.out[:0]
@@ -65,7 +65,7 @@ func (e *Engine) cancelHeaders(cancel *parser.Message) []byte {
 }
 
 // abandon stops the sequence because the caller gave up with cancel, its
-// CANCEL: the carrier in flight is cancelled (RFC 3261 9.1) and the call
+// CANCEL (nil: sipedge gave up for it): the carrier in flight is cancelled (RFC 3261 9.1) and the call
 // ends with its final response, so that a 2xx crossing the CANCEL is ACKed
 // and BYEd.
 func (e *Engine) abandon(c *Call, cancel *parser.Message) {

@@ -76,6 +76,9 @@ func (e *Engine) sendInvite(c *Call, ainv *parser.Message, auth *challenge) bool
 	// Each B-leg early dialog gets its own A-leg To tag (RFC 3261 12.1.1:
 	// the caller sees the carriers as forks).
 	c.a.localTag = randomToken(c.a.localTag[:0], 10)
+	if c.ext != nil {
+		e.relNewDialog(c)
+	}
 
 	b := e.appendRequestHead(e.tmp.out[:0], "INVITE", B, e.destOf(nil, B), B.cseq, int(c.maxFwd))
 	b = e.appendContact(b, B.peer.Transport)
@@ -85,7 +88,8 @@ func (e *Engine) sendInvite(c *Call, ainv *parser.Message, auth *challenge) bool
 	if r != nil {
 		routeHeaders = r.Headers
 	}
-	b = e.policy.appendAllowedExcept(b, ainv, identityHeaders|routeHeaderKinds(r), routeHeaders)
+	b = e.policy.appendAllowedExcept(b, ainv, identityHeaders|routeHeaderKinds(r)|supportedKind, routeHeaders)
+	b = e.appendSupported(b, ainv, c.offer100rel())
 	b = e.appendIdentity(b, id, B, ainv)
 	b = e.appendRouteHeaders(b, c, r)
 	switch {

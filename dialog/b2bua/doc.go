@@ -68,6 +68,34 @@
 // transaction) and sipedge_late_answers_over_cap_total. Every call ends in
 // one CDR.
 //
+// # Reliable provisional responses
+//
+// 100rel (RFC 3262) is each leg's own: sipedge is the caller's UAS and the
+// carrier's UAC, PRACKs never cross, and RSeq and RAck are never relayed
+// (rel.go). A relay end to end with a mapping would tie the caller to the
+// carrier: a caller that requires 100rel could only reach carriers that
+// support it, every failover would strand PRACKs in an early dialog left
+// behind, and the offer/answer state of the provisionals would span two
+// dialogs sipedge does not otherwise couple. Per leg, any caller reaches
+// any carrier:
+//   - the carrier's leg: the B-leg INVITE supports 100rel when the caller
+//     does and its INVITE carries an offer (so a carrier's reliable SDP is
+//     an answer, and the PRACK needs no body); each reliable provisional
+//     of the carrier's early dialog is PRACKed once, in RSeq order, a
+//     retransmission or one out of order going no further (RFC 3262 4),
+//     even one the INVITE did not ask for;
+//   - the caller's leg: a caller that requires 100rel gets every 101-199
+//     reliably, one that supports it those the carrier sent reliably:
+//     Require: 100rel and an RSeq of sipedge's own, retransmitted from T1,
+//     doubling, until its PRACK (RFC 3262 3), one at a time (the latest
+//     provisional waits for the PRACK), and the 2xx waits for the PRACK of
+//     one with SDP. sipedge answers the PRACK: 200, 481 when it
+//     acknowledges nothing awaiting one, 488 when it carries an offer (whose
+//     answer only the carrier could give). No PRACK in 64*T1 fails the call
+//     with 500. In a caller's dialog without an offer a reliable
+//     provisional carries no SDP, which would be an offer answered in the
+//     caller's PRACK, where the carrier's dialog has no place for it.
+//
 // # Routing policy
 //
 // Env.Policy holds the Go form of a routing script's handlers, each
@@ -149,17 +177,21 @@
 //
 // One concern each, in the order a call meets them: engine.go (the
 // Engine, its inputs and the actions of the transaction layer), env.go
-// (what the owner gives), trunk.go (trunks: sources, ingress limits,
+// (what the owner gives), options.go (the extensions sipedge implements),
+// trunk.go (trunks: sources, ingress limits,
 // counters), admit.go (a new call up to the routing decision), dial.go (a
 // carrier's B-leg INVITE and its pacing), failover.go (the failover
 // sequence's steps, each attempt reported), attempt.go (the carrier in
 // flight), shaping.go (a carrier's view of the numbers and identity),
 // auth.go (the carriers' challenges), answer.go (the carrier's responses
-// relayed, the 2xx and its ACK), redirect.go (a carrier's 3xx followed
+// relayed, the 2xx and its ACK), rel.go (reliable provisionals, each
+// leg's own), ext.go (the state of the extensions a call uses),
+// redirect.go (a carrier's 3xx followed
 // within its group), cancel.go (the caller's CANCEL),
 // indialog.go (requests in the dialog, and BYE), teardown.go (dialogs no
 // call keeps: late and forked 2xx), call.go (a call's state and end),
 // cdr.go (what an ended call reports), respond.go (sipedge's own
 // responses and where they go), headers.go (the header policy), build.go
-// (the messages sipedge writes), probe.go (gateway probes).
+// (the messages sipedge writes), nexthop.go (where requests to the caller
+// go), probe.go (gateway probes).
 package b2bua

@@ -103,6 +103,7 @@ type scratch struct {
 	// (strictRoute).
 	routes []byte
 	areq   parser.Message // a request the engine re-reads to answer it
+	prov   parser.Message // a carrier's provisional kept to go reliably later (onPrack)
 	leg    leg            // a dialog the engine ends without keeping (a forked 2xx)
 	id     identity       // the identity of the B-leg being dialled
 	auth   challenge      // the carrier's challenge being answered (answerChallenge)
@@ -118,6 +119,7 @@ type scratch struct {
 type pools struct {
 	bufs [][]byte          // message buffers
 	msgs []*parser.Message // parsed INVITEs
+	exts []*callExt        // calls' extension state (extOf)
 }
 
 // txnRole says what a transaction is to its call. An entry of Engine.roles
@@ -310,6 +312,10 @@ func (e *Engine) Timer(kind uint8, arg uint64, now time.Duration) {
 		}
 	case timerProbe:
 		e.probeTimeout(txn.Handle(arg))
+	case timerRel:
+		if c := e.callByArg(arg); c != nil && c.ext != nil {
+			e.retransmitRel(c)
+		}
 	case timerMaxDuration:
 		if c := e.callByArg(arg); c != nil && c.state == stateConfirmed {
 			e.env.Log.Info("call reached its maximum duration", "call_id", string(c.a.callID))

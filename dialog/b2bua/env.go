@@ -126,6 +126,7 @@ const (
 	timerSequence // the failover sequence's deadline for the carrier in flight
 	timerProbe    // a gateway probe's deadline
 	timerPace     // a CPS slot has come (or a CPS reject's retry delay passed)
+	timerRel      // retransmit a reliable provisional to the caller (RFC 3262 3)
 )
 
 // MaxCPSRetries bounds the retries of one carrier after CPS rejects.

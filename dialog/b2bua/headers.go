@@ -9,7 +9,8 @@ import (
 )
 
 // never are the headers no policy may copy: the B2BUA writes them itself
-// (RFC 3261 dialog state, topology), they are hop-by-hop, they are
+// (RFC 3261 dialog state, topology; Require, for the extensions sipedge
+// takes part in on each leg of its own, RFC 3262, 4028), they are hop-by-hop, they are
 // credentials or challenges (a carrier's is for sipedge's account), or they are
 // identity from a peer sipedge does not trust (RFC 3325 5): the B-leg's
 // identity is sipedge's own (appendIdentity), and trunks and carriers hear
@@ -17,7 +18,7 @@ import (
 var never = parser.NewHeaderSet(parser.HeaderVia, parser.HeaderFrom, parser.HeaderTo,
 	parser.HeaderCallID, parser.HeaderCSeq, parser.HeaderContact, parser.HeaderRoute,
 	parser.HeaderRecordRoute, parser.HeaderMaxForwards, parser.HeaderContentLength,
-	parser.HeaderContentType, parser.HeaderPath, parser.HeaderRSeq, parser.HeaderRAck,
+	parser.HeaderContentType, parser.HeaderPath, parser.HeaderRSeq, parser.HeaderRAck, parser.HeaderRequire,
 	parser.HeaderAuthorization, parser.HeaderProxyAuthorization, parser.HeaderProxyRequire,
 	parser.HeaderWWWAuthenticate, parser.HeaderProxyAuthenticate,
 	parser.HeaderPAssertedIdentity, parser.HeaderPPreferredIdentity, parser.HeaderPrivacy)
@@ -70,7 +71,7 @@ func (p *headerPolicy) appendAllowedExcept(dst []byte, m *parser.Message, skip p
 			dst = append(dst, h.Name...)
 		} else {
 			if h.Kind == parser.HeaderSupported {
-				dst = appendSupported(dst, h.Value)
+				dst = appendSupportedTags(dst, h.Value)
 				continue
 			}
 			dst = append(dst, h.Kind.String()...)
@@ -102,13 +103,33 @@ func appendUnfolded(dst, v []byte) []byte {
 	}
 }
 
-// appendSupported appends a Supported header with the option tags of v but
-// those the B2BUA itself would have to take part in: 100rel (RFC 3262), as
-// sipedge neither PRACKs a reliable provisional nor sends one. Relayed as
-// is, it let a carrier send reliable 18x that nobody acknowledged, and its
-// 2xx then never came (RFC 3262 3). Nothing is appended when no tag is
-// left.
-func appendSupported(dst, v []byte) []byte {
+// supportedKind is the Supported header, which a B-leg INVITE gets from
+// appendSupported.
+var supportedKind = parser.NewHeaderSet(parser.HeaderSupported)
+
+// appendSupported appends the Supported header of a B-leg INVITE: 100rel
+// when sipedge supports it on the leg (offer100rel), and the option tags
+// of the caller's INVITE m the header policy relays, but 100rel, which
+// is each leg's own (rel.go). Nothing when no tag is left.
+func (e *Engine) appendSupported(dst []byte, m *parser.Message, rel bool) []byte {
+	if rel {
+		dst = append(dst, "Supported: 100rel\r\n"...)
+	}
+	if !e.policy.kinds.Has(parser.HeaderSupported) {
+		return dst
+	}
+	for i := 0; i < m.Count(parser.HeaderSupported); i++ {
+		dst = appendSupportedTags(dst, m.Nth(parser.HeaderSupported, i))
+	}
+	return dst
+}
+
+// appendSupportedTags appends a Supported header with the option tags of v
+// but those the B2BUA takes part in on each leg of its own: 100rel (RFC
+// 3262), which sipedge PRACKs and sends itself; relayed as is, the other
+// side's reliable provisionals would go unacknowledged (rel.go). Nothing
+// is appended when no tag is left.
+func appendSupportedTags(dst, v []byte) []byte {
 	n := len(dst)
 	dst = append(dst, "Supported: "...)
 	first := true

@@ -103,6 +103,16 @@ func (e *Engine) inDialog(m *parser.Message, a *txn.Action) {
 	case parser.MethodRefer:
 		e.respond(a.Txn, m, e.cfg.ReferCode, referReason(e.cfg.ReferCode), nil)
 		return
+	case parser.MethodPrack:
+		// Each leg's reliable provisionals are its own (rel.go): the
+		// caller's PRACKs are sipedge's to answer, and the carrier gets
+		// none to send.
+		if s == sideB {
+			e.respond(a.Txn, m, 481, "Call/Transaction Does Not Exist", nil)
+			return
+		}
+		e.onPrack(c, m, a.Txn)
+		return
 	case parser.MethodInvite:
 		// One INVITE transaction at a time in a dialog (RFC 3261 14.2): a
 		// second INVITE from a side whose first has no final response yet

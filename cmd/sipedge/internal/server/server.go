@@ -128,7 +128,7 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 		Queue: cfg.CDR.Queue, Metrics: s.cdrSet, Log: log}); err != nil {
 		return fail(fmt.Errorf("cdr.file: %w", err))
 	}
-	sc := shard.Config{Shards: cfg.Shards, Supported: nil,
+	sc := shard.Config{Shards: cfg.Shards, Supported: b2bua.OptionTags(),
 		Limits: parser.Limits{MaxMessageSize: cfg.SIP.MaxMessageSize, MaxHeaders: cfg.SIP.MaxHeaders,
 			MaxHeaderLine: cfg.SIP.MaxHeaderLine, MaxVias: cfg.SIP.MaxVias, MaxURILength: cfg.SIP.MaxURILength},
 		TCP: shard.TCPConfig{MaxConns: cfg.SIP.TCP.MaxConns, MaxConnsPerIP: cfg.SIP.TCP.MaxConnsPerIP,
