@@ -98,6 +98,9 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 		e.respond(a.Txn, m, 404, "Not Found", nil)
 		return
 	}
+	if e.refuseInterval(a.Txn, m) { // a session interval below Min-SE: 422 (RFC 4028 9)
+		return
+	}
 	// The trunk's concurrent calls, across the node's shards: taken last,
 	// so that no refusal above has to give it back.
 	if n := trunk.Stats.Calls.Add(1); trunk.MaxCalls > 0 && n > int64(trunk.MaxCalls) {
@@ -132,6 +135,9 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	}
 	c.fromURI = append(c.fromURI, from.URI...)
 	e.callerRel(c, m)
+	if e.cfg.SessionTimer.Uphold {
+		e.sessionCall(c, m)
+	}
 
 	// The A-leg: sipedge is the UAS (RFC 3261 12.1.1).
 	A := &c.a

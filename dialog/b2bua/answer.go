@@ -67,6 +67,11 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 		e.report(c, code, 0)
 		c.answered = true
 		c.state = stateConfirmed
+		if e.cfg.SessionTimer.Uphold {
+			e.sessionAnswered(c, sideB, m)
+			e.keepSentSDP(c, sideB, e.aInviteCopy(c).Body())
+			e.sessionRefreshed(c, sideB)
+		}
 		c.tAnswer = e.now
 		if c.tProvisional == 0 {
 			c.tProvisional = e.now
@@ -86,6 +91,9 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 			return
 		}
 		if code < 400 && e.followRedirect(c, m, code) {
+			return
+		}
+		if code == 422 && e.cfg.SessionTimer.Uphold && e.retryInterval(c, m) {
 			return
 		}
 		cpsReject := false
@@ -140,12 +148,16 @@ func (e *Engine) relayToCaller(c *Call, resp *parser.Message) {
 	if code < 200 && c.ext != nil && e.relayReliably(c, resp) {
 		return
 	}
-	e.tmp.out = e.appendRelayedResponse(e.tmp.out[:0], req, resp, c.a.localTag, &c.a)
+	e.tmp.out = e.appendRelayedResponse(e.tmp.out[:0], c, sideA, req, resp, c.a.localTag)
 	if code >= 200 && code < 300 {
 		if c.ok2xx == nil {
 			c.ok2xx = e.getBuf()
 		}
 		c.ok2xx = append(c.ok2xx[:0], e.tmp.out...)
+		if e.cfg.SessionTimer.Uphold {
+			e.keepSentSDP(c, sideA, resp.Body())
+			e.sessionRefreshed(c, sideA)
+		}
 		if c.ext != nil && e.hold2xx(c) {
 			return // until the PRACK of a reliable provisional (onPrack)
 		}
@@ -198,6 +210,7 @@ func (e *Engine) retransmit2xx(c *Call) {
 			e.end(c, cdr.HangupNone)
 			return
 		}
+		c.ended = endNoAck
 		e.hangup(c, cdr.HangupSystem)
 		return
 	}
@@ -272,6 +285,9 @@ func (e *Engine) ack(c *Call, l *leg, from *parser.Message) {
 	auth := l.ackAuth
 	if auth {
 		b = append(b, l.ackCopy...) // the INVITE's credentials (RFC 3261 13.2.2.4)
+	}
+	if from != nil && c != nil {
+		e.keepSentSDP(c, c.sideOf(l), from.Body())
 	}
 	e.tmp.out = appendBodyOf(b, from)
 	l.acked, l.ackAuth = true, false

@@ -119,14 +119,19 @@ func appendBodyOf(dst []byte, m *parser.Message) []byte {
 	return parser.AppendBody(dst, "", m.Body())
 }
 
-// appendRelayedResponse builds the response to req that relays resp from
-// the other leg: its code, reason, allowed headers and body, with
-// sipedge's Contact on responses that establish or refresh a dialog, and
-// req's own Record-Route, which the requester's UA takes its route set
-// from (RFC 3261 12.1.1: copied into a response that establishes a
-// dialog; nothing of the other leg's).
-func (e *Engine) appendRelayedResponse(dst []byte, req, resp *parser.Message, toTag []byte, l *leg) []byte {
-	return appendBodyOf(e.appendRelayedHead(dst, req, resp, toTag, l), resp)
+// appendRelayedResponse builds the response to req, received on leg s of
+// call c, that relays resp from the other leg: its code, reason, allowed
+// headers and body, with sipedge's Contact on responses that establish or
+// refresh a dialog, and req's own Record-Route, which the requester's UA
+// takes its route set from (RFC 3261 12.1.1: copied into a response that
+// establishes a dialog; nothing of the other leg's); a 2xx to an INVITE
+// or UPDATE with the session timer of the leg (appendSession2xx).
+func (e *Engine) appendRelayedResponse(dst []byte, c *Call, s side, req, resp *parser.Message, toTag []byte) []byte {
+	dst = e.appendRelayedHead(dst, req, resp, toTag, c.leg(s))
+	if code := resp.StatusCode(); code >= 200 && code < 300 && targetRefresh(req.Method()) {
+		dst = e.appendSession2xx(dst, c, s, resp)
+	}
+	return appendBodyOf(dst, resp)
 }
 
 // appendRelayedHead is appendRelayedResponse up to the body, for the

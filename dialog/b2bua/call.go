@@ -120,6 +120,7 @@ type callVars struct {
 	trunk   *Trunk
 	att     attempt      // the carrier in flight, or the last one dialled
 	source  route.Source // where the decision came from
+	ended   endReason    // why sipedge ended the call itself, for the CDR
 	key     uint64       // spreads hash selection of gateways per call
 
 	// The small fields, together: each Call is a heap object of its own,
@@ -335,6 +336,18 @@ func (e *Engine) settle(c *Call) {
 	}
 }
 
+// sideOf returns the side of c whose leg l is; 0 for a leg that is not
+// c's (a dialog no call keeps).
+func (c *Call) sideOf(l *leg) side {
+	switch l {
+	case &c.a:
+		return sideA
+	case &c.b:
+		return sideB
+	}
+	return 0
+}
+
 // sourceAddr is where the caller's INVITE came from.
 func (c *Call) sourceAddr() netip.AddrPort {
 	return netip.AddrPortFrom(c.a.peer.Addr.Addr(), c.srcPort)
@@ -353,6 +366,7 @@ func (e *Engine) EndAll(now time.Duration) int {
 		case c.state == stateFree:
 			continue
 		case c.answered:
+			c.ended = endShutdown
 			e.hangup(c, cdr.HangupSystem)
 		default:
 			c.hangup = cdr.HangupSystem
@@ -438,11 +452,15 @@ func (e *Engine) failCall(c *Call, code int, reason string, failure *parser.Mess
 	if req := c.ainv; req != nil && !c.canceled {
 		if f := failure; f != nil && f.StatusCode() == code {
 			// The carrier's failure reaches the caller as it is, with the
-			// headers the policy relays: a 422's Min-SE (RFC 4028 6), a
-			// Retry-After, a Reason (RFC 3326). Not its body: an error
-			// text may name the carrier's network.
+			// headers the policy relays: a Retry-After, a Reason (RFC
+			// 3326), and a 422's Min-SE, which it must carry (RFC 4028 6)
+			// whatever the policy. Not its body: an error text may name the
+			// carrier's network.
 			b := parser.AppendResponse(e.tmp.out[:0], req, code, string(f.ReasonPhrase()), c.a.localTag)
 			b = e.policy.appendAllowed(b, f)
+			if v := f.Get(parser.HeaderMinSE); code == 422 && v != nil && !e.policy.kinds.Has(parser.HeaderMinSE) {
+				b = parser.AppendHeader(b, "Min-SE", v)
+			}
 			e.tmp.out = parser.AppendBody(b, "", nil)
 			if e.txns.Respond(c.aTxn, e.tmp.out, e.now) == nil {
 				e.after()

@@ -89,7 +89,11 @@ func (e *Engine) sendInvite(c *Call, ainv *parser.Message, auth *challenge) bool
 		routeHeaders = r.Headers
 	}
 	b = e.policy.appendAllowedExcept(b, ainv, identityHeaders|routeHeaderKinds(r)|supportedKind, routeHeaders)
-	b = e.appendSupported(b, ainv, c.offer100rel())
+	uphold := e.cfg.SessionTimer.Uphold
+	b = e.appendSupported(b, ainv, c.offer100rel(), uphold)
+	if uphold {
+		b = e.appendSessionRequest(b, c, sideB, true)
+	}
 	b = e.appendIdentity(b, id, B, ainv)
 	b = e.appendRouteHeaders(b, c, r)
 	switch {

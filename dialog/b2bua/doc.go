@@ -96,6 +96,43 @@
 //     provisional carries no SDP, which would be an offer answered in the
 //     caller's PRACK, where the carrier's dialog has no place for it.
 //
+// # Session timers
+//
+// RFC 4028 (sessiontimer.go), in either mode: a request asking for a
+// session interval below SessionTimer.MinSE (90 s, the RFC's floor, by
+// default) gets 422 with sipedge's Min-SE, the caller's INVITE before any
+// routing and a re-INVITE or UPDATE in the dialog (RFC 4028 9), and a
+// carrier's 422 reaches the caller with its Min-SE whatever the header
+// policy (RFC 4028 6).
+//
+// Relay (the default) leaves the session timer to the peers: Session-Expires
+// and Min-SE pass with the header policy (as b2bua.header_policy does by
+// default), and a 2xx whose Session-Expires says refresher=uac gets the
+// Require: timer RFC 4028 9 asks for, which sipedge writes itself (Require
+// is never relayed: each leg's extensions are its own).
+//
+// Uphold (SessionTimer.Uphold) keeps a session timer on each leg of
+// sipedge's own: the B-leg INVITE asks for Interval (Supported: timer,
+// Session-Expires, Min-SE; a 422 answered once with the interval its Min-SE
+// names, RFC 4028 7.4), the caller's 2xx grants its leg what the caller
+// asked for, at most Interval, with the caller as refresher when it
+// supports timers (Require: timer) and sipedge otherwise (RFC 4028 9).
+// Neither side's Session-Expires or Min-SE crosses: sipedge writes each
+// leg's into the requests and 2xx it relays. On a leg whose refresher is
+// sipedge (a peer without timers, a carrier's 2xx without Session-Expires,
+// one saying refresher=uac), sipedge refreshes at half the interval (RFC
+// 4028 10): an UPDATE without a body when the peer allows UPDATE (RFC
+// 3311), else a re-INVITE offering the session description sipedge last
+// sent it unchanged (kept per leg in uphold, a few hundred bytes a call).
+// A refresh relayed through (a re-INVITE or UPDATE with its 2xx) refreshes
+// both legs. A session not refreshed by min(32 s, a third of the interval)
+// before it runs out, or a refresh of sipedge's refused 408 or 481 or
+// unanswered, ends the call with a BYE on both legs; its CDR says
+// hangup_side "system", end_reason "session_expired" (counted in
+// sipedge_sessions_expired_total; sipedge's refreshes in
+// sipedge_session_refreshes_total). This also bounds a call whose BYE was
+// lost.
+//
 // # Routing policy
 //
 // Env.Policy holds the Go form of a routing script's handlers, each
@@ -185,7 +222,7 @@
 // flight), shaping.go (a carrier's view of the numbers and identity),
 // auth.go (the carriers' challenges), answer.go (the carrier's responses
 // relayed, the 2xx and its ACK), rel.go (reliable provisionals, each
-// leg's own), ext.go (the state of the extensions a call uses),
+// leg's own), sessiontimer.go (session timers), ext.go (the state of the extensions a call uses),
 // redirect.go (a carrier's 3xx followed
 // within its group), cancel.go (the caller's CANCEL),
 // indialog.go (requests in the dialog, and BYE), teardown.go (dialogs no

@@ -142,6 +142,7 @@ const (
 	roleRelayIn                      // an in-dialog server transaction being relayed
 	roleRelayOut                     // its client transaction on the other leg
 	roleBye                          // a BYE the engine sent on its own to the caller, or ending a dialog no call keeps
+	roleRefresh                      // a session refresh the engine sent on its own, on the leg txnRole.slot names (sessiontimer.go)
 	// roleCarrierBye is a BYE the engine sent on its own to the carrier,
 	// which may challenge it: not its call's, which ended as it went
 	// (txnRole.bye names what an answer needs).
@@ -169,10 +170,16 @@ func New(cfg Config, env Env) (*Engine, error) {
 	if cfg.User == "" {
 		cfg.User = "sipedge"
 	}
+	cfg.SessionTimer = cfg.SessionTimer.withDefaults()
 	if env.Log == nil {
 		env.Log = slog.Default()
 	}
 	e := &Engine{cfg: cfg, env: env, policy: compilePolicy(cfg.HeaderAllow), probes: make(map[txn.Handle]*probe)}
+	if cfg.SessionTimer.Uphold {
+		// Each leg's session timer is sipedge's own (appendSessionRequest,
+		// appendSession2xx): neither side's crosses.
+		e.policy.kinds &^= parser.NewHeaderSet(parser.HeaderSessionExpires, parser.HeaderMinSE)
+	}
 	e.calls.free, e.byes.free = -1, -1
 	e.calls.index.seed = maphash.MakeSeed()
 	if e.trunks.all = cfg.TrunkSet; e.trunks.all == nil {
@@ -312,6 +319,14 @@ func (e *Engine) Timer(kind uint8, arg uint64, now time.Duration) {
 		}
 	case timerProbe:
 		e.probeTimeout(txn.Handle(arg))
+	case timerSessionA, timerSessionB:
+		if c := e.callByArg(arg); c != nil && c.ext != nil {
+			s := sideA
+			if kind == timerSessionB {
+				s = sideB
+			}
+			e.sessionTimer(c, s)
+		}
 	case timerRel:
 		if c := e.callByArg(arg); c != nil && c.ext != nil {
 			e.retransmitRel(c)
@@ -319,6 +334,7 @@ func (e *Engine) Timer(kind uint8, arg uint64, now time.Duration) {
 	case timerMaxDuration:
 		if c := e.callByArg(arg); c != nil && c.state == stateConfirmed {
 			e.env.Log.Info("call reached its maximum duration", "call_id", string(c.a.callID))
+			c.ended = endMaxDuration
 			e.hangup(c, cdr.HangupSystem)
 		}
 	}

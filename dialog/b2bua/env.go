@@ -127,6 +127,8 @@ const (
 	timerProbe    // a gateway probe's deadline
 	timerPace     // a CPS slot has come (or a CPS reject's retry delay passed)
 	timerRel      // retransmit a reliable provisional to the caller (RFC 3262 3)
+	timerSessionA // the caller's leg's session timer: its refresh or its expiry (RFC 4028 10)
+	timerSessionB // the carrier's
 )
 
 // MaxCPSRetries bounds the retries of one carrier after CPS rejects.

@@ -210,6 +210,7 @@ func (s cdrSink) Write(rec *cdr.Record) bool {
 type ended struct {
 	Summary
 	CDRFields map[string]string
+	EndReason string
 }
 
 // endedOf reads a CDR back.
@@ -231,7 +232,7 @@ func endedOf(rec *cdr.Record) ended {
 		s.Attempts = append(s.Attempts, route.Attempt{CarrierID: a.CarrierID, Status: a.Status,
 			ElapsedMs: a.Elapsed.Milliseconds(), Dialed: a.Dialed, Reason: a.Reason})
 	}
-	return ended{Summary: s, CDRFields: maps.Clone(rec.CDRFields)}
+	return ended{Summary: s, CDRFields: maps.Clone(rec.CDRFields), EndReason: rec.EndReason}
 }
 
 func (r *rig) StartAt(at time.Duration, kind uint8, arg uint64) uint64 {

@@ -71,7 +71,7 @@ func (p *headerPolicy) appendAllowedExcept(dst []byte, m *parser.Message, skip p
 			dst = append(dst, h.Name...)
 		} else {
 			if h.Kind == parser.HeaderSupported {
-				dst = appendSupportedTags(dst, h.Value)
+				dst = appendSupportedTags(dst, h.Value, false)
 				continue
 			}
 			dst = append(dst, h.Kind.String()...)
@@ -107,19 +107,26 @@ func appendUnfolded(dst, v []byte) []byte {
 // appendSupported.
 var supportedKind = parser.NewHeaderSet(parser.HeaderSupported)
 
-// appendSupported appends the Supported header of a B-leg INVITE: 100rel
-// when sipedge supports it on the leg (offer100rel), and the option tags
-// of the caller's INVITE m the header policy relays, but 100rel, which
-// is each leg's own (rel.go). Nothing when no tag is left.
-func (e *Engine) appendSupported(dst []byte, m *parser.Message, rel bool) []byte {
-	if rel {
+// appendSupported appends the Supported header of a request sipedge sends
+// relaying m: 100rel when sipedge supports it on the leg (rel,
+// offer100rel), timer when it upholds the leg's session timer (timer), and
+// the option tags of m the header policy relays, but 100rel, which is each
+// leg's own (rel.go), and timer when sipedge wrote it. Nothing when no tag
+// is left.
+func (e *Engine) appendSupported(dst []byte, m *parser.Message, rel, timer bool) []byte {
+	switch {
+	case rel && timer:
+		dst = append(dst, "Supported: 100rel, timer\r\n"...)
+	case rel:
 		dst = append(dst, "Supported: 100rel\r\n"...)
+	case timer:
+		dst = append(dst, "Supported: timer\r\n"...)
 	}
 	if !e.policy.kinds.Has(parser.HeaderSupported) {
 		return dst
 	}
 	for i := 0; i < m.Count(parser.HeaderSupported); i++ {
-		dst = appendSupportedTags(dst, m.Nth(parser.HeaderSupported, i))
+		dst = appendSupportedTags(dst, m.Nth(parser.HeaderSupported, i), timer)
 	}
 	return dst
 }
@@ -127,14 +134,15 @@ func (e *Engine) appendSupported(dst []byte, m *parser.Message, rel bool) []byte
 // appendSupportedTags appends a Supported header with the option tags of v
 // but those the B2BUA takes part in on each leg of its own: 100rel (RFC
 // 3262), which sipedge PRACKs and sends itself; relayed as is, the other
-// side's reliable provisionals would go unacknowledged (rel.go). Nothing
-// is appended when no tag is left.
-func appendSupportedTags(dst, v []byte) []byte {
+// side's reliable provisionals would go unacknowledged (rel.go); and timer
+// when noTimer (sipedge wrote its own). Nothing is appended when no tag is
+// left.
+func appendSupportedTags(dst, v []byte, noTimer bool) []byte {
 	n := len(dst)
 	dst = append(dst, "Supported: "...)
 	first := true
 	for tag, rest := parser.NextListItem(v); tag != nil; tag, rest = parser.NextListItem(rest) {
-		if equalFold(tag, "100rel") || len(tag) == 0 {
+		if equalFold(tag, "100rel") || len(tag) == 0 || noTimer && equalFold(tag, "timer") {
 			continue
 		}
 		if !first {

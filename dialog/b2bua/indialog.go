@@ -125,10 +125,13 @@ func (e *Engine) inDialog(m *parser.Message, a *txn.Action) {
 		case s == sideA && !c.answered || c.reinvite[s-1]:
 			e.respondRetry(a.Txn, m, 500, "Server Internal Error", rand.IntN(11))
 			return
-		case !c.answered || c.reinvite[opposite(s)-1] || len(c.ok2xx) > 0:
+		case !c.answered || c.reinvite[opposite(s)-1] || len(c.ok2xx) > 0 || c.refreshing():
 			e.respond(a.Txn, m, 491, "Request Pending", nil)
 			return
 		}
+	}
+	if targetRefresh(m.Method()) && e.refuseInterval(a.Txn, m) { // RFC 4028 9
+		return
 	}
 	e.relay(c, s, m, a.Txn)
 }
@@ -180,7 +183,17 @@ func (e *Engine) relay(c *Call, s side, m *parser.Message, in txn.Handle) {
 	if dialogForming(m.Method()) {
 		b = e.appendContact(b, d.peer.Transport)
 	}
-	b = e.policy.appendAllowed(b, m)
+	if e.cfg.SessionTimer.Uphold && targetRefresh(m.Method()) {
+		// Each leg's session timer is sipedge's: the requester's says what
+		// its leg's becomes, the other leg gets its own (RFC 4028 7.4, 9).
+		e.sessionRequested(c, s, m)
+		b = e.policy.appendAllowedExcept(b, m, supportedKind, nil)
+		b = e.appendSupported(b, m, false, true)
+		b = e.appendSessionRequest(b, c, opposite(s), false)
+		e.keepSentSDP(c, opposite(s), m.Body())
+	} else {
+		b = e.policy.appendAllowed(b, m)
+	}
 	b = appendBodyOf(b, m)
 	e.tmp.out = b
 	if m.Method() == parser.MethodInvite {
@@ -233,6 +246,8 @@ func (e *Engine) onResponse(m *parser.Message, a *txn.Action) {
 		e.onBInviteResponse(c, m, h, a.Peer)
 	case roleRelayOut:
 		e.onRelayResponse(c, role, m)
+	case roleRefresh:
+		e.onRefreshResponse(c, side(role.slot), h, m)
 	case roleBye:
 		// The caller, or the peer of a dialog no call keeps (endUnwanted),
 		// acknowledged the end; nothing is left to do. A challenge is not
@@ -282,7 +297,15 @@ func (e *Engine) onRelayResponse(c *Call, role txnRole, m *parser.Message) {
 		// A re-INVITE's 2xx is retransmitted until the ACK.
 		c.leg(opposite(r.from)).acked = false // until the other side's ACK is forwarded
 	}
-	e.tmp.out = e.appendRelayedResponse(e.tmp.out[:0], &e.tmp.areq, m, nil, from)
+	if e.cfg.SessionTimer.Uphold && targetRefresh(r.method) && code >= 200 && code < 300 {
+		// A refresh of the session on both legs (RFC 4028 10): the other
+		// leg's peer answered sipedge's request, this one gets sipedge's 2xx.
+		e.sessionAnswered(c, opposite(r.from), m)
+		e.sessionRefreshed(c, opposite(r.from))
+		e.sessionRefreshed(c, r.from)
+		e.keepSentSDP(c, r.from, m.Body())
+	}
+	e.tmp.out = e.appendRelayedResponse(e.tmp.out[:0], c, r.from, &e.tmp.areq, m, nil)
 	if r.method == parser.MethodInvite && code >= 200 && code < 300 {
 		if c.ok2xx == nil {
 			c.ok2xx = e.getBuf()
@@ -305,6 +328,7 @@ func (e *Engine) onRelayResponse(c *Call, role txnRole, m *parser.Message) {
 			// "the UAC SHOULD terminate the dialog" (RFC 3261 12.2.1.2),
 			// and with it the call, rather than bill a call that is gone.
 			e.m.orphans.Inc()
+			c.ended = endNoResponse
 			e.hangup(c, cdr.HangupSystem)
 		}
 	}
@@ -369,7 +393,12 @@ func (e *Engine) onTxnFailure(h txn.Handle, transport bool) {
 		e.unwatch(r.in)
 		r.in, r.out = 0, 0
 		e.m.orphans.Inc()
+		c.ended = endNoResponse
 		e.hangup(c, cdr.HangupSystem)
+	case roleRefresh:
+		if c.ext != nil && c.ext.session[role.slot-1].refresh == h {
+			e.refreshFailed(c, side(role.slot))
+		}
 	}
 }
 

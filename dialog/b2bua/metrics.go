@@ -27,6 +27,9 @@ type engineMetrics struct {
 	foreignVia       *vm.Counter
 	// 3xx from carriers sent on to another member of the group.
 	redirectsFollowed *vm.Counter
+	// Session timers in uphold: sipedge's refreshes sent, and calls ended
+	// for a session that went unrefreshed (RFC 4028 10).
+	sessionRefreshes, sessionsExpired *vm.Counter
 	// Requests sipedge sent the caller, by how their next hop was chosen.
 	callerHops [numHopKinds]*vm.Counter
 	// Carriers' challenges to B-leg INVITEs, by what became of them.
@@ -73,6 +76,8 @@ func newMetrics(set *vm.Set, shard int) engineMetrics {
 		trunkLimited:      set.NewCounter(name("sipedge_trunk_limited_total")),
 		foreignVia:        set.NewCounter(name("sipedge_responses_foreign_via_total")),
 		redirectsFollowed: set.NewCounter(name("sipedge_carrier_redirects_followed_total")),
+		sessionRefreshes:  set.NewCounter(name("sipedge_session_refreshes_total")),
+		sessionsExpired:   set.NewCounter(name("sipedge_sessions_expired_total")),
 		active:            set.NewGauge(name("sipedge_calls_active"), nil),
 		authAnswered:      set.NewCounter(authName(shard, "answered")),
 		authNoCredentials: set.NewCounter(authName(shard, "no_credentials")),

@@ -267,7 +267,7 @@ func (e *Engine) retransmitRel(c *Call) {
 	}
 	e.env.Log.Info("no PRACK for a reliable provisional; failing the call", "call_id", string(c.a.callID))
 	x.unacked, x.held = false, false
-	c.hangup = cdr.HangupSystem
+	c.hangup, c.ended = cdr.HangupSystem, endNoPrack
 	c.finalCode, c.finalReason = 500, append(c.finalReason[:0], "Server Internal Error"...)
 	if c.answered { // its 2xx was held: the carrier's call ends
 		e.sendBye(c, &c.b, nil)

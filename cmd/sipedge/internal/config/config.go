@@ -134,6 +134,21 @@ type B2BUA struct {
 	AssertIdentity bool `yaml:"assert_identity"`
 	// RingTimeout is the sequence's ring bound (default 30 s; 0 = none).
 	RingTimeout time.Duration `yaml:"ring_timeout_secs"`
+	// SessionTimer configures session timers (RFC 4028).
+	SessionTimer SessionTimer `yaml:"session_timer"`
+}
+
+// Session timer modes.
+const (
+	SessionTimerRelay  = "relay"  // the peers' session timers pass through (default)
+	SessionTimerUphold = "uphold" // sipedge keeps one on each leg, refreshing for a peer that does not
+)
+
+// SessionTimer configures session timers (RFC 4028): b2bua.session_timer.
+type SessionTimer struct {
+	Mode     string        `yaml:"mode"`          // relay (default) or uphold
+	Interval time.Duration `yaml:"interval_secs"` // uphold: the interval sipedge asks for and grants at most (default 1800)
+	MinSE    int           `yaml:"min_se"`        // seconds: shorter intervals get 422 (default and at least 90)
 }
 
 // HeaderPolicy decides what is copied from the A-leg to the B-leg.

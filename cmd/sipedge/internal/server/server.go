@@ -180,6 +180,8 @@ func (s *Server) b2buaConfig(shardIdx int) b2bua.Config {
 		HeaderAllow:   cfg.B2BUA.HeaderPolicy.Allow,
 		MaxDuration:   cfg.B2BUA.MaxCallDuration,
 		ReferCode:     cfg.B2BUA.ReferResponse,
+		SessionTimer: b2bua.SessionTimer{Uphold: cfg.B2BUA.SessionTimer.Mode == config.SessionTimerUphold,
+			Interval: cfg.B2BUA.SessionTimer.Interval, MinSE: time.Duration(cfg.B2BUA.SessionTimer.MinSE) * time.Second},
 		Txn: txn.Config{T1: cfg.SIP.T1, T2: cfg.SIP.T2, T4: cfg.SIP.T4,
 			MaxStoredBytes: cfg.SIP.MaxTxnMemoryMB << 20},
 		Sequence: route.SequenceOptions{RingTimeout: ringBound(cfg.B2BUA.RingTimeout),
