@@ -28,8 +28,9 @@ func (e *Engine) onCancel(m *parser.Message, a *txn.Action) {
 	}
 	// RFC 3261 9.2: "as long as the CANCEL matched an existing transaction,
 	// the UAS answers the CANCEL request itself with a 200 (OK)", even one
-	// that has sent its final response and outlived its call.
-	e.respond(a.Txn, m, 200, "OK", nil)
+	// that has sent its final response and outlived its call; its To tag
+	// "SHOULD be the same" as the INVITE's responses'.
+	e.respond(a.Txn, m, 200, "OK", e.cancelTag(a.Ref, c, &role))
 	if c == nil || role.kind != roleAInvite || c.answered || c.canceled {
 		return
 	}
@@ -44,6 +45,23 @@ func (e *Engine) onCancel(m *parser.Message, a *txn.Action) {
 		e.respond(c.aTxn, req, 487, "Request Terminated", c.a.localTag)
 	}
 	e.abandon(c, m)
+}
+
+// cancelTag returns the To tag of the 200 to a CANCEL of the caller's
+// INVITE, server transaction h (RFC 3261 9.2): the tag of the last
+// response the INVITE got, or with none yet but a 100, the one its call
+// answers with; nil (a fresh one) when neither is known. In e.tmp.tag.
+func (e *Engine) cancelTag(h txn.Handle, c *Call, role *txnRole) []byte {
+	var to parser.Address
+	if r := e.txns.Response(h); len(r) > 0 && e.tmp.resp.Parse(r) == nil && e.tmp.resp.To(&to) == nil && len(to.Tag) > 0 {
+		e.tmp.tag = append(e.tmp.tag[:0], to.Tag...)
+		return e.tmp.tag
+	}
+	if c != nil && role.kind == roleAInvite {
+		e.tmp.tag = append(e.tmp.tag[:0], c.a.localTag...)
+		return e.tmp.tag
+	}
+	return nil
 }
 
 // cancelHeaders returns the header lines of cancel, the caller's CANCEL,

@@ -104,6 +104,7 @@ type scratch struct {
 	routes []byte
 	areq   parser.Message // a request the engine re-reads to answer it
 	prov   parser.Message // a carrier's provisional kept to go reliably later (onPrack)
+	resp   parser.Message // a response of sipedge's own it reads again (cancelTag)
 	leg    leg            // a dialog the engine ends without keeping (a forked 2xx)
 	id     identity       // the identity of the B-leg being dialled
 	auth   challenge      // the carrier's challenge being answered (answerChallenge)

@@ -30,14 +30,14 @@ func opposite(s side) side {
 func (e *Engine) inDialog(m *parser.Message, a *txn.Action) {
 	var to parser.Address
 	if m.To(&to) != nil || to.Tag == nil {
-		// Out of a dialog: OPTIONS is answered, the rest is not allowed;
-		// both carry Allow (RFC 3261 11.2, 21.4.6).
-		code, reason := 405, "Method Not Allowed"
+		// Out of a dialog: OPTIONS is answered with what sipedge does (RFC
+		// 3261 11.2), the rest is not allowed, with Allow (21.4.6).
+		code, reason, caps := 405, "Method Not Allowed", allowHeader
 		if m.Method() == parser.MethodOptions {
-			code, reason = 200, "OK"
+			code, reason, caps = 200, "OK", capabilities
 		}
 		e.tmp.out = parser.AppendResponse(e.tmp.out[:0], m, code, reason, e.tagFor(nil))
-		e.tmp.out = append(e.tmp.out, allowHeader...)
+		e.tmp.out = append(e.tmp.out, caps...)
 		e.tmp.out = parser.AppendBody(e.tmp.out, "", nil)
 		if e.txns.Respond(a.Txn, e.tmp.out, e.now) == nil {
 			e.after()
@@ -135,9 +135,6 @@ func (e *Engine) inDialog(m *parser.Message, a *txn.Action) {
 	}
 	e.relay(c, s, m, a.Txn)
 }
-
-// allowHeader lists the methods sipedge handles (RFC 3261 20.5).
-const allowHeader = "Allow: INVITE, ACK, CANCEL, BYE, OPTIONS, UPDATE, INFO, NOTIFY, REFER\r\n"
 
 func referReason(code int) string {
 	switch code {
