@@ -43,8 +43,10 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 				c.ext.rel.carrierRSeq = 0
 			}
 		}
-		if rseq, ok := reliableProvisional(m); ok && !e.prackCarrier(c, m, rseq) {
-			return
+		if m.Count(parser.HeaderRSeq) > 0 {
+			if rseq, ok := reliableProvisional(m); ok && !e.prackCarrier(c, m, rseq) {
+				return
+			}
 		}
 		c.att.progress = true
 		e.relayToCaller(c, m)
@@ -148,7 +150,7 @@ func (e *Engine) relayToCaller(c *Call, resp *parser.Message) {
 	if code < 200 && c.ext != nil && e.relayReliably(c, resp) {
 		return
 	}
-	e.tmp.out = e.appendRelayedResponse(e.tmp.out[:0], c, sideA, req, resp, c.a.localTag)
+	e.tmp.out = e.appendRelayedResponse(e.tmp.out[:0], c, sideA, req, resp, c.a.localTag, 0)
 	if code >= 200 && code < 300 {
 		if c.ok2xx == nil {
 			c.ok2xx = e.getBuf()
@@ -281,18 +283,18 @@ func (e *Engine) onAck(m *parser.Message, _ *txn.Action) {
 // requests go: a retransmitted 2xx is ACKed again with a rebuilt one.
 func (e *Engine) ack(c *Call, l *leg, from *parser.Message) {
 	d := e.destOf(c, l)
-	b := e.appendRequestHead(e.tmp.out[:0], "ACK", l, d, l.inviteCSeq, 70)
+	b := e.appendRequestHead(e.tmp.out[:0], "ACK", l, &d, l.inviteCSeq, 70)
 	auth := l.ackAuth
 	if auth {
 		b = append(b, l.ackCopy...) // the INVITE's credentials (RFC 3261 13.2.2.4)
 	}
-	if from != nil && c != nil {
+	if from != nil && c != nil && c.ext != nil {
 		e.keepSentSDP(c, c.sideOf(l), from.Body())
 	}
 	e.tmp.out = appendBodyOf(b, from)
 	l.acked, l.ackAuth = true, false
 	e.keepAck(l, from, auth)
-	e.env.Send(d.peer, e.tmp.out)
+	e.env.Send(*d.peer, e.tmp.out)
 }
 
 // ackAgain answers a retransmission of a 2xx to an INVITE of leg l's
@@ -308,9 +310,9 @@ func (e *Engine) ackAgain(c *Call, l *leg, cseq uint32) {
 		}
 	case cseq < l.inviteCSeq:
 		d := e.destOf(c, l)
-		b := e.appendRequestHead(e.tmp.out[:0], "ACK", l, d, cseq, 70)
+		b := e.appendRequestHead(e.tmp.out[:0], "ACK", l, &d, cseq, 70)
 		e.tmp.out = parser.AppendBody(b, "", nil)
-		e.env.Send(d.peer, e.tmp.out)
+		e.env.Send(*d.peer, e.tmp.out)
 	}
 }
 
@@ -323,7 +325,7 @@ func (e *Engine) ackAgain(c *Call, l *leg, cseq uint32) {
 // gets its first ACK here.
 func (e *Engine) reack(c *Call, l *leg) {
 	if len(l.ackCopy) > 0 && !l.ackAuth {
-		e.env.Send(e.destOf(c, l).peer, l.ackCopy)
+		e.env.Send(*e.destOf(c, l).peer, l.ackCopy)
 		return
 	}
 	e.ack(c, l, nil)

@@ -125,18 +125,11 @@ func appendBodyOf(dst []byte, m *parser.Message) []byte {
 // refresh a dialog, and req's own Record-Route, which the requester's UA
 // takes its route set from (RFC 3261 12.1.1: copied into a response that
 // establishes a dialog; nothing of the other leg's); a 2xx to an INVITE
-// or UPDATE with the session timer of the leg (appendSession2xx).
-func (e *Engine) appendRelayedResponse(dst []byte, c *Call, s side, req, resp *parser.Message, toTag []byte) []byte {
-	dst = e.appendRelayedHead(dst, req, resp, toTag, c.leg(s))
-	if code := resp.StatusCode(); code >= 200 && code < 300 && targetRefresh(req.Method()) {
-		dst = e.appendSession2xx(dst, c, s, resp)
-	}
-	return appendBodyOf(dst, resp)
-}
-
-// appendRelayedHead is appendRelayedResponse up to the body, for the
-// caller to add header lines of its own and end with appendBodyOf.
-func (e *Engine) appendRelayedHead(dst []byte, req, resp *parser.Message, toTag []byte, l *leg) []byte {
+// or UPDATE with the session timer of the leg (appendSession2xx). A
+// reliable provisional of sipedge's own (rseq, not 0: sendReliable) has
+// Require: 100rel and its RSeq, and no body unless the caller made an
+// offer.
+func (e *Engine) appendRelayedResponse(dst []byte, c *Call, s side, req, resp *parser.Message, toTag []byte, rseq uint32) []byte {
 	code, reason := resp.StatusCode(), string(resp.ReasonPhrase())
 	if code == 401 || code == 407 {
 		// A challenge is for the hop that received it: its digest covers
@@ -147,10 +140,22 @@ func (e *Engine) appendRelayedHead(dst []byte, req, resp *parser.Message, toTag 
 	}
 	dst = parser.AppendResponse(dst, req, code, reason, toTag)
 	if code > 100 && code < 300 && dialogForming(req.Method()) {
-		dst = e.appendContact(dst, l.peer.Transport)
+		dst = e.appendContact(dst, c.leg(s).peer.Transport)
 		dst = parser.AppendKind(dst, req, parser.HeaderRecordRoute)
 	}
-	return e.policy.appendAllowed(dst, resp)
+	dst = e.policy.appendAllowed(dst, resp)
+	switch {
+	case code >= 200 && code < 300 && targetRefresh(req.Method()):
+		dst = e.appendSession2xx(dst, c, s, resp)
+	case rseq != 0:
+		dst = append(dst, "Require: 100rel\r\nRSeq: "...)
+		dst = strconv.AppendUint(dst, uint64(rseq), 10)
+		dst = append(dst, "\r\n"...)
+		if !c.ext.rel.offer {
+			return appendBodyOf(dst, nil)
+		}
+	}
+	return appendBodyOf(dst, resp)
 }
 
 // appendResponse builds sipedge's own response to req.

@@ -414,7 +414,9 @@ func (e *Engine) end(c *Call, hangup cdr.HangupSide) {
 	e.unindexLeg(c, &c.b)
 	e.keepAck(&c.a, nil, false)
 	e.keepAck(&c.b, nil, false)
-	e.releaseExt(c)
+	if c.ext != nil {
+		e.releaseExt(c)
+	}
 	e.releaseInvite(c)
 	e.putBuf(c.ok2xx)
 	e.putBuf(c.byeHdrs)

@@ -80,7 +80,8 @@ func (e *Engine) sendInvite(c *Call, ainv *parser.Message, auth *challenge) bool
 		e.relNewDialog(c)
 	}
 
-	b := e.appendRequestHead(e.tmp.out[:0], "INVITE", B, e.destOf(nil, B), B.cseq, int(c.maxFwd))
+	d := legDest(B)
+	b := e.appendRequestHead(e.tmp.out[:0], "INVITE", B, &d, B.cseq, int(c.maxFwd))
 	b = e.appendContact(b, B.peer.Transport)
 	// A route's header replaces the caller's of the same name: its value
 	// is the one the carrier reads.
@@ -88,9 +89,9 @@ func (e *Engine) sendInvite(c *Call, ainv *parser.Message, auth *challenge) bool
 	if r != nil {
 		routeHeaders = r.Headers
 	}
-	b = e.policy.appendAllowedExcept(b, ainv, identityHeaders|routeHeaderKinds(r)|supportedKind, routeHeaders)
 	uphold := e.cfg.SessionTimer.Uphold
-	b = e.appendSupported(b, ainv, c.offer100rel(), uphold)
+	b = appendOwnSupported(b, c.offer100rel(), uphold)
+	b = e.policy.appendAllowedExcept(b, ainv, identityHeaders|routeHeaderKinds(r), routeHeaders)
 	if uphold {
 		b = e.appendSessionRequest(b, c, sideB, true)
 	}

@@ -96,9 +96,9 @@ type logPacing struct {
 // the next, to which it goes as a parameter: none carries anything from one
 // input to another.
 type scratch struct {
-	acts []txn.Action // the table's spare action list (see runActions)
-	req  txn.Built    // the request being built: where appendRequestHead wrote what
-	dest dest         // where it goes (destOf)
+	acts []txn.Action   // the table's spare action list (see runActions)
+	req  txn.Built      // the request being built: where appendRequestHead wrote what
+	hop  transport.Peer // the next hop of a request to a caller (callerDest)
 	// routes is the Route of a request to a caller behind a strict router
 	// (strictRoute).
 	routes []byte
@@ -180,6 +180,7 @@ func New(cfg Config, env Env) (*Engine, error) {
 		// Each leg's session timer is sipedge's own (appendSessionRequest,
 		// appendSession2xx): neither side's crosses.
 		e.policy.kinds &^= parser.NewHeaderSet(parser.HeaderSessionExpires, parser.HeaderMinSE)
+		e.policy.noTimer = true
 	}
 	e.calls.free, e.byes.free = -1, -1
 	e.calls.index.seed = maphash.MakeSeed()

@@ -32,6 +32,9 @@ var neverNames = []string{"Remote-Party-ID"}
 type headerPolicy struct {
 	kinds parser.HeaderSet
 	names []string
+	// noTimer leaves timer out of the Supported it copies: in uphold,
+	// sipedge says it itself where it upholds a session timer.
+	noTimer bool
 }
 
 func compilePolicy(allow []string) headerPolicy {
@@ -71,7 +74,7 @@ func (p *headerPolicy) appendAllowedExcept(dst []byte, m *parser.Message, skip p
 			dst = append(dst, h.Name...)
 		} else {
 			if h.Kind == parser.HeaderSupported {
-				dst = appendSupportedTags(dst, h.Value, false)
+				dst = appendSupportedTags(dst, h.Value, p.noTimer)
 				continue
 			}
 			dst = append(dst, h.Kind.String()...)
@@ -103,17 +106,12 @@ func appendUnfolded(dst, v []byte) []byte {
 	}
 }
 
-// supportedKind is the Supported header, which a B-leg INVITE gets from
-// appendSupported.
-var supportedKind = parser.NewHeaderSet(parser.HeaderSupported)
-
-// appendSupported appends the Supported header of a request sipedge sends
-// relaying m: 100rel when sipedge supports it on the leg (rel,
-// offer100rel), timer when it upholds the leg's session timer (timer), and
-// the option tags of m the header policy relays, but 100rel, which is each
-// leg's own (rel.go), and timer when sipedge wrote it. Nothing when no tag
-// is left.
-func (e *Engine) appendSupported(dst []byte, m *parser.Message, rel, timer bool) []byte {
+// appendOwnSupported appends the Supported header of sipedge's own option
+// tags on a request: 100rel when it supports reliable provisionals on the
+// leg (rel, offer100rel), timer when it upholds the leg's session timer.
+// The relayed side's other tags follow in a Supported of their own, with
+// the header policy (appendSupportedTags).
+func appendOwnSupported(dst []byte, rel, timer bool) []byte {
 	switch {
 	case rel && timer:
 		dst = append(dst, "Supported: 100rel, timer\r\n"...)
@@ -122,12 +120,6 @@ func (e *Engine) appendSupported(dst []byte, m *parser.Message, rel, timer bool)
 	case timer:
 		dst = append(dst, "Supported: timer\r\n"...)
 	}
-	if !e.policy.kinds.Has(parser.HeaderSupported) {
-		return dst
-	}
-	for i := 0; i < m.Count(parser.HeaderSupported); i++ {
-		dst = appendSupportedTags(dst, m.Nth(parser.HeaderSupported, i), timer)
-	}
 	return dst
 }
 
@@ -135,8 +127,8 @@ func (e *Engine) appendSupported(dst []byte, m *parser.Message, rel, timer bool)
 // but those the B2BUA takes part in on each leg of its own: 100rel (RFC
 // 3262), which sipedge PRACKs and sends itself; relayed as is, the other
 // side's reliable provisionals would go unacknowledged (rel.go); and timer
-// when noTimer (sipedge wrote its own). Nothing is appended when no tag is
-// left.
+// when noTimer (uphold: sipedge writes its own). Nothing is appended when
+// no tag is left.
 func appendSupportedTags(dst, v []byte, noTimer bool) []byte {
 	n := len(dst)
 	dst = append(dst, "Supported: "...)

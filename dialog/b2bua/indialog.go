@@ -176,7 +176,7 @@ func (e *Engine) relay(c *Call, s side, m *parser.Message, in txn.Handle) {
 	out.cseq++
 	method := string(m.MethodBytes())
 	d := e.destOf(c, out)
-	b := e.appendRequestHead(e.tmp.out[:0], method, out, d, out.cseq, mf-1)
+	b := e.appendRequestHead(e.tmp.out[:0], method, out, &d, out.cseq, mf-1)
 	if dialogForming(m.Method()) {
 		b = e.appendContact(b, d.peer.Transport)
 	}
@@ -184,8 +184,8 @@ func (e *Engine) relay(c *Call, s side, m *parser.Message, in txn.Handle) {
 		// Each leg's session timer is sipedge's: the requester's says what
 		// its leg's becomes, the other leg gets its own (RFC 4028 7.4, 9).
 		e.sessionRequested(c, s, m)
-		b = e.policy.appendAllowedExcept(b, m, supportedKind, nil)
-		b = e.appendSupported(b, m, false, true)
+		b = appendOwnSupported(b, false, true)
+		b = e.policy.appendAllowed(b, m)
 		b = e.appendSessionRequest(b, c, opposite(s), false)
 		e.keepSentSDP(c, opposite(s), m.Body())
 	} else {
@@ -203,7 +203,7 @@ func (e *Engine) relay(c *Call, s side, m *parser.Message, in txn.Handle) {
 	r := &c.relays[slot]
 	r.setRelayed(m)
 	r.from, r.in = s, in
-	h, err := e.sendBuilt(d.peer)
+	h, err := e.sendBuilt(*d.peer)
 	if err != nil {
 		e.unrelayed(c, s, r)
 		e.respond(in, m, 503, "Service Unavailable", nil)
@@ -302,7 +302,7 @@ func (e *Engine) onRelayResponse(c *Call, role txnRole, m *parser.Message) {
 		e.sessionRefreshed(c, r.from)
 		e.keepSentSDP(c, r.from, m.Body())
 	}
-	e.tmp.out = e.appendRelayedResponse(e.tmp.out[:0], c, r.from, &e.tmp.areq, m, nil)
+	e.tmp.out = e.appendRelayedResponse(e.tmp.out[:0], c, r.from, &e.tmp.areq, m, nil, 0)
 	if r.method == parser.MethodInvite && code >= 200 && code < 300 {
 		if c.ok2xx == nil {
 			c.ok2xx = e.getBuf()
@@ -412,14 +412,14 @@ func (e *Engine) sendBye(c *Call, l *leg, from *parser.Message) txn.Handle {
 	}
 	l.cseq++
 	d := e.destOf(c, l)
-	b := e.appendRequestHead(e.tmp.out[:0], "BYE", l, d, l.cseq, 70)
+	b := e.appendRequestHead(e.tmp.out[:0], "BYE", l, &d, l.cseq, 70)
 	if from != nil {
 		b = e.policy.appendAllowed(b, from)
 	} else if c != nil && c.byeOnAck && l == c.leg(c.rtxTo) {
 		b = append(b, c.byeHdrs...) // the other side's BYE, which waited for this side's ACK
 	}
 	e.tmp.out = parser.AppendBody(b, "", nil)
-	h, err := e.sendBuilt(d.peer)
+	h, err := e.sendBuilt(*d.peer)
 	if err != nil {
 		return 0
 	}

@@ -13,7 +13,7 @@ import (
 // on the wire. Views into the leg, or into the engine's scratch.
 type dest struct {
 	uri, routes []byte
-	peer        transport.Peer
+	peer        *transport.Peer
 }
 
 // hopKind says how the next hop of a request to the caller was chosen,
@@ -32,16 +32,19 @@ var hopKindNames = [numHopKinds]string{"route_set", "contact", "nat", "fallback"
 
 // destOf returns where a request on leg l goes: the leg's remote target
 // and route set, to its peer; on the caller's leg of call c, as the
-// caller's route set and remote target say (callerDest). The result is the
-// engine's scratch, valid until the next destOf.
-func (e *Engine) destOf(c *Call, l *leg) *dest {
-	d := &e.tmp.dest
-	d.uri, d.routes, d.peer = l.target, l.routes, l.peer
+// caller's route set and remote target say (callerDest). Its views are
+// valid until the next destOf.
+func (e *Engine) destOf(c *Call, l *leg) dest {
 	if c != nil && l == &c.a {
-		e.callerDest(c, d)
+		return e.callerDest(c)
 	}
-	return d
+	return legDest(l)
 }
+
+// legDest returns where a request on leg l goes when it is not the
+// caller's (the carrier's, a gateway probe's, a dialog no call keeps): its
+// remote target and route set, to the peer it was set up with.
+func legDest(l *leg) dest { return dest{uri: l.target, routes: l.routes, peer: &l.peer} }
 
 // callerDest fills in d, a request to the caller, by RFC 3261 12.2.1.1 and
 // 8.1.2: with a route set whose first URI is a loose router (lr), the
@@ -59,8 +62,9 @@ func (e *Engine) destOf(c *Call, l *leg) *dest {
 // port whatever the URIs say, as force_rport does for responses. A stream
 // caller's connection is reused while it lives for a next hop on its
 // address.
-func (e *Engine) callerDest(c *Call, d *dest) {
+func (e *Engine) callerDest(c *Call) dest {
 	A := &c.a
+	d := dest{uri: A.target, routes: A.routes, peer: &e.tmp.hop}
 	src := c.sourcePeer()
 	hop := A.target
 	kind := hopContact
@@ -74,13 +78,14 @@ func (e *Engine) callerDest(c *Call, d *dest) {
 		}
 	}
 	if c.trunk != nil && c.trunk.NAT {
-		d.peer, kind = src, hopNAT
+		e.tmp.hop, kind = src, hopNAT
 	} else if peer, ok := nextHop(hop, src); ok {
-		d.peer = peer
+		e.tmp.hop = peer
 	} else {
-		d.peer, kind = A.peer, hopFallback
+		e.tmp.hop, kind = A.peer, hopFallback
 	}
 	e.m.callerHops[kind].Inc()
+	return d
 }
 
 // strictRoute returns the Request-URI and Route of a request on leg l

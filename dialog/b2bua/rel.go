@@ -1,6 +1,7 @@
 package b2bua
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -39,12 +40,31 @@ type relState struct {
 // callerRel notes what the caller's INVITE m says of 100rel (RFC 3262 3).
 func (e *Engine) callerRel(c *Call, m *parser.Message) {
 	requires := m.Count(parser.HeaderRequire) > 0 && m.HasOptionTag(parser.HeaderRequire, "100rel")
-	supports := m.Count(parser.HeaderSupported) > 0 && m.HasOptionTag(parser.HeaderSupported, "100rel")
+	supports := mayList100rel(m, parser.HeaderSupported) && m.HasOptionTag(parser.HeaderSupported, "100rel")
 	if !requires && !supports {
 		return
 	}
 	x := &e.extOf(c).rel
 	x.callerRequires, x.callerSupports, x.offer = requires, supports || requires, len(m.Body()) > 0
+}
+
+// mayList100rel reports whether a header of kind of m may list 100rel: a
+// look for its digits that spares most INVITEs (Supported: timer,
+// replaces) HasOptionTag's walk through the tags.
+func mayList100rel(m *parser.Message, kind parser.HeaderKind) bool {
+	for i := 0; i < m.Count(kind); i++ {
+		for v := m.Nth(kind, i); ; {
+			k := bytes.IndexByte(v, '1')
+			if k < 0 || k+2 >= len(v) {
+				break
+			}
+			if v[k+1] == '0' && v[k+2] == '0' {
+				return true
+			}
+			v = v[k+1:]
+		}
+	}
+	return false
 }
 
 // offer100rel reports whether c's B-leg INVITEs support 100rel: when the
@@ -81,15 +101,15 @@ func (e *Engine) prackCarrier(c *Call, m *parser.Message, rseq uint32) bool {
 	cseq, _ := m.CSeq()
 	B := &c.b
 	B.cseq++
-	d := e.destOf(c, B)
-	b := e.appendRequestHead(e.tmp.out[:0], "PRACK", B, d, B.cseq, 70)
+	d := legDest(B)
+	b := e.appendRequestHead(e.tmp.out[:0], "PRACK", B, &d, B.cseq, 70)
 	b = append(b, "RAck: "...)
 	b = strconv.AppendUint(b, uint64(rseq), 10)
 	b = append(b, ' ')
 	b = strconv.AppendUint(b, uint64(cseq.Num), 10)
 	b = append(b, " INVITE\r\n"...)
 	e.tmp.out = parser.AppendBody(b, "", nil)
-	if _, err := e.sendBuilt(d.peer); err == nil {
+	if _, err := e.sendBuilt(*d.peer); err == nil {
 		e.after()
 	}
 	return true
@@ -149,15 +169,7 @@ func (e *Engine) sendReliable(c *Call, resp *parser.Message) {
 	if cseq, err := req.CSeq(); err == nil {
 		x.inviteCSeq = cseq.Num
 	}
-	b := e.appendRelayedHead(e.tmp.out[:0], req, resp, c.a.localTag, &c.a)
-	b = append(b, "Require: 100rel\r\nRSeq: "...)
-	b = strconv.AppendUint(b, uint64(x.rseq), 10)
-	b = append(b, "\r\n"...)
-	if x.offer {
-		b = appendBodyOf(b, resp)
-	} else {
-		b = appendBodyOf(b, nil)
-	}
+	b := e.appendRelayedResponse(e.tmp.out[:0], c, sideA, req, resp, c.a.localTag, x.rseq)
 	e.tmp.out = b
 	x.withBody = x.offer && len(resp.Body()) > 0
 	if x.sent == nil {

@@ -67,11 +67,10 @@ func sessionSide(s side) int { return int(s) - 1 }
 // MinSE with 422 and sipedge's Min-SE (RFC 4028 6, 9), one whose
 // Session-Expires does not parse with 400; it reports whether it did.
 func (e *Engine) refuseInterval(h txn.Handle, m *parser.Message) bool {
-	v := m.Get(parser.HeaderSessionExpires)
-	if v == nil {
+	if m.Count(parser.HeaderSessionExpires) == 0 {
 		return false
 	}
-	se, err := parser.ParseSessionExpires(v)
+	se, err := parser.ParseSessionExpires(m.Get(parser.HeaderSessionExpires))
 	switch {
 	case err != nil:
 		e.respond(h, m, 400, "Bad Session-Expires", nil)
@@ -182,8 +181,8 @@ func (e *Engine) appendSessionRequest(dst []byte, c *Call, s side, initial bool)
 // never relays (sipedge writes Require itself).
 func (e *Engine) appendSession2xx(dst []byte, c *Call, s side, resp *parser.Message) []byte {
 	if !e.cfg.SessionTimer.Uphold {
-		if v := resp.Get(parser.HeaderSessionExpires); v != nil && e.policy.kinds.Has(parser.HeaderSessionExpires) {
-			if se, err := parser.ParseSessionExpires(v); err == nil && se.Refresher == parser.RefresherUAC {
+		if resp.Count(parser.HeaderSessionExpires) > 0 && e.policy.kinds.Has(parser.HeaderSessionExpires) {
+			if se, err := parser.ParseSessionExpires(resp.Get(parser.HeaderSessionExpires)); err == nil && se.Refresher == parser.RefresherUAC {
 				dst = append(dst, "Require: timer\r\n"...)
 			}
 		}
@@ -319,7 +318,7 @@ func (e *Engine) sendRefresh(c *Call, s side) bool {
 	}
 	l.cseq++
 	d := e.destOf(c, l)
-	b := e.appendRequestHead(e.tmp.out[:0], method, l, d, l.cseq, 70)
+	b := e.appendRequestHead(e.tmp.out[:0], method, l, &d, l.cseq, 70)
 	b = e.appendContact(b, d.peer.Transport)
 	b = append(b, "Supported: timer\r\n"...)
 	b = e.appendSessionRequest(b, c, s, false)
@@ -329,7 +328,7 @@ func (e *Engine) sendRefresh(c *Call, s side) bool {
 		b = parser.AppendBody(b, "", nil)
 	}
 	e.tmp.out = b
-	h, err := e.sendBuilt(d.peer)
+	h, err := e.sendBuilt(*d.peer)
 	if err != nil {
 		return false
 	}
