@@ -71,7 +71,9 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 		c.state = stateConfirmed
 		if e.cfg.SessionTimer.Uphold {
 			e.sessionAnswered(c, sideB, m)
-			e.keepSentSDP(c, sideB, e.aInviteCopy(c).Body())
+			if ainv := e.aInviteCopy(c); ainv != nil {
+				e.keepSentSDP(c, sideB, ainv.Body()) // the offer the carrier got
+			}
 			e.sessionRefreshed(c, sideB)
 		}
 		c.tAnswer = e.now

@@ -333,9 +333,9 @@ func (e *Engine) sendRefresh(c *Call, s side) bool {
 		return false
 	}
 	if method == "INVITE" {
-		// Its 2xx is ACKed on the leg, and another INVITE meets 491
-		// meanwhile (refreshing, RFC 3261 14.1).
-		l.inviteCSeq, l.acked = l.cseq, false
+		// Its 2xx is ACKed on the leg as it comes (onRefreshResponse), and
+		// another INVITE meets 491 meanwhile (refreshing, RFC 3261 14.1).
+		l.inviteCSeq = l.cseq
 	}
 	st.refresh, st.inviting = h, method == "INVITE"
 	e.watch(h, c, roleRefresh, 0, int8(s))
