@@ -9,7 +9,7 @@ COUNT    ?= 5
 PKGS     := ./...
 INTEROP_JOBS ?= 2
 
-.PHONY: all build run test test-short test-short-nosockets test-unit test-race bench fuzz lint deps interop interop-deps clean
+.PHONY: all build run test test-short test-short-nosockets test-unit test-race test-report bench capacity capacity-recheck report fuzz lint deps interop interop-deps chaos clean
 
 all: build
 
@@ -21,7 +21,7 @@ build:
 run: build
 	$(GO) run ./cmd/sipedge run
 
-test: deps lint test-unit test-race e2e interop
+test: deps lint test-unit test-race test-report e2e interop
 
 test-unit:
 	$(GO) test -count=1 $(PKGS)
@@ -57,21 +57,77 @@ e2e:
 interop: deps interop-deps
 	bash bench/interop/run.sh -j $(INTEROP_JOBS)
 
-# Parser benchmarks and the sipgo baseline measured in the same run; prints
-# the speed-up. The baseline lives in its own module (bench/sipgo) so that
-# sipgo never becomes a dependency of sipedge. The two alternate, one run
-# each at a time, so that a machine that speeds up or slows down during the
-# run moves both. Then the shard benchmarks.
-bench:
-	$(GO) test -c -o /tmp/sipedge-parser.test ./parser/
-	cd bench/sipgo && $(GO) test -c -o /tmp/sipedge-sipgo.test .
-	rm -f /tmp/sipedge-bench.txt /tmp/sipedge-bench-sipgo.txt
+# The fault campaign (bench/chaos/run.sh, bench/chaos/README.md): sipedge
+# under routing API, Redis, carrier, drain and hostile-input faults with
+# SIPp, redis-server and Python 3, a table of calls, CDRs and panics per
+# fault; minutes long, so not part of make test. CHAOS="NAME ..." runs
+# some of the faults (bench/chaos/run.sh -l lists them).
+CHAOS ?=
+chaos: deps
+	bash bench/chaos/run.sh $(CHAOS)
+
+# Every benchmark, medians of COUNT runs, into bench/results/benchmarks.txt
+# and bench/REPORT.md (bench/report, its own module, so that gonum/plot
+# never becomes a dependency of sipedge); it takes about ten minutes.
+# First the parser and the sipgo baseline measured in the same run (the
+# baseline lives in its own module, bench/sipgo, so that sipgo never
+# becomes a dependency of sipedge); they alternate, one run each at a time,
+# so that a machine that speeds up or slows down during the run moves both,
+# and the speed-up is printed. Then every other package's benchmarks (a
+# package under bench/ included), the call flows on one core (-cpu 1), the
+# wire benchmarks (any Benchmark*Wire* in bench/) and the heap per call
+# (one run each, it takes tens of seconds).
+# The load average is recorded before and after.
+RESULTS    := bench/results
+BENCH_OUT  := /tmp/sipedge-bench
+BENCH_PKGS  = $$(grep -rl --include='*_test.go' '^func Benchmark' . | xargs -n1 dirname | sort -u | grep -v -e '^\./parser$$' -e '^\./bench$$' -e '^\./bench/sipgo$$' -e '^\./bench/report')
+
+# A failing benchmark fails the target, not hidden by tee.
+bench: SHELL := /bin/bash
+bench: .SHELLFLAGS := -o pipefail -c
+bench: deps
+	$(GO) test -c -o $(BENCH_OUT)-parser.test ./parser/
+	cd bench/sipgo && $(GO) test -c -o $(BENCH_OUT)-sipgo.test .
+	rm -f $(BENCH_OUT).txt $(BENCH_OUT)-sipgo.txt $(BENCH_OUT)-rest.txt
+	{ echo "nproc: $$(nproc)"; echo "go: $$($(GO) env GOVERSION)"; echo "loadavg: $$(cat /proc/loadavg)"; } >$(BENCH_OUT)-meta.txt
 	for i in $$(seq $(COUNT)); do \
-		(cd parser && /tmp/sipedge-parser.test -test.run '^$$' -test.bench '$(BENCH)' -test.benchmem) | tee -a /tmp/sipedge-bench.txt; \
-		(cd bench/sipgo && /tmp/sipedge-sipgo.test -test.run '^$$' -test.bench . -test.benchmem) | tee -a /tmp/sipedge-bench-sipgo.txt; \
+		(cd parser && $(BENCH_OUT)-parser.test -test.run '^$$' -test.bench '$(BENCH)' -test.benchmem) | tee -a $(BENCH_OUT).txt; \
+		(cd bench/sipgo && $(BENCH_OUT)-sipgo.test -test.run '^$$' -test.bench . -test.benchmem) | tee -a $(BENCH_OUT)-sipgo.txt; \
 	done
-	$(GO) run ./bench/cmd/ratio /tmp/sipedge-bench.txt /tmp/sipedge-bench-sipgo.txt
-	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT) ./shard/...
+	$(GO) run ./bench/cmd/ratio $(BENCH_OUT).txt $(BENCH_OUT)-sipgo.txt
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(COUNT) $(BENCH_PKGS) | tee $(BENCH_OUT)-rest.txt
+	$(GO) test -run '^$$' -bench '^Benchmark(CallFlow|CallFlowFailover)$$' -benchmem -count $(COUNT) -cpu 1 ./bench/ | tee -a $(BENCH_OUT)-rest.txt
+	$(GO) test -run '^$$' -bench 'Wire' -benchmem -count $(COUNT) ./bench/ | tee -a $(BENCH_OUT)-rest.txt
+	$(GO) test -run '^$$' -bench '^BenchmarkConcurrentCalls$$' -benchtime 1x -count $(COUNT) ./bench/ | tee -a $(BENCH_OUT)-rest.txt
+	echo "loadavg: $$(cat /proc/loadavg)" >>$(BENCH_OUT)-rest.txt
+	mkdir -p $(RESULTS)
+	cat $(BENCH_OUT)-meta.txt $(BENCH_OUT).txt $(BENCH_OUT)-sipgo.txt $(BENCH_OUT)-rest.txt >$(RESULTS)/benchmarks.txt
+	$(MAKE) report
+
+# The SIPp capacity ramp through sipedge and Kamailio (bench/sipp/capacity.sh;
+# STEPS, STEP_SECS, ROUNDS, SERIES in the environment or on the command line)
+# into bench/results/capacity.csv, then bench/REPORT.md with its table and
+# plots. About ten minutes a round at the default steps; not part of make test.
+capacity: deps
+	nice bash bench/sipp/capacity.sh $(RESULTS)/capacity.csv
+	$(MAKE) report
+
+# The compared rates alone (1,000 and 2,500 calls/s over UDP, both servers),
+# two rounds, into bench/results/capacity-recheck.csv: the comparison
+# measured again, in a quieter window than the whole ramp found.
+capacity-recheck: deps
+	STEPS="1000 2500" ROUNDS=2 SERIES="sipedge/plain/udp kamailio/plain/udp sipedge/failover/udp kamailio/failover/udp" \
+		nice bash bench/sipp/capacity.sh $(RESULTS)/capacity-recheck.csv
+	$(MAKE) report
+
+# bench/REPORT.md from the results at hand (any may be missing).
+report:
+	cd bench/report && $(GO) run . -bench ../results/benchmarks.txt -capacity ../results/capacity.csv \
+		-recheck ../results/capacity-recheck.csv -out ../REPORT.md
+
+# The report generator's own tests (its own module).
+test-report:
+	cd bench/report && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 # Every fuzz target, in every package that has one, for FUZZTIME each.
 fuzz:

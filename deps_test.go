@@ -11,8 +11,8 @@ const module = "github.com/sipedge/sipedge"
 // forbidden lists, per package (and its subpackages), the import paths (and
 // their subpackages) it must not depend on, directly or not. Dependencies
 // flow one way: parser, transport and dialog/digest are leaves; the
-// carrier plane (carrier) sits on health, ratelimit and route, under the
-// call core (dialog); shard alone speaks gnet; fleet stays below what uses
+// carrier plane (carrier) sits on health, ratelimit, route and quality,
+// under the call core (dialog); shard alone speaks gnet; fleet stays below what uses
 // it; cmd wires. internal/testtier is for tests alone: no package's
 // non-test code may depend on it.
 var forbidden = map[string][]string{
@@ -29,7 +29,8 @@ var forbidden = map[string][]string{
 	"fleet": {module + "/shard", module + "/dialog", module + "/route", module + "/health", module + "/ratelimit",
 		module + "/carrier", module + "/quality", module + "/cmd", "github.com/panjf2000/gnet"},
 	// quality is a library the carrier plane feeds: it may read route's
-	// types, nothing of the runtime.
+	// types, nothing of the runtime (quality/redisstore, its Redis store,
+	// likewise).
 	"quality": {module + "/shard", module + "/dialog", module + "/cmd", module + "/carrier", module + "/health", module + "/ratelimit", "github.com/panjf2000/gnet"},
 }
 

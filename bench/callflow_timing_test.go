@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/sipedge/sipedge/quality"
 )
 
 // BenchmarkCallFlow makes complete calls through one shard's engine: per
@@ -37,6 +39,44 @@ func BenchmarkCallFlow(b *testing.B) {
 // 60,000 calls/s on one core.
 func BenchmarkCallFlowFailover(b *testing.B) {
 	r := newRig(b, rigOptions{maxDuration: 3 * time.Hour, failover: true})
+	for range 4 * r.period {
+		r.call()
+		r.tick()
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		r.call()
+		r.tick()
+	}
+	r.check(int(r.n))
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+}
+
+// BenchmarkCallFlowFailoverPlane is BenchmarkCallFlowFailover through the
+// server's carrier plane (rigOptions.plane) rather than the call core's
+// own: the baseline of BenchmarkCallFlowFailoverQuality.
+func BenchmarkCallFlowFailoverPlane(b *testing.B) {
+	benchmarkCallFlow(b, rigOptions{maxDuration: 3 * time.Hour, failover: true, plane: true})
+}
+
+// BenchmarkCallFlowFailoverQuality is BenchmarkCallFlowFailoverPlane with
+// quality statistics in demote mode: each attempt recorded, the collector
+// ticked after each call, the reader run every 1,024 calls, each decision
+// checked for carriers to move (none moves: the failing carrier is
+// judged on nothing, the answering one is last already).
+func BenchmarkCallFlowFailoverQuality(b *testing.B) {
+	benchmarkCallFlow(b, rigOptions{maxDuration: 3 * time.Hour, failover: true, plane: true, quality: quality.ModeDemote})
+}
+
+// BenchmarkCallFlowFailoverReordered is BenchmarkCallFlowFailoverQuality
+// with the answering carrier listed first and demoted (rigOptions.reorder):
+// every call's routes are reordered into the call's own buffer.
+func BenchmarkCallFlowFailoverReordered(b *testing.B) {
+	benchmarkCallFlow(b, rigOptions{maxDuration: 3 * time.Hour, failover: true, plane: true, quality: quality.ModeDemote, reorder: true})
+}
+
+func benchmarkCallFlow(b *testing.B, o rigOptions) {
+	r := newRig(b, o)
 	for range 4 * r.period {
 		r.call()
 		r.tick()

@@ -18,8 +18,12 @@ command -v valgrind >/dev/null || { echo "instructions.sh: valgrind is not insta
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 go test -c -o "$dir/b.test" "$pkg"
+# Valgrind 3.19 knows neither RDTSCP, which the runtime's lock profiling
+# reads when a lock is contended, nor Go's preemption signals: without these
+# settings a run dies of SIGILL or an assertion now and then.
+godebug=${GODEBUG:+$GODEBUG,}cpu.rdtscp=off,asyncpreemptoff=1
 count() {
-	(cd "$pkg" && GOGC=off GOMAXPROCS=1 valgrind --tool=callgrind --callgrind-out-file="$dir/cg.$1" \
+	(cd "$pkg" && GODEBUG=$godebug GOGC=off GOMAXPROCS=1 valgrind --tool=callgrind --callgrind-out-file="$dir/cg.$1" \
 		"$dir/b.test" -test.run '^$' -test.bench "$bench" -test.benchtime "${1}x" -test.count 1 \
 		>/dev/null 2>"$dir/vg.$1") || { cat "$dir/vg.$1" >&2; exit 1; }
 	sed -n 's/^summary: //p' "$dir/cg.$1"

@@ -9,9 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sipedge/sipedge/carrier"
 	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/dialog/cdr"
+	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/quality"
+	"github.com/sipedge/sipedge/route"
 	"github.com/sipedge/sipedge/transport"
 )
 
@@ -349,7 +353,43 @@ type rigOptions struct {
 	// failover routes every call to two carriers, the first of which
 	// answers 503: one failover per call.
 	failover bool
+	// journal gives the engine a journal (Env.Journal) that counts what it
+	// hears: the record each answered call hands over, built as the CDR is.
+	journal bool
+	// plane puts the server's carrier plane between the engine and the
+	// carriers (carrier.Plane, no gateway groups: each route to its next
+	// hop, per-carrier metrics), instead of the call core's own
+	// carrier.NextHops; quality adds its quality statistics in that mode
+	// (off, demote, sort), judging PDD, AST and ACD only: ASR and CCR
+	// would demote the failing carrier and end the failovers. The rig
+	// ticks the shard's collector after each call, as the shard loop
+	// does, and runs the reader (Monitor.Update, another goroutine in the
+	// server) as the clock advances, its work counted in the calls'.
+	plane   bool
+	quality string
+	// reorder (with failover and quality demote) lists the answering
+	// carrier first: its calls last 0 s, so its ACD demotes it behind the
+	// failing one, and every call's routes are reordered, the failover
+	// kept.
+	reorder bool
+	// trim lets the transaction table give back the buffers of slots free
+	// for txn.DefaultIdleRelease. Off by default: tick idles the rig for
+	// 40 s, which a steady load never does, and the table would give its
+	// buffers back at every tick.
+	trim bool
 }
+
+// countingJournal is an Env.Journal that counts the calls answered and
+// ended, and gives the records back to the pool.
+type countingJournal struct{ answered, ended int }
+
+func (j *countingJournal) Answered(_ uint64, rec *cdr.Record) bool {
+	j.answered++
+	cdr.ReleaseRecord(rec)
+	return true
+}
+
+func (j *countingJournal) Ended(uint64) { j.ended++ }
 
 // idle is how far tick moves the clock: beyond 64*T1 = 32 s, the longest
 // transaction timer (B, F, H, J, L, M), so that every transaction of the
@@ -359,6 +399,8 @@ const idle = 40 * time.Second
 type rig struct {
 	tb       testing.TB
 	e        *b2bua.Engine
+	carriers *carrier.Shard   // with rigOptions.plane
+	monitor  *quality.Monitor // with rigOptions.quality
 	clk      clock
 	period   uint64
 	trusted  bool
@@ -373,6 +415,8 @@ type rig struct {
 	bTag   []byte // the carrier's To tag
 	minted uint64
 	want   []byte // scratch: the A-leg Call-ID of the current call
+
+	journal countingJournal // with rigOptions.journal
 
 	// What the CDRs said: calls ended, and those that did not end as a
 	// call answered 200 and hung up by the caller should (the first of
@@ -399,7 +443,12 @@ func newRig(tb testing.TB, o rigOptions) *rig {
 	// carrier plane (carrier.NextHops), without gateway groups or limits.
 	routes := b2bua.Routes{{CarrierID: "carrier-a", NextHop: "sip:198.51.100.20:5070", Rate: 0.004, Currency: "USD"}}
 	if o.failover {
-		routes = append(b2bua.Routes{{CarrierID: "carrier-z", NextHop: "sip:198.51.100.20:5070", Rate: 0.003, Currency: "USD"}}, routes...)
+		failing := route.Route{CarrierID: "carrier-z", NextHop: "sip:198.51.100.20:5070", Rate: 0.003, Currency: "USD"}
+		if o.reorder {
+			routes = append(routes, failing)
+		} else {
+			routes = append(b2bua.Routes{failing}, routes...)
+		}
 	}
 	cfg := b2bua.Config{
 		Trunks: []b2bua.Trunk{{Name: "local", Group: "cust-trunks",
@@ -407,6 +456,10 @@ func newRig(tb testing.TB, o rigOptions) *rig {
 		HeaderAllow: []string{"Allow", "Supported"},
 		LocalUDP:    "203.0.113.1:5060",
 		MaxDuration: o.maxDuration,
+		Txn:         txn.Config{IdleRelease: -1},
+	}
+	if o.trim {
+		cfg.Txn.IdleRelease = 0 // the default
 	}
 	env := b2bua.Env{
 		Send:       r.send,
@@ -416,12 +469,48 @@ func newRig(tb testing.TB, o rigOptions) *rig {
 		CDR:        r,
 		Log:        slog.New(slog.DiscardHandler), // a failover per call logs at info
 	}
+	if o.journal {
+		env.Journal = &r.journal
+	}
+	if o.plane {
+		r.newPlane(o.quality)
+		env.Carriers = r.carriers
+		if o.reorder {
+			// carrier-a's first calls, as short as the rig's: demoted
+			// (ACD) before the first call.
+			for range 30 {
+				r.carriers.Report(&carrier.Report{Event: carrier.CallEnded, CarrierID: "carrier-a", Number: []byte("15551234"),
+					Code: 200, Dialed: true, At: r.clk.now})
+			}
+			r.clk.now += idle
+			r.carriers.Tick(r.clk.now)
+			r.monitor.Update(r.clk.now)
+		}
+	}
 	e, err := b2bua.New(cfg, env)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	r.e, r.clk.e = e, e
 	return r
+}
+
+// newPlane makes the carrier plane of rigOptions.plane, with quality
+// statistics in mode (none when "").
+func (r *rig) newPlane(mode string) {
+	opts := carrier.Options{Log: slog.New(slog.DiscardHandler)}
+	if mode != "" {
+		off := quality.Limits{Warning: quality.Off}
+		opts.Quality = &quality.Config{Mode: mode, Profiles: []quality.Profile{{Name: "default", ASR: off, CCR: off}}}
+		opts.QualityOptions = quality.Options{Shards: 1}
+	}
+	p, err := carrier.New(opts)
+	if err != nil {
+		r.tb.Fatal(err)
+	}
+	r.tb.Cleanup(p.Close)
+	r.carriers = p.NewShard(carrier.ShardOptions{Now: func() time.Duration { return r.clk.now }})
+	r.monitor = p.Quality()
 }
 
 // send is Env.Send: a copy into the addressee's queue.
@@ -449,8 +538,10 @@ func (r *rig) Write(rec *cdr.Record) bool {
 	r.ended++
 	r.want = strconv.AppendUint(append(r.want[:0], "caller-"...), r.n, 10)
 	r.want = append(r.want, "@caller.example.org"...)
+	// With a failover, the first carrier's attempt names the B-leg it saw.
+	failedOver := len(rec.Attempts) == 1 && rec.Attempts[0].BCallID != "" && !rec.Attempts[0].TimeInvite.IsZero()
 	if rec.FinalCode != 200 || rec.HangupSide != cdr.HangupCaller || rec.ACallID != string(r.want) ||
-		rec.TimeAnswer.IsZero() || rec.TimeEnd.IsZero() || rec.CarrierID != "carrier-a" {
+		rec.TimeAnswer.IsZero() || rec.TimeEnd.IsZero() || rec.CarrierID != "carrier-a" || r.failover != failedOver {
 		if r.wrong == 0 {
 			r.bad = string(rec.AppendJSON(nil))
 		}
@@ -547,6 +638,13 @@ func (r *rig) hangup() {
 func (r *rig) tick() {
 	if r.n%r.period == 0 {
 		r.clk.advance(idle)
+		if r.monitor != nil {
+			r.carriers.Tick(r.clk.now)
+			r.monitor.Update(r.clk.now)
+		}
+	}
+	if r.carriers != nil {
+		r.carriers.Tick(r.clk.now) // the shard loop's, once a call here
 	}
 }
 

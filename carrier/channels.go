@@ -6,79 +6,69 @@ import (
 	"sync/atomic"
 
 	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/sipedge/sipedge/fleet"
 )
 
-// channels counts each gateway group's calls on this node, from the dial
-// until the call moves on or ends, against its max_concurrent_calls: a
-// carrier sells a trunk with so many channels and refuses the call beyond
-// them, so sipedge skips it instead (route.ReasonCallsLimited). The count
-// is per node; with ratelimit.nodes N, each node keeps to its share,
-// ceil(limit / N), as the CPS fallback does.
+// channels counts each gateway group's calls, from the dial until the
+// call moves on or ends, against its max_concurrent_calls: a carrier sells
+// a trunk with so many channels and refuses the call beyond them, so
+// sipedge skips it instead (route.ReasonCallsLimited). The count is the
+// fleet's Channel "group:<name>": with the fleet's Redis the limit holds
+// across the fleet (fleet/doc.go has how, and when it may not); without it
+// each node keeps to its share, ceil(limit / nodes).
 type channels struct {
-	nodes  int64
+	fleet  *fleet.Fleet
 	set    *metrics.Set
 	mu     sync.Mutex // serialises setGroup
-	groups atomic.Pointer[map[string]*groupChannels]
+	groups atomic.Pointer[map[string]*fleet.Channel]
 }
 
-// groupChannels is one group's count. It outlives the group (a removed or
-// replaced group's calls give their channels back to it), so a name keeps
-// one for the node's life.
-type groupChannels struct {
-	limit atomic.Int64 // the node's share; 0: unlimited
-	inUse atomic.Int64
-}
+// channelKey is the fleet's key of a group's channels.
+func channelKey(group string) string { return "group:" + group }
 
-func newChannels(nodes int, set *metrics.Set) *channels {
-	ch := &channels{nodes: int64(max(nodes, 1)), set: set}
-	ch.groups.Store(&map[string]*groupChannels{})
+func newChannels(f *fleet.Fleet, set *metrics.Set) *channels {
+	ch := &channels{fleet: f, set: set}
+	ch.groups.Store(&map[string]*fleet.Channel{})
 	return ch
 }
 
 // setGroup sets the limit of the group called name (0: none), as it is
-// added or replaced.
+// added, replaced or removed. A group's Channel outlives it (a removed or
+// replaced group's calls give their channels back to it), so a name keeps
+// one for the node's life.
 func (ch *channels) setGroup(name string, limit int) {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	old := *ch.groups.Load()
-	g := old[name]
-	if g == nil {
-		g = new(groupChannels)
-		next := make(map[string]*groupChannels, len(old)+1)
-		for k, v := range old {
-			next[k] = v
-		}
-		next[name] = g
-		ch.set.NewGauge(`sipedge_gateway_calls{group="`+escapeLabel(name)+`"}`, func() float64 { return float64(g.inUse.Load()) })
-		ch.groups.Store(&next)
+	if c := old[name]; c != nil {
+		c.SetLimit(limit)
+		return
 	}
-	g.limit.Store((int64(limit) + ch.nodes - 1) / ch.nodes)
+	c := ch.fleet.Channel(channelKey(name), limit)
+	next := make(map[string]*fleet.Channel, len(old)+1)
+	for k, v := range old {
+		next[k] = v
+	}
+	next[name] = c
+	ch.set.NewGauge(`sipedge_gateway_calls{group="`+escapeLabel(name)+`"}`, func() float64 { return float64(c.InUse()) })
+	ch.groups.Store(&next)
 }
 
-// take counts a call about to be dialled on a route naming group against
-// its limit, before a member is picked: ok false when the limit is
-// reached; counted false when nothing counts the group's calls (no such
-// group: the route's next hop). A call counted gives its channel back
-// through release once, when it moves on to another carrier or ends.
-func (ch *channels) take(group string) (counted, ok bool) {
-	g := (*ch.groups.Load())[group]
-	if g == nil {
-		return false, true // no such group: the route's next hop, not counted
+// take takes a channel for a call about to be dialled on a route naming
+// group, before a member is picked: ok false when the limit is reached; a
+// nil Channel when nothing counts the group's calls (no such group: the
+// route's next hop). A Channel taken is given back (Release) once, when
+// the call moves on to another carrier or ends.
+func (ch *channels) take(group string) (c *fleet.Channel, ok bool) {
+	c = (*ch.groups.Load())[group]
+	if c == nil {
+		return nil, true // no such group: the route's next hop, not counted
 	}
-	n := g.inUse.Add(1)
-	if lim := g.limit.Load(); lim > 0 && n > lim {
-		g.inUse.Add(-1)
-		return false, false
+	if !c.Take() {
+		return nil, false
 	}
-	return true, true
-}
-
-// release gives back a channel take counted: its group's entry is never
-// dropped.
-func (ch *channels) release(group string) {
-	if g := (*ch.groups.Load())[group]; g != nil {
-		g.inUse.Add(-1)
-	}
+	return c, true
 }
 
 // escapeLabel escapes a Prometheus label value.

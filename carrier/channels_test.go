@@ -4,21 +4,33 @@ import (
 	"testing"
 
 	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/sipedge/sipedge/fleet"
 )
 
-// Each node keeps to its share of a group's channels, ceil(limit / nodes);
-// a replaced group keeps its count and takes the new limit; a removed one
-// limits nothing; a next hop of no group is not counted, nor given back
-// to a group added under its name later.
+// Each node keeps to its share of a group's channels, ceil(limit / nodes),
+// in the fleet's Channel "group:<name>"; a replaced group keeps its count
+// and takes the new limit; a removed one limits nothing; a next hop of no
+// group is not counted, nor given back to a group added under its name
+// later.
 func TestChannels(t *testing.T) {
-	ch := newChannels(3, metrics.NewSet())
+	f, err := fleet.New(fleet.Options{Config: fleet.Config{NodeID: "test"}, Nodes: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ch := newChannels(f, metrics.NewSet())
 	ch.setGroup("a", 4)
 	ch.setGroup("b", 0)
+	var held []*fleet.Channel
 	take := func(group string) bool {
 		t.Helper()
-		counted, ok := ch.take(group)
-		if ok != counted {
-			t.Fatalf("take(%q): counted %v, ok %v", group, counted, ok)
+		c, ok := ch.take(group)
+		if ok != (c != nil) {
+			t.Fatalf("take(%q): channel %v, ok %v", group, c, ok)
+		}
+		if ok {
+			held = append(held, c)
 		}
 		return ok
 	}
@@ -38,17 +50,21 @@ func TestChannels(t *testing.T) {
 	if !take("a") {
 		t.Fatal("a removed group's limit still applies")
 	}
-	for range 4 {
-		ch.release("a")
+	a := f.Channel(channelKey("a"), 0)
+	if n := a.InUse(); n != 4 {
+		t.Fatalf("group a: %d in use, want 4", n)
 	}
-	if n := (*ch.groups.Load())["a"].inUse.Load(); n != 0 {
+	for _, c := range held {
+		c.Release()
+	}
+	if n := a.InUse(); n != 0 {
 		t.Fatalf("group a: %d in use after every call gave its channel back, want 0", n)
 	}
 
 	// A next hop named like a group added later: not counted when taken, so
 	// its call gives nothing back to the group.
-	if counted, ok := ch.take("x"); counted || !ok {
-		t.Fatalf("a next hop: counted %v, ok %v", counted, ok)
+	if c, ok := ch.take("x"); c != nil || !ok {
+		t.Fatalf("a next hop: channel %v, ok %v", c, ok)
 	}
 	ch.setGroup("x", 1)
 	if !take("x") || take("x") {

@@ -3,6 +3,7 @@ package carrier
 import (
 	"time"
 
+	"github.com/sipedge/sipedge/fleet"
 	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/ratelimit"
 	"github.com/sipedge/sipedge/route"
@@ -26,9 +27,9 @@ type Dial struct {
 	// hears the attempt's outcome once (Shard.Outcome).
 	Gateway health.Member
 
-	route   *route.Route  // the route dialled, for its own cps
-	channel bool          // holds one of Group's channels until Release
-	account ratelimit.Key // the CPS account the dial draws from, when paced
+	route   *route.Route   // the route dialled, for its own cps
+	channel *fleet.Channel // the group's channel it holds until Release; nil: none
+	account ratelimit.Key  // the CPS account the dial draws from, when paced
 	paced   bool
 }
 
@@ -97,4 +98,14 @@ type Report struct {
 	// Abandoned is true when the caller gave up before the carrier showed
 	// progress (AttemptFailed).
 	Abandoned bool
+	// Local is true when Code is sipedge's own though Reason is empty: its
+	// Timer B 408 (no response at all) or a transport error's 503, which
+	// the failover sequence takes as the carrier's (AttemptFailed).
+	Local bool
+	// CPSRejected is true when the carrier refused the call over its CPS
+	// limit (its group's cps_reject rules) and the retries were used up:
+	// sipedge's pace, not the carrier's quality (AttemptFailed).
+	CPSRejected bool
+	// At is when the report is made, on the shard's clock.
+	At time.Duration
 }

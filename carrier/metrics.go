@@ -36,6 +36,7 @@ type attemptKey struct {
 	carrier string
 	code    int
 	dialed  bool
+	reason  string
 }
 
 func newCarrierMetrics(set *metrics.Set) carrierMetrics {
@@ -45,16 +46,18 @@ func newCarrierMetrics(set *metrics.Set) carrierMetrics {
 
 // record counts what r reports. dialed="false" marks carriers burned
 // without an INVITE: not the carrier's fault (an operator alerts on their
-// own configuration, not the carrier).
+// own configuration, not the carrier). reason is the attempt's in
+// lcr_attempts, "" for the carrier's own response: it tells sipedge's
+// ring-out 408 (ring_timeout) from the carrier's own 408.
 func (p *carrierMetrics) record(r *Report) {
 	switch r.Event {
 	case AttemptFailed:
-		p.count(r.CarrierID, r.Code, r.Dialed)
+		p.count(r.CarrierID, r.Code, r.Dialed, r.Reason)
 		if r.Progress != 0 {
 			p.observe(r.CarrierID, "sipedge_lcr_pdd_seconds", r.Progress-r.Invite)
 		}
 	case Answered:
-		p.count(r.CarrierID, 200, true)
+		p.count(r.CarrierID, 200, true, "")
 		if r.Progress != 0 {
 			p.observe(r.CarrierID, "sipedge_lcr_pdd_seconds", r.Progress-r.Invite)
 		}
@@ -74,12 +77,12 @@ func (p *carrierMetrics) observe(carrier, name string, d time.Duration) {
 	h.Update(d.Seconds())
 }
 
-func (p *carrierMetrics) count(carrier string, code int, dialed bool) {
-	k := attemptKey{carrier, code, dialed}
+func (p *carrierMetrics) count(carrier string, code int, dialed bool, reason string) {
+	k := attemptKey{carrier, code, dialed, reason}
 	c := p.counters[k]
 	if c == nil {
-		c = p.set.GetOrCreateCounter(fmt.Sprintf(`sipedge_lcr_attempts_total{carrier=%q,code="%d",dialed="%s"}`,
-			carrier, code, strconv.FormatBool(dialed)))
+		c = p.set.GetOrCreateCounter(fmt.Sprintf(`sipedge_lcr_attempts_total{carrier=%q,code="%d",dialed="%s",reason=%q}`,
+			carrier, code, strconv.FormatBool(dialed), reason))
 		p.counters[k] = c
 	}
 	c.Inc()

@@ -10,7 +10,9 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/sipedge/sipedge/fleet"
 	"github.com/sipedge/sipedge/health"
+	"github.com/sipedge/sipedge/quality"
 	"github.com/sipedge/sipedge/ratelimit"
 )
 
@@ -24,8 +26,14 @@ type Options struct {
 	// Limiter configures the carriers' calls-per-second accounts; the
 	// Plane owns the limiter it builds (Close).
 	Limiter ratelimit.Options
-	// Nodes is how many nodes share the carriers (ratelimit.nodes): each
-	// keeps to its share of a group's max_concurrent_calls. 0 means 1.
+	// Fleet holds the groups' max_concurrent_calls, each as its Channel
+	// "group:<name>": across the fleet with the fleet's Redis, else
+	// ceil(limit / the fleet's Options.Nodes) per node. nil: the Plane
+	// makes one of its own, in process, with Nodes.
+	Fleet *fleet.Fleet
+	// Nodes is how many nodes share the carriers (ratelimit.nodes) when
+	// Fleet is nil: each keeps to its share of a group's
+	// max_concurrent_calls. 0 means 1.
 	Nodes int
 	// HealthMetrics receive the groups' and members' metrics (the health
 	// registry's and sipedge_gateway_calls); CarrierMetrics the
@@ -33,6 +41,17 @@ type Options struct {
 	HealthMetrics, CarrierMetrics *metrics.Set
 	// Log gets the plane's warnings; nil means slog.Default().
 	Log *slog.Logger
+	// Quality, when set, is the configuration of the quality statistics
+	// (quality.New's, with QualityOptions): the plane keeps the Monitor
+	// (Quality), a collector per shard fed by the shard's reports, orders
+	// each call's carriers by quality.mode (Shard.Order) and dials no
+	// disabled carrier (Shard.Reserve). nil: none of it.
+	Quality *quality.Config
+	// QualityOptions are the Monitor's options. Shards is how many
+	// Shards the plane will make (NewShard), one collector each; Clock is
+	// ignored: Start runs the reader on the shards' clock
+	// (ShardOptions.Now). Logger defaults to Log.
+	QualityOptions quality.Options
 }
 
 // Plane is a node's carrier plane: the gateway groups and their health,
@@ -45,8 +64,12 @@ type Plane struct {
 	cps      *cps
 	channels *channels
 	hops     dialledHops
+	ownFleet *fleet.Fleet // the in-process fleet New made, when Options had none
 	metrics  *metrics.Set
 	log      *slog.Logger
+	quality  *quality.Monitor // nil without Options.Quality
+	shards   int              // its collectors
+	clock    func() time.Duration
 }
 
 // New builds a plane with the configuration's groups.
@@ -73,7 +96,16 @@ func New(opts Options) (*Plane, error) {
 		limiter.Close()
 		return nil, err
 	}
-	p.channels = newChannels(opts.Nodes, healthSet)
+	f := opts.Fleet
+	if f == nil {
+		// No Redis: a fleet of this node alone, which starts nothing.
+		if f, err = fleet.New(fleet.Options{Config: fleet.Config{NodeID: "local"}, Nodes: opts.Nodes, Logger: p.log}); err != nil {
+			limiter.Close()
+			return nil, err
+		}
+		p.ownFleet = f
+	}
+	p.channels = newChannels(f, healthSet)
 	for _, g := range opts.Groups {
 		p.channels.setGroup(g.Name, g.MaxConcurrentCalls)
 	}
@@ -84,6 +116,18 @@ func New(opts Options) (*Plane, error) {
 	if err != nil {
 		limiter.Close()
 		return nil, fmt.Errorf("gateway.groups: %w", err)
+	}
+	if opts.Quality != nil {
+		qo := opts.QualityOptions
+		qo.Clock = nil // Start's: the shards' clock
+		if qo.Logger == nil {
+			qo.Logger = p.log
+		}
+		if p.quality, err = quality.New(*opts.Quality, qo); err != nil {
+			p.Close()
+			return nil, fmt.Errorf("quality: %w", err)
+		}
+		p.shards = qo.Shards
 	}
 	return p, nil
 }
@@ -105,14 +149,32 @@ func (p *Plane) onRemove(name string) {
 	p.channels.setGroup(name, 0)
 }
 
-// Start starts the groups' probes.
-func (p *Plane) Start() { p.health.Start() }
+// Start starts the groups' probes and the quality statistics' reader, on
+// the shards' clock (ShardOptions.Now: the shards of a node share one).
+// Call it once the Shards are made.
+func (p *Plane) Start() {
+	p.health.Start()
+	if p.quality != nil && p.clock != nil {
+		p.quality.Start(p.clock)
+	}
+}
 
-// Close stops the probes and the CPS limiter.
+// Close stops the probes, the CPS limiter, the quality statistics and the
+// in-process fleet New made (a fleet of Options is its owner's to close).
 func (p *Plane) Close() {
 	p.health.Close()
 	p.cps.limiter.Close()
+	if p.quality != nil {
+		p.quality.Close()
+	}
+	if p.ownFleet != nil {
+		p.ownFleet.Close()
+	}
 }
+
+// Quality returns the quality statistics (their scores, disables and admin
+// API: quality.Monitor), nil without Options.Quality.
+func (p *Plane) Quality() *quality.Monitor { return p.quality }
 
 // Limiter returns the carriers' CPS limiter.
 func (p *Plane) Limiter() *ratelimit.Limiter { return p.cps.limiter }
@@ -169,13 +231,29 @@ type ShardOptions struct {
 	// Paced delivers, on any goroutine, a CPS reservation that Pace
 	// answered Pending: the owner posts it to the shard's call core.
 	Paced func(ref uint64, p Pace)
-	// Now is the shard's clock, for the pacing of its warnings.
+	// Now is the shard's clock, for the pacing of its warnings and the
+	// quality reader (Start). Every shard of a plane shares one.
 	Now func() time.Duration
+	// Index is the shard's, from 0: its quality collector, of
+	// QualityOptions.Shards.
+	Index int
 }
 
-// NewShard returns the view of one shard.
+// NewShard returns the view of one shard. With quality statistics, the
+// shard's Index must be below QualityOptions.Shards.
 func (p *Plane) NewShard(opts ShardOptions) *Shard {
-	return &Shard{p: p, paced: opts.Paced, now: opts.Now, metrics: newCarrierMetrics(p.metrics)}
+	s := &Shard{p: p, paced: opts.Paced, now: opts.Now, metrics: newCarrierMetrics(p.metrics)}
+	if q := p.quality; q != nil {
+		if opts.Index < 0 || opts.Index >= p.shards {
+			panic(fmt.Sprintf("BUG: carrier: shard %d of %d quality collectors", opts.Index, p.shards))
+		}
+		s.quality, s.collector = q, q.Collector(opts.Index)
+		s.ordered = q.Mode() != quality.ModeOff
+		if p.clock == nil {
+			p.clock = opts.Now
+		}
+	}
+	return s
 }
 
 // outcomeOf maps an attempt's outcome on its gateway onto the passive

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/health"
+	"github.com/sipedge/sipedge/quality"
 	"github.com/sipedge/sipedge/ratelimit"
 	"github.com/sipedge/sipedge/route"
 )
@@ -23,32 +24,44 @@ type Shard struct {
 	paced   func(ref uint64, p Pace)
 	now     func() time.Duration
 
+	// The plane's quality statistics, nil without: this shard's
+	// collector, and whether the mode orders carriers (not off).
+	quality   *quality.Monitor
+	collector *quality.Collector
+	ordered   bool
+
 	// warnUnknownGroup's pacing.
 	unknownLogged     bool
 	unknownLogAt      time.Duration
 	unknownSuppressed int
 }
 
-// Reserve makes route r the carrier of a dial, in d: a channel of its
-// gateway group, then a healthy member of it (key spreads hash selection
-// per call), else its next_hop, or its ruri's host, when the group is
-// unknown (a warning, paced, says so). A non-empty reason (a route.Reason
-// constant) means the carrier cannot be dialled, and d is left as it was.
-// A channel taken is the dial's until Release.
-func (s *Shard) Reserve(r *route.Route, key uint64, d *Dial) string {
+// Reserve makes route r the carrier of a dial to number (as routed), in
+// d: a channel of its gateway group, then a healthy member of it (key
+// spreads hash selection per call), else its next_hop, or its ruri's host,
+// when the group is unknown (a warning, paced, says so). A non-empty
+// reason (a route.Reason constant) means the carrier cannot be dialled,
+// and d is left as it was: ReasonDisabled first, for a carrier quality
+// routing took out for the number's prefix, which then neither takes a
+// channel nor is asked of its health. A channel taken is the dial's until
+// Release.
+func (s *Shard) Reserve(r *route.Route, key uint64, number []byte, d *Dial) string {
+	if s.quality != nil && s.quality.Disabled(s.quality.PrefixBytes(number), r.CarrierID) {
+		return route.ReasonDisabled
+	}
 	// The channel before the member: a carrier at its limit is skipped
 	// before a member is picked, which may take one of a half-open
 	// member's trial calls.
-	counted, ok := s.p.channels.take(r.GatewayGroup)
+	ch, ok := s.p.channels.take(r.GatewayGroup)
 	if !ok {
 		return route.ReasonCallsLimited
 	}
 	reason := s.pick(r, key, d)
 	switch {
-	case reason != "" && counted:
-		s.p.channels.release(r.GatewayGroup)
+	case reason != "" && ch != nil:
+		ch.Release()
 	case reason == "":
-		d.channel = counted
+		d.channel = ch
 	}
 	return reason
 }
@@ -139,9 +152,9 @@ func (s *Shard) Outcome(d *Dial, code int, retryAfter time.Duration) {
 // Release gives back the channel the dial holds, if it does; a second
 // Release does nothing.
 func (s *Shard) Release(d *Dial) {
-	if d.channel {
-		d.channel = false
-		s.p.channels.release(d.route.GatewayGroup)
+	if ch := d.channel; ch != nil {
+		d.channel = nil
+		ch.Release()
 	}
 }
 
@@ -170,8 +183,70 @@ func (s *Shard) Redirect(d *Dial, host []byte, port uint16) bool {
 }
 
 // Report records what the call core reports of an attempt or a call: the
-// per-carrier metrics.
-func (s *Shard) Report(r *Report) { s.metrics.record(r) }
+// per-carrier metrics, and the quality statistics of the number's prefix.
+func (s *Shard) Report(r *Report) {
+	s.metrics.record(r)
+	if s.collector != nil {
+		s.recordQuality(r)
+	}
+}
+
+// recordQuality feeds r to the shard's quality collector: an attempt's
+// outcome, or an answered call's duration.
+func (s *Shard) recordQuality(r *Report) {
+	p := s.quality.PrefixBytes(r.Number)
+	var gateway string
+	if r.Gateway.Group != "" {
+		gateway = r.Gateway.URI // a group member; a next hop has none
+	}
+	switch {
+	case r.Event == CallEnded:
+		s.collector.RecordEnd(r.At, p, r.CarrierID, gateway, r.Duration)
+		return
+	case r.CPSRejected:
+		// Over the carrier's CPS limit: a fault not the carrier's counts
+		// against no carrier (as for its gateway's health).
+		return
+	}
+	o := quality.Outcome{Carrier: r.CarrierID, Gateway: gateway, Status: r.Code, Reason: r.Reason,
+		Dialed: r.Dialed, Local: r.Local}
+	if r.Progress != 0 {
+		o.PDD = r.Progress - r.Invite
+	}
+	if r.Event == Answered {
+		o.Setup = r.Answer - r.Invite
+	}
+	s.collector.Record(r.At, p, &o)
+}
+
+// Tick lets the quality collector seal its sampling interval once the
+// shard's clock has passed it: call it on the shard's every loop run (at
+// least once a sampling interval). A comparison when there is nothing to
+// do.
+func (s *Shard) Tick(now time.Duration) {
+	if s.collector != nil {
+		s.collector.Tick(now)
+	}
+}
+
+// Order returns a call's routes in the order quality.mode says to try
+// them, for number (as routed): demote moves the carriers demoted under
+// its prefix behind the others, sort orders them by score. routes is
+// never modified (a decision may be shared): when the order changes, the
+// routes are copied into *buf (which grows to fit, and which the caller
+// keeps for its next call, and must not be routes), and that is returned;
+// otherwise routes itself is. Without quality statistics, or with mode
+// off, routes itself. It allocates only when *buf must grow.
+func (s *Shard) Order(routes []route.Route, number []byte, buf *[]route.Route) []route.Route {
+	if !s.ordered || len(routes) < 2 {
+		return routes
+	}
+	out := s.quality.Reorder((*buf)[:0], routes, s.quality.PrefixBytes(number))
+	if &out[0] != &routes[0] {
+		*buf = out
+	}
+	return out
+}
 
 // hopCache reads next hops once per shard: a route names the same few
 // again and again, and reading one costs a parse and a string.
@@ -213,7 +288,12 @@ type NextHops struct {
 
 // Reserve makes r's next hop the dial's carrier, as Shard.Reserve does for
 // a route of no known group.
-func (n *NextHops) Reserve(r *route.Route, _ uint64, d *Dial) string { return n.hops.nextHop(r, d) }
+func (n *NextHops) Reserve(r *route.Route, _ uint64, _ []byte, d *Dial) string {
+	return n.hops.nextHop(r, d)
+}
+
+// Order keeps the routes' order.
+func (*NextHops) Order(routes []route.Route, _ []byte, _ *[]route.Route) []route.Route { return routes }
 
 // Pace paces nothing.
 func (*NextHops) Pace(*Dial, uint64) Pace { return Pace{} }

@@ -26,7 +26,7 @@ func TestReserve(t *testing.T) {
 	f := func(r route.Route, wantReason, wantAddr string, wantTCP bool, wantGroup string) {
 		t.Helper()
 		var d Dial
-		if reason := s.Reserve(&r, 1, &d); reason != wantReason {
+		if reason := s.Reserve(&r, 1, nil, &d); reason != wantReason {
 			t.Fatalf("%+v: reason %q, want %q", r, reason, wantReason)
 		}
 		if wantReason != "" {
@@ -49,7 +49,7 @@ func TestReserve(t *testing.T) {
 
 	// Cooled down by a 503's Retry-After, the one member is not picked.
 	var d Dial
-	if reason := s.Reserve(&route.Route{CarrierID: "x", GatewayGroup: "a"}, 1, &d); reason != "" {
+	if reason := s.Reserve(&route.Route{CarrierID: "x", GatewayGroup: "a"}, 1, nil, &d); reason != "" {
 		t.Fatal(reason)
 	}
 	s.Outcome(&d, 503, time.Minute)
@@ -67,22 +67,22 @@ func TestReserveAtCallLimitPicksNoMember(t *testing.T) {
 	s := shardOf(p)
 	r := &route.Route{CarrierID: "a", GatewayGroup: "a"}
 	var first, second Dial
-	if reason := s.Reserve(r, 1, &first); reason != "" {
+	if reason := s.Reserve(r, 1, nil, &first); reason != "" {
 		t.Fatal(reason)
 	}
-	if reason := s.Reserve(r, 1, &second); reason != route.ReasonCallsLimited {
+	if reason := s.Reserve(r, 1, nil, &second); reason != route.ReasonCallsLimited {
 		t.Fatalf("at the limit: %q, want calls_limited", reason)
 	}
 	s.Release(&first)
 	s.Release(&first) // a second Release gives nothing back
-	if reason := s.Reserve(r, 1, &second); reason != "" {
+	if reason := s.Reserve(r, 1, nil, &second); reason != "" {
 		t.Fatal(reason)
 	}
 	if second.Peer.Addr == first.Peer.Addr {
 		t.Fatalf("both calls went to %v: the skip at the limit advanced the rotation", first.Peer.Addr)
 	}
 	var third Dial
-	if reason := s.Reserve(r, 1, &third); reason != route.ReasonCallsLimited {
+	if reason := s.Reserve(r, 1, nil, &third); reason != route.ReasonCallsLimited {
 		t.Fatalf("a second Release of the first call gave a channel back: %q", reason)
 	}
 }
@@ -100,7 +100,7 @@ func TestRuntimeGroupLimits(t *testing.T) {
 	}
 	r := &route.Route{CarrierID: "rt", GatewayGroup: "rt"}
 	var d, d2 Dial
-	if reason := s.Reserve(r, 1, &d); reason != "" {
+	if reason := s.Reserve(r, 1, nil, &d); reason != "" {
 		t.Fatal(reason)
 	}
 	if pace := s.Pace(&d, 7); pace != (Pace{}) {
@@ -109,7 +109,7 @@ func TestRuntimeGroupLimits(t *testing.T) {
 	if pace := s.Pace(&d, 8); !pace.Over {
 		t.Fatalf("second dial in the same second: %+v, want over the limit", pace)
 	}
-	if reason := s.Reserve(r, 1, &d2); reason != route.ReasonCallsLimited {
+	if reason := s.Reserve(r, 1, nil, &d2); reason != route.ReasonCallsLimited {
 		t.Fatalf("over max_concurrent_calls: %q", reason)
 	}
 	if err := p.RemoveGroup("rt"); err != nil {
@@ -135,18 +135,18 @@ func TestCredentials(t *testing.T) {
 	g.Auth = &health.AuthConfig{Username: "u", Password: "p", Realm: "carrier.example"}
 	s := shardOf(newTestPlane(t, g))
 	var d Dial
-	s.Reserve(&route.Route{CarrierID: "a", GatewayGroup: "a"}, 1, &d)
+	s.Reserve(&route.Route{CarrierID: "a", GatewayGroup: "a"}, 1, nil, &d)
 	if a := s.Credentials(&d); a == nil || a.Username != "u" || a.Password != "p" || a.Realm != "carrier.example" {
 		t.Fatalf("credentials %+v", a)
 	}
-	s.Reserve(&route.Route{CarrierID: "h", NextHop: "192.0.2.9"}, 1, &d)
+	s.Reserve(&route.Route{CarrierID: "h", NextHop: "192.0.2.9"}, 1, nil, &d)
 	if a := s.Credentials(&d); a != nil {
 		t.Fatalf("a next hop's credentials %+v", a)
 	}
 }
 
 // What the call core reports becomes the per-carrier metrics: attempts by
-// code and dialled or not, post-dial delay, setup time, duration.
+// code, dialled or not and reason, post-dial delay, setup time, duration.
 func TestReportMetrics(t *testing.T) {
 	set := metrics.NewSet()
 	p, err := New(Options{CarrierMetrics: set, Log: slog.New(slog.DiscardHandler)})
@@ -157,15 +157,20 @@ func TestReportMetrics(t *testing.T) {
 	s := shardOf(p)
 	s.Report(&Report{Event: AttemptFailed, CarrierID: "a", Code: 503, Dialed: true, Invite: time.Second, Progress: 3 * time.Second})
 	s.Report(&Report{Event: AttemptFailed, CarrierID: "a", Code: 503, Reason: route.ReasonCPSLimited})
+	s.Report(&Report{Event: AttemptFailed, CarrierID: "a", Code: 408, Dialed: true, Reason: route.ReasonRingTimeout})
+	s.Report(&Report{Event: AttemptFailed, CarrierID: "a", Code: 408, Dialed: true})
 	s.Report(&Report{Event: Answered, CarrierID: "b", Code: 200, Dialed: true, Invite: time.Second, Answer: 5 * time.Second})
 	s.Report(&Report{Event: CallEnded, CarrierID: "b", Code: 200, Dialed: true, Answer: 5 * time.Second, Duration: time.Minute})
 	var b bytes.Buffer
 	set.WritePrometheus(&b)
 	out := b.String()
 	for _, want := range []string{
-		`sipedge_lcr_attempts_total{carrier="a",code="503",dialed="true"} 1`,
-		`sipedge_lcr_attempts_total{carrier="a",code="503",dialed="false"} 1`,
-		`sipedge_lcr_attempts_total{carrier="b",code="200",dialed="true"} 1`,
+		`sipedge_lcr_attempts_total{carrier="a",code="503",dialed="true",reason=""} 1`,
+		`sipedge_lcr_attempts_total{carrier="a",code="503",dialed="false",reason="cps_limited"} 1`,
+		// sipedge's ring-out apart from the carrier's own 408.
+		`sipedge_lcr_attempts_total{carrier="a",code="408",dialed="true",reason="ring_timeout"} 1`,
+		`sipedge_lcr_attempts_total{carrier="a",code="408",dialed="true",reason=""} 1`,
+		`sipedge_lcr_attempts_total{carrier="b",code="200",dialed="true",reason=""} 1`,
 		`sipedge_lcr_pdd_seconds_sum{carrier="a"} 2`,
 		`sipedge_lcr_setup_seconds_sum{carrier="b"} 4`,
 		`sipedge_lcr_call_duration_seconds_sum{carrier="b"} 60`,
@@ -193,10 +198,10 @@ func TestUnknownGroupWarningPaced(t *testing.T) {
 	r := &route.Route{CarrierID: "x", GatewayGroup: "typo", NextHop: "192.0.2.9"}
 	var d Dial
 	for range 3 {
-		s.Reserve(r, 1, &d)
+		s.Reserve(r, 1, nil, &d)
 	}
 	now += time.Minute
-	s.Reserve(r, 1, &d)
+	s.Reserve(r, 1, nil, &d)
 	if n := strings.Count(logged.String(), "unknown gateway_group"); n != 2 || !strings.Contains(logged.String(), "suppressed_since_last=2") {
 		t.Fatalf("%d warnings:\n%s", n, logged.String())
 	}
@@ -206,10 +211,10 @@ func TestUnknownGroupWarningPaced(t *testing.T) {
 func TestNextHops(t *testing.T) {
 	var n NextHops
 	var d Dial
-	if reason := n.Reserve(&route.Route{CarrierID: "a", GatewayGroup: "a"}, 1, &d); reason != route.ReasonUnknownGroup {
+	if reason := n.Reserve(&route.Route{CarrierID: "a", GatewayGroup: "a"}, 1, nil, &d); reason != route.ReasonUnknownGroup {
 		t.Fatalf("a group: %q", reason)
 	}
-	if reason := n.Reserve(&route.Route{CarrierID: "a", NextHop: "sip:192.0.2.9;transport=tcp"}, 1, &d); reason != "" ||
+	if reason := n.Reserve(&route.Route{CarrierID: "a", NextHop: "sip:192.0.2.9;transport=tcp"}, 1, nil, &d); reason != "" ||
 		d.Peer != (transport.Peer{Addr: netip.MustParseAddrPort("192.0.2.9:5060"), Transport: transport.TCP}) {
 		t.Fatalf("%q %+v", reason, d)
 	}
@@ -230,7 +235,7 @@ func TestRedirect(t *testing.T) {
 	p := newTestPlane(t, g, group("b", "192.0.2.3:5060"))
 	s := shardOf(p)
 	var d Dial
-	if reason := s.Reserve(&route.Route{CarrierID: "x", GatewayGroup: "a"}, 1, &d); reason != "" {
+	if reason := s.Reserve(&route.Route{CarrierID: "x", GatewayGroup: "a"}, 1, nil, &d); reason != "" {
 		t.Fatal(reason)
 	}
 	if d.Gateway.Index != 0 {
@@ -243,21 +248,21 @@ func TestRedirect(t *testing.T) {
 	if !s.Redirect(&d, []byte("192.0.2.2"), 5070) {
 		t.Fatal("not redirected to the group's other member")
 	}
-	if d.Gateway.Index != 1 || d.Peer.Addr != netip.MustParseAddrPort("192.0.2.2:5070") || d.CarrierID != "x" || d.Group != "a" || !d.channel {
+	if d.Gateway.Index != 1 || d.Peer.Addr != netip.MustParseAddrPort("192.0.2.2:5070") || d.CarrierID != "x" || d.Group != "a" || d.channel == nil {
 		t.Fatalf("redirected dial %+v", d)
 	}
 	s.Release(&d)
-	if reason := s.Reserve(&route.Route{CarrierID: "x", GatewayGroup: "a"}, 1, &d); reason != "" {
+	if reason := s.Reserve(&route.Route{CarrierID: "x", GatewayGroup: "a"}, 1, nil, &d); reason != "" {
 		t.Fatalf("the channel was not given back once: %s", reason)
 	}
 	s.Release(&d)
 
 	var other Dial
-	s.Reserve(&route.Route{CarrierID: "y", GatewayGroup: "b"}, 1, &other)
+	s.Reserve(&route.Route{CarrierID: "y", GatewayGroup: "b"}, 1, nil, &other)
 	if s.Redirect(&other, []byte("192.0.2.3"), 0) {
 		t.Fatal("redirected in a group that does not follow redirects")
 	}
-	s.Reserve(&route.Route{CarrierID: "h", NextHop: "sip:192.0.2.9"}, 1, &other)
+	s.Reserve(&route.Route{CarrierID: "h", NextHop: "sip:192.0.2.9"}, 1, nil, &other)
 	if s.Redirect(&other, []byte("192.0.2.9"), 0) {
 		t.Fatal("a next hop redirected")
 	}

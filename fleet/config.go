@@ -104,8 +104,11 @@ func validNodeID(id string) bool {
 	return true
 }
 
-// hostNodeID is the default node id: the host name, or its first label
-// when the full name is not a valid id.
+// HostNodeID is the default node id: the host name, or its first label
+// when the full name is not a valid id; an error when neither is.
+func HostNodeID() (string, error) { return hostNodeID() }
+
+// hostNodeID is HostNodeID.
 func hostNodeID() (string, error) {
 	h, err := os.Hostname()
 	if err != nil {

@@ -119,23 +119,23 @@
 // that starts reads the state in force before Follow returns. Put applies
 // on the writing node before it returns; with Redis down it fails
 // (ErrUnavailable) and nothing changes anywhere, so nodes never diverge
-// silently. Redis must persist (appendonly) for the state to survive a
+// silently. With Redis a document is at most MaxDocBytes: it travels
+// whole in its notification. Redis must persist (appendonly) for the state to survive a
 // restart of Redis; should it lose the state anyway, the nodes see its
 // epoch change and write back what they applied.
 //
-// Proposed precedence, for the wiring: the YAML file is each node's base
-// layer; the shared documents are the run-time layer, common to the fleet;
-// on a name both define, the file wins on that node (as /v1/reload already
-// makes a file's group fixed over a run-time one) and the node logs the
-// shared document it shadows. The admin API's writes (groups and trunks
-// added, replaced, removed; the static table PUT; quality disables) go to
-// the shared layer through Put and Delete, with today's 400/409 rules
-// checked before. /v1/reload re-reads the node's file only; a shared
-// document it shadows stays stored (other nodes may lack the name) and
-// applies again if the file drops the name. The static table is one
-// document: a PUT table overrides the file's on every node, and a reload
-// whose file changed its table deletes the shared one (the file's change
-// wins, as a reload replaces a PUT table today).
+// The precedence the sipedge server gives the layers: the YAML file is
+// each node's base layer; the shared documents are the run-time layer,
+// common to the fleet; on a name both define, the file wins on that node
+// (as /v1/reload makes a file's group fixed over a run-time one) and the
+// node logs the shared document it shadows. The admin API's writes
+// (groups and trunks added, replaced, removed; the static table PUT) go to
+// the shared layer through Put and Delete, with the 400/409 rules checked
+// before. /v1/reload re-reads the node's file only; a shared document it
+// shadows stays stored (other nodes may lack the name) and applies again
+// if the file drops the name. The static table is one document: a PUT
+// table overrides the file's on every node, and a reload whose file
+// changed its table deletes the shared one (the file's change wins).
 //
 // # Decision drops (state.go)
 //

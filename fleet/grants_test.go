@@ -194,7 +194,8 @@ func TestRedisDownLocalShare(t *testing.T) {
 	nb := startNode(t, r.URL(), "b")
 	a, b := na.Channel("carrier", limit), nb.Channel("carrier", limit)
 	other := nb.Channel("other", limit)
-	eventually(t, 2*time.Second, "two nodes known", func() bool { return na.liveNodes() == 2 })
+	// Both must know the fleet's size: the local share divides by it.
+	eventually(t, 2*time.Second, "two nodes known", func() bool { return na.liveNodes() == 2 && nb.liveNodes() == 2 })
 	if hold(a, 7, 2*time.Second) != 7 {
 		t.Fatal("a holds less than 7")
 	}

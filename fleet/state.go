@@ -93,8 +93,11 @@ type Change struct {
 	Previous int64
 }
 
-// maxDocBytes bounds a document.
-const maxDocBytes = 1 << 20
+// MaxDocBytes bounds a document in Redis: each goes whole into a
+// notification on Pub/Sub, whose subscribers Redis cuts off past its
+// output buffer limit (8 MB over a minute by default). Without Redis there
+// is no bound.
+const MaxDocBytes = 1 << 20
 
 type docKey struct{ kind, name string }
 
@@ -114,6 +117,7 @@ type store struct {
 	version   int64            // without Redis: the version counter
 	drops     int64            // the decision drops last seen; -1: not known yet
 	epoch     string           // Redis' epoch, as last seen
+	reseeding bool             // documents not written back yet after Redis lost the state
 
 	events  chan string // notifications, from the subscriber to run
 	resnap  chan struct{}
@@ -198,8 +202,8 @@ func (f *Fleet) put(ctx context.Context, kind, name string, doc []byte, want int
 	if err := checkDoc(kind, name); err != nil {
 		return Change{}, err
 	}
-	if len(doc) > maxDocBytes {
-		return Change{}, fmt.Errorf("%w: document %s/%s: %d bytes, at most %d", ErrInvalid, kind, name, len(doc), maxDocBytes)
+	if len(doc) > MaxDocBytes && f.o.Redis != "" {
+		return Change{}, fmt.Errorf("%w: document %s/%s: %d bytes, at most %d", ErrInvalid, kind, name, len(doc), MaxDocBytes)
 	}
 	if doc == nil {
 		doc = []byte{}
@@ -420,12 +424,23 @@ func (s *store) catchUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.lost(epoch) {
-		s.reseed(ctx)
+	lost := s.lost(epoch)
+	if lost {
 		s.dropsM.Inc()
 		if cb := f.o.OnDropDecisions; cb != nil {
 			cb("") // drops may have been missed with the count
 		}
+	}
+	s.mu.Lock()
+	again := s.reseeding
+	s.mu.Unlock()
+	if lost || again {
+		// Until every document is written back: a write that failed (a
+		// connection Redis' restart broke) is tried again at the next poll.
+		done := s.reseed(ctx)
+		s.mu.Lock()
+		s.reseeding = !done
+		s.mu.Unlock()
 	}
 	s.dropped(drops, "", false)
 	s.mu.Lock()
@@ -486,19 +501,25 @@ func (s *store) lost(epoch string) bool {
 }
 
 // reseed writes back the documents this node has where Redis has none (the
-// first node to do so wins; the others then get its version).
-func (s *store) reseed(ctx context.Context) {
+// first node to do so wins; the others then get its version). It reports
+// whether every write was done or found the document there.
+func (s *store) reseed(ctx context.Context) bool {
 	s.mu.Lock()
 	var docs []Change
 	for _, k := range s.sorted() {
-		docs = append(docs, Change{Kind: k.kind, Name: k.name, Doc: s.docs[k].doc})
-	}
-	s.mu.Unlock()
-	for _, d := range docs {
-		if _, err := s.f.PutIf(ctx, d.Kind, d.Name, d.Doc, 0); err != nil && !errors.Is(err, ErrVersion) {
-			s.f.log.Warn("fleet: cannot write back a shared document", "kind", d.Kind, "name", d.Name, "error", err)
+		if e := s.docs[k]; e.doc != nil { // not a removal's tombstone
+			docs = append(docs, Change{Kind: k.kind, Name: k.name, Doc: e.doc})
 		}
 	}
+	s.mu.Unlock()
+	done := true
+	for _, d := range docs {
+		if _, err := s.f.PutIf(ctx, d.Kind, d.Name, d.Doc, 0); err != nil && !errors.Is(err, ErrVersion) {
+			s.f.log.Warn("fleet: cannot write back a shared document: trying again at the next poll", "kind", d.Kind, "name", d.Name, "error", err)
+			done = false
+		}
+	}
+	return done
 }
 
 // snapshot reads kind whole and applies it.

@@ -69,6 +69,10 @@ func TestStateLocal(t *testing.T) {
 			t.Fatalf("put %q: %v", bad, err)
 		}
 	}
+	big := make([]byte, MaxDocBytes+1) // no Pub/Sub to bound it
+	if _, err := f.Put(ctx, "static_routes", "table", big); err != nil {
+		t.Fatalf("a document over MaxDocBytes without Redis: %v", err)
+	}
 	var drops []string
 	solo, _ := New(Options{Config: Config{NodeID: "a"}, OnDropDecisions: func(k string) { drops = append(drops, k) }})
 	defer solo.Close()

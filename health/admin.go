@@ -50,16 +50,27 @@ func (r *Registry) listGroups(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (r *Registry) postGroup(w http.ResponseWriter, req *http.Request) {
+// DecodeGroup reads a group as the admin API takes it: one JSON object in
+// the YAML's shape, unknown keys refused, an absent probe.jitter_ms
+// DefaultProbeJitter (as in the YAML). It does not check the group
+// (GroupConfig.Check, AddGroup).
+func DecodeGroup(r io.Reader) (GroupConfig, error) {
 	cfg := GroupConfig{Probe: ProbeConfig{Jitter: DefaultProbeJitter}}
-	d := json.NewDecoder(io.LimitReader(req.Body, maxBody))
+	d := json.NewDecoder(io.LimitReader(r, maxBody))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&cfg); err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Errorf("cannot decode group: %w", err))
-		return
+		return GroupConfig{}, fmt.Errorf("cannot decode group: %w", err)
 	}
 	if d.More() {
-		writeError(w, http.StatusBadRequest, errors.New("cannot decode group: trailing data after the JSON object"))
+		return GroupConfig{}, errors.New("cannot decode group: trailing data after the JSON object")
+	}
+	return cfg, nil
+}
+
+func (r *Registry) postGroup(w http.ResponseWriter, req *http.Request) {
+	cfg, err := DecodeGroup(req.Body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
 		return
 	}
 	replaced, err := r.addGroup(cfg, addRuntime)

@@ -34,12 +34,14 @@ func TestAdminHandler(t *testing.T) {
 	}
 	const carrier = `{"name": "carrier-b", "algorithm": "hash", "transport": "tcp", "reroute_causes": [404, 503],
 		"probe": {"enabled": true, "interval_secs": 30, "timeout_ms": 1500, "failure_threshold": 4, "healthy_codes": [200, 404]},
-		"passive": {"outcomes": ["no_response"], "half_open_calls": 2},
+		"passive": {"outcomes": ["no_response"], "half_open_calls": 2, "failure_percent": 80, "min_calls": 50},
+		"panic_threshold_percent": 0,
 		"destinations": [
 			{"uri": "sip:b1.example.com", "address": "127.0.0.1:5090", "weight": 3, "priority": 1},
 			{"uri": "sip:b2.example.com", "address": "127.0.0.2:5090"}]}`
 
-	f("GET", "/v1/gateway/groups", "", 200, `"name":"yaml"`, `"fixed":true`, `"interval_secs":15`, `"jitter_ms":0`)
+	f("GET", "/v1/gateway/groups", "", 200, `"name":"yaml"`, `"fixed":true`, `"interval_secs":15`, `"jitter_ms":0`,
+		`"failure_percent":50`, `"min_calls":20`, `"panic_threshold_percent":50`)
 	got := f("POST", "/v1/gateway/groups", carrier, 201, `"name":"carrier-b"`, `"fixed":false`, `"state":"up"`)
 	var gs GroupStatus
 	if err := json.Unmarshal([]byte(got), &gs); err != nil {
@@ -51,6 +53,7 @@ func TestAdminHandler(t *testing.T) {
 		t.Fatalf("probe config %+v", p)
 	}
 	if gs.Algorithm != AlgorithmHash || gs.Transport != transport.TCP || len(gs.RerouteCauses) != 2 || gs.Passive.HalfOpenCalls != 2 ||
+		gs.Passive.FailurePercent != 80 || gs.Passive.MinCalls != 50 || *gs.PanicThreshold != 0 ||
 		gs.Destinations[0].Weight != 3 || gs.Destinations[1].Weight != 1 || len(gs.Members) != 2 || gs.Members[1].Resolved != "127.0.0.2:5090" {
 		t.Fatalf("group %+v", gs)
 	}
@@ -60,7 +63,11 @@ func TestAdminHandler(t *testing.T) {
 	}
 	f("POST", "/v1/gateway/groups", strings.Replace(carrier, `"weight": 3`, `"weight": 4`, 1), 200, `"weight":4`)
 	f("GET", "/v1/gateway/groups", "", 200, `"name":"yaml"`, `"name":"carrier-b"`)
-	f("GET", "/v1/gateway/groups/carrier-b", "", 200, `"members":[`, `"uri":"sip:b2.example.com"`, `"consecutive_probe_failures":0`)
+	f("GET", "/v1/gateway/groups/carrier-b", "", 200, `"members":[`, `"uri":"sip:b2.example.com"`, `"consecutive_probe_failures":0`,
+		`"panic":false`, `"recent_calls":0`, `"recent_call_failures":0`)
+	r.toDown(st(t, r, "carrier-b", 0), false, "test", nil)
+	r.toDown(st(t, r, "carrier-b", 1), true, "test", nil)
+	f("GET", "/v1/gateway/groups/carrier-b", "", 200, `"state":"down","down_by":"calls"`, `"state":"down","down_by":"probe"`)
 
 	// Errors.
 	f("POST", "/v1/gateway/groups", `{"name": "x", `, 400, `"error":"cannot decode group`)
@@ -86,15 +93,18 @@ func TestAdminHandler(t *testing.T) {
 
 // The JSON of a group is the YAML's shape and round-trips.
 func TestGroupConfigJSON(t *testing.T) {
+	panic0 := 0
 	in := GroupConfig{Name: "g", Algorithm: AlgorithmRoundRobin, Transport: transport.UDP,
-		Probe:        ProbeConfig{Enabled: true, Interval: 20 * time.Millisecond, Timeout: 50 * time.Millisecond, FailureThreshold: 1, SuccessThreshold: 1, Jitter: 5 * time.Millisecond},
-		Passive:      PassiveConfig{Outcomes: []string{PassiveTransportError}, FailureThreshold: 2, HalfOpenCalls: 1, DownTime: 10 * time.Second, MaxRetryAfter: 60 * time.Second},
-		Destinations: dests(1)}
+		Probe: ProbeConfig{Enabled: true, Interval: 20 * time.Millisecond, Timeout: 50 * time.Millisecond, FailureThreshold: 1, SuccessThreshold: 1, Jitter: 5 * time.Millisecond},
+		Passive: PassiveConfig{Outcomes: []string{PassiveTransportError}, FailureThreshold: 2, FailurePercent: 70, MinCalls: 40,
+			HalfOpenCalls: 1, DownTime: 10 * time.Second, MaxRetryAfter: 60 * time.Second},
+		PanicThreshold: &panic0, Destinations: dests(1)}
 	b, err := json.Marshal(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{`"interval_secs":0.02`, `"timeout_ms":50`, `"jitter_ms":5`, `"failure_threshold":1`, `"down_secs":10`, `"max_retry_after_secs":60`, `"outcomes":["transport_error"]`, `"address":"127.0.0.1:5061"`} {
+	for _, key := range []string{`"interval_secs":0.02`, `"timeout_ms":50`, `"jitter_ms":5`, `"failure_threshold":1`, `"down_secs":10`, `"max_retry_after_secs":60`, `"outcomes":["transport_error"]`, `"address":"127.0.0.1:5061"`,
+		`"failure_percent":70`, `"min_calls":40`, `"panic_threshold_percent":0`} {
 		if !strings.Contains(string(b), key) {
 			t.Fatalf("%s lacks %s", b, key)
 		}
@@ -104,7 +114,8 @@ func TestGroupConfigJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	if out.Probe.Interval != in.Probe.Interval || out.Probe.Timeout != in.Probe.Timeout || out.Probe.Jitter != in.Probe.Jitter ||
-		out.Passive.DownTime != in.Passive.DownTime || out.Passive.MaxRetryAfter != in.Passive.MaxRetryAfter || out.Passive.Outcomes[0] != PassiveTransportError || out.Destinations[0] != in.Destinations[0] {
+		out.Passive.DownTime != in.Passive.DownTime || out.Passive.MaxRetryAfter != in.Passive.MaxRetryAfter || out.Passive.Outcomes[0] != PassiveTransportError || out.Destinations[0] != in.Destinations[0] ||
+		out.Passive.FailurePercent != 70 || out.Passive.MinCalls != 40 || out.PanicThreshold == nil || *out.PanicThreshold != 0 {
 		t.Fatalf("round trip: %+v", out)
 	}
 }
@@ -135,6 +146,12 @@ func TestGroupConfigValidate(t *testing.T) {
 	f(func(g *GroupConfig) { g.Probe.Jitter = -time.Second }, "probe.jitter_ms")
 	f(func(g *GroupConfig) { g.Passive.Outcomes = []string{"busy"} }, `passive.outcomes[0]: "busy"`)
 	f(func(g *GroupConfig) { g.Passive.HalfOpenCalls = -2 }, "passive.half_open_calls")
+	f(func(g *GroupConfig) { g.Passive.FailurePercent = 101 }, "passive.failure_percent: 101: want 1 to 100")
+	f(func(g *GroupConfig) { g.Passive.FailurePercent = -1 }, "passive.failure_percent: -1")
+	f(func(g *GroupConfig) { g.Passive.MinCalls = -1 }, "passive.min_calls: -1: want 1 to 1000000")
+	f(func(g *GroupConfig) { g.Passive.MinCalls = MaxMinCalls + 1 }, "passive.min_calls: 1000001")
+	f(func(g *GroupConfig) { p := 101; g.PanicThreshold = &p }, "panic_threshold_percent: 101: want 0 to 100")
+	f(func(g *GroupConfig) { p := 0; g.PanicThreshold = &p }, "")
 	f(func(g *GroupConfig) { g.Passive.MaxRetryAfter = 500 * time.Millisecond }, "passive.max_retry_after_secs: 500ms: want 1 s to 24h0m0s")
 	f(func(g *GroupConfig) { g.Passive.MaxRetryAfter = 25 * time.Hour }, "passive.max_retry_after_secs: 25h0m0s")
 	f(func(g *GroupConfig) { g.Destinations[1].URI = "tel:+12025550123" }, "destinations[1].uri")
@@ -150,7 +167,8 @@ func TestGroupConfigValidate(t *testing.T) {
 	n, err := GroupConfig{Name: "g", Destinations: []DestConfig{{URI: "sip:a", Address: "1.2.3.4:5"}}}.normalize()
 	if err != nil || n.Algorithm != AlgorithmWeighted || n.Transport != transport.UDP || n.Probe.Timeout != DefaultProbeTimeout ||
 		n.Probe.SuccessThreshold != DefaultSuccessThreshold || n.Probe.Jitter != 0 || n.Passive.HalfOpenCalls != DefaultHalfOpenCalls ||
-		n.Passive.DownTime != DefaultPassiveDownTime || n.Passive.MaxRetryAfter != DefaultMaxRetryAfter || n.Destinations[0].Weight != 1 {
+		n.Passive.DownTime != DefaultPassiveDownTime || n.Passive.MaxRetryAfter != DefaultMaxRetryAfter || n.Destinations[0].Weight != 1 ||
+		n.Passive.FailurePercent != DefaultFailurePercent || n.Passive.MinCalls != DefaultMinCalls || n.PanicThreshold == nil || *n.PanicThreshold != DefaultPanicThreshold {
 		t.Fatalf("defaults: %+v %v", n, err)
 	}
 }

@@ -43,14 +43,24 @@ const (
 	DefaultProbeJitter = 500 * time.Millisecond
 
 	DefaultPassiveFailureThreshold = 3
-	DefaultHalfOpenCalls           = 3
-	DefaultPassiveDownTime         = 30 * time.Second
+	// DefaultFailurePercent and DefaultMinCalls: a member is an outlier
+	// when half of the last 20 calls (or of the last second's, if more)
+	// failed (outlier.go).
+	DefaultFailurePercent = 50
+	DefaultMinCalls       = 20
+	// DefaultPanicThreshold is Envoy's: a group with fewer than half of
+	// its members up (and one at least) chooses among all of them.
+	DefaultPanicThreshold  = 50
+	DefaultHalfOpenCalls   = 3
+	DefaultPassiveDownTime = 30 * time.Second
 	// DefaultMaxRetryAfter bounds the cooldown a 503's Retry-After buys: a
 	// carrier's "Retry-After: 86400" on one call must not take a gateway
 	// out of rotation for a day.
 	DefaultMaxRetryAfter = 300 * time.Second
 	// MaxRetryAfterLimit is the largest max_retry_after_secs accepted.
 	MaxRetryAfterLimit = 24 * time.Hour
+	// MaxMinCalls is the largest passive.min_calls accepted.
+	MaxMinCalls = 1_000_000
 )
 
 // GroupConfig is a gateway group: one carrier's pool of destinations. It
@@ -87,6 +97,11 @@ type GroupConfig struct {
 	// call on to another member it names (Registry.Redirect), once per
 	// attempt; otherwise a 3xx is the attempt's failure.
 	FollowRedirects bool `json:"follow_redirects,omitempty"`
+	// PanicThreshold is the percentage of the group's members (0 to 100)
+	// below which, if one at least is up, the group is in panic: Pick
+	// ignores the marks calls left on members (see Pick). nil is
+	// DefaultPanicThreshold; 0 turns panics off.
+	PanicThreshold *int `json:"panic_threshold_percent"`
 }
 
 // AuthConfig is an account with a carrier. Realm, when set, is the only
@@ -165,18 +180,29 @@ type ProbeConfig struct {
 }
 
 // PassiveConfig says which outcomes of real calls count against a member,
-// and how a member comes back (the YAML's gateway.groups[].passive). In
-// JSON down_secs and max_retry_after_secs are numbers of seconds.
+// when they make it an outlier that goes down (outlier.go), and how a member
+// comes back (the YAML's gateway.groups[].passive). In JSON down_secs and
+// max_retry_after_secs are numbers of seconds.
 type PassiveConfig struct {
 	// Disabled turns passive signals off: calls never mark a member down.
 	Disabled bool
-	// Outcomes are the call outcomes that count against a member:
-	// PassiveNoResponse, PassiveStatus503, PassiveTransportError. Empty =
-	// all three.
+	// Outcomes are the call outcomes that count against a member (its
+	// failures): PassiveNoResponse, PassiveStatus503,
+	// PassiveTransportError. Empty = all three.
 	Outcomes []string
-	// FailureThreshold is the number of consecutive counted outcomes that
-	// mark a member down; default 3.
+	// FailureThreshold is the fewest failures that mark a member down:
+	// that many in a row spread over a second at least, or that many
+	// among the recent calls when they are FailurePercent of them.
+	// Default 3.
 	FailureThreshold int
+	// FailurePercent is the share of the recent calls (1 to 100 %) that
+	// must have failed for a member to go down; default 50.
+	FailurePercent int
+	// MinCalls is the fewest recent calls the share is judged over: the
+	// last second's calls, and older ones up to ten seconds back until
+	// there are MinCalls; below, only a run of failures counts. Default
+	// 20.
+	MinCalls int
 	// HalfOpenCalls is the number of trial calls a member that comes back
 	// is given (half-open) before it takes full traffic; default 3.
 	HalfOpenCalls int
@@ -214,6 +240,8 @@ type passiveJSON struct {
 	Disabled         bool     `json:"disabled"`
 	Outcomes         []string `json:"outcomes,omitempty"`
 	FailureThreshold int      `json:"failure_threshold"`
+	FailurePercent   int      `json:"failure_percent"`
+	MinCalls         int      `json:"min_calls"`
 	HalfOpenCalls    int      `json:"half_open_calls"`
 	DownTime         float64  `json:"down_secs"`
 	MaxRetryAfter    float64  `json:"max_retry_after_secs"`
@@ -268,6 +296,8 @@ func (p PassiveConfig) MarshalJSON() ([]byte, error) {
 		Disabled:         p.Disabled,
 		Outcomes:         p.Outcomes,
 		FailureThreshold: p.FailureThreshold,
+		FailurePercent:   p.FailurePercent,
+		MinCalls:         p.MinCalls,
 		HalfOpenCalls:    p.HalfOpenCalls,
 		DownTime:         p.DownTime.Seconds(),
 		MaxRetryAfter:    p.MaxRetryAfter.Seconds(),
@@ -280,6 +310,8 @@ func (p *PassiveConfig) UnmarshalJSON(b []byte) error {
 		Disabled:         p.Disabled,
 		Outcomes:         p.Outcomes,
 		FailureThreshold: p.FailureThreshold,
+		FailurePercent:   p.FailurePercent,
+		MinCalls:         p.MinCalls,
 		HalfOpenCalls:    p.HalfOpenCalls,
 		DownTime:         p.DownTime.Seconds(),
 		MaxRetryAfter:    p.MaxRetryAfter.Seconds(),
@@ -295,7 +327,8 @@ func (p *PassiveConfig) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return err
 	}
-	*p = PassiveConfig{Disabled: j.Disabled, Outcomes: j.Outcomes, FailureThreshold: j.FailureThreshold, HalfOpenCalls: j.HalfOpenCalls, DownTime: d, MaxRetryAfter: ra}
+	*p = PassiveConfig{Disabled: j.Disabled, Outcomes: j.Outcomes, FailureThreshold: j.FailureThreshold,
+		FailurePercent: j.FailurePercent, MinCalls: j.MinCalls, HalfOpenCalls: j.HalfOpenCalls, DownTime: d, MaxRetryAfter: ra}
 	return nil
 }
 
@@ -333,7 +366,21 @@ func (g GroupConfig) clone() GroupConfig {
 		a := *g.Auth
 		g.Auth = &a
 	}
+	if g.PanicThreshold != nil {
+		p := *g.PanicThreshold
+		g.PanicThreshold = &p
+	}
 	return g
+}
+
+// Check reports what AddGroup would refuse in g by its own rules (not
+// Options.OnAdd's), changing nothing; the error wraps ErrInvalidGroup and
+// lists every problem.
+func (g GroupConfig) Check() error {
+	if _, err := g.normalize(); err != nil {
+		return fmt.Errorf("cannot add group %q: %w", g.Name, err)
+	}
+	return nil
 }
 
 // normalize fills in the defaults of a deep copy of g and checks it; the
@@ -347,6 +394,12 @@ func (g GroupConfig) normalize() (GroupConfig, error) {
 	orDefault(&g.Probe.FailureThreshold, DefaultFailureThreshold)
 	orDefault(&g.Probe.SuccessThreshold, DefaultSuccessThreshold)
 	orDefault(&g.Passive.FailureThreshold, DefaultPassiveFailureThreshold)
+	orDefault(&g.Passive.FailurePercent, DefaultFailurePercent)
+	orDefault(&g.Passive.MinCalls, DefaultMinCalls)
+	if g.PanicThreshold == nil {
+		p := DefaultPanicThreshold
+		g.PanicThreshold = &p
+	}
 	orDefault(&g.Passive.HalfOpenCalls, DefaultHalfOpenCalls)
 	orDefault(&g.Passive.DownTime, DefaultPassiveDownTime)
 	orDefault(&g.Passive.MaxRetryAfter, DefaultMaxRetryAfter)
@@ -401,6 +454,15 @@ func (g GroupConfig) normalize() (GroupConfig, error) {
 	}
 	if s.FailureThreshold < 0 {
 		bad("passive.failure_threshold", "%d: must not be negative", s.FailureThreshold)
+	}
+	if s.FailurePercent < 0 || s.FailurePercent > 100 {
+		bad("passive.failure_percent", "%d: want 1 to 100", s.FailurePercent)
+	}
+	if s.MinCalls < 0 || s.MinCalls > MaxMinCalls {
+		bad("passive.min_calls", "%d: want 1 to %d", s.MinCalls, MaxMinCalls)
+	}
+	if p := *g.PanicThreshold; p < 0 || p > 100 {
+		bad("panic_threshold_percent", "%d: want 0 to 100", p)
 	}
 	if s.HalfOpenCalls < 0 {
 		bad("passive.half_open_calls", "%d: must not be negative", s.HalfOpenCalls)

@@ -75,3 +75,39 @@ func BenchmarkReportCall(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkReportCallFailures is a shard reporting calls of which one in
+// four failed: every failure is judged (outlier.go), none makes an outlier.
+func BenchmarkReportCallFailures(b *testing.B) {
+	r := benchRegistry(b, AlgorithmWeighted)
+	var sel Selector
+	m, _ := r.Pick("carrier-a", 0, &sel)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		o := OutcomeAnswered
+		if i++; i%4 == 0 {
+			o = OutcomeNoResponse
+		}
+		r.ReportCall(m, o)
+	}
+	if m.st.health() != stateUp {
+		b.Fatal("a quarter of the calls failing took the member down")
+	}
+}
+
+// BenchmarkPickOneDown is a dial in an 8-member weighted group with one
+// member down: Pick's slow path, and the panic check's.
+func BenchmarkPickOneDown(b *testing.B) {
+	r := benchRegistry(b, AlgorithmWeighted)
+	r.toDown(st(b, r, "carrier-a", 3), false, "bench", nil)
+	var sel Selector
+	b.ReportAllocs()
+	var key uint64
+	for b.Loop() {
+		key++
+		if _, res := r.Pick("carrier-a", key, &sel); res != OK {
+			b.Fatal(res)
+		}
+	}
+}

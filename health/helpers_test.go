@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -106,3 +107,22 @@ func (s *syncBuffer) String() string {
 func (s *syncBuffer) count(substr string) int { return strings.Count(s.String(), substr) }
 
 var _ io.Writer = (*syncBuffer)(nil)
+
+// fakeClock is a registry clock that moves only when a test says.
+type fakeClock struct{ t atomic.Int64 }
+
+func (c *fakeClock) now() time.Duration                  { return time.Duration(c.t.Load()) }
+func (c *fakeClock) advance(d time.Duration)             { c.t.Add(int64(d)) }
+func (c *fakeClock) set(d time.Duration)                 { c.t.Store(int64(d)) }
+func (c *fakeClock) since(t time.Duration) time.Duration { return c.now() - t }
+
+// newClockRegistry is newTestRegistry on a fake clock, an hour in; the
+// probe loop is not started (tests call tick).
+func newClockRegistry(t testing.TB, opts Options, fixed ...GroupConfig) (*Registry, *fakeClock, *syncBuffer) {
+	t.Helper()
+	r, logs := newTestRegistry(t, opts, fixed...)
+	c := &fakeClock{}
+	c.set(time.Hour)
+	r.clock = c.now
+	return r, c, logs
+}

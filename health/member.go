@@ -13,10 +13,11 @@ import (
 )
 
 // Member states. A member starts up; it goes down on failure_threshold
-// failed probes or passive.failure_threshold counted call outcomes; it comes
-// back half-open (success_threshold good probes, or passive.down_secs for an
-// unprobed group) and is up again once half_open_calls trial calls have
-// succeeded. A failed trial sends it down again.
+// failed probes or when its calls' outcomes make it an outlier (see
+// outlier.go); it comes back half-open (success_threshold good probes,
+// passive.down_secs for an unprobed group, or a call it answers while
+// down) and is up again once half_open_calls trial calls have succeeded.
+// A failed trial sends it down again.
 const (
 	stateUp uint32 = iota
 	stateDown
@@ -27,6 +28,10 @@ const (
 	// check (the word is stateUp) by one load.
 	flagUnresolvable uint32 = 1 << 2 // addr is nil
 	flagCooldown     uint32 = 1 << 3 // cooldown may be in the future
+	// flagProbeDown: down, and probes say so (they took it down, or failed
+	// failure_threshold times while calls had). Only probes bring such a
+	// member back; no Pick mode chooses it.
+	flagProbeDown uint32 = 1 << 4
 )
 
 var stateNames = [...]string{stateUp: "up", stateDown: "down", stateHalfOpen: "half_open"}
@@ -58,11 +63,14 @@ type state struct {
 	probeFails atomic.Int32 // consecutive failed probes
 	probeOKs   atomic.Int32 // consecutive good probes while down
 	callFails  atomic.Int32 // consecutive counted call outcomes
+	runStart   atomic.Int64 // registry clock of the first of them
 	trials     atomic.Int32 // half-open trial calls Pick may still hand out
 	trialOKs   atomic.Int32 // half-open trial calls that succeeded
+	rescues    atomic.Int32 // calls Pick sent it while calls held it down, not yet reported
 	downAt     atomic.Int64 // registry clock when the member went down
 	lastCode   atomic.Int32 // last probe reply, 0 = none or no reply
 	lastRTT    atomic.Int64 // last probe round trip, ns
+	window     callWindow   // recent calls and failures (outlier.go)
 
 	inflight     atomic.Pointer[probeCall]
 	removed      atomic.Bool
@@ -75,83 +83,180 @@ type state struct {
 	nextProbe   time.Duration
 
 	rtt              *metrics.Histogram
-	transitions      [3]*metrics.Counter // by new state
-	retryAfterCapped *metrics.Counter    // Retry-Afters cut to passive.max_retry_after_secs
+	transitions      [numTransitions]*metrics.Counter // by new state
+	retryAfterCapped *metrics.Counter                 // Retry-Afters cut to passive.max_retry_after_secs
 }
+
+// Transitions counted in sipedge_gateway_member_transitions_total: to each
+// health state, and to cooling, a cooldown that begins.
+const (
+	toCooling      = len(stateNames)
+	numTransitions = toCooling + 1
+)
+
+var transitionNames = [numTransitions]string{stateUp: "up", stateDown: "down", stateHalfOpen: "half_open", toCooling: "cooling"}
 
 // health returns the member's state: stateUp, stateDown or stateHalfOpen.
 func (st *state) health() uint32 { return st.word.Load() & healthMask }
 
+// pickMode says which marks Pick heeds.
+type pickMode uint8
+
+const (
+	// modeNormal: members that are up, or half-open with trial calls left.
+	modeNormal pickMode = iota
+	// modePanic and modeLastResort also take the members calls marked
+	// down and half-open ones out of trials: the group is in panic, or the
+	// caller has no carrier left to try. Never a member probes hold down,
+	// one in cooldown or one that does not resolve.
+	modePanic
+	modeLastResort
+)
+
 // usable reports whether Pick may choose the member now. The common case,
 // up with nothing to check, is one load, inlined.
-func (st *state) usable(now *lazyNow) bool {
+func (st *state) usable(c *pickCtx) bool {
 	if w := st.word.Load(); w != stateUp {
-		return st.usableSlow(w, now)
+		return st.usableSlow(w, c)
 	}
 	return true
 }
 
-func (st *state) usableSlow(w uint32, now *lazyNow) bool {
-	if w&healthMask == stateDown || w&flagUnresolvable != 0 {
+func (st *state) usableSlow(w uint32, c *pickCtx) bool {
+	if w&flagUnresolvable != 0 || w&flagCooldown != 0 && st.cooldown.Load() > c.now() {
 		return false
 	}
-	if w&flagCooldown != 0 && st.cooldown.Load() > now.get() {
-		return false
+	switch w & healthMask {
+	case stateUp:
+		return true
+	case stateHalfOpen:
+		return c.mode != modeNormal || st.trials.Load() > 0
 	}
-	return w&healthMask == stateUp || st.trials.Load() > 0
+	return c.mode != modeNormal && w&flagProbeDown == 0
 }
 
-// takeTrial reserves a half-open trial call. It reports false when the
-// member is half-open and has none left.
-func (st *state) takeTrial() bool {
+// up reports whether the member counts as up for the panic threshold: up,
+// resolvable and not in cooldown.
+func (st *state) up(c *pickCtx) bool {
+	w := st.word.Load()
+	return w == stateUp || w == flagCooldown && st.cooldown.Load() <= c.now()
+}
+
+// reserve claims the member for a call Pick returns: a half-open trial call
+// if it has one left. ok is false when the member can no longer be chosen
+// in mode (its state changed since the choice); rescue says it was chosen
+// despite its marks (down, or out of trials), which only a mode other than
+// modeNormal does. A down member's rescue is counted, for ReportCall to
+// tell its outcome from a late one of a call placed before it went down:
+// a Member has no room for a flag of its own (it lives in every Call).
+func (st *state) reserve(mode pickMode) (rescue, ok bool) {
 	for {
-		if st.health() != stateHalfOpen {
-			return true
+		w := st.word.Load()
+		switch w & healthMask {
+		case stateUp:
+			return false, true
+		case stateDown:
+			if mode == modeNormal || w&flagProbeDown != 0 {
+				return false, false
+			}
+			st.rescues.Add(1)
+			return true, true
 		}
 		n := st.trials.Load()
 		if n <= 0 {
-			return false
+			return mode != modeNormal, mode != modeNormal
 		}
 		if st.trials.CompareAndSwap(n, n-1) {
+			return false, true
+		}
+	}
+}
+
+// takeRescue consumes a counted rescue, reporting whether there was one.
+func (st *state) takeRescue() bool {
+	for {
+		n := st.rescues.Load()
+		if n <= 0 {
+			return false
+		}
+		if st.rescues.CompareAndSwap(n, n-1) {
 			return true
 		}
 	}
 }
 
-// setHealth moves the member from one of the states in from to to, keeping
-// the flags. It reports whether it did.
-func (st *state) setHealth(to uint32, from ...uint32) bool {
+// giveTrialBack returns a trial call an abandoned attempt did not use, up
+// to the half_open_calls the member was given.
+func (st *state) giveTrialBack(limit int32) {
+	for {
+		n := st.trials.Load()
+		if n >= limit || st.trials.CompareAndSwap(n, n+1) {
+			return
+		}
+	}
+}
+
+// move changes the member's health to to when it is one of the states in
+// from (a set of 1<<state bits), setting the flags in set and clearing
+// those in clr. It reports whether it did.
+func (st *state) move(from, to, set, clr uint32) bool {
 	for {
 		w := st.word.Load()
-		ok := false
-		for _, f := range from {
-			ok = ok || w&healthMask == f
-		}
-		if !ok {
+		if from&(1<<(w&healthMask)) == 0 {
 			return false
 		}
-		if st.word.CompareAndSwap(w, w&^healthMask|to) {
+		if st.word.CompareAndSwap(w, (w&^healthMask&^clr|set)|to) {
 			return true
 		}
 	}
+}
+
+// restart forgets the member's call history: the evidence of one state
+// says nothing in the next.
+func (st *state) restart() {
+	st.callFails.Store(0)
+	st.window.clear()
 }
 
 func (st *state) logAttrs(set *settings) []any {
 	return []any{"group", set.group, "uri", st.uri, "address", st.address}
 }
 
-// toDown marks the member down, logging and counting it once.
-func (r *Registry) toDown(st *state, why string, detail any) {
-	if !st.setHealth(stateDown, stateUp, stateHalfOpen) {
+// toDown marks the member down, logging and counting it once. byProbe
+// marks it probe-confirmed: only probes bring it back.
+func (r *Registry) toDown(st *state, byProbe bool, why string, detail any) {
+	var set uint32
+	if byProbe {
+		set = flagProbeDown
+	}
+	if !st.move(1<<stateUp|1<<stateHalfOpen, stateDown, set, 0) {
 		return
 	}
 	st.probeOKs.Store(0)
 	st.trials.Store(0)
+	st.rescues.Store(0)
 	st.downAt.Store(int64(r.now()))
 	st.transitions[stateDown].Inc()
 	if !st.removed.Load() {
 		set := st.settings.Load()
 		r.log.Warn("gateway member down", append(st.logAttrs(set), "by", why, "detail", detail)...)
+	}
+}
+
+// confirmDown marks a member that calls took down probe-confirmed: probes
+// failed failure_threshold times since.
+func (r *Registry) confirmDown(st *state, detail string) {
+	for {
+		w := st.word.Load()
+		if w&healthMask != stateDown || w&flagProbeDown != 0 {
+			return
+		}
+		if st.word.CompareAndSwap(w, w|flagProbeDown) {
+			break
+		}
+	}
+	if !st.removed.Load() {
+		r.log.Warn("gateway member down, confirmed by probes", append(st.logAttrs(st.settings.Load()), "detail", detail)...)
 	}
 }
 
@@ -163,10 +268,10 @@ func (r *Registry) toHalfOpen(st *state, why string) {
 	}
 	st.trials.Store(int32(set.passive.HalfOpenCalls))
 	st.trialOKs.Store(0)
-	if !st.setHealth(stateHalfOpen, stateDown) {
+	if !st.move(1<<stateDown, stateHalfOpen, 0, flagProbeDown) {
 		return
 	}
-	st.callFails.Store(0)
+	st.restart()
 	st.transitions[stateHalfOpen].Inc()
 	if !st.removed.Load() {
 		r.log.Info("gateway member half-open", append(st.logAttrs(set), "by", why, "trial_calls", set.passive.HalfOpenCalls)...)
@@ -175,10 +280,10 @@ func (r *Registry) toHalfOpen(st *state, why string) {
 
 // toUp closes the breaker of a half-open member.
 func (r *Registry) toUp(st *state) {
-	if !st.setHealth(stateUp, stateHalfOpen) {
+	if !st.move(1<<stateHalfOpen, stateUp, 0, flagProbeDown) {
 		return
 	}
-	st.callFails.Store(0)
+	st.restart()
 	st.transitions[stateUp].Inc()
 	if !st.removed.Load() {
 		r.log.Info("gateway member up", st.logAttrs(st.settings.Load())...)
@@ -188,8 +293,8 @@ func (r *Registry) toUp(st *state) {
 // setCooldown makes Pick skip the member for d (a 503's Retry-After), cut
 // to the group's passive.max_retry_after_secs: a carrier's Retry-After is
 // advice (RFC 3261 21.5.4), and one reply must not take a gateway out for
-// hours. It logs when a cooldown starts (not when a running one is
-// extended) and counts every cut.
+// hours. It logs and counts (a transition to cooling) when a cooldown
+// starts, not when a running one is extended, and counts every cut.
 func (r *Registry) setCooldown(st *state, d time.Duration, why string) {
 	set := st.settings.Load()
 	asked := d
@@ -204,21 +309,32 @@ func (r *Registry) setCooldown(st *state, d time.Duration, why string) {
 		if old >= until {
 			return
 		}
-		if st.cooldown.CompareAndSwap(old, until) {
-			st.word.Or(flagCooldown) // after the deadline: Pick reads it when the flag is set
-			if old <= now && !st.removed.Load() {
-				attrs := append(st.logAttrs(set), "by", why, "for", d)
-				if asked != d {
-					attrs = append(attrs, "retry_after", asked, "capped_to", d)
-				}
-				r.log.Info("gateway member in cooldown", attrs...)
-			}
-			// The loop may sleep for up to a second: it wakes to clear the
-			// cooldown on time (Pick's fast path skips the clock then).
-			r.kick()
-			return
+		if !st.cooldown.CompareAndSwap(old, until) {
+			continue
 		}
+		st.word.Or(flagCooldown) // after the deadline: Pick reads it when the flag is set
+		// The loop may sleep for up to a second: it wakes to clear the
+		// cooldown on time (Pick's fast path skips the clock then).
+		r.kick()
+		if old > now {
+			return // a running cooldown, extended
+		}
+		st.transitions[toCooling].Inc()
+		if !st.removed.Load() {
+			attrs := append(st.logAttrs(set), "by", why, "for", d)
+			if asked != d {
+				attrs = append(attrs, "retry_after", asked, "capped_to", d)
+			}
+			r.log.Info("gateway member in cooldown", attrs...)
+		}
+		return
 	}
+}
+
+// cooldownLeft returns how long the member's cooldown lasts still, 0 when
+// it has none.
+func (r *Registry) cooldownLeft(st *state) time.Duration {
+	return max(time.Duration(st.cooldown.Load())-r.now(), 0)
 }
 
 // expireCooldown clears a cooldown that is over, so that Pick's fast path
@@ -285,46 +401,64 @@ func (o Outcome) String() string {
 }
 
 // ReportCall records the outcome of a real call attempt through m, a Member
-// returned by Pick. Call it exactly once per Member that Pick returned with
-// OK, when the attempt is over (a half-open member's trial calls are only
-// accounted for this way). Safe from any goroutine; it does not allocate
-// unless the member changes state.
+// returned by Pick or PickLastResort. Call it exactly once per Member
+// returned with OK, when the attempt is over (a half-open member's trial
+// calls are only accounted for this way). Safe from any goroutine; it does
+// not allocate unless the member changes state.
 //
 // Outcomes the group's passive config counts (by default NoResponse,
-// Status503 and TransportError) count against the member:
-// passive.failure_threshold in a row mark it down, and one during a
-// half-open trial sends it down at once. Any other outcome except Abandoned
-// resets the count and counts as a successful trial.
+// Status503 and TransportError) are failures, every other outcome except
+// Abandoned a success. An up member's failures mark it down when they
+// make it an outlier (outlier.go); one failure during a half-open trial
+// sends it down at once; half_open_calls successes while half-open bring
+// it up. A success of a call chosen while calls held the member down (a
+// panic, or a last resort) brings it back half-open.
 func (r *Registry) ReportCall(m Member, o Outcome) {
 	st := m.st
 	if st == nil || o >= numOutcomes {
 		return
 	}
 	set := st.settings.Load()
+	w := st.word.Load()
+	rescued := w&healthMask == stateDown && st.takeRescue()
 	if o == OutcomeAbandoned {
-		if st.health() == stateHalfOpen {
-			st.trials.Add(1)
+		if w&healthMask == stateHalfOpen {
+			st.giveTrialBack(int32(set.passive.HalfOpenCalls))
 		}
 		return
 	}
-	if set.counts[o] {
-		n := st.callFails.Add(1)
-		switch st.health() {
+	failed := set.counts[o]
+	var now time.Duration
+	if !set.passive.Disabled {
+		now = r.now()
+		st.window.add(now, failed)
+	}
+	if !failed {
+		if st.callFails.Load() != 0 {
+			st.callFails.Store(0)
+		}
+		switch w & healthMask {
 		case stateHalfOpen:
-			r.toDown(st, "trial call", o.String())
-		case stateUp:
-			if int(n) >= set.passive.FailureThreshold {
-				r.toDown(st, "calls", fmt.Sprintf("%d consecutive %s", n, o))
+			if int(st.trialOKs.Add(1)) >= set.passive.HalfOpenCalls {
+				r.toUp(st)
+			}
+		case stateDown:
+			if rescued && w&flagProbeDown == 0 {
+				r.toHalfOpen(st, "a call answered")
 			}
 		}
 		return
 	}
-	if st.callFails.Load() != 0 {
-		st.callFails.Store(0)
+	n := st.callFails.Add(1)
+	if n == 1 {
+		st.runStart.Store(int64(now))
 	}
-	if st.health() == stateHalfOpen {
-		if int(st.trialOKs.Add(1)) >= set.passive.HalfOpenCalls {
-			r.toUp(st)
+	switch w & healthMask {
+	case stateHalfOpen:
+		r.toDown(st, false, "trial call", o.String())
+	case stateUp:
+		if why := st.outlier(&set.passive, now, n, o); why != "" {
+			r.toDown(st, false, "calls", why)
 		}
 	}
 }
@@ -346,11 +480,16 @@ func (r *Registry) registerMetrics(st *state, group string) {
 		st.metricNames = append(st.metricNames, full)
 		return full
 	}
+	// 1 when Pick may choose the member: not down, resolvable and not in
+	// cooldown (half-open counts, trial calls left or not).
 	r.set.NewGauge(name("sipedge_gateway_member_up", ""), func() float64 {
-		if w := st.word.Load(); w&healthMask != stateDown && w&flagUnresolvable == 0 {
+		if w := st.word.Load(); w&healthMask != stateDown && w&flagUnresolvable == 0 && r.cooldownLeft(st) == 0 {
 			return 1
 		}
 		return 0
+	})
+	r.set.NewGauge(name("sipedge_gateway_member_cooldown_seconds", ""), func() float64 {
+		return r.cooldownLeft(st).Seconds()
 	})
 	r.set.NewGauge(name("sipedge_gateway_member_consecutive_failures", `,source="probe"`), func() float64 {
 		return float64(st.probeFails.Load())
@@ -368,9 +507,39 @@ func (r *Registry) registerMetrics(st *state, group string) {
 	})
 	st.rtt = r.set.NewHistogram(name("sipedge_gateway_probe_rtt_seconds", ""))
 	st.retryAfterCapped = r.set.NewCounter(name("sipedge_gateway_retry_after_capped_total", ""))
-	for s, n := range stateNames {
+	for s, n := range transitionNames {
 		st.transitions[s] = r.set.NewCounter(name("sipedge_gateway_member_transitions_total", `,to="`+n+`"`))
 	}
+}
+
+// registerGroupMetrics creates a group's own metrics, once for all its
+// versions. Called under Registry.mu.
+func (r *Registry) registerGroupMetrics(gs *groupState, group string) {
+	label := `group="` + escapeLabel(group) + `"`
+	name := func(n, extra string) string {
+		full := n + "{" + label + extra + "}"
+		gs.metricNames = append(gs.metricNames, full)
+		return full
+	}
+	// 1 while the group is in panic: Pick then ignores the marks calls
+	// left on its members.
+	r.set.NewGauge(name("sipedge_gateway_group_panic", ""), func() float64 {
+		if g := r.snap.Load().groups[group]; g != nil && g.gs == gs && g.panicking(&pickCtx{r: r}) {
+			return 1
+		}
+		return 0
+	})
+	gs.rescues[0] = r.set.NewCounter(name("sipedge_gateway_rescue_picks_total", `,mode="panic"`))
+	gs.rescues[1] = r.set.NewCounter(name("sipedge_gateway_rescue_picks_total", `,mode="last_resort"`))
+}
+
+// unregisterGroupMetrics removes a group's own metrics. Called under
+// Registry.mu.
+func (r *Registry) unregisterGroupMetrics(gs *groupState) {
+	for _, n := range gs.metricNames {
+		r.set.UnregisterMetric(n)
+	}
+	gs.metricNames = nil
 }
 
 // unregisterMetrics removes the member's metrics. Called under Registry.mu.

@@ -9,45 +9,17 @@ import (
 	"github.com/sipedge/sipedge/internal/testtier"
 )
 
-func TestPassiveMarksDown(t *testing.T) {
-	f := func(passive PassiveConfig, outcomes []Outcome, wantDown bool) {
-		t.Helper()
-		r, _ := newTestRegistry(t, Options{}, GroupConfig{Name: "g", Destinations: dests(1), Passive: passive})
-		var sel Selector
-		for _, o := range outcomes {
-			m, res := r.Pick("g", 0, &sel)
-			if res != OK {
-				t.Fatalf("passive %+v outcomes %v: Pick %v before the last outcome", passive, outcomes, res)
-			}
-			r.ReportCall(m, o)
-		}
-		_, res := r.Pick("g", 0, &sel)
-		if down := res == GroupDown; down != wantDown {
-			t.Fatalf("passive %+v outcomes %v: Pick %v, want down=%v", passive, outcomes, res, wantDown)
-		}
-	}
-	nr, s503, te, ok, other := OutcomeNoResponse, OutcomeStatus503, OutcomeTransportError, OutcomeAnswered, OutcomeOther
-	f(PassiveConfig{}, []Outcome{nr, nr, nr}, true)
-	f(PassiveConfig{}, []Outcome{nr, s503, te}, true) // consecutive, of any counted kind
-	f(PassiveConfig{}, []Outcome{nr, nr}, false)
-	f(PassiveConfig{}, []Outcome{nr, nr, ok, nr, nr}, false) // a success resets
-	f(PassiveConfig{}, []Outcome{nr, nr, other, nr, nr}, false)
-	f(PassiveConfig{FailureThreshold: 1}, []Outcome{te}, true)
-	f(PassiveConfig{Outcomes: []string{PassiveNoResponse}}, []Outcome{s503, s503, s503, s503}, false)
-	f(PassiveConfig{Outcomes: []string{PassiveStatus503}}, []Outcome{s503, s503, s503}, true)
-	f(PassiveConfig{Disabled: true}, []Outcome{nr, nr, nr, nr}, false)
-}
-
 // Concurrent failures from many shards mark the member down once: one log
 // line, one transition counted.
 func TestPassiveLoggedOnce(t *testing.T) {
-	r, logs := newTestRegistry(t, Options{}, GroupConfig{Name: "g", Destinations: dests(1)})
+	r, clk, logs := newClockRegistry(t, Options{}, GroupConfig{Name: "g", Destinations: dests(1)})
 	var sel Selector
 	m, _ := r.Pick("g", 0, &sel)
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
 			for range 100 {
+				clk.advance(time.Millisecond) // 800 ms of failures in all
 				r.ReportCall(m, OutcomeNoResponse)
 			}
 		})
@@ -67,7 +39,7 @@ func TestHalfOpenTrials(t *testing.T) {
 	const trials = 4
 	r, _ := newTestRegistry(t, Options{}, GroupConfig{Name: "g", Destinations: dests(1), Passive: PassiveConfig{HalfOpenCalls: trials}})
 	s := st(t, r, "g", 0)
-	r.toDown(s, "test", nil)
+	r.toDown(s, true, "test", nil)
 	r.toHalfOpen(s, "test")
 
 	var got atomic.Int32
@@ -120,7 +92,7 @@ func TestHalfOpenTrials(t *testing.T) {
 func TestHalfOpenTrialFails(t *testing.T) {
 	r, _ := newTestRegistry(t, Options{}, GroupConfig{Name: "g", Destinations: dests(2), Passive: PassiveConfig{FailureThreshold: 5}})
 	s := st(t, r, "g", 0)
-	r.toDown(s, "test", nil)
+	r.toDown(s, true, "test", nil)
 	r.toHalfOpen(s, "test")
 	var sel Selector
 	for {
@@ -136,16 +108,17 @@ func TestHalfOpenTrialFails(t *testing.T) {
 }
 
 // An unprobed group's member marked down by calls comes back half-open
-// after passive.down_secs.
+// after passive.down_secs, on the probe loop's own clock.
 func TestPassiveRecoveryUnprobed(t *testing.T) {
 	testtier.RequiresWallClock(t)
 	r, _ := newTestRegistry(t, Options{}, GroupConfig{Name: "g", Destinations: dests(1),
-		Passive: PassiveConfig{FailureThreshold: 1, DownTime: 50 * time.Millisecond}})
+		Passive: PassiveConfig{DownTime: 50 * time.Millisecond}})
 	r.Start()
 	var sel Selector
 	m, _ := r.Pick("g", 0, &sel)
+	r.ReportCall(m, OutcomeAbandoned)
 	downAt := time.Now()
-	r.ReportCall(m, OutcomeTransportError)
+	r.toDown(m.st, false, "test", nil)
 	if _, res := r.Pick("g", 0, &sel); res != GroupDown {
 		t.Fatalf("after the failure: %v", res)
 	}
@@ -229,7 +202,10 @@ func TestTakeTrial(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for range 1000 {
-				if s.takeTrial() {
+				if rescue, ok := s.reserve(modeNormal); ok {
+					if rescue {
+						t.Error("a half-open member with trials left reserved as a rescue")
+					}
 					taken.Add(1)
 				}
 			}
@@ -239,8 +215,11 @@ func TestTakeTrial(t *testing.T) {
 	if taken.Load() != 5 || s.trials.Load() != 0 {
 		t.Fatalf("%d trials taken, %d left; want 5, 0", taken.Load(), s.trials.Load())
 	}
+	if rescue, ok := s.reserve(modeLastResort); !ok || !rescue {
+		t.Fatalf("out of trials, a last resort: rescue %v ok %v; want a rescue", rescue, ok)
+	}
 	s.word.Store(stateUp)
-	if !s.takeTrial() {
-		t.Fatal("an up member needs no trial")
+	if rescue, ok := s.reserve(modeNormal); !ok || rescue {
+		t.Fatalf("an up member: rescue %v ok %v; want no rescue", rescue, ok)
 	}
 }

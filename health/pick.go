@@ -3,7 +3,6 @@ package health
 import (
 	"math"
 	"net/netip"
-	"time"
 
 	"github.com/sipedge/sipedge/transport"
 )
@@ -80,18 +79,19 @@ func (sel *Selector) state(g *group) *selState {
 	return ss
 }
 
-// lazyNow reads the registry clock once, and only when a member is in
-// cooldown.
-type lazyNow struct {
-	r *Registry
-	t int64
+// pickCtx is what one Pick judges members by: its mode, and the registry
+// clock, read once and only when a member is in cooldown.
+type pickCtx struct {
+	r    *Registry
+	t    int64
+	mode pickMode
 }
 
-func (n *lazyNow) get() int64 {
-	if n.t == 0 {
-		n.t = int64(time.Since(n.r.epoch)) | 1
+func (c *pickCtx) now() int64 {
+	if c.t == 0 {
+		c.t = int64(c.r.now()) | 1
 	}
-	return n.t
+	return c.t
 }
 
 // Pick chooses a member of the group called name, from a shard, per dial.
@@ -101,41 +101,137 @@ func (n *lazyNow) get() int64 {
 //
 // Down members, members in cooldown, unresolvable members and half-open
 // members out of trial calls are skipped. A tier (priority) is used only
-// when no member of the tiers before it can be chosen. Pick takes no lock;
-// it does not allocate once sel has seen this version of the group. A
-// member returned with OK must be reported with ReportCall when the attempt
-// is over.
+// when no member of the tiers before it can be chosen. When the group is in
+// panic (fewer than panic_threshold_percent of its members up, and at least
+// one), the marks calls left are ignored: Pick chooses among every member
+// that probes do not hold down, that is not in cooldown and that resolves,
+// in every tier at once. Pick takes no lock; it does not allocate once sel
+// has seen this version of the group. A member returned with OK must be
+// reported with ReportCall when the attempt is over.
 func (r *Registry) Pick(name string, key uint64, sel *Selector) (Member, Result) {
+	return r.pick(name, key, sel, false)
+}
+
+// PickLastResort is Pick for the last carrier a call can try, when no
+// other is left to fail over to: if Pick finds no member, it chooses among
+// the members calls marked down or left out of trial calls, as a group in
+// panic does, tiers in order. Members probes hold down, members in
+// cooldown and unresolvable ones are never chosen: a gateway that answers
+// no OPTIONS for failure_threshold probes in a row, or asked for a
+// Retry-After, would only make the caller wait for the failure it already
+// has. A member it returns is reported with ReportCall as Pick's are; a
+// call it answers brings the member back half-open.
+func (r *Registry) PickLastResort(name string, key uint64, sel *Selector) (Member, Result) {
+	return r.pick(name, key, sel, true)
+}
+
+func (r *Registry) pick(name string, key uint64, sel *Selector, lastResort bool) (Member, Result) {
 	g := r.snap.Load().groups[name]
 	if g == nil {
 		return Member{}, UnknownGroup
 	}
-	now := lazyNow{r: r}
+	c := pickCtx{r: r}
 	ss := sel.state(g)
+	if g.panicking(&c) {
+		c.mode = modePanic
+	}
+	i, ap, rescue := g.choose(ss, key, &c)
+	if ap == nil && lastResort && c.mode == modeNormal {
+		c.mode = modeLastResort
+		i, ap, rescue = g.choose(ss, key, &c)
+	}
+	if ap == nil {
+		return Member{}, g.noneResult()
+	}
+	if rescue {
+		g.gs.rescues[c.mode-modePanic].Inc()
+	}
+	m := &g.members[i]
+	return Member{Group: g.name, URI: m.uri, Addr: *ap, Transport: g.transport, Index: m.index, st: m.st}, OK
+}
+
+// choose picks a member in c's mode, reserving a half-open trial call, and
+// returns its position in g.members and its address, nil if none; rescue
+// says it was chosen despite the marks calls left on it.
+func (g *group) choose(ss *selState, key uint64, c *pickCtx) (i int, ap *netip.AddrPort, rescue bool) {
+	tiers := g.tiers
+	if c.mode == modePanic {
+		tiers = g.allTiers
+	}
 	// A half-open member's last trial call can be taken by another shard
 	// between the choice and the reservation (or its name stop resolving):
 	// choose again, at most once per member.
 	for range len(g.members) + 1 {
-		var i int
 		switch g.alg {
 		case algWeighted:
-			i = g.pickWeighted(ss, &now)
+			i = g.pickWeighted(ss, tiers, c)
 		case algRoundRobin:
-			i = g.pickRoundRobin(ss, &now)
+			i = g.pickRoundRobin(ss, tiers, c)
 		default:
-			i = g.pickHash(key, &now)
+			i = g.pickHash(key, tiers, c)
 		}
 		if i < 0 {
 			break
 		}
-		m := &g.members[i]
-		ap := m.st.addr.Load()
-		if ap == nil || !m.st.takeTrial() { // unresolvable or out of trials since the choice
-			continue
+		st := g.members[i].st
+		if ap = st.addr.Load(); ap == nil {
+			continue // unresolvable since the choice
 		}
-		return Member{Group: g.name, URI: m.uri, Addr: *ap, Transport: g.transport, Index: m.index, st: m.st}, OK
+		if st.word.Load() == stateUp {
+			return i, ap, false // the common case: nothing to reserve
+		}
+		rescue, ok := st.reserve(c.mode)
+		if !ok {
+			continue // out of trials, or down, since the choice
+		}
+		return i, ap, rescue
 	}
-	return Member{}, g.noneResult()
+	return -1, nil, false
+}
+
+// panicking reports whether the group is in panic: some of its members are
+// up, but fewer than its panic threshold. With tiers, a tier's share counts
+// as the share of the group it stands for (a full backup tier makes up for
+// a dead primary, as Envoy's priority levels do): the shares of the tiers
+// are summed. A group none of whose members is up is not in panic: there
+// is no remaining member to spare the load of the others, and the call
+// goes on to its next carrier (or to PickLastResort). When the first
+// tier's members are all up with nothing to check, the common case, it
+// reads their words and nothing else.
+func (g *group) panicking(c *pickCtx) bool {
+	for _, st := range g.firstStates {
+		if st.word.Load() != stateUp {
+			return g.panicPercent != 0 && g.panickingSlow(c)
+		}
+	}
+	return false
+}
+
+func (g *group) panickingSlow(c *pickCtx) bool {
+	if len(g.tiers) == 1 {
+		up, n := 0, len(g.firstStates)
+		for _, st := range g.firstStates {
+			if st.up(c) {
+				up++
+			}
+		}
+		return up > 0 && up*100 < g.panicPercent*n
+	}
+	share, anyUp := 0.0, false
+	for _, t := range g.tiers {
+		up, n := 0, t.end-t.start
+		for i := t.start; i < t.end; i++ {
+			if g.members[i].st.up(c) {
+				up++
+			}
+		}
+		if up == n {
+			return false // a whole tier up is a share of 1 at least
+		}
+		anyUp = anyUp || up > 0
+		share += float64(up) / float64(n)
+	}
+	return anyUp && share*100 < float64(g.panicPercent)
 }
 
 // noneResult is Pick's result when no member can be chosen.
@@ -150,13 +246,13 @@ func (g *group) noneResult() Result {
 
 // pickWeighted is smooth weighted round robin (nginx): each usable member's
 // current weight grows by its weight, the largest wins and loses the total.
-func (g *group) pickWeighted(ss *selState, now *lazyNow) int {
+func (g *group) pickWeighted(ss *selState, tiers []tier, c *pickCtx) int {
 	cw := ss.cw[:len(g.members)]
-	for _, t := range g.tiers {
+	for _, t := range tiers {
 		best, bestW, total := -1, int64(0), int64(0)
 		for i := t.start; i < t.end; i++ {
 			m := &g.members[i]
-			if !m.st.usable(now) {
+			if !m.st.usable(c) {
 				continue
 			}
 			w := cw[i] + m.weight
@@ -175,12 +271,12 @@ func (g *group) pickWeighted(ss *selState, now *lazyNow) int {
 }
 
 // pickRoundRobin takes the next usable member after the last one chosen.
-func (g *group) pickRoundRobin(ss *selState, now *lazyNow) int {
-	for _, t := range g.tiers {
+func (g *group) pickRoundRobin(ss *selState, tiers []tier, c *pickCtx) int {
+	for _, t := range tiers {
 		n := uint32(t.end - t.start)
 		for k := uint32(0); k < n; k++ {
 			i := t.start + int((ss.rr+k)%n)
-			if g.members[i].st.usable(now) {
+			if g.members[i].st.usable(c) {
 				ss.rr += k + 1
 				return i
 			}
@@ -193,15 +289,15 @@ func (g *group) pickRoundRobin(ss *selState, now *lazyNow) int {
 // scores the key, the best usable one wins, so a member's arrival or
 // departure moves only the keys it wins or had won. With unequal weights
 // the score is weighted (-ln(u)/w, lowest wins).
-func (g *group) pickHash(key uint64, now *lazyNow) int {
+func (g *group) pickHash(key uint64, tiers []tier, c *pickCtx) int {
 	key = mix64(key)
-	for _, t := range g.tiers {
+	for _, t := range tiers {
 		best := -1
 		var bestH uint64
 		var bestF float64
 		for i := t.start; i < t.end; i++ {
 			m := &g.members[i]
-			if !m.st.usable(now) {
+			if !m.st.usable(c) {
 				continue
 			}
 			h := mix64(key ^ m.seed)

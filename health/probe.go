@@ -48,61 +48,88 @@ type probeCall struct {
 	fired   atomic.Bool
 }
 
-// probeLoop probes the members of probed groups, expires cooldowns and
-// brings down members of unprobed groups back half-open after
-// passive.down_secs. It wakes when a probe is due, at least every second,
-// and when the groups change.
+// probeLoop probes the members of probed groups, expires cooldowns, brings
+// down members of unprobed groups back half-open after passive.down_secs
+// and logs panics. It wakes when a probe is due, at least every second, and
+// when the groups change.
 func (r *Registry) probeLoop() {
 	defer r.wg.Done()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	tracked := map[*state]struct{}{} // states with a nextProbe
 	for {
-		now := r.now()
-		wakeIn := time.Second
-		for _, g := range r.snap.Load().order {
-			set := g.settings
-			probed := set.probe.Enabled && r.prober != nil
-			for i := range g.members {
-				st := g.members[i].st
-				r.expireCooldown(st, now)
-				if cd := st.cooldown.Load(); cd != 0 {
-					wakeIn = min(wakeIn, time.Duration(cd)-now)
-				}
-				if !probed {
-					if st.health() == stateDown {
-						at := time.Duration(st.downAt.Load()) + set.passive.DownTime
-						if at <= now {
-							r.toHalfOpen(st, "passive.down_secs elapsed")
-						} else {
-							wakeIn = min(wakeIn, at-now)
-						}
-					}
-					continue
-				}
-				if _, ok := tracked[st]; !ok || st.nextProbe > now+set.probe.Interval+set.probe.Jitter {
-					tracked[st] = struct{}{}
-					st.nextProbe = now // first probe at once; or the interval was shortened
-				}
-				if st.nextProbe <= now {
-					r.startProbe(g, &g.members[i], now)
-					st.nextProbe = now + set.probe.Interval + jitter(set.probe.Jitter)
-				}
-				wakeIn = min(wakeIn, st.nextProbe-now)
-			}
-		}
-		for st := range tracked {
-			if st.removed.Load() {
-				delete(tracked, st)
-			}
-		}
-		timer.Reset(max(wakeIn, time.Millisecond))
+		timer.Reset(max(r.tick(r.now()), time.Millisecond))
 		select {
 		case <-timer.C:
 		case <-r.wake:
 		case <-r.ctx.Done():
 			return
 		}
+	}
+}
+
+// tick is one round of the probe loop at now; it returns when the next is
+// due. Only the probe loop calls it (or a test, the loop not started).
+func (r *Registry) tick(now time.Duration) (wakeIn time.Duration) {
+	wakeIn = time.Second
+	for _, g := range r.snap.Load().order {
+		set := g.settings
+		probed := set.probe.Enabled && r.prober != nil
+		for i := range g.members {
+			st := g.members[i].st
+			r.expireCooldown(st, now)
+			if cd := st.cooldown.Load(); cd != 0 {
+				wakeIn = min(wakeIn, time.Duration(cd)-now)
+			}
+			if !probed {
+				if st.health() == stateDown {
+					at := time.Duration(st.downAt.Load()) + set.passive.DownTime
+					if at <= now {
+						r.toHalfOpen(st, "passive.down_secs elapsed")
+					} else {
+						wakeIn = min(wakeIn, at-now)
+					}
+				}
+				continue
+			}
+			if _, ok := r.tracked[st]; !ok || st.nextProbe > now+set.probe.Interval+set.probe.Jitter {
+				r.tracked[st] = struct{}{}
+				st.nextProbe = now // first probe at once; or the interval was shortened
+			}
+			if st.nextProbe <= now {
+				r.startProbe(g, &g.members[i], now)
+				st.nextProbe = now + set.probe.Interval + jitter(set.probe.Jitter)
+			}
+			wakeIn = min(wakeIn, st.nextProbe-now)
+		}
+		r.logPanic(g)
+	}
+	for st := range r.tracked {
+		if st.removed.Load() {
+			delete(r.tracked, st)
+		}
+	}
+	return wakeIn
+}
+
+// logPanic logs a group's entering and leaving panic, as the probe loop
+// sees it (at least every second).
+func (r *Registry) logPanic(g *group) {
+	p := g.panicking(&pickCtx{r: r})
+	if g.gs.panicking.Swap(p) == p {
+		return
+	}
+	if p {
+		up := 0
+		c := pickCtx{r: r}
+		for i := range g.members {
+			if g.members[i].st.up(&c) {
+				up++
+			}
+		}
+		r.log.Warn("gateway group in panic: choosing among members calls marked down too", "group", g.name,
+			"up", up, "members", len(g.members), "panic_threshold_percent", g.panicPercent)
+	} else {
+		r.log.Info("gateway group out of panic", "group", g.name)
 	}
 }
 
@@ -166,14 +193,23 @@ func (r *Registry) probeDone(st *state, res ProbeResult) {
 		r.setCooldown(st, res.RetryAfter, "probe")
 	default:
 		st.probeOKs.Store(0)
-		if n := int(st.probeFails.Add(1)); n >= p.FailureThreshold && st.health() != stateDown {
-			var detail string
-			if res.Code != 0 {
-				detail = fmt.Sprintf("%d consecutive failed probes, last answered %d", n, res.Code)
-			} else {
-				detail = fmt.Sprintf("%d consecutive failed probes, last: %v", n, res.Err)
-			}
-			r.toDown(st, "probe", detail)
+		n := int(st.probeFails.Add(1))
+		if n < p.FailureThreshold {
+			break
+		}
+		if w := st.word.Load(); w&healthMask == stateDown && w&flagProbeDown != 0 {
+			break
+		}
+		var detail string
+		if res.Code != 0 {
+			detail = fmt.Sprintf("%d consecutive failed probes, last answered %d", n, res.Code)
+		} else {
+			detail = fmt.Sprintf("%d consecutive failed probes, last: %v", n, res.Err)
+		}
+		if st.health() == stateDown {
+			r.confirmDown(st, detail) // calls took it down; probes agree
+		} else {
+			r.toDown(st, true, "probe", detail)
 		}
 	}
 }

@@ -28,7 +28,7 @@ func (r *Registry) Redirect(name string, host []byte, port uint16) (Member, bool
 		h = h[1 : len(h)-1]
 	}
 	ip, err := netip.ParseAddr(h)
-	now := lazyNow{r: r}
+	c := pickCtx{r: r}
 	for i := range g.members {
 		m := &g.members[i]
 		ap := m.st.addr.Load()
@@ -38,7 +38,10 @@ func (r *Registry) Redirect(name string, host []byte, port uint16) (Member, bool
 		if err == nil && ap.Addr().Unmap() != ip.Unmap() || err != nil && !strings.EqualFold(m.st.host, h) {
 			continue
 		}
-		if !m.st.usable(&now) || !m.st.takeTrial() {
+		if !m.st.usable(&c) {
+			return Member{}, false
+		}
+		if _, ok := m.st.reserve(modeNormal); !ok {
 			return Member{}, false
 		}
 		return Member{Group: g.name, URI: m.uri, Addr: *ap, Transport: g.transport, Index: m.index, st: m.st}, true

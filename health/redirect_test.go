@@ -3,6 +3,7 @@ package health
 import (
 	"net/netip"
 	"testing"
+	"time"
 )
 
 // Redirect gives the member of a group that follows redirects named by a
@@ -11,7 +12,7 @@ import (
 func TestRedirect(t *testing.T) {
 	dns := &fakeDNS{names: map[string][]netip.Addr{}}
 	dns.set("gw.example.net", "192.0.2.7")
-	r, _ := newTestRegistry(t, Options{Resolve: dns.resolve},
+	r, clk, _ := newClockRegistry(t, Options{Resolve: dns.resolve},
 		GroupConfig{Name: "follows", FollowRedirects: true, Destinations: []DestConfig{
 			{URI: "sip:a.example.com", Address: "127.0.0.1:5061"},
 			{URI: "sip:b.example.com", Address: "127.0.0.2:5060"},
@@ -44,9 +45,11 @@ func TestRedirect(t *testing.T) {
 	f("unknown", "127.0.0.1", 5061, -1)
 	f("follows", "", 5061, -1)
 
-	// A member marked down by calls is not redirected to.
+	// A member marked down by calls is not redirected to: every call
+	// failing, for over a second.
 	m, _ := r.Redirect("follows", []byte("127.0.0.1"), 5061)
-	for range 3 {
+	for range 12 {
+		clk.advance(100 * time.Millisecond)
 		r.ReportCall(m, OutcomeNoResponse)
 	}
 	f("follows", "127.0.0.1", 5061, -1)

@@ -64,13 +64,14 @@ type Options struct {
 
 // Registry holds the gateway groups and their members' health.
 //
-// Pick, ReportCall and Cooldown are for the shards: lock-free, on a
-// snapshot published atomically and per-member atomics. AddGroup,
-// RemoveGroup, Groups, Group and Handler are for the control plane; writers
-// are serialised among themselves and never block readers.
+// Pick, PickLastResort, ReportCall and Cooldown are for the shards:
+// lock-free, on a snapshot published atomically and per-member atomics.
+// AddGroup, RemoveGroup, Groups, Group and Handler are for the control
+// plane; writers are serialised among themselves and never block readers.
 type Registry struct {
 	snap  atomic.Pointer[snapshot]
 	epoch time.Time
+	clock func() time.Duration // the registry clock: time since epoch (tests set their own)
 	log   *slog.Logger
 	set   *metrics.Set
 
@@ -90,6 +91,7 @@ type Registry struct {
 	nextSlot int
 
 	wake      chan struct{}
+	tracked   map[*state]struct{} // the probe loop's: members with a nextProbe
 	ctx       context.Context
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
@@ -114,7 +116,19 @@ type group struct {
 	settings     *settings
 	members      []member // by priority, then as configured
 	tiers        []tier
+	allTiers     []tier   // one tier of every member: a panic's
+	firstStates  []*state // the first tier's members' (panicking's fast path)
 	equalWeights bool
+	panicPercent int
+	gs           *groupState
+}
+
+// groupState is what every version of a group shares: its panic as the
+// probe loop last logged it, and its metrics.
+type groupState struct {
+	panicking   atomic.Bool
+	rescues     [2]*metrics.Counter // picks despite marks calls left: panic, last resort
+	metricNames []string
 }
 
 const (
@@ -148,7 +162,9 @@ func New(opts Options) (*Registry, error) {
 		resolveEvery:   cmp.Or(opts.ResolveInterval, 60*time.Second),
 		resolveTimeout: cmp.Or(opts.ResolveTimeout, 5*time.Second),
 		wake:           make(chan struct{}, 1),
+		tracked:        map[*state]struct{}{},
 	}
+	r.clock = func() time.Duration { return time.Since(r.epoch) }
 	if r.log == nil {
 		r.log = slog.Default()
 	}
@@ -196,7 +212,7 @@ func (r *Registry) Close() {
 }
 
 // now is the registry clock: monotonic time since New.
-func (r *Registry) now() time.Duration { return time.Since(r.epoch) }
+func (r *Registry) now() time.Duration { return r.clock() }
 
 // AddGroup adds a runtime group, or replaces the runtime group of that name.
 // Members whose uri and address are unchanged keep their health; the
@@ -276,7 +292,8 @@ func (r *Registry) addGroup(cfg GroupConfig, mode addMode) (bool, error) {
 			}
 		}
 	}
-	g := &group{name: cfg.Name, cfg: cfg, fixed: fixed, transport: cfg.Transport, settings: set, equalWeights: true}
+	g := &group{name: cfg.Name, cfg: cfg, fixed: fixed, transport: cfg.Transport, settings: set, equalWeights: true,
+		panicPercent: *cfg.PanicThreshold}
 	switch cfg.Algorithm {
 	case AlgorithmRoundRobin:
 		g.alg = algRoundRobin
@@ -322,7 +339,12 @@ func (r *Registry) addGroup(cfg GroupConfig, mode addMode) (bool, error) {
 		}
 		g.tiers[len(g.tiers)-1].end = i + 1
 	}
+	g.allTiers = []tier{{start: 0, end: len(g.members)}}
+	for i := range g.tiers[0].end {
+		g.firstStates = append(g.firstStates, g.members[i].st)
+	}
 	if prev != nil {
+		g.gs = prev.gs
 		g.slot = prev.slot
 		for i := range prev.members {
 			if st := prev.members[i].st; !kept[st] {
@@ -330,6 +352,8 @@ func (r *Registry) addGroup(cfg GroupConfig, mode addMode) (bool, error) {
 			}
 		}
 	} else {
+		g.gs = &groupState{}
+		r.registerGroupMetrics(g.gs, g.name)
 		g.slot = r.allocSlot()
 	}
 	for i := range g.members {
@@ -398,6 +422,7 @@ func (r *Registry) removeGroup(name string, fixedToo bool) error {
 	for i := range g.members {
 		r.retire(g.members[i].st)
 	}
+	r.unregisterGroupMetrics(g.gs)
 	r.free = append(r.free, g.slot)
 	r.kick()
 	r.log.Info("gateway group removed", "group", name, "fixed", g.fixed)
@@ -607,7 +632,9 @@ func (r *Registry) Groups() []GroupConfig {
 type GroupStatus struct {
 	GroupConfig
 	// Fixed is true for a group of the YAML configuration.
-	Fixed   bool           `json:"fixed"`
+	Fixed bool `json:"fixed"`
+	// Panic is true while the group is in panic (see Pick).
+	Panic   bool           `json:"panic"`
 	Members []MemberStatus `json:"members"`
 }
 
@@ -617,16 +644,29 @@ type MemberStatus struct {
 	URI      string `json:"uri"`
 	Address  string `json:"address"`
 	Resolved string `json:"resolved"` // "ip:port", "" when unresolvable
-	// State is "up", "down" or "half_open".
-	State        string `json:"state"`
+	// State is "up", "down", "half_open" or "cooling": up or half-open,
+	// but skipped until CoolingUntil (a 503's Retry-After).
+	State string `json:"state"`
+	// DownBy says what holds a down member down: "calls" (its calls'
+	// failures; a panic or a last resort may still choose it) or "probe"
+	// (failed probes; only probes bring it back).
+	DownBy       string `json:"down_by,omitempty"`
 	Unresolvable bool   `json:"unresolvable"`
-	// CooldownMs is the cooldown left (0 = none).
+	// CooldownMs is the cooldown left (0 = none), CoolingUntil when it
+	// ends (RFC 3339, UTC; "" = none). A member down keeps its cooldown
+	// and shows both, its State "down".
 	CooldownMs          int64   `json:"cooldown_ms"`
+	CoolingUntil        string  `json:"cooling_until,omitempty"`
 	TrialCallsLeft      int     `json:"trial_calls_left"`
 	ConsecutiveFailures int     `json:"consecutive_probe_failures"`
 	ConsecutiveCallFail int     `json:"consecutive_call_failures"`
 	LastProbeCode       int     `json:"last_probe_code"`
 	LastProbeRTTMs      float64 `json:"last_probe_rtt_ms"`
+	// RecentCalls and RecentCallFailures are the calls reported in the
+	// last ten seconds and those that failed: the evidence of outlier
+	// detection, forgotten when the member changes state.
+	RecentCalls        int `json:"recent_calls"`
+	RecentCallFailures int `json:"recent_call_failures"`
 }
 
 // Group returns the configuration and live state of the group called name.
@@ -635,8 +675,10 @@ func (r *Registry) Group(name string) (GroupStatus, bool) {
 	if g == nil {
 		return GroupStatus{}, false
 	}
-	gs := GroupStatus{GroupConfig: g.cfg.clone(), Fixed: g.fixed, Members: make([]MemberStatus, len(g.members))}
-	now := int64(r.now())
+	gs := GroupStatus{GroupConfig: g.cfg.clone(), Fixed: g.fixed, Panic: g.panicking(&pickCtx{r: r}),
+		Members: make([]MemberStatus, len(g.members))}
+	clock := r.now()
+	now := int64(clock)
 	for i := range g.members {
 		m := &g.members[i]
 		st := m.st
@@ -656,10 +698,20 @@ func (r *Registry) Group(name string) (GroupStatus, bool) {
 		}
 		if cd := st.cooldown.Load(); cd > now {
 			s.CooldownMs = (cd - now) / int64(time.Millisecond)
+			s.CoolingUntil = r.epoch.Add(time.Duration(cd)).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+			if st.health() != stateDown {
+				s.State = "cooling"
+			}
 		}
-		if st.health() == stateHalfOpen {
+		switch w := st.word.Load(); {
+		case w&healthMask == stateHalfOpen:
 			s.TrialCallsLeft = int(max(st.trials.Load(), 0))
+		case w&healthMask == stateDown && w&flagProbeDown != 0:
+			s.DownBy = "probe"
+		case w&healthMask == stateDown:
+			s.DownBy = "calls"
 		}
+		s.RecentCalls, s.RecentCallFailures = st.window.totals(clock)
 		gs.Members[m.index] = s
 	}
 	return gs, true

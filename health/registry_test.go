@@ -118,8 +118,8 @@ func TestUpdateKeepsHealth(t *testing.T) {
 	if err := r.AddGroup(GroupConfig{Name: "g", Destinations: d}); err != nil {
 		t.Fatal(err)
 	}
-	r.toDown(st(t, r, "g", 0), "test", nil)
-	r.toDown(st(t, r, "g", 1), "test", nil)
+	r.toDown(st(t, r, "g", 0), true, "test", nil)
+	r.toDown(st(t, r, "g", 1), true, "test", nil)
 	keptState := st(t, r, "g", 0)
 	keptState.probeFails.Store(7)
 
@@ -300,7 +300,7 @@ func TestDNSNames(t *testing.T) {
 	// Down and unresolvable together: down.
 	dns.set("gw.example.net", "192.0.2.1")
 	waitFor(t, time.Second, "resolved", func() bool { _, res := pick(); return res == OK })
-	r.toDown(st(t, r, "g", 0), "test", nil)
+	r.toDown(st(t, r, "g", 0), true, "test", nil)
 	if _, res := pick(); res != GroupDown {
 		t.Fatalf("one down, one unresolvable: %v", res)
 	}

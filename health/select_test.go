@@ -17,7 +17,7 @@ func TestPickWeightedDistribution(t *testing.T) {
 		}
 		r, _ := newTestRegistry(t, Options{}, GroupConfig{Name: "g", Destinations: d})
 		for _, i := range down {
-			r.toDown(st(t, r, "g", i), "test", nil)
+			r.toDown(st(t, r, "g", i), true, "test", nil)
 		}
 		const n = 30000
 		counts := pickCounts(t, r, "g", n)
@@ -118,9 +118,9 @@ func TestPickPriorityTiers(t *testing.T) {
 			}
 		}
 		f(0, 1)
-		r.toDown(st(t, r, "g", 0), "test", nil)
+		r.toDown(st(t, r, "g", 0), true, "test", nil)
 		f(1)
-		r.toDown(st(t, r, "g", 1), "test", nil)
+		r.toDown(st(t, r, "g", 1), true, "test", nil)
 		f(2) // tier 2 only when tier 1 is all down
 		r.setCooldown(st(t, r, "g", 2), time.Hour, "test")
 		f(3) // cooldown counts as unusable too
@@ -159,7 +159,7 @@ func TestPickRoundRobinCycles(t *testing.T) {
 		}
 	}
 	equal(seq(7), []int{0, 1, 2, 0, 1, 2, 0})
-	r.toDown(st(t, r, "g", 2), "test", nil)
+	r.toDown(st(t, r, "g", 2), true, "test", nil)
 	equal(seq(4), []int{1, 0, 1, 0})
 }
 
@@ -221,7 +221,7 @@ func TestPickHashStable(t *testing.T) {
 		}
 
 		// A member down: only its keys move.
-		r.toDown(st(t, r, "g", 3), "test", nil)
+		r.toDown(st(t, r, "g", 3), true, "test", nil)
 		after := pickAll("g")
 		for k := range keys {
 			if before[k] != d[3].URI && after[k] != before[k] {
@@ -244,8 +244,8 @@ func TestPickResults(t *testing.T) {
 	if res != OK || m.Group != "g" || m.Transport != transport.UDP || m.Addr.String() != "127.0.0.1:5061" || m.URI != "sip:gw0.example.com" {
 		t.Fatalf("Pick = %+v %v", m, res)
 	}
-	r.toDown(st(t, r, "g", 0), "test", nil)
-	r.toDown(st(t, r, "g", 1), "test", nil)
+	r.toDown(st(t, r, "g", 0), true, "test", nil)
+	r.toDown(st(t, r, "g", 1), true, "test", nil)
 	start := time.Now()
 	for range 1000 {
 		if _, res := r.Pick("g", 0, &sel); res != GroupDown {

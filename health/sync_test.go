@@ -29,8 +29,8 @@ func TestSyncFixed(t *testing.T) {
 		t.Fatal(err)
 	}
 	added = nil
-	r.toDown(st(t, r, "same", 0), "test", nil)
-	r.toDown(st(t, r, "changed", 1), "test", nil)
+	r.toDown(st(t, r, "same", 0), true, "test", nil)
+	r.toDown(st(t, r, "changed", 1), true, "test", nil)
 	sameState, sameGroup := st(t, r, "same", 0), r.snap.Load().groups["same"]
 	changedKept := st(t, r, "changed", 1)
 

@@ -65,8 +65,10 @@ func TestReadAllocs(t *testing.T) {
 	same := []route.Route{{CarrierID: "good0"}, {CarrierID: "good1"}, {CarrierID: "bad"}}
 	moved := []route.Route{{CarrierID: "bad"}, {CarrierID: "good0"}, {CarrierID: "good1"}}
 	dst := make([]route.Route, 0, 8)
+	long := []byte("+4477009001234567890123456789012345678901234567890") // past a conversion's stack buffer
 	checks := map[string]func(){
 		"Prefix":            func() { m.Prefix("+447700900123") },
+		"PrefixBytes":       func() { m.PrefixBytes(long) },
 		"Disabled":          func() { m.Disabled(p, "good0") },
 		"Disabled (yes)":    func() { m.Disabled(p, "off") },
 		"Score":             func() { m.Score(p, "bad") },

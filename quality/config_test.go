@@ -141,6 +141,9 @@ func TestPrefixMatch(t *testing.T) {
 		if got := m.PrefixString(p); got != want || p == NoPrefix {
 			t.Errorf("Prefix(%q) = %d %q, want %q", number, p, got, want)
 		}
+		if b := m.PrefixBytes([]byte(number)); b != p {
+			t.Errorf("PrefixBytes(%q) = %d, Prefix %d", number, b, p)
+		}
 	}
 	f("+12025550123", "1202")
 	f("12035550123", "+1")

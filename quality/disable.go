@@ -85,6 +85,7 @@ func (m *Monitor) Disable(t Target) error {
 	defer m.mu.Unlock()
 	if _, ok := m.disables[k]; !ok {
 		m.disables[k] = Disable{Carrier: k.carrier, Prefix: m.prefixPtr(k.prefix), Since: time.Now()}
+		m.touch(k)
 		m.publish()
 	}
 	return nil
@@ -112,6 +113,9 @@ func (m *Monitor) Enable(t Target) (bool, error) {
 	} else {
 		delete(m.disables, k)
 	}
+	// Before the stored disables are loaded, an enable here wins over
+	// them: it is recorded whether it lifted anything or not.
+	m.touch(k)
 	if len(m.disables) == n {
 		return false, nil
 	}

@@ -22,17 +22,23 @@
 //     entry and a copy of the string) and when a new sampling interval
 //     finds no bucket handed back by the reader yet.
 //   - From any goroutine, shards included, lock-free and without
-//     allocating: Monitor.Prefix, Reorder (it copies the routes into the
-//     caller's buffer when the order changes; that buffer grows, once, if
-//     it is too small), Disabled and Score. They read an immutable
-//     snapshot published atomically by the reader and the control plane.
+//     allocating: Monitor.Prefix and PrefixBytes, Reorder (it copies the
+//     routes into the caller's buffer when the order changes; that buffer
+//     grows, once, if it is too small), Disabled and Score. They read an
+//     immutable snapshot published atomically by the reader and the
+//     control plane. Scores reads it too, but sorts and allocates: for a
+//     routing API's request, off the call path.
 //   - The reader, one goroutine, never a shard: Update. New starts it when
-//     Options.Clock is set (an Update a fifth of an interval after each
-//     sampling interval ends); otherwise the owner calls it.
+//     Options.Clock is set, Start when the shards' clock comes later (an
+//     Update a fifth of an interval after each sampling interval ends);
+//     otherwise the owner calls it.
 //   - The control plane, any goroutine but a shard's: Disable, Enable,
 //     Disables, Status and Handler (GET /v1/quality, POST
 //     /v1/quality/disable and /v1/quality/enable). They share a mutex with
 //     the reader.
+//   - With Options.Store, a goroutine of the Monitor's loads the stored
+//     disables as it starts and writes each change back (Disable, Enable,
+//     auto_disable): see Disables below.
 //
 // # From the shards to the reader
 //
@@ -160,6 +166,21 @@
 // With auto_disable a carrier pair's event disables it (Disable.Auto);
 // only Enable lifts it.
 //
+// # Disables across restarts
+//
+// A Store (Options.Store; Redis in quality/redisstore) keeps the disables.
+// The Monitor starts without them and a goroutine of its own loads them,
+// retrying after a failure (1 s, doubling up to 30 s) until the Store
+// answers, so that a Store that is down never stalls the start: meanwhile
+// routing goes without the stored disables, and a disable or enable made
+// here before the load wins over the stored one of its carrier and prefix
+// (an enable for every prefix, over all of the carrier's). Each change then
+// wakes the goroutine, which writes what differs between the disables and
+// what it last knew the Store to hold, one Put or Delete per disable;
+// changes are never queued, so none is lost and a burst costs one pass. A
+// failed call is retried after the same delays. A stored disable of a
+// prefix no longer configured is logged and left alone.
+//
 // # Metrics
 //
 // Per pair, created when a shard first reports it, labels prefix and
@@ -168,7 +189,8 @@
 // _ccr_bound (fractions), _pdd_seconds and _pdd_bound_seconds, _ast_*,
 // _acd_* (NaN without samples), sipedge_quality_samples{statistic=
 // "attempts"|"pdd"|"ast"|"acd"}, and the events counter. Besides:
-// sipedge_quality_disables (in force), sipedge_quality_late_buckets_total
-// and the webhook counter. Pairs and their metrics live as long as the
+// sipedge_quality_disables (in force), sipedge_quality_late_buckets_total,
+// the webhook counter and sipedge_quality_store_errors_total{op="load"|
+// "write"} (the Store's failed calls). Pairs and their metrics live as long as the
 // Monitor: their number is bounded by prefixes x carriers (and gateways).
 package quality

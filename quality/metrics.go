@@ -19,6 +19,7 @@ const (
 	metricLateBuckets  = "sipedge_quality_late_buckets_total"  // shard buckets that reached the reader after their interval left the window
 	metricDisables     = "sipedge_quality_disables"            // disables in force
 	metricWebhookPosts = "sipedge_quality_webhook_posts_total" // {result="ok"|"failed"|"dropped"}
+	metricStoreErrors  = "sipedge_quality_store_errors_total"  // {op="load"|"write"}: failed calls to Options.Store
 )
 
 // entryMetrics are a pair's gauges.

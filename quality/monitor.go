@@ -34,6 +34,10 @@ type Options struct {
 	// WebhookTimeout bounds one webhook POST (default
 	// DefaultWebhookTimeout).
 	WebhookTimeout time.Duration
+	// Store, when set, keeps the disables across restarts (persist.go):
+	// loaded as the Monitor starts, each change written back, both from a
+	// goroutine of the Monitor's.
+	Store Store
 }
 
 // Monitor keeps the quality statistics of a node: it hands each shard a
@@ -65,6 +69,11 @@ type Monitor struct {
 	totals   []tally // by entry: the sum of the ring's intervals in the window
 	disables map[disableKey]Disable
 	updated  time.Time
+	// touched are the disables changed here before the stored ones were
+	// loaded, which the load leaves alone; nil once loaded or without a
+	// Store.
+	touched map[disableKey]struct{}
+	persist *persister // nil without a Store
 
 	set      *metrics.Set
 	log      *slog.Logger
@@ -73,6 +82,7 @@ type Monitor struct {
 	late     *metrics.Counter
 	stop     chan struct{}
 	wg       sync.WaitGroup
+	startOne sync.Once
 	closeOne sync.Once
 }
 
@@ -148,8 +158,13 @@ func New(cfg Config, opts Options) (*Monitor, error) {
 		m.hook = newWebhook(cfg.WebhookURL, opts.WebhookTimeout, opts.Metrics, opts.Logger)
 		m.wg.Go(m.hook.run)
 	}
+	if opts.Store != nil {
+		m.touched = map[disableKey]struct{}{}
+		m.persist = newPersister(m, opts.Store, opts.Metrics, opts.Logger)
+		m.wg.Go(m.persist.run)
+	}
 	if opts.Clock != nil {
-		m.wg.Go(func() { m.run(opts.Clock) })
+		m.Start(opts.Clock)
 	}
 	return m, nil
 }
@@ -201,6 +216,9 @@ func (m *Monitor) Mode() string { return m.mode }
 // does not allocate.
 func (m *Monitor) Prefix(number string) Prefix { return m.trie.match(number) }
 
+// PrefixBytes is Prefix for a number held as bytes (the call core's).
+func (m *Monitor) PrefixBytes(number []byte) Prefix { return matchTrie(m.trie.nodes, number) }
+
 // PrefixString returns quality prefix p as configured; "" for NoPrefix.
 func (m *Monitor) PrefixString(p Prefix) string {
 	if p < 0 || int(p) >= len(m.cfg.Prefixes) {
@@ -209,15 +227,37 @@ func (m *Monitor) PrefixString(p Prefix) string {
 	return m.cfg.Prefixes[p]
 }
 
+// Start starts the reader goroutine on clock, the shards' clock: an Update
+// a fifth of an interval after each sampling interval ends. New does when
+// Options.Clock is set; an owner whose shards' clock exists only later
+// (their runtime is built after the Monitor) calls Start then. Only the
+// first Start starts a reader; after Close, none. Not concurrently with
+// Close.
+func (m *Monitor) Start(clock func() time.Duration) {
+	m.startOne.Do(func() {
+		select {
+		case <-m.stop:
+			return
+		default:
+		}
+		m.wg.Go(func() { m.run(clock) })
+	})
+}
+
 // Close stops the reader and the webhook sender (events not yet sent are
-// dropped). The collectors stay usable; nothing reads them any more.
+// dropped) and, with a Store, writes the disables changed last (each call
+// bounded by its timeout) before it returns. The collectors stay usable;
+// nothing reads them any more.
 func (m *Monitor) Close() {
 	m.closeOne.Do(func() {
 		close(m.stop)
 		if m.hook != nil {
 			m.hook.close()
 		}
-		m.wg.Wait()
+		m.wg.Wait() // the persister writes what changed last, within its calls' timeout
+		if m.persist != nil {
+			m.persist.cancel()
+		}
 	})
 }
 
@@ -277,6 +317,7 @@ func (m *Monitor) Update(now time.Duration) {
 				k := disableKey{carrier: e.key.name, prefix: e.key.prefix}
 				if _, done := m.disables[k]; !done {
 					m.disables[k] = Disable{Carrier: k.carrier, Prefix: m.prefixPtr(k.prefix), Auto: true, Since: wall}
+					m.touch(k)
 					auto = true
 				}
 			}

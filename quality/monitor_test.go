@@ -2,6 +2,7 @@ package quality
 
 import (
 	"fmt"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -141,6 +142,67 @@ func TestLongDecision(t *testing.T) {
 	got := m.Reorder(nil, routes, 0)
 	if len(got) != len(routes) || got[0].CarrierID != "c1" || got[len(got)-1].CarrierID != "c0" || got[len(got)-2].CarrierID != fmt.Sprint("c", len(routes)-1) {
 		t.Fatalf("Reorder of %d routes: first %s, last %s", len(routes), got[0].CarrierID, got[len(got)-1].CarrierID)
+	}
+}
+
+// TestStart: an owner whose shards' clock comes later starts the reader
+// with Start; a second Start starts no second one.
+func TestStart(t *testing.T) {
+	testtier.RequiresWallClock(t)
+	events := make(chan Event, 2)
+	m := newTestMonitor(t, Config{SamplingIntervalSecs: 1}, Options{OnEvent: func(ev Event) { events <- ev }})
+	start := time.Now()
+	clock := func() time.Duration { return time.Since(start) }
+	c := m.Collector(0)
+	for range 30 {
+		c.Record(clock(), 0, &Outcome{Carrier: "a", Status: 503, Dialed: true})
+	}
+	m.Start(clock)
+	m.Start(clock)
+	time.Sleep(time.Until(start.Add(time.Second)))
+	c.Tick(clock())
+	select {
+	case ev := <-events:
+		if ev.Carrier != "a" {
+			t.Fatalf("event %+v", ev)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no event: %+v", m.Status())
+	}
+	select {
+	case ev := <-events:
+		t.Fatalf("a second event, from a second reader: %+v", ev)
+	case <-time.After(1500 * time.Millisecond):
+	}
+}
+
+// TestScores: what a routing API is told of a prefix: every carrier with
+// figures there (a perfect one at 0) or a disable, by name.
+func TestScores(t *testing.T) {
+	m := newTestMonitor(t, Config{Mode: ModeDemote, Prefixes: []string{"", "44"}}, Options{})
+	c := m.Collector(0)
+	p := m.Prefix("+447700900123")
+	for range 30 {
+		c.Record(time.Second, p, &Outcome{Carrier: "bad", Status: 503, Dialed: true})
+		c.Record(time.Second, p, &Outcome{Carrier: "good", Status: 200, Dialed: true})
+		c.Record(time.Second, 0, &Outcome{Carrier: "elsewhere", Status: 200, Dialed: true})
+	}
+	c.Tick(10 * time.Second)
+	m.Update(10 * time.Second)
+	prefix44 := "44"
+	for _, tg := range []Target{{Carrier: "good", Prefix: &prefix44}, {Carrier: "gone"}} {
+		if err := m.Disable(tg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := m.Scores(nil, p)
+	want := []CarrierScore{{Carrier: "bad", Score: 20, Demoted: true}, {Carrier: "gone", Disabled: true},
+		{Carrier: "good", Disabled: true}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Scores:\n got %+v\nwant %+v", got, want)
+	}
+	if got := m.Scores(nil, NoPrefix); len(got) != 0 {
+		t.Fatalf("no prefix: %+v", got)
 	}
 }
 

@@ -1,6 +1,7 @@
 package quality
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/sipedge/sipedge/route"
@@ -15,7 +16,7 @@ type snapshot struct {
 	disables   int // entries in Monitor.disables
 }
 
-// prefixView holds, for one prefix, the carriers with a score above 0 or a
+// prefixView holds, for one prefix, the carriers with figures or a
 // disable; a carrier it does not hold scores 0 and is not disabled there.
 type prefixView struct {
 	carriers map[string]carrierView
@@ -54,7 +55,7 @@ func (m *Monitor) publish() {
 		return pv, pv.carriers[carrier]
 	}
 	for _, e := range m.entries {
-		if e.key.gateway || e.figs.score <= 0 {
+		if e.key.gateway {
 			continue
 		}
 		pv, cv := view(e.key.prefix, e.key.name)
@@ -138,6 +139,41 @@ func (m *Monitor) Score(p Prefix, carrier string) float64 {
 		return 0
 	}
 	return s.prefixes[p].carriers[carrier].score
+}
+
+// CarrierScore is a carrier's standing under a quality prefix, as of the
+// last Update, Disable or Enable.
+type CarrierScore struct {
+	Carrier string
+	Score   float64
+	// Demoted: Score reaches the profile's critical penalty.
+	Demoted bool
+	// Disabled for this prefix, or for every prefix.
+	Disabled bool
+}
+
+// Scores appends to dst the standing under quality prefix p of every
+// carrier with figures or a disable there (a carrier disabled for every
+// prefix included), by carrier, and returns it: what a routing API may
+// weigh (route/lcr's send_quality). Safe from any goroutine, lock-free;
+// not for a shard's call path (it sorts and may grow dst).
+func (m *Monitor) Scores(dst []CarrierScore, p Prefix) []CarrierScore {
+	s := m.snap.Load()
+	if p < 0 || int(p) >= len(s.prefixes) {
+		return dst
+	}
+	start := len(dst)
+	for c, cv := range s.prefixes[p].carriers {
+		_, everywhere := s.everywhere[c]
+		dst = append(dst, CarrierScore{Carrier: c, Score: cv.score, Demoted: cv.demoted, Disabled: cv.disabled || everywhere})
+	}
+	for c := range s.everywhere {
+		if _, ok := s.prefixes[p].carriers[c]; !ok {
+			dst = append(dst, CarrierScore{Carrier: c, Disabled: true})
+		}
+	}
+	slices.SortFunc(dst[start:], func(a, b CarrierScore) int { return cmp.Compare(a.Carrier, b.Carrier) })
+	return dst
 }
 
 // maxStackRoutes is the longest decision Reorder reorders on the stack;

@@ -8,7 +8,7 @@ import (
 
 // ReasonDisabled is the reason of an attempt on a carrier that quality
 // disabled (Monitor.Disabled): skipped, not dialled.
-const ReasonDisabled = "disabled"
+const ReasonDisabled = route.ReasonDisabled
 
 // Outcome is how one attempt on a carrier ended, as the failover engine
 // reports it: for a failure, the fields of its route.Attempt; for an

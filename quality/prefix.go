@@ -47,11 +47,14 @@ func newPrefixTrie(digits []string) *prefixTrie {
 // match returns the longest prefix of number; a leading '+' is ignored and
 // the match stops at the first character that is not a digit. It does not
 // allocate.
-func (t *prefixTrie) match(number string) Prefix {
+func (t *prefixTrie) match(number string) Prefix { return matchTrie(t.nodes, number) }
+
+// matchTrie is match over a string or the bytes of one: the call core
+// holds the dialled number as bytes, which a conversion would copy.
+func matchTrie[T string | []byte](nodes []prefixNode, number T) Prefix {
 	if len(number) > 0 && number[0] == '+' {
 		number = number[1:]
 	}
-	nodes := t.nodes
 	n := int32(0)
 	best := nodes[0].prefix
 	for i := 0; i < len(number); i++ {

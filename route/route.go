@@ -73,6 +73,7 @@ const (
 	ReasonCallsLimited    = "calls_limited"    // the carrier's concurrent-call limit is reached
 	ReasonRingTimeout     = "ring_timeout"     // the carrier's deadline passed (status 408)
 	ReasonCallerCancelled = "caller_cancelled" // the caller gave up mid-attempt (status 487)
+	ReasonDisabled        = "disabled"         // quality routing took the carrier out (quality.Monitor.Disabled)
 )
 
 // DefaultRerouteCauses is the reroute set used when neither the route, its

@@ -36,7 +36,12 @@
 # transaction refused by the memory budget, no CDR dropped; no WARN or
 # ERROR line in sipedge's log; one CDR per call, each with final_code 200
 # (auth: and sipedge_carrier_auth_challenges_total{result="answered"}
-# twice the calls).
+# twice the calls); and REST_SECS (default 60) after the soak's last call,
+# /metrics read once more ("rest"): memory comes back, the heap in use
+# within 20 MiB of sipedge's at its start and its RSS within twice the
+# start's (the transaction tables give their idle buffers back and sipedge
+# returns the memory to the OS: dialog/txn/trim.go, the server's memory
+# release).
 # SIPp itself needs the CPU: on a busy machine its UAS stalls, drops
 # datagrams and aborts calls (uas_auth.xml on an ACK it missed), and
 # sipedge's passive health then marks the carrier down; see the SIPp error
@@ -60,6 +65,7 @@ DURATION=$2
 MODE=${3:-udp}
 WARMUP=${WARMUP:-35}
 IDLE_SECS=${IDLE_SECS:-45}
+REST_SECS=${REST_SECS:-60}
 [[ $RATE =~ ^[1-9][0-9]*$ && $DURATION =~ ^[1-9][0-9]*$ && $WARMUP =~ ^[1-9][0-9]*$ ]] || usage
 case $MODE in
 udp | failover | auth) TRANSPORT=udp SIPP_T=u1 ;;
@@ -203,9 +209,12 @@ kill "$SAMPLER_PID" 2>/dev/null || true
 wait "$SAMPLER_PID" 2>/dev/null || true
 CPU1=$(cpu_ticks "$SIPEDGE_PID") || fail "sipedge died during the run: $(tail -5 "$WORK/sipedge.out" "$WORK/sipedge.log" 2>/dev/null)"
 scrape metrics_load.txt
+LOAD_END=$SECONDS
 stop_uas
 wait_idle metrics_idle.txt
 MAIN_IDLE=$IDLE_AFTER
+while ((SECONDS - LOAD_END < REST_SECS)); do sleep 1; done
+scrape metrics_rest.txt
 LOG_BAD=$(grep -cE 'level=(WARN|ERROR)' "$WORK/sipedge.log" 2>/dev/null || true)
 stop_sipedge # flushes the CDRs
 LOG_BAD_STOP=$(grep -cE 'level=(WARN|ERROR)' "$WORK/sipedge.log" 2>/dev/null || true)
@@ -218,10 +227,10 @@ CPU_TICKS=$((CPU1 - CPU0))
 US_PER_CALL=$(awk -v t="$CPU_TICKS" -v hz="$CLK_TCK" -v n="$CALLS" 'BEGIN { printf "%.1f", t * 1e6 / hz / n }')
 ANSWERED=$(metric metrics_idle.txt sipedge_carrier_auth_challenges_total 'result="answered"')
 
-# row NAME [LABEL_REGEX]: NAME in the start, warm, load and idle metrics.
+# row NAME [LABEL_REGEX]: NAME in the start, warm, load, idle and rest metrics.
 row() {
 	local f out=
-	for f in start warm load idle; do out+=$(printf ' %14s' "$(metric "metrics_$f.txt" "$@")"); done
+	for f in start warm load idle rest; do out+=$(printf ' %14s' "$(metric "metrics_$f.txt" "$@")"); done
 	printf '  %-36s%s\n' "$1" "$out"
 }
 
@@ -234,8 +243,9 @@ sipedge SIPp soak: $MODE, $RATE calls/s, warm-up ${WARMUP}s ($WARM_CALLS calls) 
   WARN/ERROR lines:   $LOG_BAD before stopping sipedge, $LOG_BAD_STOP after
 EOF
 [ "$MODE" != auth ] || echo "  auth answered:      $ANSWERED challenges for $TOTAL calls"
-printf '  %-36s%15s%15s%15s%15s\n' metric start warm load idle
-for m in sipedge_calls_active sipedge_transactions_active sipedge_txn_stored_bytes sipedge_shard_timers \
+printf '  %-36s%15s%15s%15s%15s%15s\n' metric start warm load idle "rest ${REST_SECS}s"
+for m in sipedge_calls_active sipedge_transactions_active sipedge_txn_stored_bytes sipedge_txn_inuse_bytes \
+	sipedge_txn_pooled_bytes sipedge_memory_releases_total sipedge_shard_timers \
 	sipedge_tcp_connections go_goroutines go_memstats_heap_inuse_bytes go_memstats_heap_objects \
 	process_resident_memory_bytes sipedge_sip_retransmissions_total sipedge_sip_retransmissions_absorbed_total \
 	sipedge_txn_budget_refused_total sipedge_cdr_dropped_total sipedge_transport_send_errors_total; do
@@ -281,6 +291,19 @@ if num "$S_IDLE"; then
 		log "FAIL: transaction tables keep $S_IDLE bytes when idle, over 4 KiB for each of the $PEAK transactions at the peak"
 		bad=1
 	}
+fi
+H_START=$(metric metrics_start.txt go_memstats_heap_inuse_bytes)
+H_REST=$(metric metrics_rest.txt go_memstats_heap_inuse_bytes)
+R_START=$(metric metrics_start.txt process_resident_memory_bytes)
+R_REST=$(metric metrics_rest.txt process_resident_memory_bytes)
+if num "$H_START" && num "$H_REST" && num "$R_START" && num "$R_REST"; then
+	[ "$H_REST" -le $((H_START + 20971520)) ] ||
+		{ log "FAIL: heap in use $H_REST bytes ${REST_SECS}s after the soak, $H_START at the start: want within 20 MiB"; bad=1; }
+	[ "$R_REST" -le $((2 * R_START)) ] ||
+		{ log "FAIL: RSS $R_REST bytes ${REST_SECS}s after the soak, $R_START at the start: want within twice"; bad=1; }
+else
+	log "FAIL: cannot read go_memstats_heap_inuse_bytes or process_resident_memory_bytes at the start or at rest"
+	bad=1
 fi
 for m in sipedge_txn_budget_refused_total sipedge_cdr_dropped_total; do
 	[ "$(metric metrics_idle.txt $m)" = 0 ] || { log "FAIL: $m $(metric metrics_idle.txt $m)"; bad=1; }

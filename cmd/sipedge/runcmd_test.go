@@ -197,6 +197,7 @@ func TestCheckConfigRedact(t *testing.T) {
 lcr: { api_url: "http://user:url-secret-22@127.0.0.1:8080/route", auth_header: "Bearer hdr-secret-33" }
 cache: [{ name: lcr, url: "redis://:cache-secret-44@127.0.0.1:6379" }]
 ratelimit: { redis: "redis://:rl-secret-55@127.0.0.1:6379" }
+fleet: { redis: "redis://:fleet-secret-66@127.0.0.1:6379", node_id: edge-1 }
 gateway:
   groups:
     - name: carrier-a
@@ -206,7 +207,7 @@ gateway:
 	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	secrets := []string{"tok-secret-11", "url-secret-22", "hdr-secret-33", "cache-secret-44", "rl-secret-55", "pw-from-env-77"}
+	secrets := []string{"tok-secret-11", "url-secret-22", "hdr-secret-33", "cache-secret-44", "rl-secret-55", "fleet-secret-66", "pw-from-env-77"}
 	var plain, redacted, stderr strings.Builder
 	if code := run([]string{"check-config", "-config", cfg}, &plain, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())

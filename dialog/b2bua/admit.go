@@ -101,11 +101,10 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	if e.refuseInterval(a.Txn, m) { // a session interval below Min-SE: 422 (RFC 4028 9)
 		return
 	}
-	// The trunk's concurrent calls, across the node's shards: taken last,
-	// so that no refusal above has to give it back.
-	if n := trunk.Stats.Calls.Add(1); trunk.MaxCalls > 0 && n > int64(trunk.MaxCalls) {
-		trunk.Stats.Calls.Add(-1)
-		trunk.Stats.Refused.Add(1)
+	// The trunk's concurrent calls, across the node's shards (or the
+	// fleet's nodes): taken last, so that no refusal above has to give it
+	// back.
+	if !trunk.takeCall() {
 		e.m.trunkLimited.Inc()
 		e.respondLimited(a.Txn, m, time.Second)
 		return
@@ -221,6 +220,6 @@ func (e *Engine) decided(c *Call, d *route.Decision) {
 	// The B-legs: the carriers one at a time, each a fresh dialog.
 	c.state = stateEarly
 	c.source = d.Source
-	c.seq.Reset(d.Routes, e.cfg.Sequence)
+	c.seq.Reset(e.order(c, d.Routes, 0), e.cfg.Sequence)
 	e.carryOut(c, c.seq.Next(e.now), nil)
 }

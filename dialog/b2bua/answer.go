@@ -39,8 +39,8 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 			// 1xx's (RFC 3261 12.1.2), for requests sent in it (UPDATE,
 			// PRACK), and its reliable provisionals their own RSeq space.
 			e.confirmLeg(&c.b, m)
-			if c.ext != nil {
-				c.ext.rel.carrierRSeq = 0
+			if c.extra != nil {
+				c.extra.rel.carrierRSeq = 0
 			}
 		}
 		if m.Count(parser.HeaderRSeq) > 0 {
@@ -86,6 +86,7 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 		if e.cfg.MaxDuration > 0 {
 			c.maxDur = e.env.Clock.StartAt(e.now+e.cfg.MaxDuration, timerMaxDuration, e.arg(c))
 		}
+		e.journalAnswered(c)
 		e.m.answered.Inc()
 	default:
 		// The transaction layer ACKs the failure (RFC 3261 17.1.1.3); the
@@ -123,8 +124,9 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 		}
 		if cpsReject {
 			// Retries used up: the carrier's CPS limit, not its health (a
-			// 503 would put the gateway in cooldown).
+			// 503 would put the gateway in cooldown), nor its quality.
 			e.report(c, carrier.OutcomeAbandoned, 0)
+			c.att.cpsReject = true
 		} else {
 			e.report(c, code, retry)
 		}
@@ -149,7 +151,7 @@ func (e *Engine) relayToCaller(c *Call, resp *parser.Message) {
 		return
 	}
 	code := resp.StatusCode()
-	if code < 200 && c.ext != nil && e.relayReliably(c, resp) {
+	if code < 200 && c.extra != nil && e.relayReliably(c, resp) {
 		return
 	}
 	e.tmp.out = e.appendRelayedResponse(e.tmp.out[:0], c, sideA, req, resp, c.a.localTag, 0)
@@ -162,7 +164,7 @@ func (e *Engine) relayToCaller(c *Call, resp *parser.Message) {
 			e.keepSentSDP(c, sideA, resp.Body())
 			e.sessionRefreshed(c, sideA)
 		}
-		if c.ext != nil && e.hold2xx(c) {
+		if c.extra != nil && e.hold2xx(c) {
 			return // until the PRACK of a reliable provisional (onPrack)
 		}
 		e.start2xx(c, sideA, req)
@@ -290,7 +292,7 @@ func (e *Engine) ack(c *Call, l *leg, from *parser.Message) {
 	if auth {
 		b = append(b, l.ackCopy...) // the INVITE's credentials (RFC 3261 13.2.2.4)
 	}
-	if from != nil && c != nil && c.ext != nil {
+	if from != nil && c != nil && c.extra != nil {
 		e.keepSentSDP(c, c.sideOf(l), from.Body())
 	}
 	e.tmp.out = appendBodyOf(b, from)

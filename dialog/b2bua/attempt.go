@@ -20,20 +20,18 @@ type attempt struct {
 	paceTimer uint64        // the wait for a CPS slot, or for a CPS-reject retry
 	wait      time.Duration // its deadline, from its dial; -1 for none
 
-	reported   bool // its outcome went to Carriers.Outcome
-	progress   bool // it sent 101-199
-	trying     bool // it sent 100
-	pacing     bool // waiting for a CPS slot before dialling
-	redirected bool // a 3xx sent it on to another member of its group (followRedirect)
-	// intervalRetried: its 422 was answered with a longer session interval
-	// (retryInterval).
-	intervalRetried bool
-	cpsRetries      uint8 // its CPS rejects retried
-	authTries       uint8 // its challenges answered (answerChallenge)
+	reported   bool  // its outcome went to Carriers.Outcome
+	local      bool  // its failure is sipedge's own: Timer B, a transport error (carrier.Report.Local)
+	cpsReject  bool  // its failure is a CPS reject, the retries used up (carrier.Report.CPSRejected)
+	progress   bool  // it sent 101-199
+	trying     bool  // it sent 100
+	pacing     bool  // waiting for a CPS slot before dialling
+	cpsRetries uint8 // its CPS rejects retried
+	authTries  uint8 // its challenges answered (answerChallenge)
 }
 
 // start makes route r, reserved into a.dial, the carrier in flight.
 func (a *attempt) start(r *route.Route) {
 	a.route, a.dialed = r, 0
-	a.reported, a.progress, a.trying, a.redirected, a.intervalRetried, a.cpsRetries = false, false, false, false, false, 0
+	a.reported, a.local, a.cpsReject, a.progress, a.trying, a.cpsRetries = false, false, false, false, false, 0
 }

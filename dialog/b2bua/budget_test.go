@@ -11,6 +11,7 @@ import (
 
 	vm "github.com/VictoriaMetrics/metrics"
 
+	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
 )
 
@@ -138,5 +139,52 @@ func TestPublishPaced(t *testing.T) {
 	r.expect(src, "SIP/2.0 200 OK")
 	if got := r.e.published.txns.Load(); got != 4 {
 		t.Errorf("a message publishEvery later published %d transactions, want 4", got)
+	}
+}
+
+// The transaction tables' memory is exported split: what live transactions
+// hold (sipedge_txn_inuse_bytes) and what free slots keep for reuse
+// (sipedge_txn_pooled_bytes), which they give back after
+// txn.Config.IdleRelease; sipedge_txn_stored_bytes is the sum.
+func TestTxnMemoryGauges(t *testing.T) {
+	set := vm.NewSet()
+	r := newRig(t, func(c *Config) { c.Metrics = set })
+	gauges := func() (stored, inUse, pooled string) {
+		t.Helper()
+		r.e.Publish()
+		var b bytes.Buffer
+		set.WritePrometheus(&b)
+		for _, l := range strings.Split(b.String(), "\n") {
+			name, v, _ := strings.Cut(l, `{shard="0"} `)
+			switch name {
+			case "sipedge_txn_stored_bytes":
+				stored = v
+			case "sipedge_txn_inuse_bytes":
+				inUse = v
+			case "sipedge_txn_pooled_bytes":
+				pooled = v
+			}
+		}
+		return stored, inUse, pooled
+	}
+	for k := range 50 { // small: a slot keeps up to 4 KiB for reuse
+		r.recv(stranger, fmt.Sprintf("OPTIONS sip:sipedge.example.net SIP/2.0\r\n"+
+			"Via: SIP/2.0/UDP %s;branch=z9hG4bKgauge%d\r\nMax-Forwards: 70\r\n"+
+			"To: <sip:sipedge.example.net>\r\nFrom: <sip:probe@example.org>;tag=g%d\r\n"+
+			"Call-ID: gauge%d@example.org\r\nCSeq: 1 OPTIONS\r\nContent-Length: 0\r\n\r\n", stranger, k, k, k))
+		r.expect(stranger, "SIP/2.0 200 OK")
+	}
+	stored, inUse, pooled := gauges()
+	if stored == "0" || inUse != stored || pooled != "0" {
+		t.Fatalf("50 OPTIONS in Timer J: stored %s, in use %s, pooled %s; want all in use", stored, inUse, pooled)
+	}
+	r.advance(40 * time.Second) // Timer J ends them
+	stored, inUse, pooled = gauges()
+	if stored == "0" || inUse != "0" || pooled != stored {
+		t.Fatalf("after Timer J: stored %s, in use %s, pooled %s; want all pooled", stored, inUse, pooled)
+	}
+	r.advance(2 * txn.DefaultIdleRelease)
+	if stored, inUse, pooled = gauges(); stored != "0" || inUse != "0" || pooled != "0" {
+		t.Fatalf("after txn.DefaultIdleRelease: stored %s, in use %s, pooled %s; want none", stored, inUse, pooled)
 	}
 }

@@ -151,7 +151,7 @@ func (e *Engine) appendRelayedResponse(dst []byte, c *Call, s side, req, resp *p
 		dst = append(dst, "Require: 100rel\r\nRSeq: "...)
 		dst = strconv.AppendUint(dst, uint64(rseq), 10)
 		dst = append(dst, "\r\n"...)
-		if !c.ext.rel.offer {
+		if !c.extra.rel.offer {
 			return appendBodyOf(dst, nil)
 		}
 	}

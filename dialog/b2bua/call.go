@@ -121,7 +121,11 @@ type callVars struct {
 	att     attempt      // the carrier in flight, or the last one dialled
 	source  route.Source // where the decision came from
 	ended   endReason    // why sipedge ended the call itself, for the CDR
-	key     uint64       // spreads hash selection of gateways per call
+	// Of the carrier in flight too, reset with att (Engine.carryOut), but
+	// here: in attempt they would take the Call past its size class.
+	attRedirected      bool   // a 3xx sent it on to another member of its group (followRedirect)
+	attIntervalRetried bool   // its 422 was answered with a longer session interval (retryInterval)
+	key                uint64 // spreads hash selection of gateways per call
 
 	// The small fields, together: each Call is a heap object of its own,
 	// and its size class decides ConcurrentCalls' bytes per call.
@@ -133,6 +137,7 @@ type callVars struct {
 	maxFwd       uint8   // Max-Forwards for B-leg INVITEs
 	onFailureRan bool    // Policy.OnFailure ran: it runs once per call
 	rtxCSeq      uint32  // the CSeq of the INVITE ok2xx answers, which its ACK carries
+	journal      uint32  // the call's number in Env.Journal (journalID); 0: not journalled
 
 	aInvite []byte          // the caller's INVITE, to build responses from (a pooled buffer)
 	ainv    *parser.Message // it, parsed once (a pooled message); nil once the caller ACKs
@@ -145,13 +150,97 @@ type callVars struct {
 	rtxEnd  time.Duration // when to give up (64*T1)
 	maxDur  uint64        // the maximum-duration timer
 
-	byeHdrs []byte // the headers the policy relays of the BYE byeOnAck holds, for the one it waits to send (a pooled buffer)
-
-	ext *callExt // the extensions the call uses (ext.go); nil for none
+	byeHdrs []byte     // the headers the policy relays of the BYE byeOnAck holds, for the one it waits to send (a pooled buffer)
+	extra   *callExtra // what few calls need (reordered routes, failed attempts' B-legs, SIP extensions); nil until then (a pooled object)
 
 	// CDR facts.
 	tInvite, tProvisional, tAnswer, tEnd time.Duration
 	finalCode                            int
+}
+
+// callExtra is what a call holds beyond the common case, taken from the
+// engine's pool when first needed (extraOf) and given back as the call
+// ends: a Call fits its size class, and most calls need none of this.
+type callExtra struct {
+	// orders hold the call's routes when the carrier plane reordered them
+	// (Carriers.Order): the decision's (0) and OnFailure's (1), kept until
+	// the call ends: the sequence reads them, a dial points into them.
+	orders [2][]route.Route
+	// legs are the B-legs of the failed attempts, by their index in the
+	// sequence's Attempts (a zero entry, or none past the end, for one
+	// not dialled): for lcr_attempts' b_call_id and time_invite.
+	legs []attemptLeg
+	ids  []byte // the legs' Call-IDs
+
+	// The SIP extensions the call uses: reliable provisional responses
+	// (RFC 3262, rel.go) and, in uphold, the legs' session timers (RFC
+	// 4028, sessiontimer.go). Their zero values are a call that uses none.
+	rel     relState
+	session [2]sessionLeg // by sessionSide
+}
+
+// attemptLeg is a failed attempt's B-leg: its Call-ID, ids[start:end],
+// and when its INVITE left.
+type attemptLeg struct {
+	start, end int32
+	invite     time.Duration
+}
+
+// extraOf returns c's extra, taking one from the pool if it has none.
+func (e *Engine) extraOf(c *Call) *callExtra {
+	if c.extra == nil {
+		if n := len(e.pool.extras); n > 0 {
+			c.extra = e.pool.extras[n-1]
+			e.pool.extras = e.pool.extras[:n-1]
+		} else {
+			c.extra = new(callExtra)
+		}
+	}
+	return c.extra
+}
+
+// putExtra gives x back to the pool, emptied: the routes it held dropped
+// (they may name a large decision's maps), its capacity kept, the
+// extensions' timers stopped and their buffers given back.
+func (e *Engine) putExtra(x *callExtra) {
+	e.stopRel(x)
+	e.stopSessions(x)
+	e.putBuf(x.rel.sent)
+	e.putBuf(x.rel.pending)
+	x.rel, x.session = relState{}, [2]sessionLeg{}
+	for i := range x.orders {
+		clear(x.orders[i])
+		x.orders[i] = x.orders[i][:0]
+	}
+	x.legs, x.ids = x.legs[:0], x.ids[:0]
+	e.pool.extras = append(e.pool.extras, x)
+}
+
+// order has the carrier plane order routes for call c (Carriers.Order,
+// quality.mode) into the engine's scratch; a reordered copy becomes the
+// call's own, its extra's orders[i], whose old buffer becomes the
+// scratch. A call whose routes keep their order holds no copy.
+func (e *Engine) order(c *Call, routes []route.Route, i int) []route.Route {
+	out := e.env.Carriers.Order(routes, c.callee, &e.tmp.order)
+	if len(out) == 0 || len(routes) > 0 && &out[0] == &routes[0] {
+		return out
+	}
+	x := e.extraOf(c)
+	x.orders[i], e.tmp.order = e.tmp.order, x.orders[i][:0]
+	return out
+}
+
+// attemptLeg records the B-leg of the attempt that just failed, the
+// carrier in flight's, dialled: its Call-ID and when its INVITE left.
+func (e *Engine) attemptLeg(c *Call) {
+	x := e.extraOf(c)
+	i := len(c.seq.Attempts()) - 1
+	for len(x.legs) < i {
+		x.legs = append(x.legs, attemptLeg{})
+	}
+	start := len(x.ids)
+	x.ids = append(x.ids, c.b.callID...)
+	x.legs = append(x.legs[:i], attemptLeg{start: int32(start), end: int32(len(x.ids)), invite: c.att.dialed})
 }
 
 // Summary is what a call reports of itself (Call.Summary): the facts of its
@@ -405,7 +494,7 @@ func (e *Engine) end(c *Call, hangup cdr.HangupSide) {
 	e.finished(c)
 	e.m.ended.Inc()
 	if c.trunk != nil {
-		c.trunk.Stats.Calls.Add(-1)
+		c.trunk.releaseCall()
 		if c.trunk.ForceRPort {
 			e.trunks.forced--
 		}
@@ -414,12 +503,12 @@ func (e *Engine) end(c *Call, hangup cdr.HangupSide) {
 	e.unindexLeg(c, &c.b)
 	e.keepAck(&c.a, nil, false)
 	e.keepAck(&c.b, nil, false)
-	if c.ext != nil {
-		e.releaseExt(c)
-	}
 	e.releaseInvite(c)
 	e.putBuf(c.ok2xx)
 	e.putBuf(c.byeHdrs)
+	if c.extra != nil {
+		e.putExtra(c.extra)
+	}
 	// Reset in place: a Call is over a kilobyte, its legs half of it.
 	c.a.reset()
 	c.b.reset()

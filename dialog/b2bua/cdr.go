@@ -13,7 +13,7 @@ import (
 func (e *Engine) finished(c *Call) {
 	if c.tAnswer != 0 && c.tEnd != 0 && c.att.route != nil {
 		e.tmp.rep = carrier.Report{Event: carrier.CallEnded, CarrierID: c.att.route.CarrierID, Gateway: c.att.dial.Gateway,
-			Number: c.callee, Code: c.finalCode, Dialed: true, Answer: c.tAnswer, Duration: c.tEnd - c.tAnswer}
+			Number: c.callee, Code: c.finalCode, Dialed: true, Answer: c.tAnswer, Duration: c.tEnd - c.tAnswer, At: e.now}
 		e.tmp.rep.Invite, e.tmp.rep.Progress = c.seq.Timing()
 		e.env.Carriers.Report(&e.tmp.rep)
 	}
@@ -23,7 +23,29 @@ func (e *Engine) finished(c *Call) {
 	if e.env.CDR != nil {
 		e.env.CDR.Write(e.record(c))
 	}
+	if c.journal != 0 {
+		e.env.Journal.Ended(e.journalID(c.journal))
+	}
 }
+
+// journalAnswered hands Env.Journal the record of call c, which a carrier
+// just answered: its CDR so far, should the node die before the call ends.
+func (e *Engine) journalAnswered(c *Call) {
+	if e.env.Journal == nil {
+		return
+	}
+	if e.calls.journaled++; e.calls.journaled == 0 { // 0 is "not journalled"
+		e.calls.journaled = 1
+	}
+	if e.env.Journal.Answered(e.journalID(e.calls.journaled), e.record(c)) {
+		c.journal = e.calls.journaled
+	}
+}
+
+// journalID is the node-wide id of the shard's call number n: the shard
+// in the high half. A number comes back after 2^32 answered calls on the
+// shard, by when its first call is long over.
+func (e *Engine) journalID(n uint32) uint64 { return uint64(uint32(e.cfg.Shard))<<32 | uint64(n) }
 
 // record builds the CDR of call c, which ends. Its strings live in the
 // record's own storage (cdr.Record.String): a warm engine allocates
@@ -52,9 +74,15 @@ func (e *Engine) record(c *Call) *cdr.Record {
 		}
 	}
 	r.RouteSource = c.source
-	for _, a := range c.seq.Attempts() {
+	for i, a := range c.seq.Attempts() {
 		r.Attempts = append(r.Attempts, cdr.Attempt{CarrierID: a.CarrierID, Status: a.Status,
 			Elapsed: time.Duration(a.ElapsedMs) * time.Millisecond, Dialed: a.Dialed, Reason: a.Reason})
+		if x := c.extra; x != nil && i < len(x.legs) {
+			// The B-leg the carrier saw, to reconcile with its own CDR.
+			l := &x.legs[i]
+			ra := &r.Attempts[len(r.Attempts)-1]
+			ra.BCallID, ra.TimeInvite = r.String(x.ids[l.start:l.end]), e.wall(l.invite)
+		}
 	}
 	return r
 }

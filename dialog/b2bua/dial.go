@@ -43,7 +43,7 @@ func (e *Engine) sendInvite(c *Call, ainv *parser.Message, auth *challenge) bool
 		// and parameters as given; its number, shaped, is in id.ruriUser.
 		host = ruriHost(r.RURI)
 	}
-	if !c.att.redirected { // else the carrier's Contact (followRedirect)
+	if !c.attRedirected { // else the carrier's Contact (followRedirect)
 		B.target = append(B.target[:0], "sip:"...)
 		B.target = append(B.target, id.ruriUser...)
 		B.target = append(B.target, '@')
@@ -76,7 +76,7 @@ func (e *Engine) sendInvite(c *Call, ainv *parser.Message, auth *challenge) bool
 	// Each B-leg early dialog gets its own A-leg To tag (RFC 3261 12.1.1:
 	// the caller sees the carriers as forks).
 	c.a.localTag = randomToken(c.a.localTag[:0], 10)
-	if c.ext != nil {
+	if c.extra != nil {
 		e.relNewDialog(c)
 	}
 

@@ -15,9 +15,13 @@
 //
 // The rest of Env is the owner's, each with a working default, so the call
 // path tests none for nil:
-//   - Carriers (a carrier.Shard; default carrier.NextHops) turns each route
-//     into the carrier of an attempt, a carrier.Dial the call holds from
-//     Reserve to Release: the member or next hop, its channel, its CPS slot
+//   - Carriers (a carrier.Shard; default carrier.NextHops) orders a call's
+//     routes (Order: quality routing's demote or sort, a copy the call
+//     keeps when the order changes, never the shared decision), and turns
+//     each route into the carrier of an attempt, a carrier.Dial the call
+//     holds from Reserve to Release (or a reason it cannot be dialled:
+//     group down, limits, disabled by quality): the member or next hop,
+//     its channel, its CPS slot
 //     (Pace; an answer that comes later is delivered by Paced), whether a
 //     failure is a CPS reject (CPSReject), the gateway's health (Outcome),
 //     its credentials, and what became of each attempt and answered call
@@ -142,6 +146,8 @@
 // OnAnswer of the winning route, after the carrier plane (Carriers.Report);
 // OnFailure runs once per call, when every carrier failed, and its
 // FailureAction may pick the caller's response or route the call again.
+// The routes the sequence then tries, OnInvite's or OnFailure's, are
+// ordered by the carrier plane first (Carriers.Order).
 // Hooks must not block, nor keep what they are given past their return.
 //
 // # Trunks
@@ -222,7 +228,7 @@
 // flight), shaping.go (a carrier's view of the numbers and identity),
 // auth.go (the carriers' challenges), answer.go (the carrier's responses
 // relayed, the 2xx and its ACK), rel.go (reliable provisionals, each
-// leg's own), sessiontimer.go (session timers), ext.go (the state of the extensions a call uses),
+// leg's own), sessiontimer.go (session timers; their state, as reliable provisionals', in callExtra),
 // redirect.go (a carrier's 3xx followed
 // within its group), cancel.go (the caller's CANCEL),
 // indialog.go (requests in the dialog, and BYE), teardown.go (dialogs no

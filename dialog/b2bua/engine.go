@@ -58,11 +58,12 @@ type trunkState struct {
 // callTable holds the calls: a slab reused through a free list, and the
 // index of their legs' Call-IDs.
 type callTable struct {
-	list   []*Call
-	free   int32 // head of the free list, -1 if none
-	live   int
-	shared atomic.Int64 // live, readable from other goroutines (drain, admin)
-	index  callIndex    // Call-ID of either leg -> call
+	journaled uint32 // the last call number given Env.Journal (journalAnswered)
+	list      []*Call
+	free      int32 // head of the free list, -1 if none
+	live      int
+	shared    atomic.Int64 // live, readable from other goroutines (drain, admin)
+	index     callIndex    // Call-ID of either leg -> call
 }
 
 // byeTable are the BYEs to carriers in flight, reused through a free
@@ -78,6 +79,7 @@ type byeTable struct {
 type published struct {
 	txns, rtx, absorbed        atomic.Int64
 	stored, shortcuts, refused atomic.Int64  // the memory budget (txn.Config.MaxStoredBytes)
+	pooled                     atomic.Int64  // the part of stored free slots keep
 	at                         time.Duration // when publishDue publishes next
 	budgetLogged               uint64
 	budgetLogAt                time.Duration
@@ -113,14 +115,17 @@ type scratch struct {
 	rr     route.Request  // the Router's request
 	dec    route.Decision // the decision being carried out
 	rep    carrier.Report // the report being made to the carrier plane
+	// order is where the carrier plane reorders a call's routes
+	// (Engine.order), which the call then takes over.
+	order []route.Route
 }
 
 // pools are the buffers calls borrow while they need them (getBuf,
 // getMsg): a warm engine allocates none, and a held call keeps none.
 type pools struct {
-	bufs [][]byte          // message buffers
-	msgs []*parser.Message // parsed INVITEs
-	exts []*callExt        // calls' extension state (extOf)
+	bufs   [][]byte          // message buffers
+	msgs   []*parser.Message // parsed INVITEs
+	extras []*callExtra      // what few calls need (Call.extra)
 }
 
 // txnRole says what a transaction is to its call. An entry of Engine.roles
@@ -258,6 +263,10 @@ func (e *Engine) LiveCalls() int { return int(e.calls.shared.Load()) }
 // Transactions returns the number of live transactions.
 func (e *Engine) Transactions() int { return e.txns.Len() }
 
+// StoredBytes returns the bytes the transaction table keeps (txn.Stats'
+// StoredBytes) as last published; safe from any goroutine.
+func (e *Engine) StoredBytes() int64 { return e.published.stored.Load() }
+
 // Receive handles a message the shard parsed and validated. m is valid only
 // during the call.
 func (e *Engine) Receive(m *parser.Message, from transport.Peer, now time.Duration) {
@@ -322,7 +331,7 @@ func (e *Engine) Timer(kind uint8, arg uint64, now time.Duration) {
 	case timerProbe:
 		e.probeTimeout(txn.Handle(arg))
 	case timerSessionA, timerSessionB:
-		if c := e.callByArg(arg); c != nil && c.ext != nil {
+		if c := e.callByArg(arg); c != nil && c.extra != nil {
 			s := sideA
 			if kind == timerSessionB {
 				s = sideB
@@ -330,7 +339,7 @@ func (e *Engine) Timer(kind uint8, arg uint64, now time.Duration) {
 			e.sessionTimer(c, s)
 		}
 	case timerRel:
-		if c := e.callByArg(arg); c != nil && c.ext != nil {
+		if c := e.callByArg(arg); c != nil && c.extra != nil {
 			e.retransmitRel(c)
 		}
 	case timerMaxDuration:
@@ -365,6 +374,7 @@ func (e *Engine) Publish() {
 	e.published.rtx.Store(int64(st.Retransmissions))
 	e.published.absorbed.Store(int64(st.Absorbed))
 	e.published.stored.Store(int64(st.StoredBytes))
+	e.published.pooled.Store(int64(st.PooledBytes))
 	e.published.shortcuts.Store(int64(st.BudgetShortcuts))
 	e.published.refused.Store(int64(st.BudgetRefused))
 	if n := st.BudgetShortcuts + st.BudgetRefused; n != e.published.budgetLogged &&

@@ -27,6 +27,11 @@ type Env struct {
 	// CDR takes each call's record as the call ends (a cdr.Writer); by
 	// default calls leave none, and none is built.
 	CDR CDRSink
+	// Journal, when set, hears of each call as a carrier answers it and as
+	// it ends, its CDR written: to keep the calls up where another node
+	// finds them should this one die (dialog/journal, over a fleet's call
+	// journal). By default calls are not journalled.
+	Journal Journal
 	// Policy holds the optional hooks of a routing policy.
 	Policy Policy
 	// Draining makes new calls get 503 while it says true; by default the
@@ -50,12 +55,19 @@ type Clock interface {
 // carrier.Dial from Reserve to Release. Its methods run on the shard's
 // goroutine and must not block.
 type Carriers interface {
-	// Reserve makes route r the carrier of a dial, in d: a channel of its
-	// gateway group and a healthy member, or its next hop. A non-empty
-	// reason (a route.Reason constant) means it cannot be dialled: the
-	// sequence burns it at once, and d is left as it was. key spreads
-	// hash selection per call.
-	Reserve(r *route.Route, key uint64, d *carrier.Dial) (reason string)
+	// Order returns the routes a call to number (as routed) tries, in the
+	// order to try them: routes itself, or a copy reordered into *buf
+	// (carrier.Shard.Order: quality.mode). routes may be shared and is
+	// never modified; *buf is the engine's, which keeps what it returns
+	// until the call ends.
+	Order(routes []route.Route, number []byte, buf *[]route.Route) []route.Route
+	// Reserve makes route r the carrier of a dial to number (as routed),
+	// in d: a channel of its gateway group and a healthy member, or its
+	// next hop. A non-empty reason (a route.Reason constant) means it
+	// cannot be dialled (its group is down, it is disabled, ...): the
+	// sequence burns it at once, and d is left as it was. key spreads hash
+	// selection per call.
+	Reserve(r *route.Route, key uint64, number []byte, d *carrier.Dial) (reason string)
 	// Pace reserves a calls-per-second slot for dialling d: now, after a
 	// wait, over the limit, or Pending: the answer comes through
 	// Engine.Paced for the call ref names.
@@ -100,6 +112,20 @@ type Router interface {
 // takes r over, as cdr.Writer.Write does.
 type CDRSink interface {
 	Write(r *cdr.Record) bool
+}
+
+// Journal keeps the answered calls of a node (dialog/journal). Its methods
+// run on the shard's goroutine, once per answered call each: they must not
+// block, and should not allocate once warm.
+type Journal interface {
+	// Answered takes over r, the record of a call a carrier just answered
+	// (its CDR so far: no time_end, no hangup side), under id, which no
+	// other call of the node has while the call is up. false: the call is
+	// not journalled (the journal is full), and Ended is not called.
+	Answered(id uint64, r *cdr.Record) bool
+	// Ended tells that the call journalled under id ended and its CDR was
+	// handed to Env.CDR.
+	Ended(id uint64)
 }
 
 // Routes is a Router that gives every call the same routes, from the
@@ -155,7 +181,8 @@ type Policy struct {
 	// is a notification only.
 	OnRouteFailure func(c *Call, r *route.Route, a route.Attempt)
 	// OnFailure runs once per call, when every carrier failed, with the
-	// code and reason the caller would get; its FailureAction says what
+	// code and reason the caller would get (the carrier plane orders its
+	// routes, as OnInvite's, before they are tried: Carriers.Order); its FailureAction says what
 	// happens instead, if anything. If it routes again and those carriers
 	// fail too, the caller gets their failure: OnFailure does not run a
 	// second time, so a policy cannot loop a call for ever.

@@ -62,7 +62,7 @@ func (e *Engine) carryOut(c *Call, st route.Step, failure *parser.Message) {
 			if st.Burned {
 				e.failingOver(c, st, r)
 			}
-			if reason := e.env.Carriers.Reserve(r, c.key, &c.att.dial); reason != "" {
+			if reason := e.env.Carriers.Reserve(r, c.key, c.callee, &c.att.dial); reason != "" {
 				if reason == route.ReasonCallsLimited {
 					e.m.callsLimited.Inc()
 				}
@@ -70,6 +70,7 @@ func (e *Engine) carryOut(c *Call, st route.Step, failure *parser.Message) {
 				continue
 			}
 			c.att.start(r)
+			c.attRedirected, c.attIntervalRetried = false, false
 			// The carrier's deadline counts from its dial, not from the
 			// decision to dial it: a paced INVITE gets its full time.
 			c.att.wait = st.Deadline - e.now
@@ -96,7 +97,7 @@ func (e *Engine) carryOut(c *Call, st route.Step, failure *parser.Message) {
 				c.onFailureRan = true
 				act := e.env.Policy.OnFailure(c, code, reason)
 				if len(act.Routes) > 0 {
-					c.seq.Restart(act.Routes, e.cfg.Sequence)
+					c.seq.Restart(e.order(c, act.Routes, 1), e.cfg.Sequence)
 					st = c.seq.Next(e.now)
 					continue
 				}
@@ -149,15 +150,20 @@ func (e *Engine) attemptFailed(c *Call, st route.Step, abandoned bool) {
 	a := st.Attempt
 	rep := &e.tmp.rep // not a local: through an interface, it would escape
 	*rep = carrier.Report{Event: carrier.AttemptFailed, CarrierID: a.CarrierID, Number: c.callee, Code: a.Status,
-		Reason: a.Reason, Dialed: a.Dialed, Abandoned: abandoned && a.PDD == 0}
-	if r == c.att.route { // reserved: the carrier in flight
+		Reason: a.Reason, Dialed: a.Dialed, Abandoned: abandoned && a.PDD == 0, At: e.now}
+	inFlight := r == c.att.route // reserved: the carrier in flight
+	if inFlight {
 		rep.Gateway = c.att.dial.Gateway
+		rep.Local, rep.CPSRejected = c.att.local, c.att.cpsReject
 		if a.Dialed {
 			rep.Invite = c.att.dialed
 			if a.PDD != 0 {
 				rep.Progress = rep.Invite + a.PDD
 			}
 		}
+	}
+	if a.Dialed && inFlight {
+		e.attemptLeg(c)
 	}
 	e.env.Carriers.Report(rep)
 	if e.env.Policy.OnRouteFailure != nil {
@@ -175,7 +181,8 @@ func (e *Engine) answered(c *Call) {
 	r := &c.seq.Routes()[i]
 	dialed, progress := c.seq.Timing()
 	e.tmp.rep = carrier.Report{Event: carrier.Answered, CarrierID: r.CarrierID, Gateway: c.att.dial.Gateway,
-		Number: c.callee, Code: c.finalCode, Dialed: true, Invite: dialed, Progress: progress, Answer: c.tAnswer}
+		Number: c.callee, Code: c.finalCode, Dialed: true, Invite: dialed, Progress: progress, Answer: c.tAnswer,
+		At: e.now}
 	e.env.Carriers.Report(&e.tmp.rep)
 	if e.env.Policy.OnAnswer != nil {
 		e.env.Policy.OnAnswer(c, r)

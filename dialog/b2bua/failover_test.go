@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/carrier"
+	"github.com/sipedge/sipedge/fleet"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/ratelimit"
 	"github.com/sipedge/sipedge/route"
@@ -391,9 +392,12 @@ func TestCPSRejectRetriedThenFailover(t *testing.T) {
 	r.take(carrierA)
 	r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0") // retries exhausted: fail over
 	// A CPS limit says nothing of the gateway's health: a 503 would put it
-	// in cooldown.
+	// in cooldown; nor of the carrier's quality.
 	if len(outcomes) != 1 || outcomes[0] != carrier.OutcomeAbandoned {
 		t.Errorf("outcomes %v, want [%d]", outcomes, carrier.OutcomeAbandoned)
+	}
+	if len(r.c.reports) != 1 || !r.c.reports[0].CPSRejected || r.c.reports[0].Code != 503 || !r.c.reports[0].Dialed {
+		t.Errorf("reports %+v, want carrier-a's 503, a CPS reject", r.c.reports)
 	}
 }
 
@@ -560,6 +564,38 @@ func TestTrunkMaxCallsAcrossShards(t *testing.T) {
 	two.recv(caller, callerInvite("3", "a-call-3", "15551234"))
 	two.expect(caller, "SIP/2.0 100 Trying")
 	two.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")
+}
+
+// A trunk whose calls a fleet's Channel bounds (Trunk.Channels) is held
+// to the Channel's limit, not MaxCalls: here a fleet of three nodes
+// without Redis, whose share of 3 channels is 1 a node. The refused call
+// takes nothing; the call that ended gives its channel back.
+func TestTrunkChannels(t *testing.T) {
+	f, err := fleet.New(fleet.Options{Config: fleet.Config{NodeID: "test"}, Nodes: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ch := f.Channel("trunk:local", 3)
+	r := newRig(t, func(c *Config) { c.Trunks[0].MaxCalls, c.Trunks[0].Channels = 100, ch })
+	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
+	r.expect(caller, "SIP/2.0 100 Trying")
+	inv := r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(caller, callerInvite("2", "a-call-2", "15551234"))
+	r.expect(caller, "SIP/2.0 100 Trying", "SIP/2.0 503 Service Unavailable")
+	r.expect(carrierA)
+	if n := ch.InUse(); n != 1 {
+		t.Fatalf("%d channels in use with one call up, want 1", n)
+	}
+	r.recv(carrierA, carrierResponse(inv, 486, "Busy Here", ""))
+	r.take(carrierA)
+	r.take(caller)
+	if n := ch.InUse(); n != 0 {
+		t.Fatalf("%d channels in use after the only call ended, want 0", n)
+	}
+	r.recv(caller, callerInvite("3", "a-call-3", "15551234"))
+	r.expect(caller, "SIP/2.0 100 Trying")
+	r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")
 }
 
 // Every call in flight to a carrier whose transport failed fails over at

@@ -123,19 +123,29 @@ func (f routerFunc) Route(q *route.Request) route.Decision { return f(q) }
 type carriers struct {
 	r         *rig
 	reserve   func(rt *route.Route, key uint64, d *carrier.Dial) string
+	order     func(routes []route.Route, number []byte, buf *[]route.Route) []route.Route
 	pace      func(d *carrier.Dial, ref uint64) carrier.Pace
 	cpsReject func(d *carrier.Dial, code int, phrase, reason []byte) (time.Duration, bool)
 	outcome   func(d *carrier.Dial, code int, retryAfter time.Duration)
 	release   func(d *carrier.Dial)
 	redirect  func(d *carrier.Dial, host []byte, port uint16) bool
 	reports   []carrier.Report // what the engine reported, Number copied
+	numbers   []string         // the numbers Reserve was given
 }
 
-func (c *carriers) Reserve(rt *route.Route, key uint64, d *carrier.Dial) string {
+func (c *carriers) Reserve(rt *route.Route, key uint64, number []byte, d *carrier.Dial) string {
+	c.numbers = append(c.numbers, string(number))
 	if c.reserve != nil {
 		return c.reserve(rt, key, d)
 	}
 	return reserveGateway(rt, d)
+}
+
+func (c *carriers) Order(routes []route.Route, number []byte, buf *[]route.Route) []route.Route {
+	if c.order != nil {
+		return c.order(routes, number, buf)
+	}
+	return routes
 }
 
 // reserveGateway makes rt's group's one member the dial's carrier.
@@ -211,6 +221,15 @@ type ended struct {
 	Summary
 	CDRFields map[string]string
 	EndReason string
+	// Legs are lcr_attempts' B-legs, by attempt.
+	Legs []cdrLeg
+}
+
+// cdrLeg is an attempt's b_call_id and time_invite (on the rig's
+// clock) as its CDR tells them.
+type cdrLeg struct {
+	BCallID string
+	Invite  time.Duration
 }
 
 // endedOf reads a CDR back.
@@ -228,11 +247,13 @@ func endedOf(rec *cdr.Record) ended {
 		Answer: at(rec.TimeAnswer), End: at(rec.TimeEnd), FinalCode: rec.FinalCode, FinalReason: []byte(rec.FinalReason),
 		HangupSide: rec.HangupSide}
 	s.Attempts = []route.Attempt{}
+	var legs []cdrLeg
 	for _, a := range rec.Attempts {
 		s.Attempts = append(s.Attempts, route.Attempt{CarrierID: a.CarrierID, Status: a.Status,
 			ElapsedMs: a.Elapsed.Milliseconds(), Dialed: a.Dialed, Reason: a.Reason})
+		legs = append(legs, cdrLeg{BCallID: strings.Clone(a.BCallID), Invite: at(a.TimeInvite)})
 	}
-	return ended{Summary: s, CDRFields: maps.Clone(rec.CDRFields), EndReason: rec.EndReason}
+	return ended{Summary: s, CDRFields: maps.Clone(rec.CDRFields), EndReason: rec.EndReason, Legs: legs}
 }
 
 func (r *rig) StartAt(at time.Duration, kind uint8, arg uint64) uint64 {

@@ -369,6 +369,7 @@ func (e *Engine) onTxnFailure(h txn.Handle, transport bool) {
 			e.end(c, cdr.HangupCaller)
 			return
 		}
+		c.att.local = true // the failure below is sipedge's, fed as the carrier's
 		if transport {
 			// The INVITE could not reach the carrier: a 503 (RFC 3261
 			// 8.1.3.1), which fails over at once.
@@ -393,7 +394,7 @@ func (e *Engine) onTxnFailure(h txn.Handle, transport bool) {
 		c.ended = endNoResponse
 		e.hangup(c, cdr.HangupSystem)
 	case roleRefresh:
-		if c.ext != nil && c.ext.session[role.slot-1].refresh == h {
+		if c.extra != nil && c.extra.session[role.slot-1].refresh == h {
 			e.refreshFailed(c, side(role.slot))
 		}
 	}

@@ -47,8 +47,12 @@ func registerTxnMetrics(set *vm.Set, shard int, e *Engine) {
 	set.NewGauge(name("sipedge_transactions_active"), func() float64 { return float64(e.published.txns.Load()) })
 	set.NewGauge(name("sipedge_sip_retransmissions_total"), func() float64 { return float64(e.published.rtx.Load()) })
 	set.NewGauge(name("sipedge_sip_retransmissions_absorbed_total"), func() float64 { return float64(e.published.absorbed.Load()) })
-	// The memory budget of the table (txn.Config.MaxStoredBytes).
+	// The memory budget of the table (txn.Config.MaxStoredBytes): what
+	// live transactions hold and what free slots keep for reuse, which
+	// they give back after txn.Config.IdleRelease; stored is their sum.
 	set.NewGauge(name("sipedge_txn_stored_bytes"), func() float64 { return float64(e.published.stored.Load()) })
+	set.NewGauge(name("sipedge_txn_inuse_bytes"), func() float64 { return float64(e.published.stored.Load() - e.published.pooled.Load()) })
+	set.NewGauge(name("sipedge_txn_pooled_bytes"), func() float64 { return float64(e.published.pooled.Load()) })
 	set.NewGauge(name("sipedge_txn_budget_shortcuts_total"), func() float64 { return float64(e.published.shortcuts.Load()) })
 	set.NewGauge(name("sipedge_txn_budget_refused_total"), func() float64 { return float64(e.published.refused.Load()) })
 }

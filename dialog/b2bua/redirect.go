@@ -19,7 +19,7 @@ import (
 // the same carrier. The member left hears the 3xx as its outcome; the
 // new one, its own. False when the 3xx is the attempt's failure.
 func (e *Engine) followRedirect(c *Call, m *parser.Message, code int) bool {
-	if code > 302 || c.att.redirected {
+	if code > 302 || c.attRedirected {
 		return false
 	}
 	var contact parser.Address
@@ -32,7 +32,7 @@ func (e *Engine) followRedirect(c *Call, m *parser.Message, code int) bool {
 		if !e.env.Carriers.Redirect(&c.att.dial, uri.Host, uint16(uri.Port)) {
 			continue
 		}
-		c.att.reported, c.att.redirected, c.att.authTries = false, true, 0
+		c.att.reported, c.att.authTries, c.attRedirected = false, 0, true
 		target := contact.URI
 		if q := bytes.IndexByte(target, '?'); q >= 0 {
 			target = target[:q]

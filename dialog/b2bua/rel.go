@@ -44,7 +44,7 @@ func (e *Engine) callerRel(c *Call, m *parser.Message) {
 	if !requires && !supports {
 		return
 	}
-	x := &e.extOf(c).rel
+	x := &e.extraOf(c).rel
 	x.callerRequires, x.callerSupports, x.offer = requires, supports || requires, len(m.Body()) > 0
 }
 
@@ -73,7 +73,7 @@ func mayList100rel(m *parser.Message, kind parser.HeaderKind) bool {
 // without a body (RFC 3262 5): an offer there would want its answer in
 // the PRACK, which only the caller could give.
 func (c *Call) offer100rel() bool {
-	return c.ext != nil && c.ext.rel.callerSupports && c.ext.rel.offer
+	return c.extra != nil && c.extra.rel.callerSupports && c.extra.rel.offer
 }
 
 // reliableProvisional returns the RSeq of m, a 101-199, when it is sent
@@ -93,7 +93,7 @@ func reliableProvisional(m *parser.Message) (uint32, bool) {
 // transaction already answers, or one out of order, which "MUST NOT be
 // acknowledged with a PRACK, and MUST NOT be processed further".
 func (e *Engine) prackCarrier(c *Call, m *parser.Message, rseq uint32) bool {
-	x := &e.extOf(c).rel
+	x := &e.extraOf(c).rel
 	if x.carrierRSeq != 0 && rseq != x.carrierRSeq+1 {
 		return false
 	}
@@ -123,7 +123,7 @@ func (e *Engine) prackCarrier(c *Call, m *parser.Message, rseq uint32) bool {
 // acknowledged"), unless it would replace one with a body by one without.
 // It reports false when resp goes unreliably, as any other.
 func (e *Engine) relayReliably(c *Call, resp *parser.Message) bool {
-	x := &c.ext.rel
+	x := &c.extra.rel
 	if !x.callerRequires {
 		if _, ok := reliableProvisional(resp); !ok || !x.callerSupports {
 			return false
@@ -157,7 +157,7 @@ func (x *relState) pendingHasBody(m *parser.Message) bool {
 // carrier's dialog has no place for.
 func (e *Engine) sendReliable(c *Call, resp *parser.Message) {
 	req := c.ainv
-	x := &c.ext.rel
+	x := &c.extra.rel
 	if req == nil {
 		return
 	}
@@ -191,7 +191,7 @@ func (e *Engine) sendReliable(c *Call, resp *parser.Message) {
 // final response supersedes it. Without a body the last one is no longer
 // retransmitted, but a PRACK for it is still answered.
 func (e *Engine) hold2xx(c *Call) bool {
-	x := &c.ext.rel
+	x := &c.extra.rel
 	x.pending = x.pending[:0]
 	if !x.unacked {
 		return false
@@ -200,7 +200,7 @@ func (e *Engine) hold2xx(c *Call) bool {
 		x.held = true
 		return true
 	}
-	e.stopRel(c.ext)
+	e.stopRel(c.extra)
 	return false
 }
 
@@ -213,8 +213,8 @@ func (e *Engine) hold2xx(c *Call) bool {
 // sipedge does not relay PRACKs into.
 func (e *Engine) onPrack(c *Call, m *parser.Message, h txn.Handle) {
 	var x *relState
-	if c.ext != nil {
-		x = &c.ext.rel
+	if c.extra != nil {
+		x = &c.extra.rel
 	}
 	rack, err := parser.ParseRAck(m.Get(parser.HeaderRAck))
 	if x == nil || !x.unacked || err != nil || rack.RSeq != x.rseq || rack.CSeq != x.inviteCSeq || rack.Method != parser.MethodInvite {
@@ -222,7 +222,7 @@ func (e *Engine) onPrack(c *Call, m *parser.Message, h txn.Handle) {
 		return
 	}
 	x.unacked = false
-	e.stopRel(c.ext)
+	e.stopRel(c.extra)
 	if len(m.Body()) > 0 {
 		e.respond(h, m, 488, "Not Acceptable Here", nil)
 	} else {
@@ -244,7 +244,7 @@ func (e *Engine) onPrack(c *Call, m *parser.Message, h txn.Handle) {
 }
 
 // stopRel stops the retransmission of the reliable provisional.
-func (e *Engine) stopRel(x *callExt) {
+func (e *Engine) stopRel(x *callExtra) {
 	if x.rel.timer != 0 {
 		e.env.Clock.Stop(x.rel.timer)
 		x.rel.timer = 0
@@ -257,8 +257,8 @@ func (e *Engine) stopRel(x *callExt) {
 // dialog, whose first RSeq it takes as it comes; and the carrier's next
 // early dialog starts its own.
 func (e *Engine) relNewDialog(c *Call) {
-	x := &c.ext.rel
-	e.stopRel(c.ext)
+	x := &c.extra.rel
+	e.stopRel(c.extra)
 	x.unacked, x.withBody, x.held, x.pending, x.carrierRSeq = false, false, false, x.pending[:0], 0
 }
 
@@ -266,7 +266,7 @@ func (e *Engine) relNewDialog(c *Call) {
 // interval doubling; after 64*T1 without its PRACK the call fails: "the
 // UAS SHOULD reject the original request with a 5xx response".
 func (e *Engine) retransmitRel(c *Call) {
-	x := &c.ext.rel
+	x := &c.extra.rel
 	x.timer = 0
 	if !x.unacked {
 		return

@@ -26,6 +26,7 @@ func TestReports(t *testing.T) {
 	r.take(caller)
 	r.advance(300 * time.Millisecond)
 	r.recv(carrierA, carrierResponse(inv, 503, "Service Unavailable", ""))
+	failed := r.now
 	r.take(carrierA)
 	dialB := r.now
 	invB := r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")[0]
@@ -36,17 +37,18 @@ func TestReports(t *testing.T) {
 	r.recv(caller, ackFromCaller(tagOf(t, ok, parser.HeaderTo)))
 	r.take(carrierB)
 	r.advance(time.Minute)
+	end := r.now
 	r.recv(carrierB, inDialogFromCarrier(t, invB, "BYE", 1))
 	r.take(carrierB)
 	r.take(caller)
 
 	want := []carrier.Report{
 		{Event: carrier.AttemptFailed, CarrierID: "carrier-a", Code: 503, Dialed: true, Invite: start,
-			Progress: start + 200*time.Millisecond},
-		{Event: carrier.AttemptFailed, CarrierID: "ghost", Code: 503, Reason: route.ReasonUnknownGroup},
-		{Event: carrier.Answered, CarrierID: "carrier-b", Code: 200, Dialed: true, Invite: dialB, Answer: answer},
+			Progress: start + 200*time.Millisecond, At: failed},
+		{Event: carrier.AttemptFailed, CarrierID: "ghost", Code: 503, Reason: route.ReasonUnknownGroup, At: failed},
+		{Event: carrier.Answered, CarrierID: "carrier-b", Code: 200, Dialed: true, Invite: dialB, Answer: answer, At: answer},
 		{Event: carrier.CallEnded, CarrierID: "carrier-b", Code: 200, Dialed: true, Invite: dialB, Answer: answer,
-			Duration: time.Minute},
+			Duration: time.Minute, At: end},
 	}
 	if len(r.c.reports) != len(want) {
 		t.Fatalf("%d reports, want %d: %+v", len(r.c.reports), len(want), r.c.reports)

@@ -60,7 +60,7 @@ type sessionLeg struct {
 	sdp []byte
 }
 
-// sessionSide names a leg's session state in callExt.session.
+// sessionSide names a leg's session state in callExtra.session.
 func sessionSide(s side) int { return int(s) - 1 }
 
 // refuseInterval answers a request asking for a session interval below
@@ -92,7 +92,7 @@ func (e *Engine) refuseInterval(h txn.Handle, m *parser.Message) bool {
 // carrier's at Interval, which the B-leg INVITE asks for.
 func (e *Engine) sessionCall(c *Call, m *parser.Message) {
 	e.sessionRequested(c, sideA, m)
-	c.ext.session[sessionSide(sideB)].interval = e.cfg.SessionTimer.Interval
+	c.extra.session[sessionSide(sideB)].interval = e.cfg.SessionTimer.Interval
 }
 
 // sessionRequested takes, in uphold, what a request m from the peer of leg
@@ -101,7 +101,7 @@ func (e *Engine) sessionCall(c *Call, m *parser.Message) {
 // shorter than its Min-SE; the refresher it names, else the peer when it
 // supports timers, sipedge when not.
 func (e *Engine) sessionRequested(c *Call, s side, m *parser.Message) {
-	st := &e.extOf(c).session[sessionSide(s)]
+	st := &e.extraOf(c).session[sessionSide(s)]
 	cfg := &e.cfg.SessionTimer
 	if st.interval == 0 {
 		st.interval = cfg.Interval
@@ -137,7 +137,7 @@ func (e *Engine) sessionRequested(c *Call, s side, m *parser.Message) {
 // a peer that does not do session timers, whose leg sipedge refreshes at
 // the interval it asked for.
 func (e *Engine) sessionAnswered(c *Call, s side, m *parser.Message) {
-	st := &e.extOf(c).session[sessionSide(s)]
+	st := &e.extraOf(c).session[sessionSide(s)]
 	if st.interval == 0 {
 		st.interval = e.cfg.SessionTimer.Interval
 	}
@@ -157,7 +157,7 @@ func (e *Engine) sessionAnswered(c *Call, s side, m *parser.Message) {
 // the refresher once one is agreed (initial: the B-leg INVITE, whose
 // answer chooses), and sipedge's Min-SE.
 func (e *Engine) appendSessionRequest(dst []byte, c *Call, s side, initial bool) []byte {
-	st := &c.ext.session[sessionSide(s)]
+	st := &c.extra.session[sessionSide(s)]
 	dst = append(dst, "Session-Expires: "...)
 	dst = strconv.AppendUint(dst, uint64(st.interval/time.Second), 10)
 	switch {
@@ -188,7 +188,7 @@ func (e *Engine) appendSession2xx(dst []byte, c *Call, s side, resp *parser.Mess
 		}
 		return dst
 	}
-	st := &c.ext.session[sessionSide(s)]
+	st := &c.extra.session[sessionSide(s)]
 	dst = append(dst, "Session-Expires: "...)
 	dst = strconv.AppendUint(dst, uint64(st.interval/time.Second), 10)
 	if st.ours {
@@ -204,13 +204,13 @@ func (e *Engine) appendSession2xx(dst []byte, c *Call, s side, resp *parser.Mess
 // second one, or one whose Min-SE asks for nothing longer.
 func (e *Engine) retryInterval(c *Call, m *parser.Message) bool {
 	minSE, err := parser.ParseMinSE(m.Get(parser.HeaderMinSE))
-	st := &c.ext.session[sessionSide(sideB)]
+	st := &c.extra.session[sessionSide(sideB)]
 	want := time.Duration(minSE) * time.Second
 	ainv := e.aInviteCopy(c)
-	if c.att.intervalRetried || err != nil || want <= st.interval || ainv == nil {
+	if c.attIntervalRetried || err != nil || want <= st.interval || ainv == nil {
 		return false
 	}
-	c.att.intervalRetried = true
+	c.attIntervalRetried = true
 	st.interval, st.minSE = want, want
 	return e.sendInvite(c, ainv, nil)
 }
@@ -218,7 +218,7 @@ func (e *Engine) retryInterval(c *Call, m *parser.Message) bool {
 // sessionRefreshed restarts leg s's session timer: a 2xx to a re-INVITE or
 // UPDATE on it, or its session beginning (RFC 4028 10).
 func (e *Engine) sessionRefreshed(c *Call, s side) {
-	st := &c.ext.session[sessionSide(s)]
+	st := &c.extra.session[sessionSide(s)]
 	st.refreshed = e.now
 	e.scheduleSession(c, s)
 }
@@ -235,7 +235,7 @@ func (st *sessionLeg) expiry() time.Duration {
 // when sipedge refreshes it (RFC 4028 10), else, and once a refresh is in
 // flight, its expiry.
 func (e *Engine) scheduleSession(c *Call, s side) {
-	st := &c.ext.session[sessionSide(s)]
+	st := &c.extra.session[sessionSide(s)]
 	if st.timer != 0 {
 		e.env.Clock.Stop(st.timer)
 		st.timer = 0
@@ -260,7 +260,7 @@ func (e *Engine) scheduleSession(c *Call, s side) {
 // flight or a 2xx awaits its ACK (each a refresh of its own when it
 // succeeds).
 func (e *Engine) sessionTimer(c *Call, s side) {
-	st := &c.ext.session[sessionSide(s)]
+	st := &c.extra.session[sessionSide(s)]
 	st.timer = 0
 	if c.state != stateConfirmed {
 		return
@@ -310,7 +310,7 @@ func refresherName(ours bool) string {
 // re-INVITE offering the session description sipedge last sent it
 // unchanged, with the leg's session timer. It reports whether it went.
 func (e *Engine) sendRefresh(c *Call, s side) bool {
-	st := &c.ext.session[sessionSide(s)]
+	st := &c.extra.session[sessionSide(s)]
 	l := c.leg(s)
 	method := "UPDATE"
 	if !st.update && len(st.sdp) > 0 {
@@ -350,7 +350,7 @@ func (e *Engine) sendRefresh(c *Call, s side) bool {
 // soon; 405 or 501 to an UPDATE retries with a re-INVITE; any other
 // failure leaves the session to expire unless a later refresh succeeds.
 func (e *Engine) onRefreshResponse(c *Call, s side, h txn.Handle, m *parser.Message) {
-	st := &c.ext.session[sessionSide(s)]
+	st := &c.extra.session[sessionSide(s)]
 	code := m.StatusCode()
 	cseq, _ := m.CSeq()
 	l := c.leg(s)
@@ -397,7 +397,7 @@ func (e *Engine) onRefreshResponse(c *Call, s side, h txn.Handle, m *parser.Mess
 // refreshFailed handles sipedge's refresh on leg s going unanswered (Timer
 // B or F) or unsendable: the session is gone (RFC 4028 10).
 func (e *Engine) refreshFailed(c *Call, s side) {
-	st := &c.ext.session[sessionSide(s)]
+	st := &c.extra.session[sessionSide(s)]
 	st.refresh, st.inviting = 0, false
 	e.env.Log.Info("session refresh unanswered (RFC 4028 10); ending the call", "call_id", string(c.a.callID), "leg", legName(s))
 	e.m.sessionsExpired.Inc()
@@ -409,17 +409,17 @@ func (e *Engine) refreshFailed(c *Call, s side) {
 // of c: another INVITE in the call meets 491 meanwhile (RFC 3261 14.1), as
 // during a relayed one.
 func (c *Call) refreshing() bool {
-	return c.ext != nil && (c.ext.session[0].inviting || c.ext.session[1].inviting)
+	return c.extra != nil && (c.extra.session[0].inviting || c.extra.session[1].inviting)
 }
 
 // keepSentSDP keeps body, a session description sipedge sent on leg s, in
 // uphold, for a re-INVITE refresh of the leg: a peer that does not allow
 // UPDATE, or refuses one (405, 501), gets one.
 func (e *Engine) keepSentSDP(c *Call, s side, body []byte) {
-	if !e.cfg.SessionTimer.Uphold || c.ext == nil || len(body) == 0 || s == 0 {
+	if !e.cfg.SessionTimer.Uphold || c.extra == nil || len(body) == 0 || s == 0 {
 		return
 	}
-	st := &c.ext.session[sessionSide(s)]
+	st := &c.extra.session[sessionSide(s)]
 	if st.sdp == nil {
 		st.sdp = e.getBuf()
 	}
@@ -427,7 +427,7 @@ func (e *Engine) keepSentSDP(c *Call, s side, body []byte) {
 }
 
 // stopSessions stops the legs' session timers and gives their buffers back.
-func (e *Engine) stopSessions(x *callExt) {
+func (e *Engine) stopSessions(x *callExtra) {
 	for i := range x.session {
 		st := &x.session[i]
 		if st.timer != 0 {

@@ -10,6 +10,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/sipedge/sipedge/dialog/cdr"
+	"github.com/sipedge/sipedge/fleet"
 	"github.com/sipedge/sipedge/ratelimit"
 )
 
@@ -21,9 +22,14 @@ type Trunk struct {
 	// routing request's, and by name part of its cache key. Read-only.
 	Attributes map[string]string
 	Sources    []Source
-	// MaxCalls bounds the trunk's concurrent calls, counted in
-	// Stats.Calls; 0: unlimited.
+	// MaxCalls bounds the trunk's concurrent calls on the node, counted in
+	// Stats.Calls; 0: unlimited. Channels, when set, bounds them instead.
 	MaxCalls int
+	// Channels, when set, bounds the trunk's concurrent calls in place of
+	// MaxCalls: a fleet's Channel, whose limit holds across the nodes
+	// sharing it (the owner sets it, and shares it between the trunk's
+	// versions as Stats). Stats.Calls still counts the node's calls.
+	Channels *fleet.Channel
 	// Ingress, when set, bounds the trunk's new calls per second: one over
 	// it is refused 503 with Retry-After before any routing work.
 	Ingress *TrunkIngress
@@ -76,11 +82,36 @@ func (t *Trunk) admit(now time.Duration) bool {
 	return true
 }
 
+// takeCall counts a new call of the trunk against its limit (Channels, else
+// MaxCalls): false, counted in Stats.Refused, when it is over it. A call
+// taken gives its place back once, with releaseCall.
+func (t *Trunk) takeCall() bool {
+	n := t.Stats.Calls.Add(1)
+	if ch := t.Channels; ch != nil {
+		if ch.Take() {
+			return true
+		}
+	} else if t.MaxCalls <= 0 || n <= int64(t.MaxCalls) {
+		return true
+	}
+	t.Stats.Calls.Add(-1)
+	t.Stats.Refused.Add(1)
+	return false
+}
+
+// releaseCall gives back what takeCall took.
+func (t *Trunk) releaseCall() {
+	t.Stats.Calls.Add(-1)
+	if ch := t.Channels; ch != nil {
+		ch.Release()
+	}
+}
+
 // TrunkStats are a trunk's live calls and its metrics: what a customer
 // sends and what sipedge refuses it. The engines update them from any
 // shard, without a lock.
 type TrunkStats struct {
-	Calls   atomic.Int64  // live calls, which Trunk.MaxCalls bounds
+	Calls   atomic.Int64  // live calls on the node, which Trunk.MaxCalls bounds
 	Refused atomic.Uint64 // INVITEs refused over MaxCalls
 
 	answered, cancelled, failed *metrics.Counter // calls ended, by result

@@ -102,6 +102,11 @@ func (r *Record) appendJSON(dst []byte) ([]byte, int) {
 			dst = append(dst, `,"reason":`...)
 			dst = appendString(dst, a.Reason)
 		}
+		if a.BCallID != "" {
+			dst = append(dst, `,"b_call_id":`...)
+			dst = appendString(dst, a.BCallID)
+		}
+		dst = appendTimeField(dst, `,"time_invite":"`, a.TimeInvite)
 		dst = append(dst, '}')
 	}
 	dst = append(dst, ']')

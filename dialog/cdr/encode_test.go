@@ -43,7 +43,8 @@ func fullRecord() *Record {
 		RouteSource:          route.SourceLCR,
 		CDRFields:            map[string]string{"account": "42", "tier": "gold"},
 		Attempts: []Attempt{
-			{CarrierID: "carrier-a", Status: 503, Elapsed: 1200 * time.Millisecond, Dialed: true},
+			{CarrierID: "carrier-a", Status: 503, Elapsed: 1200 * time.Millisecond, Dialed: true,
+				BCallID: "b-0@sipedge", TimeInvite: time.Date(2025, 3, 9, 14, 5, 7, 125_000_000, time.UTC)},
 			{CarrierID: "carrier-c", Status: 503, Dialed: false, Reason: "cps_limited"},
 		},
 	}
@@ -129,7 +130,8 @@ func TestAppendJSONFull(t *testing.T) {
 		"currency":               "USD",
 		"route_source":           "lcr",
 		"lcr_attempts": []any{
-			map[string]any{"carrier_id": "carrier-a", "status": json.Number("503"), "elapsed_ms": json.Number("1200"), "dialed": true},
+			map[string]any{"carrier_id": "carrier-a", "status": json.Number("503"), "elapsed_ms": json.Number("1200"), "dialed": true,
+				"b_call_id": "b-0@sipedge", "time_invite": "2025-03-09T14:05:07.125Z"},
 			map[string]any{"carrier_id": "carrier-c", "status": json.Number("503"), "elapsed_ms": json.Number("0"), "dialed": false, "reason": "cps_limited"},
 		},
 		"account": "42",
@@ -169,6 +171,9 @@ func TestAppendJSONAttempts(t *testing.T) {
 	f([]Attempt{}, `[]`)
 	f([]Attempt{{CarrierID: "a", Status: 408, Elapsed: 6*time.Second + 999*time.Microsecond, Dialed: true}},
 		`[{"carrier_id":"a","status":408,"elapsed_ms":6000,"dialed":true}]`)
+	at := time.Date(2025, 3, 9, 14, 5, 7, 123456789, time.UTC)
+	f([]Attempt{{CarrierID: "a", Status: 480, Elapsed: 5 * time.Millisecond, Dialed: true, BCallID: "b\"1@sipedge", TimeInvite: at}},
+		`[{"carrier_id":"a","status":480,"elapsed_ms":5,"dialed":true,"b_call_id":"b\"1@sipedge","time_invite":"2025-03-09T14:05:07.123Z"}]`)
 	f([]Attempt{
 		{CarrierID: "a", Status: 503, Elapsed: 12 * time.Millisecond, Dialed: true},
 		{CarrierID: "b", Status: 503, Dialed: false, Reason: "cps_limited"},
@@ -382,7 +387,7 @@ func TestAppendJSONSourceIP(t *testing.T) {
 }
 
 func TestEnumStrings(t *testing.T) {
-	if HangupCaller.String() != "caller" || HangupCallee.String() != "callee" || HangupSystem.String() != "system" || HangupNone.String() != "" {
+	if HangupCaller.String() != "caller" || HangupCallee.String() != "callee" || HangupSystem.String() != "system" || HangupNodeLost.String() != "node_lost" || HangupNone.String() != "" {
 		t.Error("HangupSide names")
 	}
 	if routeSourceName(route.SourceLCR) != "lcr" || routeSourceName(route.SourceStatic) != "static" || routeSourceName(route.SourceFallback) != "fallback" || routeSourceName(route.SourceNone) != "" {

@@ -93,6 +93,12 @@ type Attempt struct {
 	Elapsed   time.Duration // elapsed_ms: from dialling the carrier to its failure, in whole milliseconds
 	Dialed    bool          // dialed: false when no INVITE went out (group unknown or down, next hop unresolvable)
 	Reason    string        // reason: why sipedge gave up on it without a final response, e.g. "cps_limited"; left out when ""
+	// BCallID and TimeInvite are the B-leg the carrier saw: its Call-ID and
+	// when its INVITE left (the last one's, after CPS-reject retries), to
+	// reconcile a failed attempt with the carrier's own CDR. b_call_id and
+	// time_invite are left out for an attempt not dialled.
+	BCallID    string    // b_call_id
+	TimeInvite time.Time // time_invite: as the record's times
 }
 
 // FieldNames lists the built-in top-level keys of a record in the order they
@@ -131,10 +137,14 @@ const (
 	HangupCaller                   // "caller": the A side (BYE or CANCEL from the caller)
 	HangupCallee                   // "callee": the B side (BYE from the callee)
 	HangupSystem                   // "system": sipedge (maximum duration, orphan reaping, shutdown)
+	// HangupNodeLost ("node_lost"): the node that held the answered call
+	// died (its fleet lease ran out); another node wrote the CDR from the
+	// call journal, with time_end the dead node's last renewal of it.
+	HangupNodeLost
 	numHangupSides
 )
 
-var hangupNames = [numHangupSides]string{"", "caller", "callee", "system"}
+var hangupNames = [numHangupSides]string{"", "caller", "callee", "system", "node_lost"}
 
 // Values of end_reason: why sipedge ended a call itself.
 const (

@@ -42,19 +42,30 @@
 //
 // Handles. A Handle carries the transaction's slot and a generation, so it
 // goes stale when the transaction terminates (ActTerminated) and never
-// names the slot's next occupant. Stale handles are refused with ErrStale;
-// timer fires for them are ignored.
+// names the slot's next occupant, even once the slab shrank and grew back
+// over the slot. Stale handles are refused with ErrStale; timer fires for
+// them are ignored.
 //
 // Allocation. Transactions live in a slab with a free list, indexed by an
 // open-addressing hash table (maphash with a per-table seed over key bytes
 // built in a scratch buffer, the key compared in full on lookup, deletion
 // by backward shift). A table allocates only when it holds more
-// transactions, or longer messages, than ever before, for a transaction
+// transactions, or longer messages, than its slots have room for (the most
+// since its last trim, below), for a transaction
 // whose buffers pass 4 KiB (a slot does not keep those for its next
 // occupant: otherwise rare large messages would grow every slot to their
 // size as slots take turns), or when it is over its budget (below): a
 // steady state makes no allocation per transaction, as the allocation
 // tests check.
+//
+// Memory returns after a peak (trim.go). A slot free for
+// Config.IdleRelease (default 10 s; a steady load reuses the slots it frees
+// within milliseconds) gives its buffers to the garbage collector, and when
+// every free slot has, a slab and an index four times larger than the live
+// transactions need shrink to fit. The table arms a timer of its own on
+// Timers for this, whose fire (argument trimArg) the owner delivers to
+// Timeout as any other. Stats splits the bytes kept into InUseBytes (live
+// transactions) and PooledBytes (free slots, until IdleRelease passes).
 //
 // # Memory budget
 //

@@ -34,6 +34,9 @@ const (
 	// inTimerCancel is the wait of RFC 3261 9.1 after a CANCEL: "If there
 	// is no final response for the original request in 64*T1 seconds ...
 	// the client SHOULD then consider the original transaction cancelled".
+
+	// inTimerTrim is the table's own timer, no transaction's (see trim).
+	inTimerTrim
 )
 
 func (in input) timer() bool { return in >= inTimerA && in <= inTimerCancel }
@@ -43,7 +46,7 @@ func (in input) retransmit() bool { return in == inTimerA || in == inTimerE || i
 
 var timerNames = [...]string{inTimerA: "A", inTimerB: "B", inTimerD: "D", inTimerE: "E",
 	inTimerF: "F", inTimerG: "G", inTimerH: "H", inTimerI: "I", inTimerJ: "J", inTimerK: "K",
-	inTimerL: "L", inTimerM: "M", inTimerCancel: "cancel"}
+	inTimerL: "L", inTimerM: "M", inTimerCancel: "cancel", inTimerTrim: "trim"}
 
 // event is one input with its data.
 type event struct {

@@ -264,6 +264,11 @@ func (d *driver) run(line string) []string {
 				break
 			}
 			d.now = ft.at
+			if ft.arg == trimArg { // the table's own
+				d.printf("@%v trim", d.now)
+				d.tab.Timeout(ft.arg, d.now)
+				continue
+			}
 			d.printf("@%v timer %s %s", d.now, timerNames[input(ft.arg>>24)], d.name(Handle(ft.arg&^(0xff<<24))))
 			d.tab.Timeout(ft.arg, d.now)
 			d.actions()

@@ -29,6 +29,10 @@ type txn struct {
 	// held is the capacity of the buffers above as last charged to
 	// Table.held (see charge); it stays with the slot, as they do.
 	held int
+	// A free slot: when it was freed, and whether trim has released its
+	// buffers since (see trim).
+	freedAt time.Duration
+	swept   bool
 
 	// At most one retransmission timer (A, E, G) and one lifetime timer
 	// (the others) run at a time; rtxID and lifeID are 0 when not armed.
@@ -127,11 +131,12 @@ func (t *Table) alloc(kind Kind, state State, peer transport.Peer) (int32, error
 	i := t.free
 	if i >= 0 {
 		t.free = t.txns[i].next
+		t.pooled -= t.txns[i].held
 	} else {
 		if len(t.txns) >= maxTransactions {
 			return -1, ErrFull
 		}
-		t.txns = append(t.txns, txn{gen: 1})
+		t.txns = append(t.txns, txn{gen: t.genFloor})
 		i = int32(len(t.txns) - 1)
 	}
 	t.live++
@@ -162,6 +167,7 @@ func (t *Table) terminate(i int32) {
 	}
 	t.limbo = append(t.limbo, i)
 	t.live--
+	t.armTrim()
 	if t.held > t.budget || x.held > maxKeptSlotBytes {
 		// Over budget, a slot does not keep its buffers for reuse: the
 		// table shrinks back to its budget as transactions end. Nor does
@@ -171,6 +177,8 @@ func (t *Table) terminate(i int32) {
 		// would grow every slot to their size over hours, and a table at
 		// a steady load to its budget, shortening Timer J with no flood.
 		t.release(x)
+	} else {
+		t.pooled += x.held
 	}
 }
 
@@ -444,6 +452,10 @@ func (t *Table) linger(i int32, id input, d time.Duration) {
 func (t *Table) Timeout(arg uint64, now time.Duration) {
 	t.begin(now)
 	id := input(arg >> 24)
+	if arg == trimArg {
+		t.trim()
+		return
+	}
 	i, ok := t.lookup(Handle(arg &^ (0xff << 24)))
 	if !ok || !id.timer() {
 		return

@@ -156,6 +156,11 @@ type Config struct {
 	// See the package documentation. Default DefaultMaxStoredBytes;
 	// negative is refused.
 	MaxStoredBytes int
+	// IdleRelease is how long a free slot keeps its buffers for the next
+	// transaction: past it, they go back to the garbage collector, and a
+	// slab and index grown for a peak shrink (see the package
+	// documentation). Default DefaultIdleRelease; negative: for ever.
+	IdleRelease time.Duration
 }
 
 // Defaults (RFC 3261 17.1.1.1, Table 4).
@@ -170,6 +175,11 @@ const (
 	// SDP and ACK is some 2 KB; larger ones go back to the collector as
 	// their transaction ends (see terminate).
 	maxKeptSlotBytes = 4 << 10
+	// DefaultIdleRelease: a slot free for 10 s is surplus of a past peak,
+	// not room the load reuses (it takes the slots freed last first).
+	DefaultIdleRelease = 10 * time.Second
+	// minShrink is the fewest slots a shrink of the slab gives back.
+	minShrink = 1024
 )
 
 // DefaultMaxStoredBytes is the default budget of a table (one shard):
@@ -208,10 +218,20 @@ type Table struct {
 	max        int
 	timers     Timers
 	// held is the capacity of every slot's buffers (txn.held summed), kept
-	// up to date at each store (charge) and release: no scan. budget and
-	// hard are Config.MaxStoredBytes and twice it.
-	held, budget, hard int
-	seed               maphash.Seed
+	// up to date at each store (charge) and release: no scan; pooled is
+	// the part free slots keep for reuse (in limbo or on the free list).
+	// budget and hard are Config.MaxStoredBytes and twice it.
+	held, pooled, budget, hard int
+	seed                       maphash.Seed
+
+	// The trim (see trim): idleRelease is Config.IdleRelease, trimArmed
+	// says its timer is pending, genFloor is the generation new slots
+	// start at, above that of every slot a shrink dropped, so that no
+	// Handle of theirs names a slot grown again.
+	idleRelease time.Duration
+	trimArmed   bool
+	genFloor    uint32
+	minSlots    int // Config.Capacity: a shrink keeps this room
 
 	txns  []txn
 	free  int32   // free list head, -1 if none
@@ -261,20 +281,26 @@ func New(cfg Config, timers Timers) (*Table, error) {
 	if cfg.Capacity < 0 || cfg.Capacity > cfg.MaxTransactions {
 		return nil, fmt.Errorf("txn: cannot use capacity %d", cfg.Capacity)
 	}
+	if cfg.IdleRelease == 0 {
+		cfg.IdleRelease = DefaultIdleRelease
+	}
 	t := &Table{
-		t1:         cfg.T1,
-		t2:         cfg.T2,
-		t4:         cfg.T4,
-		long:       64 * cfg.T1,
-		timerD:     max(minTimerD, 64*cfg.T1),
-		max:        cfg.MaxTransactions,
-		budget:     cfg.MaxStoredBytes,
-		hard:       2 * min(cfg.MaxStoredBytes, math.MaxInt/2),
-		timers:     timers,
-		seed:       maphash.MakeSeed(),
-		free:       -1,
-		freeInvite: -1,
-		txns:       make([]txn, 0, cfg.Capacity),
+		t1:          cfg.T1,
+		t2:          cfg.T2,
+		t4:          cfg.T4,
+		long:        64 * cfg.T1,
+		timerD:      max(minTimerD, 64*cfg.T1),
+		max:         cfg.MaxTransactions,
+		budget:      cfg.MaxStoredBytes,
+		hard:        2 * min(cfg.MaxStoredBytes, math.MaxInt/2),
+		timers:      timers,
+		seed:        maphash.MakeSeed(),
+		idleRelease: cfg.IdleRelease,
+		genFloor:    1,
+		minSlots:    cfg.Capacity,
+		free:        -1,
+		freeInvite:  -1,
+		txns:        make([]txn, 0, cfg.Capacity),
 	}
 	n := 64
 	for n < 2*cfg.Capacity {
@@ -296,14 +322,19 @@ type Stats struct {
 	// the table held twice its budget.
 	BudgetRefused uint64
 	// StoredBytes is the capacity of the buffers the table keeps now (a
-	// gauge, not a count): what MaxStoredBytes bounds.
-	StoredBytes int
+	// gauge, not a count): what MaxStoredBytes bounds. InUseBytes is the
+	// part live transactions hold, PooledBytes the part free slots keep
+	// for reuse until Config.IdleRelease passes; they sum to StoredBytes.
+	StoredBytes, InUseBytes, PooledBytes int
+	// Slots is the length of the slab: live transactions and free slots.
+	Slots int
 }
 
 // Stats returns the table's counts.
 func (t *Table) Stats() Stats {
 	st := t.stats
-	st.StoredBytes = t.held
+	st.StoredBytes, st.InUseBytes, st.PooledBytes = t.held, t.held-t.pooled, t.pooled
+	st.Slots = len(t.txns)
 	return st
 }
 
@@ -365,7 +396,8 @@ func (t *Table) begin(now time.Duration) {
 		return // a list TakeActions gave out may name them (see there)
 	}
 	for _, i := range t.limbo {
-		t.txns[i].next = t.free
+		x := &t.txns[i]
+		x.next, x.freedAt, x.swept = t.free, now, false
 		t.free = i
 	}
 	t.limbo = t.limbo[:0]

@@ -124,14 +124,20 @@ func (s *seq) expect(err error, want int, last ActionKind) Handle {
 	return acts[want-1].Txn
 }
 
-// fire advances the clock by d and delivers the one timer due.
+// fire advances the clock by d and delivers the one transaction timer
+// due, and the table's trim timer before it if that is due too.
 func (s *seq) fire(d time.Duration) {
 	s.now += d
-	ft, ok := s.clock.next(s.now)
-	if !ok {
-		s.tb.Fatal("no timer due")
+	for {
+		ft, ok := s.clock.next(s.now)
+		if !ok {
+			s.tb.Fatal("no timer due")
+		}
+		s.tab.Timeout(ft.arg, s.now)
+		if ft.arg != trimArg {
+			return
+		}
 	}
-	s.tab.Timeout(ft.arg, s.now)
 }
 
 // respond has the TU answer server transaction h.

@@ -35,6 +35,30 @@ type Request struct {
 	// named in Options.KeyAttributes are also part of the cache key.
 	// Omitted from the JSON when empty.
 	Attributes map[string]string `json:"attributes,omitempty"`
+	// Quality holds the quality scores of the call's prefix when
+	// Options.Quality is set (lcr.send_quality), filled as the request
+	// leaves: omitted otherwise, and when the number has no quality
+	// prefix.
+	Quality *Quality `json:"quality,omitempty"`
+}
+
+// Quality is what sipedge knows of the carriers' quality under the call's
+// quality prefix (API.md, "Quality scores"): a hint the API may weigh.
+type Quality struct {
+	// Prefix is the quality prefix the dialled number falls under, as
+	// configured (quality.prefixes).
+	Prefix string `json:"prefix"`
+	// Carriers are those sipedge has figures or a disable for under
+	// Prefix, by carrier_id; [] when none.
+	Carriers []CarrierQuality `json:"carriers"`
+}
+
+// CarrierQuality is one carrier's standing under a quality prefix.
+type CarrierQuality struct {
+	CarrierID string  `json:"carrier_id"`
+	Score     float64 `json:"score"`    // 0 is perfect, higher is worse
+	Demoted   bool    `json:"demoted"`  // the score reaches its profile's critical penalty
+	Disabled  bool    `json:"disabled"` // taken out of routing: sipedge skips it
 }
 
 // CallSource is where the call came from: the customer trunk's peer.

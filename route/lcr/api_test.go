@@ -29,8 +29,15 @@ func TestRequestJSON(t *testing.T) {
 		t.Fatalf("request JSON\n got %s\nwant %s", got, want)
 	}
 	req.Attributes = nil
-	if got := mustJSON(t, &req); strings.Contains(got, "attributes") {
-		t.Fatalf("empty attributes are not omitted: %s", got)
+	if got := mustJSON(t, &req); strings.Contains(got, "attributes") || strings.Contains(got, "quality") {
+		t.Fatalf("empty attributes or quality are not omitted: %s", got)
+	}
+	req.Quality = &Quality{Prefix: "+1", Carriers: []CarrierQuality{{CarrierID: "carrier-a", Score: 10, Demoted: true},
+		{CarrierID: "carrier-b", Disabled: true}}}
+	want = `"quality":{"prefix":"+1","carriers":[{"carrier_id":"carrier-a","score":10,"demoted":true,"disabled":false},` +
+		`{"carrier_id":"carrier-b","score":0,"demoted":false,"disabled":true}]}}`
+	if got := mustJSON(t, &req); !strings.HasSuffix(got, want) {
+		t.Fatalf("request JSON with quality\n got %s\nwant ...%s", got, want)
 	}
 }
 

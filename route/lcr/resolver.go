@@ -128,6 +128,12 @@ type Options struct {
 	// one trial request. 0 means DefaultBreakerCooldown.
 	BreakerCooldown time.Duration
 
+	// Quality, when set, gives the quality scores of a dialled number's
+	// prefix (lcr.send_quality): each request carries them (Request.Quality)
+	// as it leaves, on the lookup's goroutine, never a shard's. nil for a
+	// number without a quality prefix.
+	Quality func(dialedNumber string) *Quality
+
 	// Metrics receives the resolver's metrics; nil means a private set. A
 	// set holds the metrics of one Resolver only (New fails with
 	// ErrMetricsInUse).
@@ -150,6 +156,7 @@ type Resolver struct {
 	localTTL time.Duration
 	attrs    []string
 	failure  Decision // the decision given when the API fails
+	quality  func(dialedNumber string) *Quality
 
 	transport *http.Transport
 	client    *http.Client
@@ -234,6 +241,7 @@ func New(opts Options) (*Resolver, error) {
 		cacheTTL: opts.CacheTTL,
 		localTTL: opts.LocalTTL,
 		attrs:    attrs,
+		quality:  opts.Quality,
 		sem:      make(chan struct{}, opts.MaxInFlight),
 		log:      opts.Log,
 		epoch:    time.Now(),
@@ -569,6 +577,10 @@ func (r *Resolver) call(req *Request) (*Response, []byte, int, failKind, error) 
 	q := *req
 	if q.Version == 0 {
 		q.Version = APIVersion
+	}
+	if r.quality != nil {
+		// The scores as of now, not as of the call that began the flight.
+		q.Quality = r.quality(q.DialedNumber)
 	}
 	payload, err := json.Marshal(&q)
 	if err != nil {

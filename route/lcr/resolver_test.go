@@ -72,6 +72,41 @@ func TestAPIRequest(t *testing.T) {
 	}
 }
 
+// TestAPIRequestQuality: with Options.Quality the request carries the
+// scores of the number's prefix, asked for as the request leaves; a
+// number without one carries none.
+func TestAPIRequestQuality(t *testing.T) {
+	testtier.RequiresSockets(t)
+	api := newAPIServer(t, nil)
+	var asked []string
+	r := newTestResolver(t, Options{APIURL: api.URL, CacheTTL: 0, Quality: func(number string) *Quality {
+		asked = append(asked, number)
+		if !strings.HasPrefix(number, "+44") {
+			return nil
+		}
+		return &Quality{Prefix: "+44", Carriers: []CarrierQuality{{CarrierID: "cheap", Score: 10, Demoted: true}}}
+	}})
+	r.lookup(t, testRequest("+447700900123"))
+	body, _ := api.last()
+	var got struct {
+		Quality *Quality `json:"quality"`
+	}
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := &Quality{Prefix: "+44", Carriers: []CarrierQuality{{CarrierID: "cheap", Score: 10, Demoted: true}}}
+	if !reflect.DeepEqual(got.Quality, want) {
+		t.Fatalf("quality %+v, want %+v in %s", got.Quality, want, body)
+	}
+	r.lookup(t, testRequest("+12025550123"))
+	if body, _ := api.last(); strings.Contains(string(body), "quality") {
+		t.Fatalf("a number without a quality prefix: %s", body)
+	}
+	if !reflect.DeepEqual(asked, []string{"+447700900123", "+12025550123"}) {
+		t.Fatalf("asked for %v", asked)
+	}
+}
+
 func TestAPIReject(t *testing.T) {
 	testtier.RequiresSockets(t)
 	api := newAPIServer(t, staticReply(200, `{"routes":[],"reject":{"code":403,"reason":"Destination Blocked"},"cache_ttl_secs":60}`))

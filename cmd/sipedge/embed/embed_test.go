@@ -133,8 +133,8 @@ func TestOnFailureRoutesAgain(t *testing.T) {
 	}
 	mu.Unlock()
 	for _, m := range []string{
-		`sipedge_lcr_attempts_total{carrier="carrier-a",code="503",dialed="true"}`,
-		`sipedge_lcr_attempts_total{carrier="carrier-b",code="200",dialed="true"}`,
+		`sipedge_lcr_attempts_total{carrier="carrier-a",code="503",dialed="true",reason=""}`,
+		`sipedge_lcr_attempts_total{carrier="carrier-b",code="200",dialed="true",reason=""}`,
 	} {
 		if v := r.metric(m); v != 1 {
 			t.Errorf("%s = %v, want 1", m, v)

@@ -22,6 +22,8 @@ import (
 	_ "embed"
 	"time"
 
+	"github.com/sipedge/sipedge/fleet"
+	"github.com/sipedge/sipedge/quality"
 	"github.com/sipedge/sipedge/transport"
 )
 
@@ -61,6 +63,14 @@ type Config struct {
 	Cache          []Cache        `yaml:"cache"`
 	RateLimit      RateLimit      `yaml:"ratelimit"`
 	CDR            CDR            `yaml:"cdr"`
+	// Fleet makes this node one of several sharing one Redis: channel
+	// limits held across the fleet, shared runtime state, the call journal
+	// (fleet.Config; fleet/doc.go). Absent: one node, all in process.
+	Fleet fleet.Config `yaml:"fleet"`
+	// Quality is quality routing: live statistics per prefix and carrier,
+	// their scores, and their use (mode off, the default: statistics and
+	// scores only). The keys are quality.Config's.
+	Quality quality.Config `yaml:"quality"`
 }
 
 // Admin is the admin HTTP API (metrics, health, runtime gateway changes).
@@ -248,8 +258,9 @@ type Group struct {
 	CPS           CPS         `yaml:"cps"`
 	CPSReject     []CPSReject `yaml:"cps_reject"`
 	// MaxConcurrentCalls is the carrier's channel limit, the calls it takes
-	// at once; at it, sipedge skips the carrier (calls_limited). Per node:
-	// each keeps to ceil(limit / ratelimit.nodes). 0: none.
+	// at once; at it, sipedge skips the carrier (calls_limited). Held
+	// across the fleet with fleet.redis; else per node, each keeping to
+	// ceil(limit / ratelimit.nodes). 0: none.
 	MaxConcurrentCalls int `yaml:"max_concurrent_calls"`
 	// Auth is the account sipedge holds with the carrier, to answer its
 	// Digest challenges to INVITEs (no username: none).
@@ -257,8 +268,13 @@ type Group struct {
 	// FollowRedirects follows a 3xx from a member to another member of the
 	// group its Contact names, once per attempt; false (the default): a
 	// 3xx is the attempt's failure.
-	FollowRedirects bool          `yaml:"follow_redirects"`
-	Destinations    []Destination `yaml:"destinations"`
+	FollowRedirects bool `yaml:"follow_redirects"`
+	// PanicThreshold is the share of members (percent) below which, one
+	// at least up, the group is in panic and chooses among the members
+	// calls marked down too (health.GroupConfig.PanicThreshold). Default
+	// 50; 0: never.
+	PanicThreshold int           `yaml:"panic_threshold_percent"`
+	Destinations   []Destination `yaml:"destinations"`
 }
 
 // Auth is an account with a carrier: the username and password that answer
@@ -282,16 +298,20 @@ type Probe struct {
 	Jitter       time.Duration `yaml:"jitter_ms"` // default 500 ms; 0 = none
 }
 
-// Passive says how real calls mark a group's members down and back up:
-// FailureThreshold consecutive counted outcomes mark a member down; a
-// group that is not probed gives it HalfOpenCalls trial calls after
-// DownTime (a probed group's members come back through probing).
+// Passive says how real calls mark a group's members down and back up
+// (health.PassiveConfig, health/outlier.go): FailureThreshold failures at
+// least, either FailurePercent of the recent calls (the last second's, or
+// the last MinCalls up to ten seconds back) or in a row over a second; a
+// group that is not probed gives a member down HalfOpenCalls trial calls
+// after DownTime (a probed group's members come back through probing).
 type Passive struct {
 	Disabled bool `yaml:"disabled"` // calls never mark a member down
 	// Outcomes that count: no_response, status_503, transport_error
 	// (empty = all three).
 	Outcomes         []string      `yaml:"outcomes"`
 	FailureThreshold int           `yaml:"failure_threshold"` // default 3
+	FailurePercent   int           `yaml:"failure_percent"`   // default 50, 1 to 100
+	MinCalls         int           `yaml:"min_calls"`         // default 20
 	HalfOpenCalls    int           `yaml:"half_open_calls"`   // default 3
 	DownTime         time.Duration `yaml:"down_secs"`         // default 30 s
 	// MaxRetryAfter caps the cooldown a 503's Retry-After (to a call or a
@@ -340,6 +360,9 @@ type LCR struct {
 	// that are part of the cache key; a trunk without one keys it empty.
 	Attributes   []string      `yaml:"attributes"`
 	StaticRoutes []StaticRoute `yaml:"static_routes"`
+	// SendQuality adds the quality scores of the call's prefix to each API
+	// request (route/lcr/API.md, "Quality scores").
+	SendQuality bool `yaml:"send_quality"`
 }
 
 // DefaultRerouteCauses is the default lcr.reroute_causes.

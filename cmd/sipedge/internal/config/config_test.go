@@ -13,6 +13,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sipedge/sipedge/fleet"
+	"github.com/sipedge/sipedge/quality"
 	"github.com/sipedge/sipedge/transport"
 )
 
@@ -333,13 +335,41 @@ func TestRejects(t *testing.T) {
 			`line 4: gateway.groups[0].passive.outcomes[1]: "status_500": want one of "no_response", "status_503", "transport_error"`},
 		{"passive max_retry_after too large", "gateway:\n  groups:\n    - name: g\n      passive: { max_retry_after_secs: 90000 }\n      destinations: [{ uri: \"sip:127.0.0.1:5070\", address: \"127.0.0.1:5070\" }]",
 			`line 4: gateway.groups[0].passive.max_retry_after_secs: 90000: at most 86400 (a day)`},
+		{"passive failure_percent too large", "gateway:\n  groups:\n    - name: g\n      passive: { failure_percent: 120 }\n      destinations: [{ uri: \"sip:127.0.0.1:5070\", address: \"127.0.0.1:5070\" }]",
+			`line 4: gateway.groups[0].passive.failure_percent: 120: want 1 to 100`},
+		{"passive min_calls too large", "gateway:\n  groups:\n    - name: g\n      passive:\n        min_calls: 2000000\n      destinations: [{ uri: \"sip:127.0.0.1:5070\", address: \"127.0.0.1:5070\" }]",
+			`line 5: gateway.groups[0].passive.min_calls: 2000000: want 1 to 1000000`},
+		{"panic threshold over 100", "gateway:\n  groups:\n    - name: g\n      panic_threshold_percent: 150\n      destinations: [{ uri: \"sip:127.0.0.1:5070\", address: \"127.0.0.1:5070\" }]",
+			`line 4: gateway.groups[0].panic_threshold_percent: 150: want 0 to 100`},
 		{"batch one", "ratelimit: { batch: 1 }", `ratelimit.batch: 1: want 0 (off) or 2 to 16`},
 		{"batch too large", "ratelimit:\n  batch: 32", `line 2: ratelimit.batch: 32: want 0 (off) or 2 to 16`},
 		{"flood negative", "ratelimit:\n  flood: { messages_per_sec: -5 }", `line 2: ratelimit.flood.messages_per_sec: -5: must not be negative`},
 		{"flood without ban", "ratelimit:\n  flood: { ban_secs: 0 }", `line 2: ratelimit.flood.ban_secs: 0s: want a positive ban while flood protection is on`},
 		{"flood ban negative", "ratelimit:\n  flood: { ban_secs: -1 }", `line 2: ratelimit.flood.ban_secs: -1: must not be negative`},
 		{"cdr queue negative", "cdr: { queue: -1 }", `cdr.queue: -1: must not be negative`},
+		{"fleet redis", "fleet:\n  redis: \"127.0.0.1:6379\"", `line 2: fleet.redis: "127.0.0.1:6379": want a redis:// URL`},
+		{"fleet redis password not shown", "fleet: { redis: \"redis://:s3cret@a:6379/one\" }", `fleet.redis: "redis://:xxxxx@a:6379/one": the path must be a database number (/0) or nothing`},
+		{"fleet redis cluster database", "fleet: { redis: \"redis://a:7000/1?addr=b:7000\" }", `fleet.redis: "redis://a:7000/1?addr=b:7000": database 1 with more seed nodes (addr=): a Redis Cluster has only database 0`},
+		{"fleet node_id", "fleet:\n  redis: \"redis://a:6379\"\n  node_id: \"edge 1\"", `line 3: fleet.node_id: "edge 1": want 1 to 64 letters, digits, '.', '_' or '-'`},
+		{"fleet node_id colon", "fleet: { node_id: \"edge:1\" }", `fleet.node_id: "edge:1": want 1 to 64 letters`},
+		{"fleet lease_secs", "fleet:\n  redis: \"redis://a:6379\"\n  lease_secs: 7200", `line 3: fleet.lease_secs: 7200: want 1 to 3600 (0: 10)`},
+		{"fleet lease_secs negative", "fleet: { lease_secs: -1 }", `fleet.lease_secs: -1: must not be negative`},
+		{"fleet journal without redis", "fleet:\n  call_journal: true", `line 2: fleet.call_journal: needs fleet.redis: the journal lives in Redis`},
 		{"cdr not a mapping", "cdr: cdr.jsonl", `line 1: cdr: want a mapping, got "cdr.jsonl"`},
+		// quality
+		{"quality mode", "quality:\n  mode: best", `line 2: quality.mode: "best": want off, demote or sort`},
+		{"quality prefix", "quality:\n  prefixes: [\"\", \"+4x\"]", `line 2: quality.prefixes[1]: "+4x": want digits with an optional leading +`},
+		{"quality prefix duplicate", "quality: { prefixes: [\"44\", \"+44\"] }", `quality.prefixes[1]: "+44": duplicate prefix (also prefixes[0])`},
+		{"quality history below sampling", "quality:\n  sampling_interval_secs: 10\n  history_span_secs: 5", `line 3: quality.history_span_secs: 5: want 10 (one sampling interval) to`},
+		{"quality confidence", "quality:\n  confidence: 1.5", `line 2: quality.confidence: 1.5: want a probability above 0.5 and below 1`},
+		{"quality threshold negative", "quality:\n  bad_dst_threshold: -2", `line 2: quality.bad_dst_threshold: -2: want a number from 0, or -1 to disable`},
+		{"quality webhook", "quality: { webhook_url: \"ftp://x\" }", `quality.webhook_url: "ftp://x": want an http:// or https:// URL`},
+		{"quality profile critical", "quality:\n  profiles:\n    - name: p\n      asr: { warning: 0.2, critical: 0.5 }",
+			`line 4: quality.profiles[0].asr.critical: 0.5: want it below warning (0.2)`},
+		{"quality profile prefix", "quality:\n  profiles:\n    - name: p\n      prefixes: [\"33\"]",
+			`line 4: quality.profiles[0].prefixes[0]: "33": not one of quality.prefixes`},
+		{"quality profile unknown key", "quality:\n  profiles:\n    - { name: p, asr: { critcal: 0.2 } }", `line 3: quality.profiles[0].asr.critcal: unknown key (did you mean critical?)`},
+		{"send_quality without an API", "lcr:\n  send_quality: true", `line 2: lcr.send_quality: true without lcr.api_url`},
 		// file level
 		{"empty", "# nothing\n", `the configuration is empty`},
 		{"two documents", "shards: 1\n---\nshards: 2\n", `more than one YAML document`},
@@ -602,7 +632,8 @@ func TestDefaults(t *testing.T) {
 		{"group reroute_causes inherit", g.RerouteCauses, []int(nil)},
 		{"group follow_redirects", g.FollowRedirects, false},
 		{"probe", g.Probe, Probe{Enabled: false, Interval: 15 * time.Second, Timeout: 2 * time.Second, FailureThreshold: 3, SuccessThreshold: 2, Jitter: 500 * time.Millisecond}},
-		{"passive", g.Passive, Passive{FailureThreshold: 3, HalfOpenCalls: 3, DownTime: 30 * time.Second, MaxRetryAfter: 300 * time.Second}},
+		{"passive", g.Passive, Passive{FailureThreshold: 3, FailurePercent: 50, MinCalls: 20, HalfOpenCalls: 3, DownTime: 30 * time.Second, MaxRetryAfter: 300 * time.Second}},
+		{"group panic_threshold_percent", g.PanicThreshold, 50},
 		{"cps", g.CPS, CPS{Rate: 0, Burst: 1, MaxWait: time.Second}},
 		{"destination weight", g.Destinations[0].Weight, 1},
 		{"lcr.timeout_ms", c.LCR.Timeout, 2 * time.Second},
@@ -610,6 +641,10 @@ func TestDefaults(t *testing.T) {
 		{"ratelimit", c.RateLimit, RateLimit{Deadline: 20 * time.Millisecond, FailureMode: "local", Nodes: 1,
 			BatchMinRate: 50, Flood: Flood{MessagesPerSec: 200, Ban: time.Minute}}},
 		{"cdr", c.CDR, CDR{File: "cdr.jsonl", MaxSizeMB: 100, MaxBackups: 10, Queue: 65536}},
+		{"fleet", c.Fleet, fleet.Config{LeaseSecs: 10}}, // no redis: one node, all in process
+		{"lcr.send_quality", c.LCR.SendQuality, false},
+		{"quality", c.Quality, quality.Config{Mode: "off", Prefixes: []string{""}, SamplingIntervalSecs: 5,
+			HistorySpanSecs: 1800, Confidence: 0.95}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -723,7 +758,8 @@ gateway:
       transport: tcp
       reroute_causes: [404, 408, 500, 503]
       probe: { enabled: true, interval_secs: 5, timeout_ms: 700, failure_threshold: 4, success_threshold: 1, healthy_codes: [200, 404], jitter_ms: 0 }
-      passive: { outcomes: [no_response, status_503], failure_threshold: 2, half_open_calls: 1, down_secs: 10, max_retry_after_secs: 60 }
+      passive: { outcomes: [no_response, status_503], failure_threshold: 2, failure_percent: 70, min_calls: 40, half_open_calls: 1, down_secs: 10, max_retry_after_secs: 60 }
+      panic_threshold_percent: 0
       cps: { rate: 10.5, burst: 3, max_wait_ms: 250, key: acct-1 }
       cps_reject: [ { code: 429 }, { code: 503, reason: "CPS" } ]
       follow_redirects: true
@@ -743,6 +779,7 @@ lcr:
   fallback_gateway_group: carrier-b
   reroute_causes: [408, 503]
   attributes: [region, tier]
+  send_quality: true
   static_routes:
     - prefix: ""
       routes:
@@ -768,6 +805,26 @@ cache:
   - { name: lcr, url: "redis://127.0.0.1:6379/2", local_ttl_secs: 30 }
 ratelimit: { redis: "redis://127.0.0.1:7000?addr=127.0.0.1:7001&addr=127.0.0.1:7002", deadline_ms: 15, failure_mode: closed, nodes: 3, batch: 8, batch_min_rate: 100, flood: { messages_per_sec: 0 } }
 cdr: { file: "/var/lib/sipedge/cdr.jsonl", max_size_mb: 10, max_backups: 0, queue: 1024 }
+fleet: { redis: "redis://127.0.0.1:6380", node_id: edge-1.dc2, lease_secs: 6, call_journal: true }
+quality:
+  mode: sort
+  prefixes: ["", "+44", "447"]
+  sampling_interval_secs: 10
+  history_span_secs: 600
+  confidence: 0.9
+  bad_dst_threshold: -1
+  webhook_url: "https://hooks.example/quality?token=s3cret"
+  auto_disable: true
+  profiles:
+    - name: mobile
+      prefixes: ["447"]
+      warning_penalty: 2
+      critical_penalty: 20
+      asr: { warning: 0.3, critical: 0.15, weight: 2 }
+      ccr: { warning: -1 }
+      pdd_ms: { warning: 4000, critical: -1 }
+      ast_ms: { warning: 20000, critical: 40000, weight: 0.5 }
+      acd_secs: { warning: 20, critical: 8 }
 `
 
 func TestPrintRoundTrip(t *testing.T) {
@@ -831,8 +888,29 @@ func TestPrintRoundTrip(t *testing.T) {
 		if c.Gateway.Groups[0].Probe.Timeout != 700*time.Millisecond || c.SIP.TCP.IdleTimeout != time.Minute {
 			t.Errorf("durations: probe %v idle %v", c.Gateway.Groups[0].Probe.Timeout, c.SIP.TCP.IdleTimeout)
 		}
+		if p := c.Gateway.Groups[0].Passive; p.FailurePercent != 70 || p.MinCalls != 40 || c.Gateway.Groups[0].PanicThreshold != 0 {
+			t.Errorf("passive = %+v, panic_threshold_percent %d", p, c.Gateway.Groups[0].PanicThreshold)
+		}
 		if c.Gateway.Groups[0].Passive.MaxRetryAfter != time.Minute {
 			t.Errorf("passive.max_retry_after_secs = %v", c.Gateway.Groups[0].Passive.MaxRetryAfter)
+		}
+		if want := (fleet.Config{Redis: "redis://127.0.0.1:6380", NodeID: "edge-1.dc2", LeaseSecs: 6, CallJournal: true}); c.Fleet != want {
+			t.Errorf("fleet = %+v, want %+v", c.Fleet, want)
+		}
+		q := c.Quality
+		if q.Mode != "sort" || !reflect.DeepEqual(q.Prefixes, []string{"", "+44", "447"}) || q.SamplingIntervalSecs != 10 ||
+			q.HistorySpanSecs != 600 || q.Confidence != 0.9 || q.BadDstThreshold != quality.Off || !q.AutoDisable || !c.LCR.SendQuality {
+			t.Errorf("quality = %+v, lcr.send_quality %v", q, c.LCR.SendQuality)
+		}
+		wantProfile := quality.Profile{Name: "mobile", Prefixes: []string{"447"}, WarningPenalty: 2, CriticalPenalty: 20,
+			ASR: quality.Limits{Warning: 0.3, Critical: 0.15, Weight: 2}, CCR: quality.Limits{Warning: quality.Off, Critical: 0.4, Weight: 1},
+			PDD: quality.Limits{Warning: 4000, Critical: quality.Off, Weight: 1}, AST: quality.Limits{Warning: 20000, Critical: 40000, Weight: 0.5},
+			ACD: quality.Limits{Warning: 20, Critical: 8, Weight: 1}}
+		if len(q.Profiles) != 1 || !reflect.DeepEqual(q.Profiles[0], wantProfile) {
+			t.Errorf("quality.profiles = %+v\nwant %+v", q.Profiles, wantProfile)
+		}
+		if r := c.Redacted().String(); strings.Contains(r, "s3cret") {
+			t.Errorf("the webhook's secret shown:\n%s", r)
 		}
 		if !strings.Contains(c.String(), `auth_header: Bearer x$$y`) {
 			t.Errorf("Print does not escape $:\n%s", c.String())

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net/url"
 	"os"
 	"reflect"
 	"regexp"
@@ -135,6 +136,8 @@ func (c *Config) Redacted() *Config {
 	secret(&r.LCR.AuthHeader)
 	r.LCR.APIURL = redactedURL(r.LCR.APIURL)
 	r.RateLimit.Redis = redactedURL(r.RateLimit.Redis)
+	r.Fleet.Redis = redactedURL(r.Fleet.Redis)
+	r.Quality.WebhookURL = redactedQuery(r.Quality.WebhookURL)
 	r.Cache = slices.Clone(r.Cache)
 	for i := range r.Cache {
 		r.Cache[i].URL = redactedURL(r.Cache[i].URL)
@@ -144,6 +147,21 @@ func (c *Config) Redacted() *Config {
 		secret(&r.Gateway.Groups[i].Auth.Password)
 	}
 	return &r
+}
+
+// redactedQuery is redactedURL with the query's values masked too: a
+// webhook's URL often carries its token there.
+func redactedQuery(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.RawQuery == "" {
+		return redactedURL(s)
+	}
+	q := u.Query()
+	for k := range q {
+		q[k] = []string{"xxxxx"}
+	}
+	u.RawQuery = q.Encode()
+	return u.Redacted()
 }
 
 // String returns what Print writes.

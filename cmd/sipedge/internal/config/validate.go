@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/dialog/b2bua"
+	"github.com/sipedge/sipedge/fleet"
 	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/ratelimit"
 	"github.com/sipedge/sipedge/route/lcr"
@@ -46,6 +47,7 @@ func (g *Group) preset() {
 	g.Probe.FailureThreshold = 3
 	g.Probe.SuccessThreshold = 2
 	g.Probe.Jitter = 500 * time.Millisecond
+	g.PanicThreshold = 50 // health.DefaultPanicThreshold; 0 turns panics off
 	g.CPS.Burst = 1
 	g.CPS.MaxWait = time.Second
 }
@@ -106,6 +108,8 @@ func (c *Config) fill() {
 		orDefault(&g.Probe.FailureThreshold, 3)
 		orDefault(&g.Probe.SuccessThreshold, 2)
 		orDefault(&g.Passive.FailureThreshold, 3)
+		orDefault(&g.Passive.FailurePercent, 50)
+		orDefault(&g.Passive.MinCalls, 20)
 		orDefault(&g.Passive.HalfOpenCalls, 3)
 		orDefault(&g.Passive.DownTime, 30*time.Second)
 		orDefault(&g.Passive.MaxRetryAfter, 300*time.Second)
@@ -127,6 +131,8 @@ func (c *Config) fill() {
 	orDefault(&c.CDR.File, "cdr.jsonl")
 	orDefault(&c.CDR.MaxSizeMB, 100)
 	orDefault(&c.CDR.Queue, 65536)
+	orDefault(&c.Fleet.LeaseSecs, fleet.DefaultLeaseSecs) // node_id "" stays: the host name, read at start
+	c.Quality.SetDefaults()
 }
 
 // maxSessionInterval bounds b2bua.session_timer.interval_secs: a day,
@@ -328,6 +334,15 @@ func (c *Config) validate(v *validator) {
 		if ra := g.Passive.MaxRetryAfter; ra > 24*time.Hour {
 			v.errorf(p+".passive.max_retry_after_secs", "%d: at most 86400 (a day)", int64(ra/time.Second))
 		}
+		if n := g.Passive.FailurePercent; n < 1 || n > 100 {
+			v.errorf(p+".passive.failure_percent", "%d: want 1 to 100", n)
+		}
+		if n := g.Passive.MinCalls; n < 1 || n > health.MaxMinCalls {
+			v.errorf(p+".passive.min_calls", "%d: want 1 to %d", n, health.MaxMinCalls)
+		}
+		if n := g.PanicThreshold; n < 0 || n > 100 {
+			v.errorf(p+".panic_threshold_percent", "%d: want 0 to 100", n)
+		}
 		for j, r := range g.CPSReject {
 			if r.Code < 400 || r.Code > 699 {
 				v.errorf(fmt.Sprintf("%s.cps_reject[%d].code", p, j), "%d: want a SIP failure code, 400 to 699", r.Code)
@@ -379,6 +394,10 @@ func (c *Config) validate(v *validator) {
 		}
 	}
 	c.checkStaticRoutes(v, "lcr.static_routes", l.StaticRoutes, func(g string) bool { return c.Group(g) != nil })
+	if l.SendQuality && l.APIURL == "" {
+		v.errorf("lcr.send_quality", "true without lcr.api_url: the static table asks no API")
+	}
+	c.Quality.Check(func(field, problem string) { v.errorf("quality."+field, "%s", problem) })
 
 	seen = map[string]string{}
 	for i, e := range c.Cache {
@@ -402,6 +421,15 @@ func (c *Config) validate(v *validator) {
 	if r.Flood.MessagesPerSec > 0 && r.Flood.Ban <= 0 {
 		v.errorf("ratelimit.flood.ban_secs", "%v: want a positive ban while flood protection is on", r.Flood.Ban)
 	}
+
+	if c.Fleet.Redis != "" {
+		v.redisURL("fleet.redis", c.Fleet.Redis) // the URL rules of every Redis, Cluster included
+	}
+	c.Fleet.Check(func(field, problem string) {
+		if field != "redis" { // redisURL said it, never showing a password
+			v.errorf("fleet."+field, "%s", problem)
+		}
+	})
 }
 
 // checkTrunk checks the trunk t at path p ("trunks[2]"; "" for a trunk on

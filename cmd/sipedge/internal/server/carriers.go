@@ -20,9 +20,11 @@ func healthGroups(cfg *config.Config) []health.GroupConfig {
 				FailureThreshold: g.Probe.FailureThreshold, SuccessThreshold: g.Probe.SuccessThreshold,
 				HealthyCodes: g.Probe.HealthyCodes, Jitter: g.Probe.Jitter},
 			Passive: health.PassiveConfig{Disabled: g.Passive.Disabled, Outcomes: g.Passive.Outcomes,
-				FailureThreshold: g.Passive.FailureThreshold, HalfOpenCalls: g.Passive.HalfOpenCalls,
+				FailureThreshold: g.Passive.FailureThreshold, FailurePercent: g.Passive.FailurePercent,
+				MinCalls: g.Passive.MinCalls, HalfOpenCalls: g.Passive.HalfOpenCalls,
 				DownTime: g.Passive.DownTime, MaxRetryAfter: g.Passive.MaxRetryAfter},
-			MaxConcurrentCalls: g.MaxConcurrentCalls, FollowRedirects: g.FollowRedirects}
+			PanicThreshold: &g.PanicThreshold, MaxConcurrentCalls: g.MaxConcurrentCalls,
+			FollowRedirects: g.FollowRedirects}
 		if g.CPS.Rate > 0 {
 			w := g.CPS.MaxWait.Milliseconds()
 			hg.CPS = &health.CPSConfig{Rate: g.CPS.Rate, Burst: g.CPS.Burst, MaxWaitMs: &w, Key: g.CPS.Key}

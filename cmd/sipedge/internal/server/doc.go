@@ -13,14 +13,17 @@
 // # Trunks
 //
 // The trunks (trunks.go) are the YAML's, fixed, then those the admin API
-// (/v1/trunks) added, which a restart loses. Every change publishes a new
+// (/v1/trunks) added: the shared layer's (below). Every change publishes a new
 // b2bua.TrunkSet, which all the engines share through one atomic pointer;
 // calls in progress keep the trunk they began with, its ingress CPS key
 // (registered as the trunk is added, at the limit it names) and its LCR
 // attributes with it. A trunk's counters (b2bua.TrunkStats: its live calls
 // and metrics) are per name (Server.trunkStats), so a replacement keeps
-// counting the calls of the version it replaced. The flood guard exempts
-// the sources of the set in force.
+// counting the calls of the version it replaced. With fleet.redis a
+// trunk's max_concurrent_calls is its fleet Channel "trunk:<name>", held
+// across the fleet and shared by its versions as its counters are; a
+// gateway group's is the carrier plane's (carrier.Options.Fleet). The
+// flood guard exempts the sources of the set in force.
 //
 // # Static routes
 //
@@ -30,9 +33,18 @@
 // checked by the YAML's rules (config.ValidateStaticRoutes, against the
 // gateway groups the health registry knows now), built, then published.
 // A published table is never modified: calls in progress hold its routes
-// and keep them. A replacement is not persisted: a restart goes back to the
-// YAML's table. The flood guard exempts the YAML table's next hops from the
+// and keep them. A PUT table is the shared layer's (below), in force over
+// the file's. The flood guard exempts the YAML table's next hops from the
 // start, a new table's once dialled.
+//
+// # The fleet and the layers
+//
+// The server joins the fleet (fleet.go, fleet:) before it builds what the
+// fleet keeps, and reads the shared state before the listeners open. The
+// admin API's changes of groups (groups.go), trunks and the static table
+// are written to the fleet's shared state and applied by Server.applyShared
+// on every node, this one included; shared.go states how that layer and
+// each node's file meet.
 //
 // # Reload
 //
@@ -46,5 +58,20 @@
 // stays the configuration sipedge started with: the settings that need a
 // restart are compared with it, the reloadable parts with what the
 // registries hold now. A mutex (Server.changeMu) serialises reloads and
-// the admin API's changes, so that they never interleave.
+// the admin API's changes, so that they never interleave; Server.layerMu
+// keeps the shared layer's changes, which other nodes make, out of a
+// reload's.
+//
+// # Quality routing
+//
+// The carrier plane is built with the quality: section
+// (carrier.Options.Quality), one collector per shard; each run of a
+// shard's loop ticks it (Handler.Tick), and the plane's Start runs the
+// reader. /v1/quality is the
+// Monitor's own handler, behind the admin guard. With lcr.cache naming a
+// Redis, the disables persist there (quality/redisstore, Server.disables,
+// closed after the plane so that the last change is written). With
+// lcr.send_quality the resolver asks Server.qualityScores for each API
+// request's scores, on its lookup goroutine. A quality change needs a
+// restart (restart_required).
 package server

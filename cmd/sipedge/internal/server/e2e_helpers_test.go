@@ -57,6 +57,8 @@ type e2eOpts struct {
 	ipv6                  bool   // sipedge and the peers on ::1
 	group                 string // more keys of carrier-a's group, as "key: value, ..."
 	advertise             string // config advertise; default none
+	fleet                 string // the fleet section's keys, "redis: ..., node_id: ..."; default none
+	trunk                 string // more keys of the trunk, as "key: value, ..."
 }
 
 type e2e struct {
@@ -114,9 +116,12 @@ func newE2E(t *testing.T, o e2eOpts) *e2e {
 	if o.listenHost == "" {
 		o.listenHost = loopback
 	}
-	group := ""
+	group, trunk := "", ""
 	if o.group != "" {
 		group = ", " + o.group
+	}
+	if o.trunk != "" {
+		trunk = ", " + o.trunk
 	}
 	e, logs := newE2EBase(t)
 	e.sip = netip.AddrPortFrom(netip.MustParseAddr(loopback), uint16(e.port))
@@ -149,7 +154,7 @@ admin: { listen: "127.0.0.1:0" }
 log: { level: debug }
 b2bua: { drain_timeout_secs: %[2]d }
 trunks:
-  - { name: local, trunk_group: cust-trunks, sources: ["%[3]s"] }
+  - { name: local, trunk_group: cust-trunks, sources: ["%[3]s"]%[11]s }
 gateway:
   groups:
     - { name: carrier-a, transport: %[4]s, destinations: [{ uri: "sip:%[5]s", address: "%[5]s" }]%[9]s }
@@ -159,7 +164,8 @@ lcr:
       routes:
         - { carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004 }
 cdr: { file: %[6]q }
-`, e.port, o.drainSecs, o.trunkSource, transport, e.carrier.addr(), e.cdrPath, listen, advertise, group)
+fleet: { %[10]s }
+`, e.port, o.drainSecs, o.trunkSource, transport, e.carrier.addr(), e.cdrPath, listen, advertise, group, o.fleet, trunk)
 	e.run(yaml, logs)
 
 	if o.callerTCP {

@@ -51,7 +51,7 @@ func TestFloodExemptions(t *testing.T) {
 	check("203.0.113.20", false)
 	sh := plane.NewShard(carrier.ShardOptions{Now: func() time.Duration { return 0 }})
 	var d carrier.Dial
-	if reason := sh.Reserve(&route.Route{CarrierID: "api", NextHop: "sip:[::ffff:203.0.113.20]"}, 1, &d); reason != "" {
+	if reason := sh.Reserve(&route.Route{CarrierID: "api", NextHop: "sip:[::ffff:203.0.113.20]"}, 1, nil, &d); reason != "" {
 		t.Fatalf("the API's next hop: %s", reason)
 	}
 	check("203.0.113.20", true) // an API route's next hop, once dialled

@@ -159,20 +159,39 @@ func carrierAOnly(a, _ *sipPeer) string {
 }
 
 // passiveGroups is the gateway section of a rig whose carrier-p (r.b) is
-// marked down by one 503 for downSecs, and whose carrier-a (r.a) is never
-// marked down by calls; passiveRoutes tries carrier-p first.
+// marked down for downSecs by two 503s in a row a second apart (see
+// markCarrierPDown), and whose carrier-a (r.a) is never marked down by
+// calls; passiveRoutes tries carrier-p first.
 func passiveGroups(downSecs int) func(a, p *sipPeer) string {
 	return func(a, p *sipPeer) string {
 		return fmt.Sprintf(`gateway:
   groups:
     - name: carrier-p
-      passive: { outcomes: [status_503], failure_threshold: 1, down_secs: %[3]d }
+      passive: { outcomes: [status_503], failure_threshold: 2, down_secs: %[3]d }
       destinations:
         - { uri: "sip:127.0.0.1:%[1]d", address: "127.0.0.1:%[1]d" }
     - name: carrier-a
       passive: { disabled: true }
       destinations:
         - { uri: "sip:127.0.0.1:%[2]d", address: "127.0.0.1:%[2]d" }`, p.addr().Port(), a.addr().Port(), downSecs)
+	}
+}
+
+// markCarrierPDown takes carrier-p of passiveGroups down: two calls a
+// second apart, each rejected 503 by carrier-p, then by carrier-a, the
+// caller getting the 500 a carrier's 503 becomes. Calls do not take a
+// member down on one failure, nor on a burst shorter than a second
+// (health/outlier.go).
+func (r *lcrRig) markCarrierPDown() {
+	r.t.Helper()
+	for i := range 2 {
+		if i > 0 {
+			time.Sleep(1100 * time.Millisecond)
+		}
+		c := r.call(dialed, "")
+		c.reject(r.b, c.invite(r.b, dialed), 503, "Service Unavailable")
+		c.reject(r.a, c.invite(r.a, dialed), 503, "Service Unavailable")
+		c.final(500)
 	}
 }
 
@@ -499,10 +518,10 @@ func TestHealthProbeMarksDownAndSkips(t *testing.T) {
 }
 
 // TestHealthPassiveConfigured: gateway.groups[].passive sets how calls mark
-// a member down. With failure_threshold 1, one 503 from carrier-p marks its
-// member down (the default needs 3), and the next call skips carrier-p
-// without an INVITE; carrier-a, with passive disabled, stays up through
-// its own 503s.
+// a member down. With failure_threshold 2, two 503s in a row a second
+// apart from carrier-p mark its member down (the default needs 3), and
+// the next call skips carrier-p without an INVITE; carrier-a, with passive
+// disabled, stays up through its own 503s.
 func TestHealthPassiveConfigured(t *testing.T) {
 	testtier.RequiresSockets(t)
 	r := newHealthRig(t, "carrier-a", "carrier-p", "", passiveGroups(60), passiveRoutes)
@@ -516,26 +535,181 @@ func TestHealthPassiveConfigured(t *testing.T) {
 		return g.Members[0].State
 	}
 
-	// Both carriers answer 503 (carrier-a three times, above the default
-	// threshold): the caller gets the 500 a carrier's 503 becomes.
-	for i := range 3 {
-		c := r.call(dialed, "")
-		if i == 0 {
-			c.reject(r.b, c.invite(r.b, dialed), 503, "Service Unavailable")
-		}
-		c.reject(r.a, c.invite(r.a, dialed), 503, "Service Unavailable")
-		c.final(500)
-	}
+	// Both carriers answer 503 (carrier-a three times, as many as the
+	// default threshold): the caller gets the 500 a carrier's 503 becomes.
+	r.markCarrierPDown()
+	c := r.call(dialed, "")
+	c.reject(r.a, c.invite(r.a, dialed), 503, "Service Unavailable")
+	c.final(500)
 	if s := state("carrier-p"); s != "down" {
-		t.Errorf("carrier-p after one 503 with failure_threshold 1: %q, want down", s)
+		t.Errorf("carrier-p after two 503s with failure_threshold 2: %q, want down", s)
 	}
 	if s := state("carrier-a"); s != "up" {
 		t.Errorf("carrier-a after three 503s with passive disabled: %q, want up", s)
 	}
-	// The last two calls went straight to carrier-a: carrier-p is skipped.
+	// The last call went straight to carrier-a: carrier-p is skipped.
 	r.b.expectNothing(0)
-	c := r.call(dialed, "")
+	c = r.call(dialed, "")
 	c.answer(r.a, c.invite(r.a, dialed))
 	c.bye(r.a)
 	r.b.expectNothing(100 * time.Millisecond)
+}
+
+// TestHealthCooldownVisible: a carrier's 503 with Retry-After puts its
+// member in cooldown, and the cooldown shows: "cooling" until a time in
+// the admin API, sipedge_gateway_member_up 0, the seconds left in
+// sipedge_gateway_member_cooldown_seconds, a transition to cooling; the
+// next call skips the carrier without an INVITE.
+func TestHealthCooldownVisible(t *testing.T) {
+	if testing.Short() {
+		t.Skip("health e2e: opens sockets")
+	}
+	r := newHealthRig(t, "carrier-a", "carrier-p", "", passiveGroups(60), passiveRoutes)
+	c := r.call(dialed, "")
+	inv := c.invite(r.b, dialed)
+	r.b.send(string(parser.AppendBody(append(parser.AppendResponse(nil, inv, 503, "Service Unavailable", []byte("ptag1")),
+		"Retry-After: 60\r\n"...), "", nil)))
+	r.b.expect("ACK "+string(inv.RequestURI())+" SIP/2.0", waitMsg)
+	at := time.Now()
+	c.answer(r.a, c.invite(r.a, dialed))
+	c.bye(r.a)
+
+	code, body := r.adminDo("GET", "/v1/gateway/groups/carrier-p", "", "")
+	var g struct {
+		Members []struct {
+			State        string `json:"state"`
+			CooldownMs   int64  `json:"cooldown_ms"`
+			CoolingUntil string `json:"cooling_until"`
+		} `json:"members"`
+	}
+	if err := json.Unmarshal([]byte(body), &g); code != 200 || err != nil || len(g.Members) != 1 {
+		t.Fatalf("GET carrier-p: %d %s (%v)", code, body, err)
+	}
+	m := g.Members[0]
+	until, err := time.Parse(time.RFC3339Nano, m.CoolingUntil)
+	if m.State != "cooling" || err != nil || until.Before(at.Add(55*time.Second)) || until.After(at.Add(61*time.Second)) ||
+		m.CooldownMs < 55000 || m.CooldownMs > 60000 {
+		t.Errorf("carrier-p after a 503 with Retry-After: 60: %+v, want cooling for about 60 s", m)
+	}
+	pLabel := `group="carrier-p"`
+	if lines := r.metricLines("", "sipedge_gateway_member_up", pLabel); len(lines) != 1 || !strings.HasSuffix(lines[0], " 0") {
+		t.Errorf("sipedge_gateway_member_up for carrier-p %q, want 0 while cooling", lines)
+	}
+	if lines := r.metricLines("", "sipedge_gateway_member_cooldown_seconds", pLabel); len(lines) != 1 || strings.HasSuffix(lines[0], " 0") {
+		t.Errorf("sipedge_gateway_member_cooldown_seconds for carrier-p %q, want the seconds left", lines)
+	}
+	var cooling []string
+	for _, l := range r.metricLines("", "sipedge_gateway_member_transitions_total", `to="cooling"`) {
+		if strings.Contains(l, pLabel) {
+			cooling = append(cooling, l)
+		}
+	}
+	if lines := cooling; len(lines) != 1 || !strings.HasSuffix(lines[0], " 1") {
+		t.Errorf("transitions to cooling for carrier-p %q, want 1", lines)
+	}
+	// The next call skips carrier-p.
+	c = r.call(dialed, "")
+	c.answer(r.a, c.invite(r.a, dialed))
+	c.bye(r.a)
+	r.b.expectNothing(100 * time.Millisecond)
+}
+
+// TestHealthBlackHoleTakenOutAndBack: a carrier's only member that stops
+// answering is taken out by the calls' evidence, skipped while down, and
+// back after passive.down_secs through a half-open trial call. carrier-p
+// (r.b) gets each call first with timeout_secs 1; unanswered, the call
+// fails over to carrier-a (r.a) and its caller is answered. sip.t1_ms 50
+// ends each unanswered INVITE's retransmissions with Timer B in 3.2 s,
+// after which the next call comes: three no-answers in a row over more
+// than a second take the member down (the evidence at low rates,
+// health/outlier.go; how fast at which rate is health's unit tests').
+func TestHealthBlackHoleTakenOutAndBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("health e2e: opens sockets")
+	}
+	groups := func(a, p *sipPeer) string {
+		return fmt.Sprintf(`gateway:
+  groups:
+    - name: carrier-p
+      passive: { down_secs: 5, half_open_calls: 1 }
+      destinations:
+        - { uri: "sip:127.0.0.1:%[1]d", address: "127.0.0.1:%[1]d" }
+    - name: carrier-a
+      passive: { disabled: true }
+      destinations:
+        - { uri: "sip:127.0.0.1:%[2]d", address: "127.0.0.1:%[2]d" }`, p.addr().Port(), a.addr().Port())
+	}
+	routes := "sip: { t1_ms: 50 }\n" + staticLCR(
+		`{ carrier_id: carrier-p, gateway_group: carrier-p, rate: 0.001, currency: USD, timeout_secs: 1 }`,
+		`{ carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004, currency: USD }`)
+	r := newHealthRig(t, "carrier-a", "carrier-p", "", groups, routes)
+	state := func() string {
+		t.Helper()
+		code, body := r.adminDo("GET", "/v1/gateway/groups/carrier-p", "", "")
+		g := decodeGroup(t, body)
+		if code != 200 || len(g.Members) != 1 {
+			t.Fatalf("GET carrier-p: %d %s", code, body)
+		}
+		return g.Members[0].State
+	}
+	answeredByA := func(c *lcrCall) {
+		t.Helper()
+		c.answer(r.a, c.invite(r.a, dialed))
+		c.bye(r.a)
+	}
+
+	// carrier-p answers nothing: each call waits its second, then goes on.
+	for i := 1; ; i++ {
+		c := r.call(dialed, "")
+		inv := c.invite(r.b, dialed)
+		answeredByA(c)
+		s := state()
+		blackHole(t, r.b, inv, 64*50*time.Millisecond)
+		if s == "down" && i == 3 {
+			break
+		}
+		if s != "up" || i == 3 {
+			t.Fatalf("carrier-p %q after %d calls it did not answer, want up before the third, down after", s, i)
+		}
+	}
+	// Down: the next call skips it at once.
+	c := r.call(dialed, "")
+	answeredByA(c)
+	r.b.expectNothing(0)
+
+	// After down_secs, half-open: one trial call; carrier-p answers it now,
+	// and is up.
+	deadline := time.Now().Add(5 * time.Second)
+	for state() != "half_open" {
+		if time.Now().After(deadline) {
+			t.Fatalf("carrier-p %q long after going down, want half_open (down_secs 5)", state())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c = r.call(dialed, "")
+	c.answer(r.b, c.invite(r.b, dialed))
+	c.bye(r.b)
+	if s := state(); s != "up" {
+		t.Fatalf("carrier-p %q after answering its trial call, want up", s)
+	}
+}
+
+// blackHole takes at carrier p, unanswered, the retransmissions of binv
+// (Timer A) until its Timer B, timerB after it was sent, has passed.
+func blackHole(t *testing.T, p *sipPeer, binv *parser.Message, timerB time.Duration) {
+	t.Helper()
+	end := time.Now().Add(timerB + 300*time.Millisecond)
+	for {
+		wait := time.Until(end)
+		if wait <= 0 {
+			return
+		}
+		s, ok := p.next(wait)
+		if !ok {
+			return
+		}
+		if m := p.check(s); m.Method() != parser.MethodInvite || hdr(m, parser.HeaderVia) != hdr(binv, parser.HeaderVia) {
+			t.Fatalf("%s: got %q in a black hole, want only the INVITE again", p.name, firstLine(s))
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -115,7 +116,23 @@ func (s *Server) reload() (reloadResult, int, error) {
 			return reloadResult{}, http.StatusBadRequest, fmt.Errorf("lcr.static_routes: %w", err)
 		}
 	}
+	// A file whose table changed takes the shared table's place, for the
+	// fleet (shared.go): deleted first, so that a Redis down refuses the
+	// reload before anything changed.
+	if static && s.staticRoutes.fileChanged(cfg.LCR.StaticRoutes) && s.hasSharedStatic() {
+		ctx, cancel := context.WithTimeout(context.Background(), fleetDeadline)
+		_, _, err := s.fleet.Delete(ctx, kindStatic, staticDoc)
+		cancel()
+		if err != nil {
+			return reloadResult{}, http.StatusServiceUnavailable, fmt.Errorf("lcr.static_routes: the file changed the table, but the fleet's shared table cannot be deleted: %w", err)
+		}
+		s.log.Info("reload: the file changed the static table: the fleet's shared table is deleted")
+	}
 
+	// The file's layer changes under layerMu, with no shared change
+	// applied meanwhile (shared.go).
+	s.layerMu.Lock()
+	defer s.layerMu.Unlock()
 	// Groups first and the groups that left last, so that a new call never
 	// finds a trunk or route naming a group not there yet.
 	res := reloadResult{RestartRequired: restartRequired(s.cfg, cfg)}
@@ -132,6 +149,7 @@ func (s *Server) reload() (reloadResult, int, error) {
 	if err := errors.Join(err, trunkErr); err != nil { // not expected: checked above
 		return reloadResult{}, http.StatusInternalServerError, fmt.Errorf("reload stopped part way: %w", err)
 	}
+	s.unshadow(res.GatewayGroups.Removed, res.Trunks.Removed)
 
 	// The registry logs the groups' changes.
 	for _, name := range res.Trunks.Added {

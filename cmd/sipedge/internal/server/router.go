@@ -9,6 +9,8 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
+	"github.com/sipedge/sipedge/quality"
+	"github.com/sipedge/sipedge/quality/redisstore"
 	"github.com/sipedge/sipedge/route"
 	"github.com/sipedge/sipedge/route/lcr"
 )
@@ -20,8 +22,9 @@ var lcrRedisDeadline time.Duration
 
 // newResolver builds the routing decision source: the LCR API with its
 // cache tiers when lcr.api_url is set, else the static rate table (longest
-// prefix, routes ordered by rate).
-func newResolver(cfg *config.Config, set *metrics.Set, log *slog.Logger) (*lcr.Resolver, *lcr.StaticTable, error) {
+// prefix, routes ordered by rate). With lcr.send_quality the API's
+// requests carry scores, the quality scores of their number's prefix.
+func newResolver(cfg *config.Config, set *metrics.Set, log *slog.Logger, scores func(string) *lcr.Quality) (*lcr.Resolver, *lcr.StaticTable, error) {
 	table, err := staticTable(cfg.LCR.StaticRoutes)
 	if err != nil {
 		return nil, nil, fmt.Errorf("lcr.static_routes: %w", err)
@@ -30,15 +33,15 @@ func newResolver(cfg *config.Config, set *metrics.Set, log *slog.Logger) (*lcr.R
 		CacheTTL: cfg.LCR.CacheTTL, KeyAttributes: cfg.LCR.Attributes,
 		FallbackGatewayGroup: cfg.LCR.FallbackGatewayGroup, Static: table, Metrics: set, Log: log,
 		LocalTTL: 60 * time.Second, RedisDeadline: lcrRedisDeadline}
-	cache := -1 // the cache entry lcr.cache names
-	for i, c := range cfg.Cache {
-		if c.Name == cfg.LCR.Cache && c.Name != "" {
-			cache = i
-			opts.RedisURL = c.URL
-			opts.LocalTTL = c.LocalTTL
-			if c.LocalTTL == 0 {
-				opts.LocalTTL = lcr.NoLocalTier
-			}
+	if cfg.LCR.SendQuality {
+		opts.Quality = scores
+	}
+	c, cache := decisionCache(cfg)
+	if cache >= 0 {
+		opts.RedisURL = c.URL
+		opts.LocalTTL = c.LocalTTL
+		if c.LocalTTL == 0 {
+			opts.LocalTTL = lcr.NoLocalTier
 		}
 	}
 	res, err := lcr.New(opts)
@@ -46,6 +49,48 @@ func newResolver(cfg *config.Config, set *metrics.Set, log *slog.Logger) (*lcr.R
 		err = fmt.Errorf("cache[%d].url: %w", cache, err)
 	}
 	return res, table, err
+}
+
+// decisionCache returns the cache: entry lcr.cache names, and its index;
+// -1 when none.
+func decisionCache(cfg *config.Config) (config.Cache, int) {
+	for i, c := range cfg.Cache {
+		if c.Name == cfg.LCR.Cache && c.Name != "" {
+			return c, i
+		}
+	}
+	return config.Cache{}, -1
+}
+
+// disableStore is where quality routing's disables persist: the decision
+// cache's Redis, when lcr.cache names one; nil otherwise.
+func disableStore(cfg *config.Config, log *slog.Logger) (*redisstore.Store, error) {
+	c, i := decisionCache(cfg)
+	if i < 0 {
+		return nil, nil
+	}
+	s, err := redisstore.New(c.URL, log)
+	if err != nil {
+		return nil, fmt.Errorf("cache[%d].url: %w", i, err)
+	}
+	return s, nil
+}
+
+// qualityScores is what lcr.send_quality adds to an API request: the
+// scores of the carriers under the number's quality prefix; nil when it
+// has none. It runs on a lookup's goroutine.
+func (s *Server) qualityScores(number string) *lcr.Quality {
+	m := s.carriers.Quality()
+	p := m.Prefix(number)
+	if p == quality.NoPrefix {
+		return nil
+	}
+	scores := m.Scores(nil, p)
+	q := &lcr.Quality{Prefix: m.PrefixString(p), Carriers: make([]lcr.CarrierQuality, 0, len(scores))}
+	for _, c := range scores {
+		q.Carriers = append(q.Carriers, lcr.CarrierQuality{CarrierID: c.Carrier, Score: c.Score, Demoted: c.Demoted, Disabled: c.Disabled})
+	}
+	return q
 }
 
 // staticTable builds the static rate table of the configured routes.

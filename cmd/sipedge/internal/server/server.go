@@ -22,8 +22,12 @@ import (
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
 	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/dialog/cdr"
+	"github.com/sipedge/sipedge/dialog/journal"
 	"github.com/sipedge/sipedge/dialog/txn"
+	"github.com/sipedge/sipedge/fleet"
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/quality"
+	"github.com/sipedge/sipedge/quality/redisstore"
 	"github.com/sipedge/sipedge/ratelimit"
 	"github.com/sipedge/sipedge/route"
 	"github.com/sipedge/sipedge/route/lcr"
@@ -39,6 +43,7 @@ type Server struct {
 	policy  b2bua.Policy // the embedder's hooks
 	rt      *shard.Server
 	engines []*b2bua.Engine
+	live    atomic.Pointer[[]*b2bua.Engine] // engines, once all are built: what LiveCalls reads from any goroutine
 	cdr     *cdr.Writer
 	lcr     *lcr.Resolver
 	// static is the static rate table the shards route by, read once per
@@ -48,10 +53,21 @@ type Server struct {
 	// carriers is the carrier plane: the gateway groups and their health,
 	// the carriers' CPS accounts, channels and credentials.
 	carriers *carrier.Plane
+	groups   *groups // the admin API's gateway groups, in the shared layer
 	trunks   *trunks // the YAML's and the admin API's
 	apps     []*shardApp
+	// fleet is this node's membership of the fleet (fleet:), or the node
+	// alone, in process: the carrier plane's and trunks' channel limits,
+	// the shared runtime state, decision drops and the call journal.
+	fleet       *fleet.Fleet
+	journal     *journal.Journal // the call journal (fleet.call_journal), nil without it
+	layerFields                  // the file's and the shared layers of the runtime state (shared.go)
 
-	runtimeSet, engineSet, cdrSet, lcrSet, healthSet, cpsSet, adminSet *metrics.Set
+	// disables keeps quality routing's disables in the decision cache's
+	// Redis; nil without one.
+	disables *redisstore.Store
+
+	runtimeSet, engineSet, cdrSet, lcrSet, healthSet, cpsSet, adminSet, fleetSet, qualitySet *metrics.Set
 
 	// configFile is the file cfg came from, "" for the embedded example;
 	// POST /v1/reload reads it again. cfg stays what sipedge started with:
@@ -67,6 +83,7 @@ type Server struct {
 	adminDone chan struct{}
 	trunkMu   sync.Mutex
 	trunkStat map[string]*b2bua.TrunkStats // trunk name -> its live calls and metrics, shared by the shards
+	memory    *memoryRelease               // returns the tables' memory to the OS after a peak
 }
 
 // New builds a server from a validated configuration; Start runs it.
@@ -84,7 +101,8 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 	}
 	s := &Server{cfg: cfg, log: log, policy: policy, runtimeSet: metrics.NewSet(), engineSet: metrics.NewSet(),
 		cdrSet: metrics.NewSet(), lcrSet: metrics.NewSet(), healthSet: metrics.NewSet(), cpsSet: metrics.NewSet(),
-		adminSet: metrics.NewSet()}
+		adminSet: metrics.NewSet(), fleetSet: metrics.NewSet(), qualitySet: metrics.NewSet()}
+	s.shared = make(sharedDocs)
 	s.reloadsOK = s.adminSet.NewCounter(`sipedge_config_reloads_total{result="ok"}`)
 	s.reloadsRefused = s.adminSet.NewCounter(`sipedge_config_reloads_total{result="refused"}`)
 	for _, name := range cfg.B2BUA.HeaderPolicy.Allow {
@@ -94,25 +112,43 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 	}
 	var err error
 	var table *lcr.StaticTable
-	if s.lcr, table, err = newResolver(cfg, s.lcrSet, log); err != nil {
+	if s.lcr, table, err = newResolver(cfg, s.lcrSet, log, s.qualityScores); err != nil {
 		return nil, err
 	}
 	fail := func(err error) (*Server, error) {
 		s.closeParts(context.Background())
 		return nil, err
 	}
-	s.staticRoutes = &staticRoutes{cfg: cfg, log: log, routes: cfg.LCR.StaticRoutes,
+	maxSize := int64(cfg.CDR.MaxSizeMB) << 20
+	if s.cdr, err = cdr.New(cdr.Options{Path: cfg.CDR.File, MaxSize: maxSize, MaxBackups: cfg.CDR.MaxBackups,
+		Queue: cfg.CDR.Queue, Metrics: s.cdrSet, Log: log}); err != nil {
+		return fail(fmt.Errorf("cdr.file: %w", err))
+	}
+	// The fleet before what it keeps (channels, shared state), after what
+	// it calls back (the decision cache, the CDR writer).
+	if s.fleet, err = s.newFleet(); err != nil {
+		return fail(err)
+	}
+	s.staticRoutes = &staticRoutes{cfg: cfg, log: log, file: cfg.LCR.StaticRoutes, fileTable: table, fleet: s.fleet,
 		known: func(g string) bool { _, ok := s.carriers.Group(g); return ok }}
 	if cfg.LCR.APIURL == "" {
 		s.static.Store(table)
 		s.staticRoutes.table = &s.static
+	}
+	if s.disables, err = disableStore(cfg, log); err != nil {
+		return fail(err)
+	}
+	qo := quality.Options{Shards: s.shardCount(), Metrics: s.qualitySet, Logger: log}
+	if s.disables != nil {
+		qo.Store = s.disables
 	}
 	if s.carriers, err = carrier.New(carrier.Options{Groups: healthGroups(cfg), Prober: prober{s},
 		Limiter: ratelimit.Options{Config: ratelimit.Config{Redis: cfg.RateLimit.Redis,
 			DeadlineMS: int(cfg.RateLimit.Deadline / time.Millisecond), FailureMode: ratelimit.FailureMode(cfg.RateLimit.FailureMode),
 			Nodes: cfg.RateLimit.Nodes}, Batch: cfg.RateLimit.Batch, BatchMinRate: cfg.RateLimit.BatchMinRate,
 			Metrics: s.cpsSet, Logger: log},
-		Nodes: cfg.RateLimit.Nodes, HealthMetrics: s.healthSet, CarrierMetrics: s.engineSet, Log: log}); err != nil {
+		Fleet: s.fleet, HealthMetrics: s.healthSet, CarrierMetrics: s.engineSet, Log: log,
+		Quality: &cfg.Quality, QualityOptions: qo}); err != nil {
 		return fail(err)
 	}
 	// The trunks' ingress CPS: in process, no Redis on the way in.
@@ -120,14 +156,15 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 	if err != nil {
 		return fail(err)
 	}
-	if s.trunks, err = newTrunks(cfg, ingress, s.trunkStats, log); err != nil {
+	var trunkChannels func(string, int) *fleet.Channel // without fleet.redis, each node counts its trunks' calls
+	if cfg.Fleet.Redis != "" {
+		trunkChannels = func(name string, limit int) *fleet.Channel { return s.fleet.Channel("trunk:"+name, limit) }
+	}
+	if s.trunks, err = newTrunks(cfg, ingress, s.trunkStats, trunkChannels, log); err != nil {
 		return fail(err)
 	}
-	maxSize := int64(cfg.CDR.MaxSizeMB) << 20
-	if s.cdr, err = cdr.New(cdr.Options{Path: cfg.CDR.File, MaxSize: maxSize, MaxBackups: cfg.CDR.MaxBackups,
-		Queue: cfg.CDR.Queue, Metrics: s.cdrSet, Log: log}); err != nil {
-		return fail(fmt.Errorf("cdr.file: %w", err))
-	}
+	s.trunks.fleet = s.fleet
+	s.groups = &groups{carriers: s.carriers, fleet: s.fleet, log: log}
 	sc := shard.Config{Shards: cfg.Shards, Supported: b2bua.OptionTags(),
 		Limits: parser.Limits{MaxMessageSize: cfg.SIP.MaxMessageSize, MaxHeaders: cfg.SIP.MaxHeaders,
 			MaxHeaderLine: cfg.SIP.MaxHeaderLine, MaxVias: cfg.SIP.MaxVias, MaxURILength: cfg.SIP.MaxURILength},
@@ -150,6 +187,13 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 		s.closeParts(context.Background())
 		return nil, err
 	}
+	engines := slices.Clone(s.engines)
+	s.live.Store(&engines)
+	// The shared layer over the file's, before the listeners open.
+	if err := s.fleet.Follow(s.applyShared); err != nil {
+		log.Warn("fleet: cannot read the shared state yet: this node starts from its file and applies the shared state once Redis answers",
+			"error", err)
+	}
 	return s, nil
 }
 
@@ -157,14 +201,25 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 // header policy lists (see dialog/b2bua).
 var identityHeaders = []string{"P-Asserted-Identity", "P-Preferred-Identity", "Privacy", "Remote-Party-ID"}
 
-// closeParts stops what New started besides the runtime.
+// closeParts stops what New started besides the runtime: the fleet after
+// the last call (it gives the channels back and writes the journal's last
+// ends), the CDR writer after the fleet (whose lost calls it writes).
 func (s *Server) closeParts(ctx context.Context) error {
 	var err error
 	if s.lcr != nil {
 		s.lcr.Close()
 	}
 	if s.carriers != nil {
-		s.carriers.Close()
+		s.carriers.Close() // the quality statistics' last disable written first
+	}
+	if s.disables != nil {
+		s.disables.Close()
+	}
+	if s.journal != nil {
+		s.journal.Close() // the last ends, into the fleet's journal
+	}
+	if s.fleet != nil {
+		s.fleet.Close()
 	}
 	if s.cdr != nil {
 		err = s.cdr.Close(ctx)
@@ -284,7 +339,7 @@ func advertised(cfg *config.Config, l transport.Listen) netip.AddrPort {
 func (s *Server) newShardApp(sh *shard.Shard) (shard.Handler, error) {
 	a := &shardApp{sh: sh}
 	suffix := "@" + advertised(s.cfg, s.cfg.Listen[0]).Addr().String()
-	carriers := s.carriers.NewShard(carrier.ShardOptions{Now: sh.Now,
+	carriers := s.carriers.NewShard(carrier.ShardOptions{Now: sh.Now, Index: sh.Index(),
 		Paced: func(ref uint64, p carrier.Pace) { sh.Post(func() { a.eng.Paced(ref, p, sh.Now()) }) }})
 	router := lcr.NewRouter(s.lcr, &s.static,
 		func(ref uint64, d route.Decision) { sh.Post(func() { a.eng.Decided(ref, d, sh.Now()) }) })
@@ -299,6 +354,9 @@ func (s *Server) newShardApp(sh *shard.Shard) (shard.Handler, error) {
 		Draining:   sh.Draining,
 		Log:        s.log,
 	}
+	if s.journal != nil {
+		env.Journal = s.journal
+	}
 	eng, err := b2bua.New(s.b2buaConfig(sh.Index()), env)
 	if err != nil {
 		return shard.Handler{}, err
@@ -312,8 +370,14 @@ func (s *Server) newShardApp(sh *shard.Shard) (shard.Handler, error) {
 		},
 		Timer: func(sh *shard.Shard, p timer.Payload) { eng.Timer(p.Kind, p.Arg, sh.Now()) },
 		// The engine publishes its counts at most every millisecond of
-		// traffic; each run of the loop brings those of a quiet one up to date.
-		Tick: func(*shard.Shard, time.Duration) { eng.Publish() },
+		// traffic; each run of the loop brings those of a quiet one up to
+		// date, and seals the quality statistics' sampling interval once
+		// it has passed (at least once a second: shard.Server wakes an idle
+		// loop that often).
+		Tick: func(_ *shard.Shard, now time.Duration) {
+			eng.Publish()
+			carriers.Tick(now)
+		},
 		SendFailed: func(sh *shard.Shard, to transport.Peer) {
 			eng.PeerFailed(to, sh.Now())
 		},
@@ -345,9 +409,12 @@ func (s *Server) Start() error {
 		return err
 	}
 	s.carriers.Start()
+	s.memory = newMemoryRelease(s.txnStoredBytes, s.log, s.runtimeSet)
+	s.memory.start()
 	if !s.cfg.Admin.Listen.IsZero() {
 		if err := s.startAdmin(); err != nil {
 			s.rt.Shutdown(context.Background(), nil)
+			s.memory.stop()
 			s.closeParts(context.Background())
 			return err
 		}
@@ -364,10 +431,23 @@ func (s *Server) AdminAddr() string {
 	return s.adminAddr.String()
 }
 
-// LiveCalls counts the calls of every shard.
-func (s *Server) LiveCalls() int {
-	n := 0
+// txnStoredBytes sums the bytes every shard's transaction table keeps.
+func (s *Server) txnStoredBytes() int64 {
+	var n int64
 	for _, e := range s.engines {
+		n += e.StoredBytes()
+	}
+	return n
+}
+
+// LiveCalls counts the calls of every shard; any goroutine may call it.
+func (s *Server) LiveCalls() int {
+	engines := s.live.Load()
+	if engines == nil {
+		return 0 // still building them
+	}
+	n := 0
+	for _, e := range *engines {
 		n += e.LiveCalls()
 	}
 	return n
@@ -394,6 +474,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.endCalls(ctx)
 	}
 	err := s.rt.Shutdown(ctx, nil)
+	s.memory.stop()
 	err = errors.Join(err, s.closeParts(ctx))
 	if s.admin != nil {
 		s.admin.Close()
@@ -440,12 +521,18 @@ func (s *Server) startAdmin() error {
 		}
 		io.WriteString(w, "ready\n")
 	})
-	mux.Handle("/v1/gateway/", serialized(&s.changeMu, s.carriers.Handler()))
+	mux.Handle("/v1/gateway/", serialized(&s.changeMu, s.groups.handler()))
 	trunks := serialized(&s.changeMu, s.trunks.handler())
 	mux.Handle("/v1/trunks", trunks)
 	mux.Handle("/v1/trunks/", trunks)
 	mux.Handle("/v1/lcr/static_routes", serialized(&s.changeMu, s.staticRoutes.handler()))
+	q := s.carriers.Quality().Handler()
+	mux.Handle("/v1/quality", q)
+	mux.Handle("/v1/quality/", q)
 	mux.HandleFunc("POST /v1/reload", s.postReload)
+	mux.HandleFunc("GET /v1/fleet", s.getFleet)
+	mux.HandleFunc("DELETE /v1/lcr/cache", s.deleteLCRCache)
+	mux.HandleFunc("GET /v1/lcr/cache", s.getLCRCache)
 	ln, err := net.Listen("tcp", s.cfg.Admin.Listen.String())
 	if err != nil {
 		return fmt.Errorf("admin.listen: %w", err)
@@ -478,5 +565,7 @@ func (s *Server) WriteMetrics(w io.Writer) {
 	s.healthSet.WritePrometheus(w)
 	s.cpsSet.WritePrometheus(w)
 	s.adminSet.WritePrometheus(w)
+	s.fleetSet.WritePrometheus(w)
+	s.qualitySet.WritePrometheus(w)
 	metrics.WriteProcessMetrics(w)
 }

@@ -1,6 +1,9 @@
 package server
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,41 +14,139 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
+	"github.com/sipedge/sipedge/fleet"
 	"github.com/sipedge/sipedge/route/lcr"
 )
 
 // errAPIMode refuses a static table where routing asks the LCR API.
 var errAPIMode = errors.New("lcr.api_url is set: calls are routed by the LCR API, not the static table")
 
-// staticRoutes is the static rate table as configured, the YAML's until the
-// admin API replaces it. A replacement publishes a new lcr.StaticTable to
-// table, which the shards read once per new call; a published table is
-// never modified, so calls in progress keep the routes they were decided
-// with. Not persisted: a restart goes back to the YAML's table.
+// staticRoutes is the static rate table in two layers: the file's (the
+// YAML's, then a reload's) and the fleet's shared one (kind
+// "static_routes", name "table": a PUT table, on every node), which, when
+// there is one, is the table in force. Each change publishes a new
+// lcr.StaticTable to table, which the shards read once per new call; a
+// published table is never modified, so calls in progress keep the
+// routes they were decided with.
 type staticRoutes struct {
 	cfg   *config.Config // its number policies
 	log   *slog.Logger
 	known func(group string) bool // whether a gateway group exists now
 	// table is what the shards route by; nil in API mode.
 	table *atomic.Pointer[lcr.StaticTable]
+	fleet *fleet.Fleet // the shared state a PUT writes to; set before the handler serves
 
-	mu     sync.Mutex
-	routes []config.StaticRoute // the table in table, as configured; guarded by mu
+	mu          sync.Mutex // guards the layers
+	file        []config.StaticRoute
+	fileTable   *lcr.StaticTable
+	shared      []config.StaticRoute // nil: no shared table (a shared empty table is [])
+	sharedTable *lcr.StaticTable
+}
+
+// Names of the shared static table's document.
+const (
+	kindStatic = "static_routes"
+	staticDoc  = "table"
+)
+
+// inForce returns the table in force as configured: the shared one, else
+// the file's (always the file's in API mode, where none is used). Call
+// with mu held.
+func (st *staticRoutes) inForce() []config.StaticRoute {
+	if st.shared != nil && st.table != nil {
+		return st.shared
+	}
+	return st.file
+}
+
+// publish hands the shards the table in force. Call with mu held.
+func (st *staticRoutes) publish() {
+	if st.table == nil {
+		return // API mode: the table is not used
+	}
+	if st.shared != nil {
+		st.table.Store(st.sharedTable)
+	} else {
+		st.table.Store(st.fileTable)
+	}
+}
+
+// fileChanged reports whether routes, a reloaded file's table, differs
+// from the file's layer.
+func (st *staticRoutes) fileChanged(routes []config.StaticRoute) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return !reflect.DeepEqual(st.file, routes)
 }
 
 // reload makes routes, a reloaded file's table, and table, built from it,
-// the table in force, replacing the YAML's or a PUT one, and reports
-// whether it differed. routes were checked by config.Load against the
-// file's groups, which the reload adds before it gets here.
+// the file's layer, and reports whether the table in force changed (not
+// while a shared table is in force: a reload whose file changed the table
+// deleted the shared one first). routes were checked by config.Load
+// against the file's groups, which the reload adds before it gets here.
 func (st *staticRoutes) reload(routes []config.StaticRoute, table *lcr.StaticTable) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if reflect.DeepEqual(st.routes, routes) {
+	if reflect.DeepEqual(st.file, routes) {
 		return false
 	}
-	st.routes = routes
-	st.table.Store(table)
+	st.file, st.fileTable = routes, table
+	if st.shared != nil {
+		return false
+	}
+	st.publish()
 	return true
+}
+
+// apply applies a change of the shared table on this node: a table PUT
+// on some node (checked again here, against this node's groups and number
+// policies), or its removal, which puts the file's table back in force.
+func (st *staticRoutes) apply(doc []byte) error {
+	if doc == nil {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if st.shared != nil {
+			st.shared, st.sharedTable = nil, nil
+			st.publish()
+			st.log.Info("static routes: the shared table removed, the file's in force", "prefixes", len(st.file))
+		}
+		return nil
+	}
+	var body []staticRouteJSON
+	if err := decodeJSON(bytes.NewReader(doc), maxStaticBody, &body, "static routes"); err != nil {
+		return err
+	}
+	routes, table, err := st.check(body)
+	if err != nil {
+		return err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.shared, st.sharedTable = routes, table
+	st.publish()
+	st.log.Info("static routes replaced", "prefixes", table.Len())
+	return nil
+}
+
+// check reads a table as the admin API takes it, by the YAML's rules, and
+// builds it. A null table is refused: most likely a controller's bug, for
+// which every call would get 404 ([] says none on purpose).
+func (st *staticRoutes) check(body []staticRouteJSON) ([]config.StaticRoute, *lcr.StaticTable, error) {
+	if body == nil {
+		return nil, nil, errors.New("static routes: null: want a list ([] for none)")
+	}
+	routes, err := staticConfig(body)
+	if err == nil {
+		err = st.cfg.ValidateStaticRoutes(routes, st.known)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	table, err := staticTable(routes)
+	if err != nil { // not expected: the configuration's rules cover the table's
+		return nil, nil, fmt.Errorf("static_routes: %w", err)
+	}
+	return routes, table, nil
 }
 
 // staticRouteJSON is a prefix of the table as the admin API shows it: the
@@ -126,11 +227,12 @@ func staticConfig(in []staticRouteJSON) ([]config.StaticRoute, error) {
 // the YAML's rules: a route's gateway_group must name a group known now
 // (the YAML's or one added at run time), its number_policy a configured
 // policy. In API mode (lcr.api_url set) the table is not used: GET shows
-// the YAML's, PUT is refused. The replacement is atomic and changes new
-// calls only: calls in progress keep their routes. It is not persisted: a
-// restart goes back to the YAML's table, and a reload (POST /v1/reload)
-// replaces it with the file's. Authentication and the listening socket are
-// the caller's.
+// the YAML's, PUT is refused. A PUT table is the fleet's shared table
+// (503 while the fleet's Redis is down): every node routes by it, a
+// restarted one too, until another PUT, or a reload (POST /v1/reload) whose
+// file changed the table, which deletes it for the fleet. The replacement
+// is atomic and changes new calls only: calls in progress keep their
+// routes. Authentication and the listening socket are the caller's.
 func (st *staticRoutes) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/lcr/static_routes", st.getRoutes)
@@ -140,7 +242,7 @@ func (st *staticRoutes) handler() http.Handler {
 
 func (st *staticRoutes) getRoutes(w http.ResponseWriter, _ *http.Request) {
 	st.mu.Lock()
-	routes := st.routes
+	routes := st.inForce()
 	st.mu.Unlock()
 	writeJSON(w, http.StatusOK, staticJSON(routes)) // a table is never modified: no need to hold mu
 }
@@ -158,29 +260,22 @@ func (st *staticRoutes) putRoutes(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	if body == nil {
-		// null, most likely a controller's bug: every call would get 404.
-		// An empty list ([]) says so on purpose.
-		writeError(w, http.StatusBadRequest, errors.New("static routes: null: want a list ([] for none)"))
-		return
-	}
-	routes, err := staticConfig(body)
-	if err == nil {
-		err = st.cfg.ValidateStaticRoutes(routes, st.known)
-	}
+	routes, _, err := st.check(body)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	table, err := staticTable(routes)
-	if err != nil { // not expected: the configuration's rules cover the table's
-		writeError(w, http.StatusBadRequest, fmt.Errorf("static_routes: %w", err))
+	out := staticJSON(routes)
+	doc, err := json.Marshal(out)
+	if err != nil { // not expected: it decoded
+		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	st.mu.Lock()
-	st.routes = routes
-	st.table.Store(table)
-	st.mu.Unlock()
-	st.log.Info("static routes replaced", "prefixes", table.Len())
-	writeJSON(w, http.StatusOK, staticJSON(routes))
+	ctx, cancel := context.WithTimeout(req.Context(), fleetDeadline)
+	defer cancel()
+	if _, err := st.fleet.Put(ctx, kindStatic, staticDoc, doc); err != nil {
+		writeSharedError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
 }

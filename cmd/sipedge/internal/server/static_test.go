@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
+	"github.com/sipedge/sipedge/fleet"
 	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/route/lcr"
 )
@@ -35,7 +36,8 @@ lcr:
 `
 
 // newTestStatic returns the static table of staticYAML (in API mode with
-// api), its health registry and its admin API's handler.
+// api), its health registry and its admin API's handler, whose PUT tables
+// go through a fleet of this node alone.
 func newTestStatic(t *testing.T, api bool) (*staticRoutes, *health.Registry, http.Handler) {
 	t.Helper()
 	src := staticYAML
@@ -55,11 +57,19 @@ func newTestStatic(t *testing.T, api bool) (*staticRoutes, *health.Registry, htt
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &staticRoutes{cfg: cfg, log: slog.New(slog.DiscardHandler), routes: cfg.LCR.StaticRoutes,
+	f, err := fleet.New(fleet.Options{Config: fleet.Config{NodeID: "test"}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	st := &staticRoutes{cfg: cfg, log: slog.New(slog.DiscardHandler), file: cfg.LCR.StaticRoutes, fileTable: table, fleet: f,
 		known: func(g string) bool { _, ok := reg.Group(g); return ok }}
 	if !api {
 		st.table = new(atomic.Pointer[lcr.StaticTable])
 		st.table.Store(table)
+	}
+	if err := f.Follow(func(ch fleet.Change) error { return st.apply(ch.Doc) }); err != nil {
+		t.Fatal(err)
 	}
 	return st, reg, st.handler()
 }

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
 	"github.com/sipedge/sipedge/dialog/b2bua"
+	"github.com/sipedge/sipedge/fleet"
 	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/ratelimit"
 )
@@ -25,15 +28,21 @@ var (
 	errUnknownTrunk = errors.New("unknown trunk")
 )
 
-// trunks are the node's customer trunks: the YAML's, fixed, then those
-// added at run time through the admin API, in the order added. Runtime
-// trunks are not persisted: a restart loses them, as it does runtime
-// gateway groups.
+// trunks are the node's customer trunks: the YAML's, fixed, then the
+// runtime ones in the order added. The admin API writes runtime trunks
+// into the fleet's shared state (kind "trunk", the trunk's JSON), which
+// applies them on every node (apply), and a node that starts reads them;
+// on a name the YAML has, the YAML's trunk wins on this node.
 type trunks struct {
 	cfg     *config.Config // its number policies
 	log     *slog.Logger
 	ingress *ratelimit.Local                    // where a trunk's limits.cps is registered
 	stats   func(name string) *b2bua.TrunkStats // a trunk name's live calls and metrics, which every version of the trunk shares
+	// channels, with fleet.redis, returns a trunk name's fleet Channel at
+	// a limit (0: none): max_concurrent_calls held across the fleet,
+	// shared by every version of the trunk. nil: each node counts its own.
+	channels func(name string, limit int) *fleet.Channel
+	fleet    *fleet.Fleet // the shared state the admin API writes to; set before the handler serves
 
 	// set is what the engines match requests against: replaced whole, under
 	// mu, on every change.
@@ -51,8 +60,9 @@ type trunkEntry struct {
 }
 
 // newTrunks builds the YAML's trunks (validated by config).
-func newTrunks(cfg *config.Config, ingress *ratelimit.Local, stats func(string) *b2bua.TrunkStats, log *slog.Logger) (*trunks, error) {
-	t := &trunks{cfg: cfg, log: log, ingress: ingress, stats: stats}
+func newTrunks(cfg *config.Config, ingress *ratelimit.Local, stats func(string) *b2bua.TrunkStats,
+	channels func(string, int) *fleet.Channel, log *slog.Logger) (*trunks, error) {
+	t := &trunks{cfg: cfg, log: log, ingress: ingress, stats: stats, channels: channels}
 	for _, ct := range cfg.Trunks {
 		e, err := t.entry(ct, true)
 		if err != nil {
@@ -78,6 +88,9 @@ func (t *trunks) entry(ct config.Trunk, fixed bool) (trunkEntry, error) {
 		bt.Ingress = &b2bua.TrunkIngress{Limiter: t.ingress, Key: k}
 	}
 	bt.Stats = t.stats(ct.Name) // once the trunk cannot be refused: its series are kept
+	if t.channels != nil {
+		bt.Channels = t.channels(ct.Name, ct.Limits.MaxConcurrentCalls) // the new limit, for every version
+	}
 	for _, src := range ct.Sources {
 		bt.Sources = append(bt.Sources, b2bua.Source{Prefix: src.Prefix, Port: src.Port})
 	}
@@ -142,6 +155,7 @@ func (t *trunks) remove(name string) error {
 	}
 	t.list = slices.Delete(t.list, i, i+1)
 	t.publish()
+	t.unlimit(name)
 	return nil
 }
 
@@ -187,7 +201,18 @@ func (t *trunks) syncFixed(cts []config.Trunk) (health.FixedChanges, error) {
 	}
 	t.list = list
 	t.publish()
+	for _, name := range ch.Removed {
+		t.unlimit(name)
+	}
 	return ch, nil
+}
+
+// unlimit lifts a removed trunk's fleet-wide limit: its Channel gives its
+// grant back, and its calls in progress their channels as they end.
+func (t *trunks) unlimit(name string) {
+	if t.channels != nil {
+		t.channels(name, 0)
+	}
 }
 
 // trunkJSON is a trunk as the admin API shows it.
@@ -212,17 +237,19 @@ func (t *trunks) get(name string) (trunkJSON, bool) {
 //
 //	GET    /v1/trunks         every trunk: the YAML's ("fixed": true), then the runtime ones as added
 //	POST   /v1/trunks         add or replace a runtime trunk: 201 added, 200 replaced,
-//	                          400 bad input (the field and why), 409 a YAML trunk
+//	                          400 bad input (the field and why), 409 a YAML trunk,
+//	                          503 the fleet's Redis down
 //	GET    /v1/trunks/{name}  the trunk; 404 unknown
-//	DELETE /v1/trunks/{name}  204 removed, 404 unknown, 409 a YAML trunk
+//	DELETE /v1/trunks/{name}  204 removed, 404 unknown, 409 a YAML trunk, 503
 //
 // Errors are {"error": "..."}; unknown keys are errors. A POSTed trunk
 // follows the YAML's rules (its number_policy must name a configured
 // policy). Calls in progress keep the trunk they began with: replacing or
-// removing it changes new calls only. Runtime trunks are not persisted: a
-// restart loses them; a reload (POST /v1/reload) keeps them unless the
-// file names them, which makes the file's trunk the fixed one.
-// Authentication and the listening socket are the caller's.
+// removing it changes new calls only. Runtime trunks are the fleet's
+// shared state: every node applies them, and a restart reads them back; a
+// reload (POST /v1/reload) keeps them unless the file names them, which
+// makes the file's trunk the fixed one on that node. Authentication and
+// the listening socket are the caller's.
 func (t *trunks) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/trunks", t.listTrunks)
@@ -270,21 +297,69 @@ func (t *trunks) postTrunk(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	replaced, err := t.put(ct)
-	switch {
-	case errors.Is(err, errFixedTrunk):
-		writeError(w, http.StatusConflict, err)
+	if tj, ok := t.get(ct.Name); ok && tj.Fixed {
+		writeError(w, http.StatusConflict, fmt.Errorf("cannot replace trunk %q: %w", ct.Name, errFixedTrunk))
 		return
-	case err != nil:
+	}
+	doc, err := json.Marshal(ct)
+	if err != nil { // not expected: it decoded
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	code, what := http.StatusCreated, "trunk added"
-	if replaced {
-		code, what = http.StatusOK, "trunk replaced"
+	ctx, cancel := context.WithTimeout(req.Context(), fleetDeadline)
+	defer cancel()
+	ch, err := t.fleet.Put(ctx, kindTrunk, ct.Name, doc)
+	if err != nil {
+		writeSharedError(w, err)
+		return
 	}
-	t.log.Info(what, "trunk", ct.Name)
+	code := http.StatusCreated
+	if ch.Previous != 0 {
+		code = http.StatusOK
+	}
 	writeJSON(w, code, trunkJSON{Trunk: ct})
+}
+
+// kindTrunk is the shared documents' kind of a trunk.
+const kindTrunk = "trunk"
+
+// apply applies a shared trunk's change on this node, as the admin API
+// made it on one; a YAML trunk of its name shadows it (logged), and is
+// never touched.
+func (t *trunks) apply(name string, doc []byte) error {
+	if doc == nil {
+		err := t.remove(name)
+		switch {
+		case errors.Is(err, errFixedTrunk) || errors.Is(err, errUnknownTrunk):
+			return nil // the file's trunk stays; or it was never applied here
+		case err == nil:
+			t.log.Info("trunk removed", "trunk", name)
+		}
+		return err
+	}
+	var ct config.Trunk
+	if err := decodeJSON(bytes.NewReader(doc), maxTrunkBody, &ct, "trunk"); err != nil {
+		return err
+	}
+	if ct.Name != name {
+		return fmt.Errorf("the document of trunk %q names %q", name, ct.Name)
+	}
+	if err := t.cfg.ValidateTrunk(&ct); err != nil { // this node's number policies
+		return err
+	}
+	replaced, err := t.put(ct)
+	switch {
+	case errors.Is(err, errFixedTrunk):
+		t.log.Info("shared trunk shadowed by this node's configuration file", "trunk", name)
+		return nil
+	case err != nil:
+		return err
+	case replaced:
+		t.log.Info("trunk replaced", "trunk", name)
+	default:
+		t.log.Info("trunk added", "trunk", name)
+	}
+	return nil
 }
 
 func (t *trunks) getTrunk(w http.ResponseWriter, req *http.Request) {
@@ -299,17 +374,26 @@ func (t *trunks) getTrunk(w http.ResponseWriter, req *http.Request) {
 
 func (t *trunks) deleteTrunk(w http.ResponseWriter, req *http.Request) {
 	name := req.PathValue("name")
-	err := t.remove(name)
+	tj, known := t.get(name)
+	if known && tj.Fixed {
+		writeError(w, http.StatusConflict, fmt.Errorf("cannot remove trunk %q: %w", name, errFixedTrunk))
+		return
+	}
+	ctx, cancel := context.WithTimeout(req.Context(), fleetDeadline)
+	defer cancel()
+	_, existed, err := t.fleet.Delete(ctx, kindTrunk, name)
 	switch {
-	case err == nil:
-		t.log.Info("trunk removed", "trunk", name)
-		w.WriteHeader(http.StatusNoContent)
-	case errors.Is(err, errUnknownTrunk):
-		writeError(w, http.StatusNotFound, err)
-	case errors.Is(err, errFixedTrunk):
-		writeError(w, http.StatusConflict, err)
+	case err != nil:
+		writeSharedError(w, err)
+	case !existed && !known:
+		writeError(w, http.StatusNotFound, fmt.Errorf("trunk %q: %w", name, errUnknownTrunk))
 	default:
-		writeError(w, http.StatusInternalServerError, err)
+		if !existed {
+			// A runtime trunk without its document (Redis lost it, and it
+			// was not written back yet): this node's only.
+			t.remove(name)
+		}
+		w.WriteHeader(http.StatusNoContent)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
 	"github.com/sipedge/sipedge/dialog/b2bua"
+	"github.com/sipedge/sipedge/fleet"
 	"github.com/sipedge/sipedge/ratelimit"
 )
 
@@ -33,7 +34,8 @@ trunks: [{ name: yaml, sources: ["198.51.100.0/24"] }]
 }
 
 // trunksOf builds cfg's trunks with an in-process ingress limiter and one
-// metrics set, a trunk name's stats made once, as the server does.
+// metrics set, a trunk name's stats made once, as the server does, and
+// their admin API's changes going through a fleet of this node alone.
 func trunksOf(t *testing.T, cfg *config.Config) *trunks {
 	t.Helper()
 	ingress, err := ratelimit.NewLocal(ratelimit.Options{})
@@ -47,8 +49,15 @@ func trunksOf(t *testing.T, cfg *config.Config) *trunks {
 		}
 		return stats[name]
 	}
-	tr, err := newTrunks(cfg, ingress, statsOf, slog.New(slog.DiscardHandler))
+	tr, err := newTrunks(cfg, ingress, statsOf, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.fleet, err = fleet.New(fleet.Options{Config: fleet.Config{NodeID: "test"}, Logger: slog.New(slog.DiscardHandler)}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.fleet.Close)
+	if err := tr.fleet.Follow(func(ch fleet.Change) error { return tr.apply(ch.Name, ch.Doc) }); err != nil {
 		t.Fatal(err)
 	}
 	return tr
