@@ -236,5 +236,7 @@
 // cdr.go (what an ended call reports), respond.go (sipedge's own
 // responses and where they go), headers.go (the header policy), build.go
 // (the messages sipedge writes), nexthop.go (where requests to the caller
-// go), probe.go (gateway probes).
+// go), probe.go (gateway probes). The call flows themselves, as SIP
+// ladders of both legs and the CDR, are the golden scripts in testdata/
+// (callflow_test.go).
 package b2bua

@@ -59,8 +59,8 @@ func (r *rig) carrierBye(binv *parser.Message, to netip.AddrPort, startLine stri
 	r.recv(carrierA, inDialogFromCarrier(r.t, binv, "BYE", 2))
 	r.expect(carrierA, "SIP/2.0 200 OK")
 	bye := r.expect(to, startLine)[0]
-	for addr, msgs := range r.sent {
-		r.t.Fatalf("%d messages to %v too: %q", len(msgs), addr, msgs)
+	if m, ok := r.Wire.Unread(); ok {
+		r.t.Fatalf("a message to %v too: %q", m.To, m.Data)
 	}
 	return bye
 }

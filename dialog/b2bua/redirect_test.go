@@ -69,7 +69,7 @@ func TestPolicy3xxReachesCallerAs480(t *testing.T) {
 // its other member, carrierB's address.
 func follows(r *rig) *[]string {
 	var asked []string
-	r.c.redirect = func(d *carrier.Dial, host []byte, port uint16) bool {
+	r.c.OnRedirect = func(d *carrier.Dial, host []byte, port uint16) bool {
 		asked = append(asked, fmt.Sprintf("%s:%d", host, port))
 		if d.Group != "carrier-a" || string(host) != "198.51.100.21" || port != 5070 {
 			return false

@@ -25,7 +25,7 @@ func (r *rig) recvExt(from string, msg string) {
 	if from == "carrier" {
 		addr = carrierA
 	}
-	r.e.Receive(&m, transport.Peer{Addr: addr, Transport: transport.UDP}, r.now)
+	r.e.Receive(&m, transport.Peer{Addr: addr, Transport: transport.UDP}, r.Clock.Now)
 }
 
 // inviteRel is the caller's INVITE with the 100rel header line rel, and
