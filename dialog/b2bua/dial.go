@@ -37,7 +37,7 @@ func (e *Engine) sendInvite(c *Call, ainv *parser.Message, auth *challenge) bool
 	r := c.att.route
 	id := &e.tmp.id
 	e.shape(id, c, r)
-	addressB(B, id, r, c.att.dial.URI, c.callerDisplay(), e.localHost(B))
+	addressB(B, id, r, c.att.dial.URI, c.callerDisplay(), e.localHost(B.peer.Transport), c.attRedirected)
 	// No early dialog yet (a challenged INVITE's ended with it), no remote
 	// CSeq (RFC 3261 12.2.2).
 	B.remoteTag, B.routes, B.acked = B.remoteTag[:0], B.routes[:0], false
@@ -46,16 +46,25 @@ func (e *Engine) sendInvite(c *Call, ainv *parser.Message, auth *challenge) bool
 	// Each B-leg early dialog gets its own A-leg To tag (RFC 3261 12.1.1:
 	// the caller sees the carriers as forks).
 	c.a.localTag = randomToken(c.a.localTag[:0], 10)
+	if c.extra != nil {
+		e.relNewDialog(c)
+	}
 
-	b := e.appendRequestHead(e.tmp.out[:0], "INVITE", B, B.cseq, int(c.maxFwd))
-	b = e.appendContact(b, B)
+	d := legDest(B)
+	b := e.appendRequestHead(e.tmp.out[:0], "INVITE", B, &d, B.cseq, int(c.maxFwd))
+	b = e.appendContact(b, B.peer.Transport)
 	// A route's header replaces the caller's of the same name: its value
 	// is the one the carrier reads.
 	var routeHeaders map[string]string
 	if r != nil {
 		routeHeaders = r.Headers
 	}
+	uphold := e.cfg.SessionTimer.Uphold
+	b = appendOwnSupported(b, c.offer100rel(), uphold)
 	b = e.policy.appendAllowedExcept(b, ainv, identityHeaders|routeHeaderKinds(r), routeHeaders)
+	if uphold {
+		b = e.appendSessionRequest(b, c, sideB, true)
+	}
 	b = e.cfg.appendIdentity(b, id, B.peer.Transport)
 	b = e.appendRouteHeaders(b, c, r)
 	switch {
@@ -90,18 +99,21 @@ func (e *Engine) sendInvite(c *Call, ainv *parser.Message, auth *challenge) bool
 // route r dialled at dialURI (carrier.Dial.URI): its Request-URI (target),
 // To (remoteURI) and From (localURI, without its tag), display being the
 // caller's display name (callerDisplay's form), local sipedge's host:port
-// on l's transport.
-func addressB(l *leg, id *identity, r *route.Route, dialURI string, display []byte, local string) {
+// on l's transport; redirected keeps l's target, the carrier's Contact
+// (followRedirect).
+func addressB(l *leg, id *identity, r *route.Route, dialURI string, display []byte, local string, redirected bool) {
 	host := trimScheme(dialURI)
 	if r != nil && r.RURI != "" {
 		// The route's own Request-URI (its ruri): its host, port
 		// and parameters as given; its number, shaped, is in id.ruriUser.
 		host = ruriHost(r.RURI)
 	}
-	l.target = append(l.target[:0], "sip:"...)
-	l.target = append(l.target, id.ruriUser...)
-	l.target = append(l.target, '@')
-	l.target = append(l.target, host...)
+	if !redirected {
+		l.target = append(l.target[:0], "sip:"...)
+		l.target = append(l.target, id.ruriUser...)
+		l.target = append(l.target, '@')
+		l.target = append(l.target, host...)
+	}
 	// To carries the shaped number without the tech prefix.
 	l.remoteURI = append(l.remoteURI[:0], "<sip:"...)
 	l.remoteURI = append(l.remoteURI, id.callee...)
