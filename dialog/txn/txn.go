@@ -233,8 +233,11 @@ type Table struct {
 	genFloor    uint32
 	minSlots    int // Config.Capacity: a shrink keeps this room
 
-	txns  []txn
-	free  int32   // free list head, -1 if none
+	txns []txn
+	// free are the free lists' heads by the kind of transaction that last
+	// held the slot, -1 if none: a slot goes to a transaction of its kind
+	// when one is free, whose buffers then fit at once (alloc).
+	free  [len(kindNames)]int32
 	limbo []int32 // terminated in the current call; freed at the next
 	taken int     // lists out with TakeActions: limbo is kept until they are back
 	live  int
@@ -298,9 +301,11 @@ func New(cfg Config, timers Timers) (*Table, error) {
 		idleRelease: cfg.IdleRelease,
 		genFloor:    1,
 		minSlots:    cfg.Capacity,
-		free:        -1,
 		freeInvite:  -1,
 		txns:        make([]txn, 0, cfg.Capacity),
+	}
+	for k := range t.free {
+		t.free[k] = -1
 	}
 	n := 64
 	for n < 2*cfg.Capacity {
@@ -405,6 +410,18 @@ func (t *Table) State(h Handle) (k Kind, s State, ok bool) {
 	return t.txns[i].kind, t.txns[i].state, true
 }
 
+// Response returns the last response server transaction h sent (a 100
+// Trying of its own included), nil when none or when h is stale or a
+// client's: a view into the transaction's buffer, valid until the next
+// call on the Table.
+func (t *Table) Response(h Handle) []byte {
+	i, ok := t.lookup(h)
+	if !ok || t.txns[i].kind.client() {
+		return nil
+	}
+	return t.txns[i].msg
+}
+
 // begin starts an input method: it frees the slots terminated by the
 // previous call (whose buffers that call's actions may have viewed) and
 // clears the actions.
@@ -417,8 +434,8 @@ func (t *Table) begin(now time.Duration) {
 	}
 	for _, i := range t.limbo {
 		x := &t.txns[i]
-		x.next, x.freedAt, x.swept = t.free, now, false
-		t.free = i
+		x.next, x.freedAt, x.swept = t.free[x.kind], now, false
+		t.free[x.kind] = i
 	}
 	t.limbo = t.limbo[:0]
 }

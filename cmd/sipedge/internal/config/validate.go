@@ -40,6 +40,7 @@ func (c *Config) preset() {
 	c.B2BUA.HeaderPolicy.Allow = slices.Clone(DefaultAllow)
 	c.CDR.MaxBackups = 10
 	c.RateLimit.Flood = Flood{MessagesPerSec: 200, Ban: time.Minute}
+	c.SIP.BatchInterval = time.Millisecond
 }
 
 func (g *Group) preset() {
@@ -87,10 +88,15 @@ func (c *Config) fill() {
 	orDefault(&s.TCP.FirstDataTimeout, 5*time.Second)
 	orDefault(&s.TCP.MessageTimeout, 10*time.Second)
 	orDefault(&s.TCP.IdleTimeout, 300*time.Second)
+	orDefault(&s.SocketReceiveBufferKB, 4096)
+	orDefault(&s.SocketSendBufferKB, 1024)
 	b := &c.B2BUA
 	orDefault(&b.MaxConcurrentCalls, 10000)
 	orDefault(&b.UnknownSource, UnknownSourceDrop)
 	orDefault(&b.ReferResponse, 603)
+	orDefault(&b.SessionTimer.Mode, SessionTimerRelay)
+	orDefault(&b.SessionTimer.Interval, 1800*time.Second)
+	orDefault(&b.SessionTimer.MinSE, 90)
 	for i := range c.NumberPolicies {
 		orDefault(&c.NumberPolicies[i].Format, FormatE164)
 	}
@@ -133,8 +139,20 @@ func (c *Config) fill() {
 	c.Quality.SetDefaults()
 }
 
+// maxSessionInterval bounds b2bua.session_timer.interval_secs: a day,
+// beyond which a session timer bounds nothing.
+const maxSessionInterval = 24 * time.Hour
+
 // maxMessageSize bounds sip.max_message_size.
 const maxMessageSize = 65535
+
+// maxBatchInterval bounds sip.batch_interval_us: a message waits up to an
+// interval in its socket, and T1 is 500 ms.
+const maxBatchInterval = 100 * time.Millisecond
+
+// maxSocketBufferKB bounds sip.socket_*_buffer_kb: 1 GiB, past any kernel's
+// rmem_max worth setting, and within the int the kernel takes.
+const maxSocketBufferKB = 1 << 20
 
 // maxTxnMemoryMB bounds sip.max_txn_memory_mb: 64 GiB a shard, far beyond
 // any host, and twice it in bytes still fits an int.
@@ -269,6 +287,17 @@ func (c *Config) validate(v *validator) {
 	if s.MaxTxnMemoryMB > maxTxnMemoryMB {
 		v.errorf("sip.max_txn_memory_mb", "%d: at most %d", s.MaxTxnMemoryMB, maxTxnMemoryMB)
 	}
+	if s.BatchInterval > maxBatchInterval {
+		v.errorf("sip.batch_interval_us", "%d: at most %d", s.BatchInterval.Microseconds(), maxBatchInterval.Microseconds())
+	}
+	for _, b := range []struct {
+		field string
+		kb    int
+	}{{"sip.socket_receive_buffer_kb", s.SocketReceiveBufferKB}, {"sip.socket_send_buffer_kb", s.SocketSendBufferKB}} {
+		if b.kb > maxSocketBufferKB {
+			v.errorf(b.field, "%d: at most %d", b.kb, maxSocketBufferKB)
+		}
+	}
 
 	b := c.B2BUA
 	v.oneOf("b2bua.unknown_source", b.UnknownSource, UnknownSourceDrop, UnknownSourceReject)
@@ -279,6 +308,12 @@ func (c *Config) validate(v *validator) {
 		if !isToken(h) {
 			v.errorf(fmt.Sprintf("b2bua.header_policy.allow[%d]", i), "%q: not a header name", h)
 		}
+	}
+	v.oneOf("b2bua.session_timer.mode", b.SessionTimer.Mode, SessionTimerRelay, SessionTimerUphold)
+	if st := b.SessionTimer; st.MinSE < 90 || st.MinSE > int(maxSessionInterval/time.Second) {
+		v.errorf("b2bua.session_timer.min_se", "%d: want 90 (RFC 4028 4) to %d", st.MinSE, int64(maxSessionInterval/time.Second))
+	} else if st.Interval < time.Duration(st.MinSE)*time.Second || st.Interval > maxSessionInterval {
+		v.errorf("b2bua.session_timer.interval_secs", "%d: want min_se (%d) to %d", int64(st.Interval/time.Second), st.MinSE, int64(maxSessionInterval/time.Second))
 	}
 	if b.DefaultNumberPolicy != "" && c.NumberPolicy(b.DefaultNumberPolicy) == nil {
 		v.errorf("b2bua.default_number_policy", "unknown number policy %q", b.DefaultNumberPolicy)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/sipedge/sipedge/carrier"
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
+	"github.com/sipedge/sipedge/cmd/sipedge/internal/metricdoc"
 	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/dialog/cdr"
 	"github.com/sipedge/sipedge/dialog/journal"
@@ -169,12 +170,14 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 	}
 	s.trunks.fleet = s.fleet
 	s.groups = &groups{carriers: s.carriers, fleet: s.fleet, log: log}
-	sc := shard.Config{Shards: cfg.Shards, Supported: nil,
+	sc := shard.Config{Shards: cfg.Shards, Supported: b2bua.OptionTags(),
 		Limits: parser.Limits{MaxMessageSize: cfg.SIP.MaxMessageSize, MaxHeaders: cfg.SIP.MaxHeaders,
 			MaxHeaderLine: cfg.SIP.MaxHeaderLine, MaxVias: cfg.SIP.MaxVias, MaxURILength: cfg.SIP.MaxURILength},
 		TCP: shard.TCPConfig{MaxConns: cfg.SIP.TCP.MaxConns, MaxConnsPerIP: cfg.SIP.TCP.MaxConnsPerIP,
 			FirstDataTimeout: cfg.SIP.TCP.FirstDataTimeout, MessageTimeout: cfg.SIP.TCP.MessageTimeout,
-			IdleTimeout: cfg.SIP.TCP.IdleTimeout}}
+			IdleTimeout: cfg.SIP.TCP.IdleTimeout},
+		SocketRecvBuffer: cfg.SIP.SocketReceiveBufferKB << 10, SocketSendBuffer: cfg.SIP.SocketSendBufferKB << 10,
+		BatchInterval: cfg.SIP.BatchInterval}
 	for _, l := range cfg.Listen {
 		sc.Listen = append(sc.Listen, l.String())
 	}
@@ -239,6 +242,8 @@ func (s *Server) b2buaConfig(shardIdx int) b2bua.Config {
 		HeaderAllow:   cfg.B2BUA.HeaderPolicy.Allow,
 		MaxDuration:   cfg.B2BUA.MaxCallDuration,
 		ReferCode:     cfg.B2BUA.ReferResponse,
+		SessionTimer: b2bua.SessionTimer{Uphold: cfg.B2BUA.SessionTimer.Mode == config.SessionTimerUphold,
+			Interval: cfg.B2BUA.SessionTimer.Interval, MinSE: time.Duration(cfg.B2BUA.SessionTimer.MinSE) * time.Second},
 		Txn: txn.Config{T1: cfg.SIP.T1, T2: cfg.SIP.T2, T4: cfg.SIP.T4,
 			MaxStoredBytes: cfg.SIP.MaxTxnMemoryMB << 20},
 		Sequence: route.SequenceOptions{RingTimeout: ringBound(cfg.B2BUA.RingTimeout),
@@ -317,7 +322,7 @@ func (s *Server) shardCount() int {
 	if s.cfg.Shards > 0 {
 		return s.cfg.Shards
 	}
-	return min(runtime.NumCPU(), shard.MaxShards) // as shard.Config defaults
+	return shard.DefaultShards()
 }
 
 // shardApp connects one shard to its engine.
@@ -577,7 +582,45 @@ func (s *Server) unsettled(ctx context.Context) (n int, ok bool) {
 func (s *Server) Reopen() error { return s.cdr.Reopen() }
 
 func (s *Server) startAdmin() error {
-	mux := http.NewServeMux()
+	mux := s.adminRoutes()
+	ln, err := net.Listen("tcp", s.cfg.Admin.Listen.String())
+	if err != nil {
+		return fmt.Errorf("admin.listen: %w", err)
+	}
+	s.adminAddr = ln.Addr()
+	h := newAdminGuard(s.cfg.Admin, ln.Addr().(*net.TCPAddr).AddrPort(), mux)
+	s.admin = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout: adminReadTimeout, IdleTimeout: adminIdleTimeout}
+	s.adminDone = make(chan struct{})
+	go func() {
+		defer close(s.adminDone)
+		if err := s.admin.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("admin API stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// adminMux is the admin API's mux with the patterns registered on it,
+// which docs/admin-api.md must document (adminapi_test.go).
+type adminMux struct {
+	*http.ServeMux
+	patterns []string
+}
+
+func (m *adminMux) Handle(pattern string, h http.Handler) {
+	m.patterns = append(m.patterns, pattern)
+	m.ServeMux.Handle(pattern, h)
+}
+
+func (m *adminMux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	m.Handle(pattern, http.HandlerFunc(h))
+}
+
+// adminRoutes returns the admin API's routes, without the guard (every
+// endpoint is in docs/admin-api.md).
+func (s *Server) adminRoutes() *adminMux {
+	mux := &adminMux{ServeMux: http.NewServeMux()}
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		s.WriteMetrics(w)
@@ -602,22 +645,7 @@ func (s *Server) startAdmin() error {
 	mux.HandleFunc("GET /v1/fleet", s.getFleet)
 	mux.HandleFunc("DELETE /v1/lcr/cache", s.deleteLCRCache)
 	mux.HandleFunc("GET /v1/lcr/cache", s.getLCRCache)
-	ln, err := net.Listen("tcp", s.cfg.Admin.Listen.String())
-	if err != nil {
-		return fmt.Errorf("admin.listen: %w", err)
-	}
-	s.adminAddr = ln.Addr()
-	h := newAdminGuard(s.cfg.Admin, ln.Addr().(*net.TCPAddr).AddrPort(), mux)
-	s.admin = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout: adminReadTimeout, IdleTimeout: adminIdleTimeout}
-	s.adminDone = make(chan struct{})
-	go func() {
-		defer close(s.adminDone)
-		if err := s.admin.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("admin API stopped", "err", err)
-		}
-	}()
-	return nil
+	return mux
 }
 
 // adminReadTimeout bounds reading a whole admin request, body included,
@@ -625,16 +653,19 @@ func (s *Server) startAdmin() error {
 // them a client that stalls holds a socket and a goroutine for ever.
 var adminReadTimeout, adminIdleTimeout = 10 * time.Second, 60 * time.Second
 
-// WriteMetrics writes every metric in Prometheus text format.
+// WriteMetrics writes every metric in Prometheus text format, each family
+// with its # HELP and # TYPE lines from metricdoc (docs/metrics.md).
 func (s *Server) WriteMetrics(w io.Writer) {
-	s.runtimeSet.WritePrometheus(w)
-	s.engineSet.WritePrometheus(w)
-	s.cdrSet.WritePrometheus(w)
-	s.lcrSet.WritePrometheus(w)
-	s.healthSet.WritePrometheus(w)
-	s.cpsSet.WritePrometheus(w)
-	s.adminSet.WritePrometheus(w)
-	s.fleetSet.WritePrometheus(w)
-	s.qualitySet.WritePrometheus(w)
-	metrics.WriteProcessMetrics(w)
+	var b bytes.Buffer
+	s.runtimeSet.WritePrometheus(&b)
+	s.engineSet.WritePrometheus(&b)
+	s.cdrSet.WritePrometheus(&b)
+	s.lcrSet.WritePrometheus(&b)
+	s.healthSet.WritePrometheus(&b)
+	s.cpsSet.WritePrometheus(&b)
+	s.adminSet.WritePrometheus(&b)
+	s.fleetSet.WritePrometheus(&b)
+	s.qualitySet.WritePrometheus(&b)
+	metrics.WriteProcessMetrics(&b)
+	_ = metricdoc.Write(w, b.Bytes()) // a scraper gone away is no error of ours
 }
