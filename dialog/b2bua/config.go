@@ -52,6 +52,9 @@ type Config struct {
 	// AssertIdentity makes sipedge assert the caller's identity in its own
 	// P-Asserted-Identity on B-legs (the seed's b2bua.assert_identity).
 	AssertIdentity bool
+	// SessionTimer configures session timers (RFC 4028): relayed, or
+	// upheld by sipedge on each leg.
+	SessionTimer SessionTimer
 	// Sequence configures failover: the ring bound and the reroute causes.
 	Sequence route.SequenceOptions
 	// Metrics receives the engine's metrics, labelled with Shard.

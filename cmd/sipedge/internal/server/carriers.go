@@ -23,7 +23,8 @@ func healthGroups(cfg *config.Config) []health.GroupConfig {
 				FailureThreshold: g.Passive.FailureThreshold, FailurePercent: g.Passive.FailurePercent,
 				MinCalls: g.Passive.MinCalls, HalfOpenCalls: g.Passive.HalfOpenCalls,
 				DownTime: g.Passive.DownTime, MaxRetryAfter: g.Passive.MaxRetryAfter},
-			PanicThreshold: &g.PanicThreshold, MaxConcurrentCalls: g.MaxConcurrentCalls}
+			PanicThreshold: &g.PanicThreshold, MaxConcurrentCalls: g.MaxConcurrentCalls,
+			FollowRedirects: g.FollowRedirects}
 		if g.CPS.Rate > 0 {
 			w := g.CPS.MaxWait.Milliseconds()
 			hg.CPS = &health.CPSConfig{Rate: g.CPS.Rate, Burst: g.CPS.Burst, MaxWaitMs: &w, Key: g.CPS.Key}
