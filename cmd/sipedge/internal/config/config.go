@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/fleet"
+	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/quality"
 	"github.com/sipedge/sipedge/transport"
 )
@@ -209,115 +210,10 @@ type TrunkLimits struct {
 
 // Gateway holds the carrier pools.
 type Gateway struct {
-	Groups []Group `yaml:"groups"`
-}
-
-// Group algorithms and transports.
-const (
-	AlgorithmWeighted   = "weighted"
-	AlgorithmRoundRobin = "round_robin"
-	AlgorithmHash       = "hash"
-
-	// Call outcomes that count against a member (health.Passive*).
-	OutcomeNoResponse     = "no_response"
-	OutcomeStatus503      = "status_503"
-	OutcomeTransportError = "transport_error"
-)
-
-// Group is a gateway group: one carrier's pool of destinations.
-type Group struct {
-	Name      string         `yaml:"name"`
-	Algorithm string         `yaml:"algorithm"` // weighted (default), round_robin or hash
-	Transport transport.Kind `yaml:"transport"` // udp (default) or tcp
-	// RerouteCauses overrides lcr.reroute_causes for this carrier (empty =
-	// inherit).
-	RerouteCauses []int       `yaml:"reroute_causes"`
-	Probe         Probe       `yaml:"probe"`
-	Passive       Passive     `yaml:"passive"`
-	CPS           CPS         `yaml:"cps"`
-	CPSReject     []CPSReject `yaml:"cps_reject"`
-	// MaxConcurrentCalls is the carrier's channel limit, the calls it takes
-	// at once; at it, sipedge skips the carrier (calls_limited). Held
-	// across the fleet with fleet.redis; else per node, each keeping to
-	// ceil(limit / ratelimit.nodes). 0: none.
-	MaxConcurrentCalls int `yaml:"max_concurrent_calls"`
-	// Auth is the account sipedge holds with the carrier, to answer its
-	// Digest challenges to INVITEs (no username: none).
-	Auth Auth `yaml:"auth"`
-	// PanicThreshold is the share of members (percent) below which, one
-	// at least up, the group is in panic and chooses among the members
-	// calls marked down too (health.GroupConfig.PanicThreshold). Default
-	// 50; 0: never.
-	PanicThreshold int           `yaml:"panic_threshold_percent"`
-	Destinations   []Destination `yaml:"destinations"`
-}
-
-// Auth is an account with a carrier: the username and password that answer
-// its 401 and 407 challenges, for realm only when it is set.
-type Auth struct {
-	Username string `yaml:"username"`
-	Password string `yaml:"password"` // "${VAR}" keeps it out of the file
-	Realm    string `yaml:"realm"`
-}
-
-// Probe configures OPTIONS health probing of a group's members.
-type Probe struct {
-	Enabled          bool          `yaml:"enabled"`
-	Interval         time.Duration `yaml:"interval_secs"`     // default 15 s
-	Timeout          time.Duration `yaml:"timeout_ms"`        // default 2 s
-	FailureThreshold int           `yaml:"failure_threshold"` // default 3
-	SuccessThreshold int           `yaml:"success_threshold"` // default 2
-	// HealthyCodes are the replies that count as alive (empty = any reply
-	// except 503).
-	HealthyCodes []int         `yaml:"healthy_codes"`
-	Jitter       time.Duration `yaml:"jitter_ms"` // default 500 ms; 0 = none
-}
-
-// Passive says how real calls mark a group's members down and back up
-// (health.PassiveConfig, health/outlier.go): FailureThreshold failures at
-// least, either FailurePercent of the recent calls (the last second's, or
-// the last MinCalls up to ten seconds back) or in a row over a second; a
-// group that is not probed gives a member down HalfOpenCalls trial calls
-// after DownTime (a probed group's members come back through probing).
-type Passive struct {
-	Disabled bool `yaml:"disabled"` // calls never mark a member down
-	// Outcomes that count: no_response, status_503, transport_error
-	// (empty = all three).
-	Outcomes         []string      `yaml:"outcomes"`
-	FailureThreshold int           `yaml:"failure_threshold"` // default 3
-	FailurePercent   int           `yaml:"failure_percent"`   // default 50, 1 to 100
-	MinCalls         int           `yaml:"min_calls"`         // default 20
-	HalfOpenCalls    int           `yaml:"half_open_calls"`   // default 3
-	DownTime         time.Duration `yaml:"down_secs"`         // default 30 s
-	// MaxRetryAfter caps the cooldown a 503's Retry-After (to a call or a
-	// probe) puts a member in: a carrier asking for a day gets this long.
-	MaxRetryAfter time.Duration `yaml:"max_retry_after_secs"` // default 300 s, at most 86400
-}
-
-// CPS is an egress calls-per-second limit.
-type CPS struct {
-	Rate    float64       `yaml:"rate"`        // per second; 0 = unlimited
-	Burst   int           `yaml:"burst"`       // default 1
-	MaxWait time.Duration `yaml:"max_wait_ms"` // default 1 s; 0 = never wait
-	// Key is the carrier account the limit is shared under ("" = the
-	// group's name).
-	Key string `yaml:"key"`
-}
-
-// CPSReject matches a carrier's CPS reject: a status code and, optionally,
-// text that the Reason header or reason phrase must contain.
-type CPSReject struct {
-	Code   int    `yaml:"code"`
-	Reason string `yaml:"reason"`
-}
-
-// Destination is one member of a gateway group.
-type Destination struct {
-	URI string `yaml:"uri"` // sip: or sips: URI
-	// Address is where to send: an IP address or a DNS name, with a port.
-	Address  HostPort `yaml:"address"`
-	Weight   int      `yaml:"weight"`   // default 1 (0 = default)
-	Priority int      `yaml:"priority"` // lower tiers first
+	// Groups are the gateway groups, each one carrier's pool of
+	// destinations: the health registry's own type, which owns their
+	// defaults and rules (health.GroupConfig), as the admin API's groups.
+	Groups []health.GroupConfig `yaml:"groups"`
 }
 
 // LCR configures least-cost routing.
@@ -415,7 +311,7 @@ type CDR struct {
 }
 
 // Group returns the gateway group called name, or nil.
-func (c *Config) Group(name string) *Group {
+func (c *Config) Group(name string) *health.GroupConfig {
 	for i := range c.Gateway.Groups {
 		if c.Gateway.Groups[i].Name == name {
 			return &c.Gateway.Groups[i]

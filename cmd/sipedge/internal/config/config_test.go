@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sipedge/sipedge/fleet"
+	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/quality"
 	"github.com/sipedge/sipedge/transport"
 )
@@ -96,11 +97,8 @@ func TestExamplesLoad(t *testing.T) {
 		}
 		g := c.Group("carrier-a")
 		if g == nil || len(g.Destinations) != 1 || g.Destinations[0].URI != "sip:127.0.0.1:5070" ||
-			g.Destinations[0].Address != (HostPort{Host: "127.0.0.1", Port: 5070}) {
+			g.Destinations[0].Address != "127.0.0.1:5070" {
 			t.Fatalf("group carrier-a = %+v", g)
-		}
-		if ap, ok := g.Destinations[0].Address.AddrPort(); !ok || ap != netip.MustParseAddrPort("127.0.0.1:5070") {
-			t.Errorf("AddrPort = %v, %v", ap, ok)
 		}
 		sr := c.LCR.StaticRoutes
 		if len(sr) != 1 || sr[0].Prefix != "" || len(sr[0].Routes) != 1 ||
@@ -625,10 +623,10 @@ func TestDefaults(t *testing.T) {
 		{"group algorithm", g.Algorithm, "weighted"},
 		{"group transport", g.Transport, transport.UDP},
 		{"group reroute_causes inherit", g.RerouteCauses, []int(nil)},
-		{"probe", g.Probe, Probe{Enabled: false, Interval: 15 * time.Second, Timeout: 2 * time.Second, FailureThreshold: 3, SuccessThreshold: 2, Jitter: 500 * time.Millisecond}},
-		{"passive", g.Passive, Passive{FailureThreshold: 3, FailurePercent: 50, MinCalls: 20, HalfOpenCalls: 3, DownTime: 30 * time.Second, MaxRetryAfter: 300 * time.Second}},
-		{"group panic_threshold_percent", g.PanicThreshold, 50},
-		{"cps", g.CPS, CPS{Rate: 0, Burst: 1, MaxWait: time.Second}},
+		{"probe", g.Probe, health.ProbeConfig{Enabled: false, Interval: 15 * time.Second, Timeout: 2 * time.Second, FailureThreshold: 3, SuccessThreshold: 2, Jitter: 500 * time.Millisecond}},
+		{"passive", g.Passive, health.PassiveConfig{FailureThreshold: 3, FailurePercent: 50, MinCalls: 20, HalfOpenCalls: 3, DownTime: 30 * time.Second, MaxRetryAfter: 300 * time.Second}},
+		{"group panic_threshold_percent", *g.PanicThreshold, 50},
+		{"cps", g.CPS, (*health.CPSConfig)(nil)}, // unpaced
 		{"destination weight", g.Destinations[0].Weight, 1},
 		{"lcr.timeout_ms", c.LCR.Timeout, 2 * time.Second},
 		{"lcr.reroute_causes", c.LCR.RerouteCauses, []int{408, 500, 502, 503, 504}},
@@ -662,19 +660,19 @@ func TestDefaults(t *testing.T) {
 admin: { listen: "" }
 cdr: { max_backups: 0 }
 cache: [{ name: c, url: "redis://h:6379", local_ttl_secs: 0 }]
-`+group+"      probe: { jitter_ms: 0 }\n      cps: { max_wait_ms: 0 }\n", nil)
+`+group+"      probe: { jitter_ms: 0 }\n      cps: { rate: 10, max_wait_ms: 0 }\n", nil)
 		if c.B2BUA.RingTimeout != 0 || c.B2BUA.AssertIdentity || c.B2BUA.MaxCallDuration != 0 || c.B2BUA.HeaderPolicy.Allow != nil {
 			t.Errorf("b2bua = %+v", c.B2BUA)
 		}
 		if !c.Admin.Listen.IsZero() || c.CDR.MaxBackups != 0 || c.Cache[0].LocalTTL != 0 {
 			t.Errorf("admin %+v cdr %+v cache %+v", c.Admin, c.CDR, c.Cache)
 		}
-		if g := c.Gateway.Groups[0]; g.Probe.Jitter != 0 || g.CPS.MaxWait != 0 {
+		if g := c.Gateway.Groups[0]; g.Probe.Jitter != 0 || g.CPS.MaxWait() != 0 {
 			t.Errorf("group = %+v", g)
 		}
 	})
 	t.Run("zero that means nothing takes the default", func(t *testing.T) {
-		c := mustParse(t, "sip: { t1_ms: 0 }\nlcr: { timeout_ms: 0, reroute_causes: [] }\ntrunks: [{ name: t, sources: [\"::1\"] }]\n"+group+"        - { uri: \"sip:b\", address: \"b:5060\", weight: 0 }\n      probe: { failure_threshold: 0 }\n      cps: { burst: 0 }\n", nil)
+		c := mustParse(t, "sip: { t1_ms: 0 }\nlcr: { timeout_ms: 0, reroute_causes: [] }\ntrunks: [{ name: t, sources: [\"::1\"] }]\n"+group+"        - { uri: \"sip:b\", address: \"b:5060\", weight: 0 }\n      probe: { failure_threshold: 0 }\n      cps: { rate: 10, burst: 0 }\n", nil)
 		g := c.Gateway.Groups[0]
 		if c.SIP.T1 != 500*time.Millisecond || c.LCR.Timeout != 2*time.Second || len(c.LCR.RerouteCauses) != 5 ||
 			g.Destinations[1].Weight != 1 || g.Probe.FailureThreshold != 3 || g.CPS.Burst != 1 {
@@ -879,8 +877,8 @@ func TestPrintRoundTrip(t *testing.T) {
 		if c.Gateway.Groups[0].Probe.Timeout != 700*time.Millisecond || c.SIP.TCP.IdleTimeout != time.Minute {
 			t.Errorf("durations: probe %v idle %v", c.Gateway.Groups[0].Probe.Timeout, c.SIP.TCP.IdleTimeout)
 		}
-		if p := c.Gateway.Groups[0].Passive; p.FailurePercent != 70 || p.MinCalls != 40 || c.Gateway.Groups[0].PanicThreshold != 0 {
-			t.Errorf("passive = %+v, panic_threshold_percent %d", p, c.Gateway.Groups[0].PanicThreshold)
+		if p := c.Gateway.Groups[0].Passive; p.FailurePercent != 70 || p.MinCalls != 40 || *c.Gateway.Groups[0].PanicThreshold != 0 {
+			t.Errorf("passive = %+v, panic_threshold_percent %d", p, *c.Gateway.Groups[0].PanicThreshold)
 		}
 		if c.Gateway.Groups[0].Passive.MaxRetryAfter != time.Minute {
 			t.Errorf("passive.max_retry_after_secs = %v", c.Gateway.Groups[0].Passive.MaxRetryAfter)

@@ -142,7 +142,7 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 	if s.disables != nil {
 		qo.Store = s.disables
 	}
-	if s.carriers, err = carrier.New(carrier.Options{Groups: healthGroups(cfg), Prober: prober{s},
+	if s.carriers, err = carrier.New(carrier.Options{Groups: cfg.Gateway.Groups, Prober: prober{s},
 		Limiter: ratelimit.Options{Config: ratelimit.Config{Redis: cfg.RateLimit.Redis,
 			DeadlineMS: int(cfg.RateLimit.Deadline / time.Millisecond), FailureMode: ratelimit.FailureMode(cfg.RateLimit.FailureMode),
 			Nodes: cfg.RateLimit.Nodes}, Batch: cfg.RateLimit.Batch, BatchMinRate: cfg.RateLimit.BatchMinRate,
