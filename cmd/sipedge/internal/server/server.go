@@ -171,9 +171,7 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 		TCP: shard.TCPConfig{MaxConns: cfg.SIP.TCP.MaxConns, MaxConnsPerIP: cfg.SIP.TCP.MaxConnsPerIP,
 			FirstDataTimeout: cfg.SIP.TCP.FirstDataTimeout, MessageTimeout: cfg.SIP.TCP.MessageTimeout,
 			IdleTimeout: cfg.SIP.TCP.IdleTimeout}}
-	for _, l := range cfg.Listen {
-		sc.Listen = append(sc.Listen, l.String())
-	}
+	sc.Listen = cfg.Listen
 	// Flood protection for sources that are neither trunks nor carriers.
 	sc.Flood = shard.FloodConfig{PerSecond: cfg.RateLimit.Flood.MessagesPerSec,
 		Ban: cfg.RateLimit.Flood.Ban, Exempt: exemptFrom(cfg, s.carriers.Exempt, s.trunks.covers)}
