@@ -22,6 +22,7 @@ import (
 	_ "embed"
 	"time"
 
+	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/fleet"
 	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/quality"
@@ -184,8 +185,8 @@ type Trunk struct {
 	TrunkGroup string `yaml:"trunk_group" json:"trunk_group"`
 	// Sources are CIDRs with an optional port: "10.0.0.0/8", "10.0.0.0/8:5060",
 	// "[2001:db8::/32]:5060"; a bare address is a single host.
-	Sources []Source    `yaml:"sources" json:"sources"`
-	Limits  TrunkLimits `yaml:"limits" json:"limits"`
+	Sources []b2bua.Source `yaml:"sources" json:"sources"`
+	Limits  TrunkLimits    `yaml:"limits" json:"limits"`
 	// ForceRPort answers the trunk at the source port of its requests even
 	// without rport in their Via (a PBX behind NAT), as Kamailio's
 	// force_rport; false: RFC 3261 18.2.2, the Via's sent-by port.

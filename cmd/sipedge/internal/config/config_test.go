@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/fleet"
 	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/quality"
@@ -92,7 +93,7 @@ func TestExamplesLoad(t *testing.T) {
 			t.Errorf("Admin.Listen = %q", got)
 		}
 		if len(c.Trunks) != 1 || c.Trunks[0].Name != "local" || c.Trunks[0].TrunkGroup != "cust-trunks" ||
-			!reflect.DeepEqual(c.Trunks[0].Sources, []Source{{Prefix: netip.MustParsePrefix("127.0.0.1/32")}}) {
+			!reflect.DeepEqual(c.Trunks[0].Sources, []b2bua.Source{{Prefix: netip.MustParsePrefix("127.0.0.1/32")}}) {
 			t.Errorf("Trunks = %+v", c.Trunks)
 		}
 		g := c.Group("carrier-a")
@@ -856,7 +857,7 @@ func TestPrintRoundTrip(t *testing.T) {
 		if c.LCR.AuthHeader != "Bearer x$y" {
 			t.Errorf("auth_header = %q", c.LCR.AuthHeader)
 		}
-		wantSources := []Source{
+		wantSources := []b2bua.Source{
 			{Prefix: netip.MustParsePrefix("127.0.0.1/32")},
 			{Prefix: netip.MustParsePrefix("10.0.0.0/8"), Port: 5060},
 			{Prefix: netip.MustParsePrefix("2001:db8::/32"), Port: 5060},
@@ -905,46 +906,6 @@ func TestPrintRoundTrip(t *testing.T) {
 			t.Errorf("Print does not escape $:\n%s", c.String())
 		}
 	})
-}
-
-func TestSource(t *testing.T) {
-	tests := []struct {
-		in       string
-		str      string
-		inside   string
-		outside  string
-		parseErr bool
-	}{
-		{in: "10.1.2.3/8", str: "10.0.0.0/8", inside: "10.9.9.9:1", outside: "11.0.0.1:1"},
-		{in: "10.0.0.0/8:5060", str: "10.0.0.0/8:5060", inside: "10.0.0.1:5060", outside: "10.0.0.1:5061"},
-		{in: "192.0.2.7:5060", str: "192.0.2.7/32:5060", inside: "192.0.2.7:5060", outside: "192.0.2.8:5060"},
-		{in: "[2001:db8::/32]:5060", str: "[2001:db8::/32]:5060", inside: "[2001:db8::5]:5060", outside: "[2001:db9::5]:5060"},
-		{in: "2001:db8::1", str: "2001:db8::1/128", inside: "[2001:db8::1]:9", outside: "[2001:db8::2]:9"},
-		{in: "10.0.0.0/8:0", parseErr: true},
-		{in: "[2001:db8::/32", parseErr: true},
-		{in: "::ffff:10.0.0.0/104", parseErr: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			var s Source
-			err := s.UnmarshalText([]byte(tt.in))
-			if tt.parseErr {
-				if err == nil {
-					t.Fatalf("accepted %q as %v", tt.in, s)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if s.String() != tt.str {
-				t.Errorf("String = %q, want %q", s.String(), tt.str)
-			}
-			if !s.Contains(netip.MustParseAddrPort(tt.inside)) || s.Contains(netip.MustParseAddrPort(tt.outside)) {
-				t.Errorf("Contains wrong for %s / %s", tt.inside, tt.outside)
-			}
-		})
-	}
 }
 
 // advertise names the address sipedge writes into its Via and Contact: with
