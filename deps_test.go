@@ -2,6 +2,7 @@ package sipedge_test
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -12,9 +13,10 @@ const module = "github.com/sipedge/sipedge"
 // their subpackages) it must not depend on, directly or not. Dependencies
 // flow one way: parser, transport and dialog/digest are leaves; the
 // carrier plane (carrier) sits on health, ratelimit, route and quality,
-// under the call core (dialog); shard alone speaks gnet; fleet stays below what uses
-// it; cmd wires. internal/testtier is for tests alone: no package's
-// non-test code may depend on it.
+// under the call core (dialog); shard alone speaks gnet; fleet stays below
+// what uses it; cmd wires. internal/testtier, internal/script and
+// internal/enginerig are for tests alone: no package's non-test code may
+// depend on them.
 var forbidden = map[string][]string{
 	"parser":    {module, "github.com/panjf2000/gnet"},
 	"transport": {module},
@@ -28,6 +30,9 @@ var forbidden = map[string][]string{
 	// it hands them callbacks, never imports them.
 	"fleet": {module + "/shard", module + "/dialog", module + "/route", module + "/health", module + "/ratelimit",
 		module + "/carrier", module + "/quality", module + "/cmd", "github.com/panjf2000/gnet"},
+	// internal holds test helpers; the engine rig must not import the
+	// call core it drives, whose own tests import the rig.
+	"internal": {module + "/dialog/b2bua", module + "/shard", module + "/cmd", "github.com/panjf2000/gnet"},
 	// quality is a library the carrier plane feeds: it may read route's
 	// types, nothing of the runtime (quality/redisstore, its Redis store,
 	// likewise).
@@ -42,6 +47,7 @@ func TestDependencies(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	const testtier = module + "/internal/testtier"
+	testOnly := []string{testtier, module + "/internal/script", module + "/internal/enginerig"}
 	seen, seenDigest := 0, 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)
@@ -62,19 +68,20 @@ func TestDependencies(t *testing.T) {
 			seenDigest++
 		}
 		// parser, transport and dialog/digest are leaves; the test helpers
-		// redistest and testtier, which any package's tests may import, import
-		// only the standard library (redistest testtier too).
-		testHelper := rel == "ratelimit/redistest" || rel == "internal/testtier"
-		if top == "parser" || top == "transport" || digest || testHelper {
+		// redistest, testtier and script, which any package's tests may
+		// import, import only the standard library (redistest testtier too).
+		testHelper := rel == "ratelimit/redistest" || slices.Contains(testOnly, pkg)
+		leafHelper := testHelper && rel != "internal/enginerig"
+		if top == "parser" || top == "transport" || digest || leafHelper {
 			for _, d := range deps {
-				if strings.Contains(strings.Split(d, "/")[0], ".") && !(testHelper && d == testtier) {
+				if strings.Contains(strings.Split(d, "/")[0], ".") && !(leafHelper && d == testtier) {
 					t.Errorf("%s imports %s: it may import only the standard library", pkg, d)
 				}
 			}
 		}
 		if !testHelper {
 			for _, d := range deps {
-				if d == testtier {
+				if slices.Contains(testOnly, d) {
 					t.Errorf("%s imports %s, which only tests may", pkg, d)
 				}
 			}

@@ -16,16 +16,16 @@ func TestCallFlow(t *testing.T) {
 	for range calls {
 		r.call()
 		r.tick()
-		if r.n%r.period == 0 && (r.e.Transactions() != 0 || r.clk.pending() != 0) {
+		if r.n%r.period == 0 && (r.e.Transactions() != 0 || r.Clock.Pending() != 0) {
 			t.Fatalf("after call %d and %v: %d transactions, %d timers pending",
-				r.n, idle, r.e.Transactions(), r.clk.pending())
+				r.n, idle, r.e.Transactions(), r.Clock.Pending())
 		}
 	}
 	r.check(calls)
 	if r.e.Calls() != 0 {
 		t.Fatalf("%d calls left", r.e.Calls())
 	}
-	if r.clk.fired == 0 {
+	if r.Clock.Fired == 0 {
 		t.Fatal("no timer fired")
 	}
 }
@@ -39,11 +39,11 @@ func TestHeldCalls(t *testing.T) {
 		r.answer()
 		r.tick()
 	}
-	r.clk.advance(idle)
+	r.Advance(idle)
 	r.check(0)
-	if r.e.Calls() != calls || r.e.Transactions() != 0 || r.clk.pending() != 0 {
+	if r.e.Calls() != calls || r.e.Transactions() != 0 || r.Clock.Pending() != 0 {
 		t.Fatalf("%d calls (want %d), %d transactions, %d timers pending",
-			r.e.Calls(), calls, r.e.Transactions(), r.clk.pending())
+			r.e.Calls(), calls, r.e.Transactions(), r.Clock.Pending())
 	}
 }
 

@@ -114,9 +114,9 @@ func BenchmarkConcurrentCalls(b *testing.B) {
 		r.answer()
 		r.tick()
 	}
-	r.clk.advance(idle)
+	r.Advance(idle)
 	setup := time.Since(start)
-	r.clk.release()
+	r.Clock.Release()
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
 	r.check(0)

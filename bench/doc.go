@@ -1,7 +1,8 @@
 // Package bench holds sipedge's cross-package benchmarks: whole calls driven
 // through the real parser, transaction layer, dialogs and B2BUA engine of
 // one shard over an in-memory transport, with a fake clock. It has no
-// non-test code; the rig lives in rig_test.go.
+// non-test code; its calls are scripted in rig_test.go, on the engine rig
+// (internal/enginerig) the call core's tests and the fuzz targets share.
 //
 //	go test -run '^$' -bench CallFlow -benchmem -count 5 ./bench/
 //	go test -run '^$' -bench ConcurrentCalls -benchtime 1x -count 5 ./bench/

@@ -105,12 +105,12 @@ func burst(t *testing.T, mode string) {
 	for i := range 40_000 {
 		r.call()
 		if i%100 == 99 {
-			r.clk.advance(100 * time.Millisecond) // 1,000 calls/s
+			r.Advance(100 * time.Millisecond) // 1,000 calls/s
 		}
 	}
 	f.heapPeak, f.rssPeak = heap(), rss(t)
-	r.clk.advance(time.Minute)
-	r.clk.release()
+	r.Advance(time.Minute)
+	r.Clock.Release()
 	if r.e.Transactions() != 0 || r.e.Calls() != 0 {
 		t.Fatalf("idle with %d transactions and %d calls", r.e.Transactions(), r.e.Calls())
 	}

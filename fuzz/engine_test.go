@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
-	"sort"
 	"testing"
 	"time"
 
 	"github.com/sipedge/sipedge/carrier"
 	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/health"
+	"github.com/sipedge/sipedge/internal/enginerig"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/transport"
 )
@@ -35,8 +35,10 @@ func FuzzEngine(f *testing.F) {
 		r := newEngineRig(t)
 		for _, op := range script {
 			r.step(op)
+			r.read()
 		}
-		r.advance(3 * time.Hour) // past every timer, the maximum duration included
+		r.Advance(3 * time.Hour) // past every timer, the maximum duration included
+		r.read()
 		if n := r.e.Calls(); n != 0 {
 			t.Fatalf("%d calls left after every timer fired (script %v)", n, script)
 		}
@@ -46,28 +48,12 @@ func FuzzEngine(f *testing.F) {
 	})
 }
 
-var (
-	fzCaller   = netip.MustParseAddrPort("192.0.2.10:5061")
-	fzCarrierA = netip.MustParseAddrPort("198.51.100.20:5070")
-	fzCarrierB = netip.MustParseAddrPort("198.51.100.21:5070")
-)
-
-type fzTimer struct {
-	id, arg uint64
-	at      time.Duration
-	kind    uint8
-	dead    bool
-}
-
-// engineRig is an engine on an in-memory network with a fake clock; the
-// peers keep the last message sipedge sent them to answer it.
+// engineRig is an engine on the rig's network; the peers keep the last
+// message sipedge sent them to answer it.
 type engineRig struct {
+	*enginerig.Rig
 	t       *testing.T
 	e       *b2bua.Engine
-	now     time.Duration
-	timers  []*fzTimer
-	nextID  uint64
-	minted  int
 	cseq    int
 	lastA   *parser.Message // the last request sipedge sent the caller
 	lastB   *parser.Message // the last request sipedge sent a carrier
@@ -76,29 +62,27 @@ type engineRig struct {
 }
 
 func newEngineRig(t *testing.T) *engineRig {
-	r := &engineRig{t: t, now: time.Second, cseq: 1}
+	r := &engineRig{Rig: enginerig.New(t), t: t, cseq: 1}
 	cfg := b2bua.Config{
 		Trunks:      []b2bua.Trunk{{Name: "t", Group: "g", Sources: []b2bua.Source{{Prefix: netip.MustParsePrefix("192.0.2.0/24")}}}},
-		LocalUDP:    "203.0.113.1:5060",
+		LocalUDP:    enginerig.Local,
 		MaxDuration: time.Hour,
 		HeaderAllow: []string{"Allow"},
 	}
 	env := b2bua.Env{
-		Send:  r.send,
-		Clock: r,
-		MintCallID: func(dst []byte) []byte {
-			r.minted++
-			return fmt.Appendf(dst, "b%d@sipedge", r.minted)
-		},
-		Router:   b2bua.Routes{{CarrierID: "a", GatewayGroup: "a", TimeoutSecs: 5}, {CarrierID: "b", GatewayGroup: "b"}},
-		Carriers: fzPlane(t).NewShard(carrier.ShardOptions{Now: func() time.Duration { return r.now }}),
-		Log:      slog.New(slog.DiscardHandler),
+		Send:       r.Wire.Send,
+		Clock:      &r.Clock,
+		MintCallID: r.MintCallID,
+		Router:     b2bua.Routes{{CarrierID: "a", GatewayGroup: "a", TimeoutSecs: 5}, {CarrierID: "b", GatewayGroup: "b"}},
+		Carriers:   fzPlane(t).NewShard(carrier.ShardOptions{Now: func() time.Duration { return r.Clock.Now }}),
+		Log:        slog.New(slog.DiscardHandler),
 	}
 	e, err := b2bua.New(cfg, env)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.e = e
+	r.Attach(e)
 	return r
 }
 
@@ -108,9 +92,9 @@ func fzPlane(t *testing.T) *carrier.Plane {
 	group := func(name string, addr netip.AddrPort) health.GroupConfig {
 		return health.GroupConfig{Name: name, Destinations: []health.DestConfig{{URI: "sip:" + addr.String(), Address: addr.String()}}}
 	}
-	a := group("a", fzCarrierA)
+	a := group("a", enginerig.CarrierA)
 	a.Auth = &health.AuthConfig{Username: "u", Password: "p"}
-	p, err := carrier.New(carrier.Options{Groups: []health.GroupConfig{a, group("b", fzCarrierB)},
+	p, err := carrier.New(carrier.Options{Groups: []health.GroupConfig{a, group("b", enginerig.CarrierB)},
 		Log: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -119,81 +103,36 @@ func fzPlane(t *testing.T) *carrier.Plane {
 	return p
 }
 
-// Wall implements b2bua.Clock.
-func (r *engineRig) Wall(at time.Duration) time.Time { return time.Unix(0, 0).Add(at) }
-
-func (r *engineRig) StartAt(at time.Duration, kind uint8, arg uint64) uint64 {
-	r.nextID++
-	r.timers = append(r.timers, &fzTimer{id: r.nextID, at: at, kind: kind, arg: arg})
-	return r.nextID
-}
-
-func (r *engineRig) Stop(h uint64) bool {
-	for _, t := range r.timers {
-		if t.id == h && !t.dead {
-			t.dead = true
-			return true
+// read takes what sipedge sent during a step, in order: requests are kept
+// for the peer to answer; responses to the caller give the A-leg tag.
+func (r *engineRig) read() {
+	for _, sent := range r.Wire.Messages() {
+		m := new(parser.Message)
+		if err := m.Parse(append([]byte(nil), sent.Data...)); err != nil {
+			r.t.Fatalf("sipedge sent a message that does not parse: %v\n%s", err, sent.Data)
 		}
-	}
-	return false
-}
-
-func (r *engineRig) advance(d time.Duration) {
-	end := r.now + d
-	for {
-		sort.SliceStable(r.timers, func(i, j int) bool { return r.timers[i].at < r.timers[j].at })
-		var next *fzTimer
-		live := r.timers[:0]
-		for _, t := range r.timers {
-			if !t.dead {
-				live = append(live, t)
-				if next == nil && t.at <= end {
-					next = t
-				}
+		if err := m.Validate(nil); err != nil {
+			r.t.Fatalf("sipedge sent a message that does not validate: %v\n%s", err, sent.Data)
+		}
+		switch to := sent.To; {
+		case to == enginerig.Caller && m.IsRequest():
+			r.lastA = m
+		case to == enginerig.Caller:
+			var a parser.Address
+			if m.To(&a) == nil && len(a.Tag) > 0 {
+				r.aTag = string(a.Tag)
 			}
+		case m.IsRequest() && m.Method() != parser.MethodAck:
+			r.lastB, r.lastBAt = m, to
 		}
-		r.timers = live
-		if next == nil {
-			break
-		}
-		next.dead = true
-		if next.at > r.now {
-			r.now = next.at
-		}
-		r.e.Timer(next.kind, next.arg, r.now)
 	}
-	r.now = end
+	r.Wire.Reset()
 }
 
-// send records what sipedge sends: requests are kept for the peer to
-// answer; responses to the caller give the A-leg tag.
-func (r *engineRig) send(to transport.Peer, b []byte) {
-	m := new(parser.Message)
-	if err := m.Parse(append([]byte(nil), b...)); err != nil {
-		r.t.Fatalf("sipedge sent a message that does not parse: %v\n%s", err, b)
-	}
-	if err := m.Validate(nil); err != nil {
-		r.t.Fatalf("sipedge sent a message that does not validate: %v\n%s", err, b)
-	}
-	switch {
-	case to.Addr == fzCaller && m.IsRequest():
-		r.lastA = m
-	case to.Addr == fzCaller:
-		var a parser.Address
-		if m.To(&a) == nil && len(a.Tag) > 0 {
-			r.aTag = string(a.Tag)
-		}
-	case m.IsRequest() && m.Method() != parser.MethodAck:
-		r.lastB, r.lastBAt = m, to.Addr
-	}
-}
-
+// recv delivers msg from a peer if the shard would: when it parses and
+// validates.
 func (r *engineRig) recv(from netip.AddrPort, msg string) {
-	var m parser.Message
-	if m.Parse([]byte(msg)) != nil || m.Validate(nil) != nil {
-		return // what the shard would not deliver
-	}
-	r.e.Receive(&m, transport.Peer{Addr: from, Transport: transport.UDP}, r.now)
+	r.Offer(transport.Peer{Addr: from, Transport: transport.UDP}, []byte(msg))
 }
 
 const fzSDP = "v=0\r\no=- 1 1 IN IP4 192.0.2.10\r\ns=-\r\nc=IN IP4 192.0.2.10\r\nt=0 0\r\nm=audio 4000 RTP/AVP 0\r\n"
@@ -229,29 +168,29 @@ func answer(req *parser.Message, code int, tag string) string {
 func (r *engineRig) step(op byte) {
 	switch op % 26 {
 	case 0:
-		r.recv(fzCaller, r.callerReq("INVITE", 1, "", "inv1", true))
+		r.recv(enginerig.Caller, r.callerReq("INVITE", 1, "", "inv1", true))
 	case 1: // a second call attempt with the same Call-ID and another branch
-		r.recv(fzCaller, r.callerReq("INVITE", 1, "", "inv2", true))
+		r.recv(enginerig.Caller, r.callerReq("INVITE", 1, "", "inv2", true))
 	case 2:
-		r.recv(fzCaller, r.callerReq("ACK", 1, r.aTag, "ack1", false))
+		r.recv(enginerig.Caller, r.callerReq("ACK", 1, r.aTag, "ack1", false))
 	case 3:
-		r.recv(fzCaller, r.callerReq("CANCEL", 1, "", "inv1", false))
+		r.recv(enginerig.Caller, r.callerReq("CANCEL", 1, "", "inv1", false))
 	case 4:
 		r.cseq++
-		r.recv(fzCaller, r.callerReq("BYE", r.cseq, r.aTag, fmt.Sprint("bye", r.cseq), false))
+		r.recv(enginerig.Caller, r.callerReq("BYE", r.cseq, r.aTag, fmt.Sprint("bye", r.cseq), false))
 	case 5:
 		r.cseq++
-		r.recv(fzCaller, r.callerReq("INVITE", r.cseq, r.aTag, fmt.Sprint("re", r.cseq), true))
+		r.recv(enginerig.Caller, r.callerReq("INVITE", r.cseq, r.aTag, fmt.Sprint("re", r.cseq), true))
 	case 6:
-		r.recv(fzCaller, r.callerReq("OPTIONS", 1, "", "opt", false))
+		r.recv(enginerig.Caller, r.callerReq("OPTIONS", 1, "", "opt", false))
 	case 7:
 		r.cseq++
-		r.recv(fzCaller, r.callerReq("INFO", r.cseq, "nosuchtag", "info", false))
+		r.recv(enginerig.Caller, r.callerReq("INFO", r.cseq, "nosuchtag", "info", false))
 	case 8:
-		r.recv(fzCarrierA, "SIP/2.0 200 OK\r\nVia: SIP/2.0/UDP 203.0.113.1:5060;branch=z9hG4bKstray\r\n"+
+		r.recv(enginerig.CarrierA, "SIP/2.0 200 OK\r\nVia: SIP/2.0/UDP 203.0.113.1:5060;branch=z9hG4bKstray\r\n"+
 			"From: <sip:a@x>;tag=1\r\nTo: <sip:b@y>;tag=2\r\nCall-ID: stray\r\nCSeq: 1 INVITE\r\nContent-Length: 0\r\n\r\n")
 	case 9:
-		r.recv(fzCaller, r.callerReq("ACK", 7, "nosuchtag", "ack7", false))
+		r.recv(enginerig.Caller, r.callerReq("ACK", 7, "nosuchtag", "ack7", false))
 	case 10:
 		r.recv(r.lastBAt, answer(r.lastB, 100, ""))
 	case 11:
@@ -281,13 +220,13 @@ func (r *engineRig) step(op byte) {
 			}
 		}
 	case 20:
-		r.recv(fzCaller, answer(r.lastA, 200, "")) // the caller answers sipedge's request
+		r.recv(enginerig.Caller, answer(r.lastA, 200, "")) // the caller answers sipedge's request
 	case 21:
-		r.advance(700 * time.Millisecond)
+		r.Advance(700 * time.Millisecond)
 	case 22:
-		r.advance(6 * time.Second)
+		r.Advance(6 * time.Second)
 	case 23:
-		r.advance(40 * time.Second)
+		r.Advance(40 * time.Second)
 	case 24: // the carrier challenges (carrier a's group has an account)
 		r.recv(r.lastBAt, challenge(r.lastB, 407, `Digest realm="c", nonce="n1", qop="auth"`))
 	case 25:

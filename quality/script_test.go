@@ -2,13 +2,10 @@ package quality
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,16 +14,16 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sipedge/sipedge/internal/script"
 	"github.com/sipedge/sipedge/route"
 )
-
-var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the testdata scripts")
 
 // TestScripts runs the scripts in testdata/: a Monitor fed synthetic
 // outcome streams on a fake clock, its figures, orderings, disables and
 // events checked against the expected output. Each case is a command line,
 // optional input lines, "----", and the expected output up to a blank
-// line. go test -run TestScripts -rewrite rewrites the expectations.
+// line (internal/script). go test -run TestScripts -rewrite rewrites the
+// expectations.
 //
 // Commands (durations on the shards' clock, e.g. at=12s):
 //
@@ -43,98 +40,22 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the te
 //	disable|enable carrier=C [prefix=P]
 //	metrics [grep=S]                  the Prometheus lines containing S
 func TestScripts(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scripts: %v", err)
-	}
-	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) { runScript(t, file) })
-	}
+	script.Run(t, "testdata/*.txt", func(t *testing.T) func(*script.Command) string {
+		d := &driver{t: t}
+		t.Cleanup(d.close)
+		return d.run
+	})
 }
 
-type scriptCase struct {
-	line     int
-	command  string
-	input    []string
-	expected string
-}
-
-func parseScript(t *testing.T, text string) (cases []scriptCase, comments map[int][]string) {
-	t.Helper()
-	lines := strings.Split(text, "\n")
-	comments = map[int][]string{}
-	for i := 0; i < len(lines); i++ {
-		l := lines[i]
-		if strings.TrimSpace(l) == "" {
-			continue
-		}
-		if strings.HasPrefix(l, "#") {
-			comments[len(cases)] = append(comments[len(cases)], l)
-			continue
-		}
-		c := scriptCase{line: i + 1, command: l}
-		for i++; i < len(lines) && lines[i] != "----"; i++ {
-			c.input = append(c.input, lines[i])
-		}
-		if i == len(lines) {
-			t.Fatalf("line %d: %q has no ----", c.line, l)
-		}
-		var out []string
-		for i++; i < len(lines) && lines[i] != ""; i++ {
-			out = append(out, lines[i])
-		}
-		c.expected = strings.Join(out, "\n")
-		cases = append(cases, c)
-	}
-	return cases, comments
-}
-
-func runScript(t *testing.T, file string) {
-	text, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cases, comments := parseScript(t, string(text))
-	s := &script{t: t}
-	defer s.close()
-	var rewritten bytes.Buffer
-	for i, c := range cases {
-		for _, l := range comments[i] {
-			rewritten.WriteString(l + "\n")
-		}
-		got := strings.TrimRight(s.run(c), "\n")
-		if !*rewrite && got != c.expected {
-			t.Errorf("%s:%d: %s\ngot:\n%s\nwant:\n%s", file, c.line, c.command, got, c.expected)
-		}
-		rewritten.WriteString(c.command + "\n")
-		for _, l := range c.input {
-			rewritten.WriteString(l + "\n")
-		}
-		rewritten.WriteString("----\n")
-		if got != "" {
-			rewritten.WriteString(got + "\n")
-		}
-		rewritten.WriteString("\n")
-	}
-	for _, l := range comments[len(cases)] {
-		rewritten.WriteString(l + "\n")
-	}
-	if *rewrite {
-		if err := os.WriteFile(file, bytes.TrimRight(rewritten.Bytes(), "\n\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// script is the state of one script.
-type script struct {
+// driver is the state of one script.
+type driver struct {
 	t      *testing.T
 	m      *Monitor
 	set    *metrics.Set
 	events []Event
 }
 
-func (s *script) close() {
+func (s *driver) close() {
 	if s.m != nil {
 		s.m.Close()
 	}
@@ -173,20 +94,20 @@ func (a args) dur(t *testing.T, key string) time.Duration {
 	return d
 }
 
-func (s *script) run(c scriptCase) string {
+func (s *driver) run(c *script.Command) string {
 	t := s.t
-	fields := strings.Fields(c.command)
+	fields := strings.Fields(c.Line)
 	a := args{}
 	for _, f := range fields[1:] {
 		k, v, _ := strings.Cut(f, "=")
 		a[k] = v
 	}
 	if fields[0] != "new" && s.m == nil {
-		t.Fatalf("line %d: %s before new", c.line, fields[0])
+		t.Fatalf("%s: %s before new", c.Pos, fields[0])
 	}
 	switch fields[0] {
 	case "new":
-		return s.newMonitor(a, strings.Join(c.input, "\n"))
+		return s.newMonitor(a, strings.Join(c.Input, "\n"))
 	case "record":
 		o := Outcome{
 			Carrier: a.str("carrier"),
@@ -297,11 +218,11 @@ func (s *script) run(c scriptCase) string {
 		}
 		return b.String()
 	}
-	t.Fatalf("line %d: unknown command %q", c.line, fields[0])
+	t.Fatalf("%s: unknown command %q", c.Pos, fields[0])
 	return ""
 }
 
-func (s *script) newMonitor(a args, input string) string {
+func (s *driver) newMonitor(a args, input string) string {
 	if s.m != nil {
 		s.m.Close()
 	}
@@ -326,7 +247,7 @@ func (s *script) newMonitor(a args, input string) string {
 
 // repeat calls f n times (n=, default 1) from at= every every=, on shard
 // shard= (default 0), with the prefix of number=.
-func (s *script) repeat(a args, f func(c *Collector, now time.Duration, p Prefix)) {
+func (s *driver) repeat(a args, f func(c *Collector, now time.Duration, p Prefix)) {
 	t := s.t
 	col := s.m.Collector(a.int(t, "shard", 0))
 	p := s.m.Prefix(a.str("number"))

@@ -2,23 +2,20 @@ package route
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sipedge/sipedge/internal/script"
 )
 
-// The scripts in testdata/*.txt drive a Sequence through call flows, in the
-// manner of pebble's datadriven tests: a command line, "----", then the
-// expected output up to a blank line; "#" lines are comments. They are the
-// specification of the seed's sequential failover rules, one script per
-// rule, each checked by hand against the seed's text. go test -run
-// TestScripts -update rewrites the expected outputs.
+// The scripts in testdata/*.txt drive a Sequence through call flows
+// (internal/script: a command line, "----", then the expected output up to
+// a blank line; "#" lines are comments). They are the specification of the
+// sequential failover rules, one script per rule. go test -run TestScripts
+// -rewrite rewrites the expected outputs.
 //
 // Commands:
 //
@@ -45,55 +42,11 @@ import (
 // [pdd=MS]",
 // "fail CODE PHRASE [own]"; then "= STATE [ID] [deadline=D]".
 
-var update = flag.Bool("update", false, "rewrite the expected outputs of testdata scripts")
-
 func TestScripts(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scripts: %v", err)
-	}
-	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) { runScript(t, f) })
-	}
-}
-
-func runScript(t *testing.T, path string) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	d := &driver{t: t}
-	var rewritten strings.Builder
-	for n := 0; n < len(lines); {
-		line := lines[n]
-		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
-			rewritten.WriteString(line + "\n")
-			n++
-			continue
-		}
-		cmdLine := n + 1
-		if n+1 >= len(lines) || lines[n+1] != "----" {
-			t.Fatalf("%s:%d: command without ----", path, cmdLine)
-		}
-		n += 2
-		var want []string
-		for n < len(lines) && lines[n] != "" {
-			want = append(want, lines[n])
-			n++
-		}
-		got := d.run(line)
-		if !*update && !slices.Equal(got, want) {
-			t.Errorf("%s:%d: %s\n got:\n\t%s\nwant:\n\t%s", path, cmdLine, line,
-				strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
-		}
-		rewritten.WriteString(line + "\n----\n" + strings.Join(got, "\n") + "\n")
-	}
-	if *update {
-		if err := os.WriteFile(path, []byte(rewritten.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	script.Run(t, "testdata/*.txt", func(t *testing.T) func(*script.Command) string {
+		d := &driver{t: t}
+		return func(c *script.Command) string { return strings.Join(d.run(c.Line), "\n") }
+	})
 }
 
 type driver struct {

@@ -3,7 +3,7 @@
 
     lcrstub.py --listen 127.0.0.1:PORT --route CARRIER:GROUP [--mode MODE]
 
-Answers sipedge's LCR requests (POST, any path; route/lcr/API.md) with one
+Answers sipedge's LCR requests (POST, any path; docs/lcr-api.md) with one
 route, {"carrier_id": CARRIER, "gateway_group": GROUP}, and
 "cache_ttl_secs": --ttl (default 0: sipedge asks again for every call), or
 fails the way MODE says:

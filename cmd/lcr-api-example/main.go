@@ -1,6 +1,6 @@
 // Command lcr-api-example is a reference routing API for sipedge's LCR: it
 // reads a CSV rate deck (prefix, carrier_id, gateway_group, rate[, currency])
-// and answers POST /route (the JSON contract of route/lcr/API.md) with the
+// and answers POST /route (the JSON contract of docs/lcr-api.md) with the
 // carriers of the longest matching prefix, cheapest first, and an empty
 // route list when no prefix matches.
 //

@@ -111,8 +111,8 @@ func TestCarrierByeChallengeAnswered(t *testing.T) {
 			r := newRig(t, nil)
 			r.creds = map[string]digest.Credentials{"carrier-a": carrierAccount}
 			if tc.tcp {
-				r.c.reserve = func(rt *route.Route, _ uint64, d *carrier.Dial) string {
-					reason := reserveGateway(rt, d)
+				r.c.OnReserve = func(rt *route.Route, _ uint64, d *carrier.Dial) string {
+					reason := r.c.Gateway(rt, d)
 					d.Peer.Transport = transport.TCP
 					return reason
 				}

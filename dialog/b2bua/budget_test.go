@@ -65,7 +65,7 @@ func TestTxnBudgetUnderFlood(t *testing.T) {
 			kd := kinds[k%len(kinds)]
 			r.recv(src, spoofedRequest(kd.method, fmt.Sprint(tag, k), kd.toTag, src))
 			r.expect(src, kd.answer)
-			r.now += 10 * time.Millisecond
+			r.Clock.Now += 10 * time.Millisecond
 			if st := r.e.txns.Stats(); st.StoredBytes > budget+64<<10 {
 				t.Fatalf("after %d requests the table keeps %d bytes, budget %d", k+1, st.StoredBytes, budget)
 			}
@@ -133,7 +133,7 @@ func TestPublishPaced(t *testing.T) {
 	if got, want := r.e.published.txns.Load(), int64(r.e.txns.Len()); got != want || want != 3 {
 		t.Errorf("after Publish: %d transactions published, %d live, want 3", got, want)
 	}
-	r.now += publishEvery
+	r.Clock.Now += publishEvery
 	src := netip.AddrPortFrom(netip.AddrFrom4([4]byte{203, 0, 113, 99}), 5060)
 	r.recv(src, spoofedRequest("OPTIONS", "paced-later", "", src))
 	r.expect(src, "SIP/2.0 200 OK")

@@ -17,19 +17,19 @@ func channelRig(t *testing.T) (*rig, map[string]int) {
 	r := twoCarriers(t, routeA, routeB)
 	inUse := map[string]int{}
 	held := map[*carrier.Dial]string{}
-	r.c.reserve = func(rt *route.Route, _ uint64, d *carrier.Dial) string {
+	r.c.OnReserve = func(rt *route.Route, _ uint64, d *carrier.Dial) string {
 		group := rt.GatewayGroup
 		if group == "carrier-a" && inUse[group] >= 1 {
 			return route.ReasonCallsLimited
 		}
-		reason := reserveGateway(rt, d)
+		reason := r.c.Gateway(rt, d)
 		if reason == "" {
 			inUse[group]++
 			held[d] = group
 		}
 		return reason
 	}
-	r.c.release = func(d *carrier.Dial) {
+	r.c.OnRelease = func(d *carrier.Dial) {
 		group, ok := held[d]
 		if !ok {
 			return

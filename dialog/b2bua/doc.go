@@ -148,5 +148,7 @@
 // call keeps: late and forked 2xx), call.go (a call's state and end),
 // cdr.go (what an ended call reports), respond.go (sipedge's own
 // responses and where they go), headers.go (the header policy), build.go
-// (the messages sipedge writes), probe.go (gateway probes).
+// (the messages sipedge writes), probe.go (gateway probes). The call flows
+// themselves, as SIP ladders of both legs and the CDR, are the golden
+// scripts in testdata/ (callflow_test.go).
 package b2bua

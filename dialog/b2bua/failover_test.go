@@ -275,10 +275,10 @@ func TestAsyncDecision(t *testing.T) {
 	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
 	r.expect(caller, "SIP/2.0 100 Trying")
 	r.expect(carrierA) // nothing until the decision is posted back
-	r.e.Decided(r.refs[0], route.Decision{Routes: []route.Route{routeA}, Source: route.SourceLCR}, r.now)
+	r.e.Decided(r.refs[0], route.Decision{Routes: []route.Route{routeA}, Source: route.SourceLCR}, r.Clock.Now)
 	r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")
 	// A stale or repeated decision is ignored.
-	r.e.Decided(r.refs[0], route.Decision{Routes: []route.Route{routeB}, Source: route.SourceLCR}, r.now)
+	r.e.Decided(r.refs[0], route.Decision{Routes: []route.Route{routeB}, Source: route.SourceLCR}, r.Clock.Now)
 	r.expect(carrierB)
 }
 
@@ -287,7 +287,7 @@ func TestAsyncDecisionRejectAndCancelWhileRouting(t *testing.T) {
 	r.pending = true
 	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
 	r.take(caller)
-	r.e.Decided(r.refs[0], route.Decision{Code: 403, Reason: "Blocked"}, r.now)
+	r.e.Decided(r.refs[0], route.Decision{Code: 403, Reason: "Blocked"}, r.Clock.Now)
 	r.expect(caller, "SIP/2.0 403 Blocked")
 
 	r = newRig(t, nil)
@@ -298,7 +298,7 @@ func TestAsyncDecisionRejectAndCancelWhileRouting(t *testing.T) {
 	cancel := cancelOf(inv)
 	r.recv(caller, cancel)
 	r.expect(caller, "SIP/2.0 200 OK", "SIP/2.0 487 Request Terminated")
-	r.e.Decided(r.refs[0], route.Decision{Routes: []route.Route{routeA}}, r.now) // too late
+	r.e.Decided(r.refs[0], route.Decision{Routes: []route.Route{routeA}}, r.Clock.Now) // too late
 	r.expect(carrierA)
 	// The caller hung up, whether or not a carrier was dialled yet.
 	if s := r.summary(); s.FinalCode != 487 || len(s.Attempts) != 0 || s.HangupSide.String() != "caller" {
@@ -316,13 +316,13 @@ func TestProbe(t *testing.T) {
 	var got []result
 	done := func(code int, retry, _ time.Duration, err error) { got = append(got, result{code, retry, err}) }
 	to := transport.Peer{Addr: carrierA, Transport: transport.UDP}
-	r.e.Probe(to, "sip:198.51.100.20:5070", 2*time.Second, r.now, done)
+	r.e.Probe(to, "sip:198.51.100.20:5070", 2*time.Second, r.Clock.Now, done)
 	opt := r.expect(carrierA, "OPTIONS sip:198.51.100.20:5070 SIP/2.0")[0]
 	b := parser.AppendResponse(nil, opt, 503, "Service Unavailable", []byte("x"))
 	b = append(b, "Retry-After: 30\r\n"...)
 	r.recv(carrierA, string(parser.AppendBody(b, "", nil)))
 	// A probe that gets no answer times out.
-	r.e.Probe(to, "sip:198.51.100.20:5070", 2*time.Second, r.now, done)
+	r.e.Probe(to, "sip:198.51.100.20:5070", 2*time.Second, r.Clock.Now, done)
 	r.take(carrierA)
 	r.advance(3 * time.Second)
 	if len(got) != 2 || got[0].code != 503 || got[0].retry != 30*time.Second || got[1].err != ErrProbeTimeout {
@@ -332,7 +332,7 @@ func TestProbe(t *testing.T) {
 
 func TestPacingDelaysTheDial(t *testing.T) {
 	r := twoCarriers(t, routeA, routeB)
-	r.c.pace = func(rt *carrier.Dial, _ uint64) carrier.Pace {
+	r.c.OnPace = func(rt *carrier.Dial, _ uint64) carrier.Pace {
 		if rt.CarrierID == "carrier-a" {
 			return carrier.Pace{Wait: 300 * time.Millisecond}
 		}
@@ -347,11 +347,11 @@ func TestPacingDelaysTheDial(t *testing.T) {
 
 func TestPacingOverLimitBurnsCarrier(t *testing.T) {
 	r := twoCarriers(t, routeA, routeB)
-	r.c.pace = func(rt *carrier.Dial, _ uint64) carrier.Pace {
+	r.c.OnPace = func(rt *carrier.Dial, _ uint64) carrier.Pace {
 		return carrier.Pace{Over: rt.CarrierID == "carrier-a"}
 	}
 	var outcomes []int
-	r.c.outcome = func(t *carrier.Dial, code int, _ time.Duration) { outcomes = append(outcomes, code) }
+	r.c.OnOutcome = func(t *carrier.Dial, code int, _ time.Duration) { outcomes = append(outcomes, code) }
 	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
 	r.take(caller)
 	r.expect(carrierA)
@@ -372,7 +372,7 @@ func TestPacingOverLimitBurnsCarrier(t *testing.T) {
 
 func TestCPSRejectRetriedThenFailover(t *testing.T) {
 	r := twoCarriers(t, routeA, routeB)
-	r.c.cpsReject = func(_ *carrier.Dial, code int, reason, _ []byte) (time.Duration, bool) {
+	r.c.OnCPSReject = func(_ *carrier.Dial, code int, reason, _ []byte) (time.Duration, bool) {
 		return time.Second, code == 503 && string(reason) == "CPS Limit"
 	}
 	inv := r.startCall()
@@ -387,7 +387,7 @@ func TestCPSRejectRetriedThenFailover(t *testing.T) {
 		inv = next
 	}
 	var outcomes []int
-	r.c.outcome = func(_ *carrier.Dial, code int, _ time.Duration) { outcomes = append(outcomes, code) }
+	r.c.OnOutcome = func(_ *carrier.Dial, code int, _ time.Duration) { outcomes = append(outcomes, code) }
 	r.recv(carrierA, carrierResponse(inv, 503, "CPS Limit", ""))
 	r.take(carrierA)
 	r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0") // retries exhausted: fail over
@@ -396,8 +396,8 @@ func TestCPSRejectRetriedThenFailover(t *testing.T) {
 	if len(outcomes) != 1 || outcomes[0] != carrier.OutcomeAbandoned {
 		t.Errorf("outcomes %v, want [%d]", outcomes, carrier.OutcomeAbandoned)
 	}
-	if len(r.c.reports) != 1 || !r.c.reports[0].CPSRejected || r.c.reports[0].Code != 503 || !r.c.reports[0].Dialed {
-		t.Errorf("reports %+v, want carrier-a's 503, a CPS reject", r.c.reports)
+	if len(r.c.Reports) != 1 || !r.c.Reports[0].CPSRejected || r.c.Reports[0].Code != 503 || !r.c.Reports[0].Dialed {
+		t.Errorf("reports %+v, want carrier-a's 503, a CPS reject", r.c.Reports)
 	}
 }
 
@@ -444,11 +444,11 @@ func TestCPSRetryDroppedWhenTheSequenceMovesOn(t *testing.T) {
 	a := routeA
 	a.TimeoutSecs = 1
 	r := twoCarriers(t, a, routeB)
-	r.c.cpsReject = func(_ *carrier.Dial, code int, reason, _ []byte) (time.Duration, bool) {
+	r.c.OnCPSReject = func(_ *carrier.Dial, code int, reason, _ []byte) (time.Duration, bool) {
 		return 3 * time.Second, code == 503 && string(reason) == "CPS Limit"
 	}
 	var outcomes []int
-	r.c.outcome = func(_ *carrier.Dial, code int, _ time.Duration) { outcomes = append(outcomes, code) }
+	r.c.OnOutcome = func(_ *carrier.Dial, code int, _ time.Duration) { outcomes = append(outcomes, code) }
 	inv := r.startCall()
 	r.recv(carrierA, carrierResponse(inv, 503, "CPS Limit", ""))
 	r.expect(carrierA, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
@@ -476,7 +476,7 @@ func TestRingTimeoutAfterTryingIsNotNoResponse(t *testing.T) {
 	a.TimeoutSecs = 2
 	r := twoCarriers(t, a, routeB)
 	var outcomes []int
-	r.c.outcome = func(_ *carrier.Dial, code int, _ time.Duration) { outcomes = append(outcomes, code) }
+	r.c.OnOutcome = func(_ *carrier.Dial, code int, _ time.Duration) { outcomes = append(outcomes, code) }
 	inv := r.startCall()
 	r.recv(carrierA, carrierResponse(inv, 100, "Trying", ""))
 	r.advance(2 * time.Second)
@@ -496,7 +496,7 @@ func TestPacedDialRingsFromTheRealDial(t *testing.T) {
 	a.TimeoutSecs = 6 // progress moves the deadline to the ring bound
 	r.routes = []route.Route{a}
 	waited := false
-	r.c.pace = func(*carrier.Dial, uint64) carrier.Pace {
+	r.c.OnPace = func(*carrier.Dial, uint64) carrier.Pace {
 		if waited {
 			return carrier.Pace{}
 		}
@@ -610,7 +610,7 @@ func TestPeerFailedFailsOverEveryCall(t *testing.T) {
 	r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0", "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")
 	var failed []route.Attempt
 	r.e.env.Policy.OnRouteFailure = func(_ *Call, _ *route.Route, a route.Attempt) { failed = append(failed, a) }
-	r.e.PeerFailed(transport.Peer{Addr: carrierA, Transport: transport.UDP}, r.now)
+	r.e.PeerFailed(transport.Peer{Addr: carrierA, Transport: transport.UDP}, r.Clock.Now)
 	if got := r.take(carrierB); len(got) != 2 || len(failed) != 2 {
 		t.Fatalf("after the transport to carrier-a failed: %d INVITEs to carrier-b, %d attempts burned; want 2 and 2 (%+v)", len(got), len(failed), failed)
 	}
@@ -627,7 +627,7 @@ func TestPeerFailedFailsOverEveryCall(t *testing.T) {
 // post-dial delay; the next carrier's times count from its own INVITE.
 func TestCPSRejectAfterProgressFailsOver(t *testing.T) {
 	r := twoCarriers(t, routeA, routeB)
-	r.c.cpsReject = func(_ *carrier.Dial, code int, reason, _ []byte) (time.Duration, bool) {
+	r.c.OnCPSReject = func(_ *carrier.Dial, code int, reason, _ []byte) (time.Duration, bool) {
 		return time.Second, code == 503 && string(reason) == "CPS Limit"
 	}
 	var failed []route.Attempt
@@ -635,7 +635,7 @@ func TestCPSRejectAfterProgressFailsOver(t *testing.T) {
 	var answered Summary
 	r.e.env.Policy.OnAnswer = func(c *Call, _ *route.Route) { answered = c.Summary() }
 	inv := r.startCall()
-	start := r.now
+	start := r.Clock.Now
 	r.advance(500 * time.Millisecond)
 	r.take(carrierA) // Timer A's retransmission (RFC 3261 17.1.1.2)
 	r.recv(carrierA, carrierResponse(inv, 183, "Session Progress", ""))
@@ -667,11 +667,11 @@ func TestCPSRetryNoResponseBlamesGateway(t *testing.T) {
 	a := routeA
 	a.TimeoutSecs = 4
 	r := twoCarriers(t, a, routeB)
-	r.c.cpsReject = func(_ *carrier.Dial, code int, reason, _ []byte) (time.Duration, bool) {
+	r.c.OnCPSReject = func(_ *carrier.Dial, code int, reason, _ []byte) (time.Duration, bool) {
 		return time.Second, code == 503 && string(reason) == "CPS Limit"
 	}
 	var outcomes []int
-	r.c.outcome = func(_ *carrier.Dial, code int, _ time.Duration) { outcomes = append(outcomes, code) }
+	r.c.OnOutcome = func(_ *carrier.Dial, code int, _ time.Duration) { outcomes = append(outcomes, code) }
 	inv := r.startCall()
 	r.recv(carrierA, carrierResponse(inv, 100, "Trying", ""))
 	r.recv(carrierA, carrierResponse(inv, 503, "CPS Limit", ""))
@@ -693,7 +693,7 @@ func TestLeftCarriersDeadlineSparesAPacedCarrier(t *testing.T) {
 	a, b := routeA, routeB
 	a.TimeoutSecs, b.TimeoutSecs = 10, 1
 	r := twoCarriers(t, a, b)
-	r.c.pace = func(rt *carrier.Dial, _ uint64) carrier.Pace {
+	r.c.OnPace = func(rt *carrier.Dial, _ uint64) carrier.Pace {
 		if rt.CarrierID == "carrier-b" {
 			return carrier.Pace{Wait: 3 * time.Second}
 		}
@@ -717,14 +717,14 @@ func TestOutcomeReportedWhenTheCallEndsEarly(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			r := newRig(t, nil)
 			var outcomes []int
-			r.c.outcome = func(_ *carrier.Dial, code int, _ time.Duration) { outcomes = append(outcomes, code) }
+			r.c.OnOutcome = func(_ *carrier.Dial, code int, _ time.Duration) { outcomes = append(outcomes, code) }
 			binv := r.startCall()
 			r.recv(carrierA, carrierResponse(binv, 180, "Ringing", ""))
 			aTag := tagOf(t, r.expect(caller, "SIP/2.0 180 Ringing")[0], parser.HeaderTo)
 			if how == "bye" {
 				r.recv(caller, inDialogFromCaller("BYE", "bye", 11, aTag, ""))
 			} else {
-				r.e.EndAll(r.now)
+				r.e.EndAll(r.Clock.Now)
 			}
 			if len(r.calls) != 1 || len(outcomes) != 1 || outcomes[0] != carrier.OutcomeAbandoned {
 				t.Fatalf("%d CDRs, outcomes %v, want [%d]", len(r.calls), outcomes, carrier.OutcomeAbandoned)

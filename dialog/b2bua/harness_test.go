@@ -1,11 +1,9 @@
 package b2bua
 
 import (
-	"bytes"
 	"fmt"
 	"maps"
 	"net/netip"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -14,27 +12,24 @@ import (
 	"github.com/sipedge/sipedge/dialog/cdr"
 	"github.com/sipedge/sipedge/dialog/digest"
 	"github.com/sipedge/sipedge/health"
+	"github.com/sipedge/sipedge/internal/enginerig"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/route"
 	"github.com/sipedge/sipedge/transport"
 )
 
-// rig runs one Engine over an in-memory network with a fake clock: what the
-// engine sends is queued per destination for the test to read, and the
-// test's messages go through the parser's Parse and Validate like the
-// shard's.
+// rig runs one Engine on internal/enginerig: what the engine sends is
+// read per destination (take, expect), the test's messages go through the
+// parser's Parse and Validate like the shard's (recv), and the clock
+// advances with the engine's timers (advance).
 type rig struct {
+	*enginerig.Rig
 	t       *testing.T
 	e       *Engine
-	c       *carriers // the engine's carrier plane
-	now     time.Duration
-	timers  []*fakeTimer
-	nextID  uint64
-	sent    map[netip.AddrPort][]string
-	calls   []ended // the CDRs, read back (endedOf)
-	callID  int
-	routes  []route.Route // the Router's answer; nil: carrier-a alone
-	pending bool          // the Router answers later: refs collects the calls
+	c       *enginerig.Carriers // the engine's carrier plane
+	calls   []ended             // the CDRs, read back (endedOf)
+	routes  []route.Route       // the Router's answer; nil: carrier-a alone
+	pending bool                // the Router answers later: refs collects the calls
 	refs    []uint64
 	// creds are the accounts of gateway groups (Carriers.Credentials),
 	// for realm when it is set.
@@ -42,53 +37,40 @@ type rig struct {
 	realm string
 }
 
-// gateways are the gateway groups the rig's carrier plane knows, one
-// member each; an invalid address is a group whose members are all down.
-var gateways = map[string]netip.AddrPort{
-	"carrier-a": carrierA,
-	"carrier-b": carrierB,
-	"down":      {},
-}
-
-type fakeTimer struct {
-	id      uint64
-	at      time.Duration
-	kind    uint8
-	arg     uint64
-	stopped bool
-}
-
+// The rig's network: the caller on the trunk, the gateways of the groups
+// carrier-a and carrier-b (the group down has none up), and a host that
+// is neither.
 var (
-	caller   = netip.MustParseAddrPort("192.0.2.10:5061")
-	carrierA = netip.MustParseAddrPort("198.51.100.20:5070")
-	carrierB = netip.MustParseAddrPort("198.51.100.21:5070")
-	stranger = netip.MustParseAddrPort("203.0.113.66:5060")
+	caller   = enginerig.Caller
+	carrierA = enginerig.CarrierA
+	carrierB = enginerig.CarrierB
+	stranger = enginerig.Stranger
 )
 
-// epoch is the wall-clock time of the rig's clock at 0 (Clock.Wall).
-var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-
 func newRig(t *testing.T, mod func(*Config)) *rig {
-	r := &rig{t: t, now: time.Second, sent: make(map[netip.AddrPort][]string)}
-	r.c = &carriers{r: r}
+	r := &rig{Rig: enginerig.New(t), t: t, c: enginerig.NewCarriers()}
+	r.c.OnCredentials = func(d *carrier.Dial) *health.AuthConfig {
+		cr, ok := r.creds[d.Group]
+		if !ok {
+			return nil
+		}
+		return &health.AuthConfig{Username: cr.Username, Password: cr.Password, Realm: r.realm}
+	}
 	cfg := Config{
 		Trunks:      []Trunk{{Name: "local", Group: "cust-trunks", Sources: []Source{{Prefix: netip.MustParsePrefix("192.0.2.0/24")}}}},
 		HeaderAllow: []string{"Allow", "Supported", "X-Keep"},
-		LocalUDP:    "203.0.113.1:5060",
+		LocalUDP:    enginerig.Local,
 		MaxDuration: time.Hour,
 	}
 	if mod != nil {
 		mod(&cfg)
 	}
 	env := Env{
-		Send:  func(to transport.Peer, b []byte) { r.sent[to.Addr] = append(r.sent[to.Addr], string(b)) },
-		Clock: r,
-		MintCallID: func(dst []byte) []byte {
-			r.callID++
-			return fmt.Appendf(dst, "b%06d@sipedge", r.callID)
-		},
-		CDR:      cdrSink{r},
-		Carriers: r.c,
+		Send:       r.Wire.Send,
+		Clock:      &r.Clock,
+		MintCallID: r.MintCallID,
+		CDR:        enginerig.CDRFunc(func(rec *cdr.Record) { r.calls = append(r.calls, endedOf(rec)) }),
+		Carriers:   r.c,
 		Router: routerFunc(func(req *route.Request) route.Decision {
 			if string(req.Dialed) == "404" {
 				return route.Decision{Code: 404, Reason: "No Route"}
@@ -109,6 +91,7 @@ func newRig(t *testing.T, mod func(*Config)) *rig {
 		t.Fatal(err)
 	}
 	r.e = e
+	r.Attach(e)
 	return r
 }
 
@@ -116,99 +99,6 @@ func newRig(t *testing.T, mod func(*Config)) *rig {
 type routerFunc func(*route.Request) route.Decision
 
 func (f routerFunc) Route(q *route.Request) route.Decision { return f(q) }
-
-// carriers is the rig's carrier plane: each group of gateways is one
-// member; the accounts of the rig's creds answer challenges. A test sets a
-// hook to replace what a method does.
-type carriers struct {
-	r         *rig
-	reserve   func(rt *route.Route, key uint64, d *carrier.Dial) string
-	order     func(routes []route.Route, number []byte, buf *[]route.Route) []route.Route
-	pace      func(d *carrier.Dial, ref uint64) carrier.Pace
-	cpsReject func(d *carrier.Dial, code int, phrase, reason []byte) (time.Duration, bool)
-	outcome   func(d *carrier.Dial, code int, retryAfter time.Duration)
-	release   func(d *carrier.Dial)
-	reports   []carrier.Report // what the engine reported, Number copied
-	numbers   []string         // the numbers Reserve was given
-}
-
-func (c *carriers) Reserve(rt *route.Route, key uint64, number []byte, d *carrier.Dial) string {
-	c.numbers = append(c.numbers, string(number))
-	if c.reserve != nil {
-		return c.reserve(rt, key, d)
-	}
-	return reserveGateway(rt, d)
-}
-
-func (c *carriers) Order(routes []route.Route, number []byte, buf *[]route.Route) []route.Route {
-	if c.order != nil {
-		return c.order(routes, number, buf)
-	}
-	return routes
-}
-
-// reserveGateway makes rt's group's one member the dial's carrier.
-func reserveGateway(rt *route.Route, d *carrier.Dial) string {
-	addr, ok := gateways[rt.GatewayGroup]
-	if !ok {
-		return route.ReasonUnknownGroup
-	}
-	if !addr.IsValid() {
-		return route.ReasonGroupDown
-	}
-	*d = carrier.Dial{CarrierID: rt.CarrierID, Group: rt.GatewayGroup, URI: "sip:" + addr.String(),
-		Peer: transport.Peer{Addr: addr, Transport: transport.UDP}}
-	return ""
-}
-
-func (c *carriers) Pace(d *carrier.Dial, ref uint64) carrier.Pace {
-	if c.pace != nil {
-		return c.pace(d, ref)
-	}
-	return carrier.Pace{}
-}
-
-func (c *carriers) CPSReject(d *carrier.Dial, code int, phrase, reason []byte) (time.Duration, bool) {
-	if c.cpsReject != nil {
-		return c.cpsReject(d, code, phrase, reason)
-	}
-	return 0, false
-}
-
-func (c *carriers) Outcome(d *carrier.Dial, code int, retryAfter time.Duration) {
-	if c.outcome != nil {
-		c.outcome(d, code, retryAfter)
-	}
-}
-
-func (c *carriers) Release(d *carrier.Dial) {
-	if c.release != nil {
-		c.release(d)
-	}
-}
-
-func (c *carriers) Credentials(d *carrier.Dial) *health.AuthConfig {
-	cr, ok := c.r.creds[d.Group]
-	if !ok {
-		return nil
-	}
-	return &health.AuthConfig{Username: cr.Username, Password: cr.Password, Realm: c.r.realm}
-}
-
-func (c *carriers) Report(rep *carrier.Report) {
-	kept := *rep
-	kept.Number = bytes.Clone(rep.Number)
-	c.reports = append(c.reports, kept)
-}
-
-// cdrSink keeps each CDR, read back (endedOf).
-type cdrSink struct{ r *rig }
-
-func (s cdrSink) Write(rec *cdr.Record) bool {
-	s.r.calls = append(s.r.calls, endedOf(rec))
-	cdr.ReleaseRecord(rec)
-	return true
-}
 
 // ended is a call that ended as its CDR tells it: the Summary it was built
 // from, its times on the rig's clock, and the winning route's cdr_fields.
@@ -232,7 +122,7 @@ func endedOf(rec *cdr.Record) ended {
 		if t.IsZero() {
 			return 0
 		}
-		return t.Sub(epoch)
+		return t.Sub(enginerig.Epoch)
 	}
 	s := Summary{ACallID: []byte(rec.ACallID), BCallID: []byte(rec.BCallID), Trunk: &Trunk{Name: rec.Trunk, Group: rec.TrunkGroup},
 		Caller: []byte(rec.Caller), Callee: []byte(rec.Callee), Source: netip.AddrPortFrom(rec.SourceIP, 0),
@@ -250,68 +140,25 @@ func endedOf(rec *cdr.Record) ended {
 	return ended{Summary: s, CDRFields: maps.Clone(rec.CDRFields), Legs: legs}
 }
 
-func (r *rig) StartAt(at time.Duration, kind uint8, arg uint64) uint64 {
-	r.nextID++
-	r.timers = append(r.timers, &fakeTimer{id: r.nextID, at: at, kind: kind, arg: arg})
-	return r.nextID
-}
-
-// Wall implements Clock: the rig's clock counts from epoch.
-func (r *rig) Wall(at time.Duration) time.Time { return epoch.Add(at) }
-
-func (r *rig) Stop(h uint64) bool {
-	for _, t := range r.timers {
-		if t.id == h && !t.stopped {
-			t.stopped = true
-			return true
-		}
-	}
-	return false
-}
-
 // advance moves the clock, firing due timers in order.
-func (r *rig) advance(d time.Duration) {
-	end := r.now + d
-	for {
-		sort.SliceStable(r.timers, func(i, j int) bool { return r.timers[i].at < r.timers[j].at })
-		var next *fakeTimer
-		for _, t := range r.timers {
-			if !t.stopped && t.at <= end {
-				next = t
-				break
-			}
-		}
-		if next == nil {
-			break
-		}
-		next.stopped = true
-		if next.at > r.now {
-			r.now = next.at
-		}
-		r.e.Timer(next.kind, next.arg, r.now)
-	}
-	r.now = end
-}
+func (r *rig) advance(d time.Duration) { r.Advance(d) }
 
 // recv delivers a message from a peer.
 func (r *rig) recv(from netip.AddrPort, msg string) {
 	r.t.Helper()
-	var m parser.Message
-	buf := []byte(msg)
-	if err := m.Parse(buf); err != nil {
-		r.t.Fatalf("test message does not parse: %v\n%s", err, msg)
-	}
-	if err := m.Validate(nil); err != nil {
-		r.t.Fatalf("test message does not validate: %v\n%s", err, msg)
-	}
-	r.e.Receive(&m, transport.Peer{Addr: from, Transport: transport.UDP}, r.now)
+	r.Deliver(transport.Peer{Addr: from, Transport: transport.UDP}, []byte(msg))
 }
 
 // take returns the messages sent to a peer since the last take.
 func (r *rig) take(to netip.AddrPort) []string {
-	got := r.sent[to]
-	delete(r.sent, to)
-	return got
+	var got []string
+	for {
+		b, ok := r.Wire.Next(to)
+		if !ok {
+			return got
+		}
+		got = append(got, string(b))
+	}
 }
 
 // expect takes exactly the messages sent to a peer and checks each starts
@@ -337,7 +184,7 @@ func (r *rig) expect(to netip.AddrPort, startLines ...string) []*parser.Message 
 		if to == carrierA || to == carrierB {
 			assertHidden(r.t, s, "caller.example.org", "a-call-1", "atag1", "z9hG4bKCALLER")
 		} else {
-			assertHidden(r.t, s, "carrier.example.net", "btag9", "z9hG4bKCARRIER", "b00000")
+			assertHidden(r.t, s, "carrier.example.net", "btag9", "z9hG4bKCARRIER", "@sipedge")
 		}
 		ms = append(ms, m)
 	}
@@ -354,12 +201,7 @@ func assertHidden(t *testing.T, msg string, secrets ...string) {
 	}
 }
 
-func firstLine(s string) string {
-	if i := strings.Index(s, "\r\n"); i >= 0 {
-		return s[:i]
-	}
-	return s
-}
+func firstLine(s string) string { return string(enginerig.FirstLine([]byte(s))) }
 
 func hdr(m *parser.Message, k parser.HeaderKind) string { return string(m.Get(k)) }
 

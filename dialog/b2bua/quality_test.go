@@ -23,7 +23,7 @@ type fakeQuality struct {
 }
 
 func (q *fakeQuality) install(r *rig) {
-	r.c.order = func(routes []route.Route, number []byte, buf *[]route.Route) []route.Route {
+	r.c.OnOrder = func(routes []route.Route, number []byte, buf *[]route.Route) []route.Route {
 		q.ordered = append(q.ordered, string(number))
 		demoted := q.demoted[string(number)]
 		moves := false
@@ -46,11 +46,11 @@ func (q *fakeQuality) install(r *rig) {
 		*buf = out
 		return out
 	}
-	r.c.reserve = func(rt *route.Route, _ uint64, d *carrier.Dial) string {
-		if slices.Contains(q.disabled[r.c.numbers[len(r.c.numbers)-1]], rt.CarrierID) {
+	r.c.OnReserve = func(rt *route.Route, _ uint64, d *carrier.Dial) string {
+		if slices.Contains(q.disabled[r.c.Numbers[len(r.c.Numbers)-1]], rt.CarrierID) {
 			return route.ReasonDisabled
 		}
-		return reserveGateway(rt, d)
+		return r.c.Gateway(rt, d)
 	}
 }
 
@@ -63,7 +63,7 @@ func TestQualityOrderApplied(t *testing.T) {
 	q.install(r)
 	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
 	r.expect(caller, "SIP/2.0 100 Trying")
-	dialB := r.now
+	dialB := r.Clock.Now
 	invB := r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")[0]
 	r.advance(250 * time.Millisecond)
 	r.recv(carrierB, carrierResponse(invB, 503, "Service Unavailable", ""))
@@ -76,8 +76,8 @@ func TestQualityOrderApplied(t *testing.T) {
 	if r.routes[0].CarrierID != "carrier-a" || r.routes[1].CarrierID != "carrier-b" {
 		t.Fatalf("the shared decision was reordered: %+v", r.routes)
 	}
-	if !slices.Equal(q.ordered, []string{"15551234"}) || !slices.Equal(r.c.numbers, []string{"15551234", "15551234"}) {
-		t.Fatalf("Order asked for %q, Reserve for %q", q.ordered, r.c.numbers)
+	if !slices.Equal(q.ordered, []string{"15551234"}) || !slices.Equal(r.c.Numbers, []string{"15551234", "15551234"}) {
+		t.Fatalf("Order asked for %q, Reserve for %q", q.ordered, r.c.Numbers)
 	}
 	s := r.summary()
 	wantLegs := []cdrLeg{{BCallID: hdr(invB, parser.HeaderCallID), Invite: dialB},
@@ -107,7 +107,7 @@ func TestQualityDisabledSkipped(t *testing.T) {
 		s.Legs[0] != (cdrLeg{}) || s.Legs[1].BCallID != hdr(invB, parser.HeaderCallID) {
 		t.Fatalf("attempts %+v legs %+v", s.Attempts, s.Legs)
 	}
-	rep := r.c.reports[0]
+	rep := r.c.Reports[0]
 	if rep.CarrierID != "carrier-a" || rep.Dialed || rep.Reason != route.ReasonDisabled {
 		t.Fatalf("reported %+v", rep)
 	}
@@ -188,7 +188,7 @@ func TestReportLocal(t *testing.T) {
 	r.advance(32*time.Second + 100*time.Millisecond) // before the next carrier's first retransmission
 	r.take(carrierA)
 	r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")
-	if len(r.c.reports) != 1 || !r.c.reports[0].Local || r.c.reports[0].Code != 408 || r.c.reports[0].Reason != "" {
-		t.Fatalf("reports %+v, want carrier-a's 408, local", r.c.reports)
+	if len(r.c.Reports) != 1 || !r.c.Reports[0].Local || r.c.Reports[0].Code != 408 || r.c.Reports[0].Reason != "" {
+		t.Fatalf("reports %+v, want carrier-a's 408, local", r.c.Reports)
 	}
 }

@@ -18,7 +18,7 @@ func TestReports(t *testing.T) {
 	ghost := route.Route{CarrierID: "ghost", GatewayGroup: "no-such-group"}
 	r := newRig(t, nil)
 	r.routes = []route.Route{routeA, ghost, routeB}
-	start := r.now
+	start := r.Clock.Now
 	inv := r.startCall()
 	r.advance(200 * time.Millisecond)
 	r.take(carrierA)
@@ -26,18 +26,18 @@ func TestReports(t *testing.T) {
 	r.take(caller)
 	r.advance(300 * time.Millisecond)
 	r.recv(carrierA, carrierResponse(inv, 503, "Service Unavailable", ""))
-	failed := r.now
+	failed := r.Clock.Now
 	r.take(carrierA)
-	dialB := r.now
+	dialB := r.Clock.Now
 	invB := r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")[0]
 	r.advance(time.Second)
 	r.recv(carrierB, carrierResponse(invB, 200, "OK", sdp))
-	answer := r.now
+	answer := r.Clock.Now
 	ok := r.expect(caller, "SIP/2.0 200 OK")[0]
 	r.recv(caller, ackFromCaller(tagOf(t, ok, parser.HeaderTo)))
 	r.take(carrierB)
 	r.advance(time.Minute)
-	end := r.now
+	end := r.Clock.Now
 	r.recv(carrierB, inDialogFromCarrier(t, invB, "BYE", 1))
 	r.take(carrierB)
 	r.take(caller)
@@ -50,10 +50,10 @@ func TestReports(t *testing.T) {
 		{Event: carrier.CallEnded, CarrierID: "carrier-b", Code: 200, Dialed: true, Invite: dialB, Answer: answer,
 			Duration: time.Minute, At: end},
 	}
-	if len(r.c.reports) != len(want) {
-		t.Fatalf("%d reports, want %d: %+v", len(r.c.reports), len(want), r.c.reports)
+	if len(r.c.Reports) != len(want) {
+		t.Fatalf("%d reports, want %d: %+v", len(r.c.Reports), len(want), r.c.Reports)
 	}
-	for i, got := range r.c.reports {
+	for i, got := range r.c.Reports {
 		if string(got.Number) != "15551234" {
 			t.Errorf("report %d: number %q", i, got.Number)
 		}
@@ -72,7 +72,7 @@ func TestReportAbandoned(t *testing.T) {
 	r.recv(caller, cancelOf(callerInvite("1", "a-call-1", "15551234")))
 	r.take(caller)
 	r.take(carrierA)
-	if len(r.c.reports) != 1 || !r.c.reports[0].Abandoned || r.c.reports[0].Code != 487 || !r.c.reports[0].Dialed {
-		t.Fatalf("reports %+v, want one dialled 487 abandoned", r.c.reports)
+	if len(r.c.Reports) != 1 || !r.c.Reports[0].Abandoned || r.c.Reports[0].Code != 487 || !r.c.Reports[0].Dialed {
+		t.Fatalf("reports %+v, want one dialled 487 abandoned", r.c.Reports)
 	}
 }

@@ -61,7 +61,7 @@ func TestForkedAnswerLeavesTheCallsDialog(t *testing.T) {
 	wantTag(t, r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0"), "fork1") // ACKed again, not BYEd again
 
 	// A health probe reuses the scratch dialog.
-	r.e.Probe(transport.Peer{Addr: carrierA, Transport: transport.UDP}, "sip:198.51.100.20:5070", time.Second, r.now, func(int, time.Duration, time.Duration, error) {})
+	r.e.Probe(transport.Peer{Addr: carrierA, Transport: transport.UDP}, "sip:198.51.100.20:5070", time.Second, r.Clock.Now, func(int, time.Duration, time.Duration, error) {})
 	r.expect(carrierA, "OPTIONS sip:198.51.100.20:5070 SIP/2.0")
 
 	r.recv(caller, ackFromCaller(aTag))
@@ -193,7 +193,7 @@ func TestEndAll(t *testing.T) {
 	binv2 := r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
 	r.recv(carrierA, carrierResponseTagged(binv2, 180, "Ringing", "", "ring2"))
 	r.expect(caller, "SIP/2.0 180 Ringing")
-	if n := r.e.EndAll(r.now); n != 2 {
+	if n := r.e.EndAll(r.Clock.Now); n != 2 {
 		t.Fatalf("EndAll ended %d calls, want 2", n)
 	}
 	r.expect(caller, "BYE sip:alice@caller.example.org:5061 SIP/2.0", "SIP/2.0 503 Service Unavailable")
@@ -245,7 +245,7 @@ func TestCarrierByeBeforeCallersACKWaitsForIt(t *testing.T) {
 	r := newRig(t, nil)
 	binv, aTag := r.ringAndAnswer()
 	r.recv(carrierA, inDialogFromCarrier(t, binv, "BYE", 1))
-	byeAt := r.now
+	byeAt := r.Clock.Now
 	r.expect(carrierA, "SIP/2.0 200 OK")
 	r.expect(caller)
 	r.advance(600 * time.Millisecond)
@@ -433,7 +433,7 @@ func TestCarrierSecondByeBeforeCallersACKStillWaits(t *testing.T) {
 	r := newRig(t, nil)
 	binv, aTag := r.ringAndAnswer()
 	r.recv(carrierA, inDialogFromCarrier(t, binv, "BYE", 1))
-	byeAt := r.now
+	byeAt := r.Clock.Now
 	r.expect(carrierA, "SIP/2.0 200 OK")
 	r.advance(100 * time.Millisecond)
 	r.recv(carrierA, strings.Replace(inDialogFromCarrier(t, binv, "BYE", 2), "z9hG4bKCARRIERBYE", "z9hG4bKCARRIERbye2", 1))
@@ -491,7 +491,7 @@ func TestEndAllWhileByeWaitsForACK(t *testing.T) {
 	r.recv(carrierA, inDialogFromCarrier(t, binv, "BYE", 1))
 	r.expect(carrierA, "SIP/2.0 200 OK")
 	r.expect(caller)
-	if n := r.e.EndAll(r.now); n != 1 {
+	if n := r.e.EndAll(r.Clock.Now); n != 1 {
 		t.Fatalf("EndAll ended %d calls, want 1", n)
 	}
 	r.expect(caller, "BYE sip:alice@caller.example.org:5061 SIP/2.0")

@@ -1,25 +1,23 @@
 package txn
 
 import (
-	"flag"
 	"fmt"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sipedge/sipedge/internal/script"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/transport"
 )
 
-// The scripts in testdata/*.txt drive a Table through event sequences, in
-// the manner of pebble's datadriven tests: a command line, "----", then the
-// expected output up to a blank line. go test -run TestScripts -update
-// rewrites the expected outputs; each was checked by hand against the RFC.
+// The scripts in testdata/*.txt drive a Table through event sequences
+// (internal/script: a command line, "----", then the expected output up to
+// a blank line). go test -run TestScripts -rewrite rewrites the expected
+// outputs; each was checked by hand against the RFC.
 //
 // Commands (k=v options are optional):
 //
@@ -43,55 +41,11 @@ import (
 // transaction. With "full", sent messages are shown whole. Transactions are
 // named t1, t2, ... in the order their handles first appear.
 
-var update = flag.Bool("update", false, "rewrite the expected outputs of testdata scripts")
-
 func TestScripts(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scripts: %v", err)
-	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) { runScript(t, f) })
-	}
-}
-
-func runScript(t *testing.T, path string) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	d := newDriver(t)
-	var rewritten strings.Builder
-	for n := 0; n < len(lines); {
-		line := lines[n]
-		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
-			rewritten.WriteString(line + "\n")
-			n++
-			continue
-		}
-		cmdLine := n + 1
-		if n+1 >= len(lines) || lines[n+1] != "----" {
-			t.Fatalf("%s:%d: command without ----", path, cmdLine)
-		}
-		n += 2
-		var want []string
-		for n < len(lines) && lines[n] != "" {
-			want = append(want, lines[n])
-			n++
-		}
-		got := d.run(line)
-		if !*update && !slices.Equal(got, want) {
-			t.Errorf("%s:%d: %s\n got:\n\t%s\nwant:\n\t%s", path, cmdLine, line,
-				strings.Join(got, "\n\t"), strings.Join(want, "\n\t"))
-		}
-		rewritten.WriteString(line + "\n----\n" + strings.Join(got, "\n") + "\n")
-	}
-	if *update {
-		if err := os.WriteFile(path, []byte(rewritten.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	script.Run(t, "testdata/*.txt", func(t *testing.T) func(*script.Command) string {
+		d := newDriver(t)
+		return func(c *script.Command) string { return strings.Join(d.run(c.Line), "\n") }
+	})
 }
 
 // fakeTimers is a Timers recording pending timers in a slice; it allocates

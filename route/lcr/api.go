@@ -13,7 +13,7 @@ import (
 )
 
 // APIVersion is the version of the JSON contract sent in Request.Version
-// (API.md). A Request whose Version is 0 is sent with this one.
+// (docs/lcr-api.md). A Request whose Version is 0 is sent with this one.
 const APIVersion = 1
 
 // ErrInvalidResponse is wrapped by every error Response.Validate and
@@ -22,7 +22,7 @@ const APIVersion = 1
 var ErrInvalidResponse = errors.New("lcr: invalid response")
 
 // Request is the body sipedge POSTs to the routing API: one call to route.
-// See API.md for the meaning of each field.
+// See docs/lcr-api.md for the meaning of each field.
 type Request struct {
 	Version      int        `json:"version"`
 	CallID       string     `json:"call_id"`
@@ -43,7 +43,7 @@ type Request struct {
 }
 
 // Quality is what sipedge knows of the carriers' quality under the call's
-// quality prefix (API.md, "Quality scores"): a hint the API may weigh.
+// quality prefix (docs/lcr-api.md, "Quality scores"): a hint the API may weigh.
 type Quality struct {
 	// Prefix is the quality prefix the dialled number falls under, as
 	// configured (quality.prefixes).
@@ -93,7 +93,7 @@ const (
 	PresentationRestricted = "restricted"
 )
 
-// Validate checks r against the contract (API.md, "Validation") and returns
+// Validate checks r against the contract (docs/lcr-api.md, "Validation") and returns
 // the first violation, wrapping ErrInvalidResponse, or nil.
 func (r *Response) Validate() error {
 	if r.Routes == nil && r.Reject == nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/sipedge/sipedge/route"
 )
 
-// TestRequestJSON checks the request body field by field, as API.md shows it.
+// TestRequestJSON checks the request body field by field, as docs/lcr-api.md shows it.
 func TestRequestJSON(t *testing.T) {
 	req := Request{
 		Version:      1,

@@ -1,5 +1,5 @@
 // Package lcr makes least-cost-routing decisions: it asks the routing API
-// (an HTTP JSON service the operator runs; the contract is API.md and the
+// (an HTTP JSON service the operator runs; the contract is docs/lcr-api.md and the
 // Request and Response types), caches its answers in process and in Redis,
 // and degrades to a fallback gateway group when the API fails. Without an
 // API URL, a static rate table (StaticTable) decides instead.

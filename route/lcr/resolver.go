@@ -260,7 +260,7 @@ func New(opts Options) (*Resolver, error) {
 		tr.MaxIdleConnsPerHost = opts.MaxInFlight
 		tr.ResponseHeaderTimeout = opts.Timeout
 		r.transport = tr
-		// A 3xx is an answer like any other non-2xx (API.md): following it
+		// A 3xx is an answer like any other non-2xx (docs/lcr-api.md): following it
 		// would re-send the call, and the Authorization, to its Location
 		// (as a GET without the body for 301-303) and cache that answer
 		// as this key's decision.

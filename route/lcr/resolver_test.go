@@ -386,7 +386,7 @@ func TestCoalescing(t *testing.T) {
 
 // TestLookupRacingTheEndOfAFlight: a lookup that missed the cache while a
 // flight for its key was about to end finds the flight's answer in the
-// cache once it has the lock, rather than send a second request (API.md:
+// cache once it has the lock, rather than send a second request (docs/lcr-api.md:
 // lookups of a key in progress share one request). The lock is held here
 // while the flight ends as fly ends it: its answer cached, the flight gone.
 func TestLookupRacingTheEndOfAFlight(t *testing.T) {
@@ -672,7 +672,7 @@ func TestOptionsErrors(t *testing.T) {
 }
 
 // TestAPIRedirectNotFollowed: a 3xx is a non-2xx status like any other
-// (API.md): sipedge neither re-sends the call, and its Authorization, to the
+// (docs/lcr-api.md): sipedge neither re-sends the call, and its Authorization, to the
 // Location, nor takes that answer as the API's.
 func TestAPIRedirectNotFollowed(t *testing.T) {
 	testtier.RequiresSockets(t)

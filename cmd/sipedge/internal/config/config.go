@@ -233,7 +233,7 @@ type LCR struct {
 	Attributes   []string      `yaml:"attributes"`
 	StaticRoutes []StaticRoute `yaml:"static_routes"`
 	// SendQuality adds the quality scores of the call's prefix to each API
-	// request (route/lcr/API.md, "Quality scores").
+	// request (docs/lcr-api.md, "Quality scores").
 	SendQuality bool `yaml:"send_quality"`
 }
 

@@ -233,7 +233,7 @@ func TestLCRUnknownPresentationIsRestricted(t *testing.T) {
 
 // TestLCRAPIRejectAndEmptyRoutes: seed, The flow: "if decision.reject:
 // call.reject(decision.reject["code"], decision.reject["reason"])" and "if
-// not decision.routes: call.reject(404, "No Route")" (API.md: the default
+// not decision.routes: call.reject(404, "No Route")" (docs/lcr-api.md: the default
 // policy). No carrier is dialled either way.
 func TestLCRAPIRejectAndEmptyRoutes(t *testing.T) {
 	testtier.RequiresSockets(t)
@@ -262,7 +262,7 @@ func TestLCRAPIRejectAndEmptyRoutes(t *testing.T) {
 // TestLCRCDRFields: seed, Per-carrier shaping: "cdr_fields — key/value
 // fields siphon auto-stamps onto the CDR when this carrier wins", and
 // Charging: the winning carrier's carrier_id, rate and currency on the
-// CDR, with the burned carriers as lcr_attempts. API.md: the fields are
+// CDR, with the burned carriers as lcr_attempts. docs/lcr-api.md: the fields are
 // flat top-level keys; one naming a built-in field is left out.
 func TestLCRCDRFields(t *testing.T) {
 	testtier.RequiresSockets(t)
@@ -289,7 +289,7 @@ func TestLCRCDRFields(t *testing.T) {
 	checkAttempts(t, rec, wantAttempt{"carrier-a", 503, true, ""})
 }
 
-// TestLCRBreakerOpensAfterConsecutiveFailures: API.md, Circuit breaker:
+// TestLCRBreakerOpensAfterConsecutiveFailures: docs/lcr-api.md, Circuit breaker:
 // "After 5 consecutive failures ... sipedge stops asking for 5 seconds:
 // every lookup that misses the cache fails at once, without waiting
 // timeout_ms"; with the seed's "static fallback (lcr.fallback_gateway_group)
