@@ -351,10 +351,6 @@ func (s *Sequence) Attempts() []Attempt {
 // dialled and when it first sent 101-199 (0 if it has not).
 func (s *Sequence) Timing() (dialed, progress time.Duration) { return s.dialAt, s.progress }
 
-// Current returns the index of the route in flight, or of the last one
-// selected once the sequence is over; -1 before Next.
-func (s *Sequence) Current() int { return s.cur }
-
 // Routes returns the routes of the sequence, as given; read-only.
 func (s *Sequence) Routes() []Route { return s.routes }
 
