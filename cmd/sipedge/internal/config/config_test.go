@@ -34,8 +34,9 @@ func mustParse(t *testing.T, text string, env map[string]string) *Config {
 	return c
 }
 
-// issue4 is the configuration issue 4 says must work as written.
-const issue4 = `listen: ["udp://127.0.0.1:5060", "tcp://127.0.0.1:5060"]
+// minimalConfig is the smallest configuration that routes a call: one
+// trunk, one gateway group, one static route. It must work as written.
+const minimalConfig = `listen: ["udp://127.0.0.1:5060", "tcp://127.0.0.1:5060"]
 admin: { listen: "127.0.0.1:9090" }
 trunks:
   - { name: local, trunk_group: cust-trunks, sources: ["127.0.0.1/32"] }
@@ -52,8 +53,9 @@ lcr:
 cdr: { file: "cdr.jsonl" }
 `
 
-// seedLCR is the seed's LCR "Config" block, with the listen address added.
-const seedLCR = `listen: ["udp://127.0.0.1:5060"]
+// apiLCRConfig asks the routing API (docs/design/lcr.md 2.8), with a
+// decision cache and a fallback group.
+const apiLCRConfig = `listen: ["udp://127.0.0.1:5060"]
 lcr:
   api_url: "${LCR_API_URL:-http://127.0.0.1:8080/route}"
   timeout_ms: 2000
@@ -80,7 +82,7 @@ gateway:
 `
 
 func TestExamplesLoad(t *testing.T) {
-	checkIssue4 := func(t *testing.T, c *Config) {
+	checkMinimal := func(t *testing.T, c *Config) {
 		t.Helper()
 		want := []transport.Listen{
 			{Transport: transport.UDP, Addr: netip.MustParseAddrPort("127.0.0.1:5060")},
@@ -114,11 +116,11 @@ func TestExamplesLoad(t *testing.T) {
 		name string
 		run  func(t *testing.T)
 	}{
-		{"issue 4 config as written", func(t *testing.T) {
-			checkIssue4(t, mustParse(t, issue4, nil))
+		{"minimal config as written", func(t *testing.T) {
+			checkMinimal(t, mustParse(t, minimalConfig, nil))
 		}},
-		{"Example is the issue 4 shape", func(t *testing.T) {
-			checkIssue4(t, mustParse(t, Example, nil))
+		{"Example is the minimal shape", func(t *testing.T) {
+			checkMinimal(t, mustParse(t, Example, nil))
 		}},
 		{"testdata/sipedge.yaml is Example", func(t *testing.T) {
 			b, err := os.ReadFile("testdata/sipedge.yaml")
@@ -134,10 +136,10 @@ func TestExamplesLoad(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkIssue4(t, c)
+			checkMinimal(t, c)
 		}},
-		{"seed LCR config with environment", func(t *testing.T) {
-			c := mustParse(t, seedLCR, map[string]string{"LCR_TOKEN": "s3cret"})
+		{"API LCR config with environment", func(t *testing.T) {
+			c := mustParse(t, apiLCRConfig, map[string]string{"LCR_TOKEN": "s3cret"})
 			if c.LCR.APIURL != "http://127.0.0.1:8080/route" || c.LCR.AuthHeader != "Bearer s3cret" ||
 				c.LCR.Cache != "lcr" || c.LCR.CacheTTL != 300*time.Second || c.LCR.FallbackGatewayGroup != "carrier-a" {
 				t.Errorf("LCR = %+v", c.LCR)
@@ -150,8 +152,8 @@ func TestExamplesLoad(t *testing.T) {
 				t.Errorf("groups = %+v / %+v", a, b)
 			}
 		}},
-		{"seed LCR config without LCR_TOKEN fails", func(t *testing.T) {
-			_, err := Parse([]byte(seedLCR), envOf(nil))
+		{"API LCR config without LCR_TOKEN fails", func(t *testing.T) {
+			_, err := Parse([]byte(apiLCRConfig), envOf(nil))
 			if err == nil || !strings.Contains(err.Error(), "line 7: ") || !strings.Contains(err.Error(), "LCR_TOKEN is not set") {
 				t.Fatalf("err = %v, want LCR_TOKEN not set at line 7", err)
 			}
@@ -598,7 +600,7 @@ func TestExpandValueIsOpaque(t *testing.T) {
 }
 
 func TestDefaults(t *testing.T) {
-	c := mustParse(t, issue4, nil)
+	c := mustParse(t, minimalConfig, nil)
 	g := c.Gateway.Groups[0]
 	tests := []struct {
 		name      string
@@ -823,7 +825,7 @@ func TestPrintRoundTrip(t *testing.T) {
 		yaml string
 	}{
 		{"example", Example},
-		{"issue 4", issue4},
+		{"minimal", minimalConfig},
 		{"every key set", full},
 		{"explicit zeros", "admin: { listen: \"\" }\nb2bua: { ring_timeout_secs: 0, header_policy: { allow: [] } }\n"},
 	}
