@@ -422,9 +422,6 @@ func (g *GroupConfig) SetDefaults() {
 	orDefault(&g.Passive.HalfOpenCalls, DefaultHalfOpenCalls)
 	orDefault(&g.Passive.DownTime, DefaultPassiveDownTime)
 	orDefault(&g.Passive.MaxRetryAfter, DefaultMaxRetryAfter)
-	if g.CPS != nil {
-		orDefault(&g.CPS.Burst, 1) // the limiter's too
-	}
 	for i := range g.Destinations {
 		orDefault(&g.Destinations[i].Weight, 1)
 	}

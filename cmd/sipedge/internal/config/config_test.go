@@ -678,7 +678,7 @@ cache: [{ name: c, url: "redis://h:6379", local_ttl_secs: 0 }]
 		c := mustParse(t, "sip: { t1_ms: 0 }\nlcr: { timeout_ms: 0, reroute_causes: [] }\ntrunks: [{ name: t, sources: [\"::1\"] }]\n"+group+"        - { uri: \"sip:b\", address: \"b:5060\", weight: 0 }\n      probe: { failure_threshold: 0 }\n      cps: { rate: 10, burst: 0 }\n", nil)
 		g := c.Gateway.Groups[0]
 		if c.SIP.T1 != 500*time.Millisecond || c.LCR.Timeout != 2*time.Second || len(c.LCR.RerouteCauses) != 5 ||
-			g.Destinations[1].Weight != 1 || g.Probe.FailureThreshold != 3 || g.CPS.Burst != 1 {
+			g.Destinations[1].Weight != 1 || g.Probe.FailureThreshold != 3 || g.CPS.Burst != 0 { // burst 0 is the limiter's 1 (ratelimit.Limit.Burst)
 			t.Errorf("sip %+v lcr %+v group %+v", c.SIP, c.LCR, g)
 		}
 		if c.Trunks[0].TrunkGroup != "t" {
