@@ -26,6 +26,30 @@ type Target struct {
 	Prefix *string `json:"prefix,omitempty"`
 }
 
+// Name names t's disable in a Store: "<prefix>|<carrier>", "*" for every
+// prefix (a configured prefix is digits with an optional '+', never "*"
+// nor "|").
+func (t Target) Name() string {
+	p := "*"
+	if t.Prefix != nil {
+		p = *t.Prefix
+	}
+	return p + "|" + t.Carrier
+}
+
+// ParseTarget is Name's inverse; false for a name Name never returns.
+func ParseTarget(name string) (Target, bool) {
+	p, carrier, ok := strings.Cut(name, "|")
+	if !ok || carrier == "" {
+		return Target{}, false
+	}
+	t := Target{Carrier: carrier}
+	if p != "*" {
+		t.Prefix = &p
+	}
+	return t, true
+}
+
 // Disable is a carrier taken out of routing, for one prefix or (Prefix
 // nil) all; Auto when auto_disable took it out on a bad-destination event.
 type Disable struct {

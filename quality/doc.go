@@ -168,7 +168,10 @@
 //
 // # Disables across restarts
 //
-// A Store (Options.Store; Redis in quality/redisstore) keeps the disables.
+// A Store (Options.Store; Redis in quality/redisstore; the sipedge server's
+// fleet state with fleet.redis) keeps the disables. A Store several nodes
+// share tells each Monitor of the others' changes through Stored, which
+// takes them as stored, never written back.
 // The Monitor starts without them and a goroutine of its own loads them,
 // retrying after a failure (1 s, doubling up to 30 s) until the Store
 // answers, so that a Store that is down never stalls the start: meanwhile

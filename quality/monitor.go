@@ -73,6 +73,9 @@ type Monitor struct {
 	// loaded, which the load leaves alone; nil once loaded or without a
 	// Store.
 	touched map[disableKey]struct{}
+	// stored is what the Store holds, as the persister wrote it and
+	// Stored reported it; nil until loaded.
+	stored  map[disableKey]Disable
 	persist *persister // nil without a Store
 
 	set      *metrics.Set

@@ -2,6 +2,7 @@ package quality
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -35,14 +36,14 @@ var (
 // without them: a Store that is down never stalls the start); disables
 // changed on this node before the load came win over the stored ones.
 // Then, on each change, it writes what differs between the disables and
-// what it last knew the Store to hold: a change is never queued, so none
-// is lost and a burst costs one pass. A failure is logged, counted and
-// retried after a delay that doubles up to storeRetryMax.
+// what it knows the Store to hold (Monitor.stored: what it wrote, and what
+// Stored said others wrote): a change is never queued, so none is lost
+// and a burst costs one pass. A failure is logged, counted and retried
+// after a delay that doubles up to storeRetryMax.
 type persister struct {
 	m      *Monitor
 	store  Store
 	wake   chan struct{} // a change to write; one pending wake-up is enough
-	stored map[disableKey]Disable
 	log    *slog.Logger
 	ctx    context.Context // cancelled by close: aborts the call in flight
 	cancel context.CancelFunc
@@ -127,45 +128,115 @@ func (p *persister) load() bool {
 		p.log.Warn("quality: cannot load the stored disables; routing without them until the store answers", "err", err)
 		return false
 	}
-	p.stored = p.m.restore(ds, p.log)
-	p.log.Info("quality: stored disables loaded", "disables", len(p.stored))
+	n := p.m.restore(ds, p.log)
+	p.log.Info("quality: stored disables loaded", "disables", n)
 	return true
 }
 
-// write makes the Store hold the Monitor's disables; false when a call
+// write makes the Store hold the Monitor's disables, one call at a time,
+// never holding the Monitor's lock across a call (a Store may apply its
+// own change back through Stored, as a fleet's does); false when a call
 // failed (what succeeded before it is kept).
 func (p *persister) write() bool {
-	want := p.m.disableMap()
-	for k, d := range want {
-		was, ok := p.stored[k]
-		if ok && sameDisable(was, d) {
-			continue
+	for {
+		w, ok := p.m.nextWrite()
+		if !ok {
+			return true
 		}
-		if ok && !samePrefix(was.Prefix, d.Prefix) {
+		var call func(context.Context) error
+		op := "put"
+		if w.put {
+			call = func(ctx context.Context) error { return p.store.Put(ctx, w.disable) }
+		} else {
+			op = "delete"
+			t := Target{Carrier: w.disable.Carrier, Prefix: w.disable.Prefix}
+			call = func(ctx context.Context) error { return p.store.Delete(ctx, t) }
+		}
+		if !p.do(op, w.key, call) {
+			return false
+		}
+		p.m.wrote(w)
+	}
+}
+
+// storeWrite is one call that brings the Store closer to the disables:
+// put disable, or delete the stored one (disable, as stored).
+type storeWrite struct {
+	key     disableKey
+	put     bool
+	disable Disable
+}
+
+// nextWrite returns a difference between the disables and what the Store
+// holds, as the call that removes it; false when there is none.
+func (m *Monitor) nextWrite() (storeWrite, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, d := range m.disables {
+		was, ok := m.stored[k]
+		switch {
+		case ok && sameDisable(was, d):
+			continue
+		case ok && !samePrefix(was.Prefix, d.Prefix):
 			// Stored under another spelling of the prefix ("44" for
-			// "+44", configured since): that one goes.
-			t := Target{Carrier: was.Carrier, Prefix: was.Prefix}
-			if !p.do("delete", k, func(ctx context.Context) error { return p.store.Delete(ctx, t) }) {
-				return false
-			}
-			delete(p.stored, k)
+			// "+44", configured since): that one goes first.
+			return storeWrite{key: k, disable: was}, true
 		}
-		if !p.do("put", k, func(ctx context.Context) error { return p.store.Put(ctx, d) }) {
-			return false
-		}
-		p.stored[k] = d
+		return storeWrite{key: k, put: true, disable: d}, true
 	}
-	for k, d := range p.stored {
-		if _, ok := want[k]; ok {
-			continue
+	for k, d := range m.stored {
+		if _, ok := m.disables[k]; !ok {
+			return storeWrite{key: k, disable: d}, true
 		}
-		t := Target{Carrier: d.Carrier, Prefix: d.Prefix}
-		if !p.do("delete", k, func(ctx context.Context) error { return p.store.Delete(ctx, t) }) {
-			return false
-		}
-		delete(p.stored, k)
 	}
-	return true
+	return storeWrite{}, false
+}
+
+// wrote records that the Store made w.
+func (m *Monitor) wrote(w storeWrite) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if w.put {
+		m.stored[w.key] = w.disable
+	} else if was, ok := m.stored[w.key]; ok && samePrefix(was.Prefix, w.disable.Prefix) {
+		delete(m.stored, w.key)
+	}
+}
+
+// Stored applies a change another writer made in the Store: the disable
+// of t as the Store now holds it, d, or none (d nil). A Store that several
+// nodes share calls it for the others' changes (the sipedge server's fleet
+// does, as each reaches the node), and may for this Monitor's own. The
+// Monitor takes the change as stored: it is not written back. Safe from
+// any goroutine; not for the shards.
+func (m *Monitor) Stored(t Target, d *Disable) error {
+	k, err := m.key(t)
+	if err != nil {
+		return err
+	}
+	if d != nil && (d.Carrier != t.Carrier || !samePrefix(d.Prefix, t.Prefix)) {
+		return fmt.Errorf("%w: the disable of %q is not %q's", ErrInvalidTarget, d.Carrier, t.Carrier)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stored == nil {
+		m.stored = map[disableKey]Disable{}
+	}
+	if d == nil {
+		delete(m.disables, k)
+		delete(m.stored, k)
+	} else {
+		m.stored[k] = *d
+		v := *d
+		v.Prefix = m.prefixPtr(k.prefix)
+		m.disables[k] = v
+	}
+	if m.touched != nil {
+		// Newer than any load still to come: the load leaves it alone.
+		m.touched[k] = struct{}{}
+	}
+	m.publish()
+	return nil
 }
 
 func (p *persister) do(op string, k disableKey, call func(context.Context) error) bool {
@@ -188,20 +259,26 @@ func sameDisable(a, b Disable) bool {
 func samePrefix(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
 // restore adds the stored disables ds to the Monitor's, but for those of
-// a carrier and prefix changed here since New (touched), and returns what
-// the store holds that this Monitor understands, by key: a disable of a
-// prefix no longer configured is logged and left alone, in the store too.
-func (m *Monitor) restore(ds []Disable, log *slog.Logger) map[disableKey]Disable {
+// a carrier and prefix changed here since New (touched), and records what
+// the store holds that this Monitor understands (Monitor.stored): a
+// disable of a prefix no longer configured is logged and left alone, in
+// the store too. It returns how many it recorded.
+func (m *Monitor) restore(ds []Disable, log *slog.Logger) int {
 	stored := make(map[disableKey]Disable, len(ds))
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	for k, d := range m.stored { // what Stored recorded before the load
+		stored[k] = d
+	}
 	for _, d := range ds {
 		k, err := m.key(Target{Carrier: d.Carrier, Prefix: d.Prefix})
 		if err != nil {
 			log.Warn("quality: ignoring a stored disable", "carrier", d.Carrier, "err", err)
 			continue
 		}
-		stored[k] = d
+		if _, ok := m.stored[k]; !ok {
+			stored[k] = d
+		}
 		_, one := m.touched[k]
 		_, all := m.touched[disableKey{carrier: k.carrier, prefix: NoPrefix}]
 		if _, ok := m.disables[k]; ok || one || all {
@@ -211,8 +288,9 @@ func (m *Monitor) restore(ds []Disable, log *slog.Logger) map[disableKey]Disable
 		m.disables[k] = d
 	}
 	m.touched = nil
+	m.stored = stored
 	m.publish()
-	return stored
+	return len(stored)
 }
 
 // touch records, until the stored disables are loaded, that k changed
@@ -225,15 +303,4 @@ func (m *Monitor) touch(k disableKey) {
 		m.touched[k] = struct{}{}
 	}
 	m.persist.changed()
-}
-
-// disableMap returns a copy of the disables.
-func (m *Monitor) disableMap() map[disableKey]Disable {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make(map[disableKey]Disable, len(m.disables))
-	for k, d := range m.disables {
-		out[k] = d
-	}
-	return out
 }

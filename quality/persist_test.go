@@ -201,3 +201,81 @@ func TestStoreWriteRetried(t *testing.T) {
 		t.Fatalf("write errors not counted:\n%s", b.String())
 	}
 }
+
+// sharedStore is a Store several Monitors share, as a fleet's shared
+// state is: a write is applied, before it returns, on every Monitor
+// following it through Stored, the writer's included.
+type sharedStore struct {
+	memStore
+	followers     []*Monitor
+	puts, deletes int
+}
+
+func (s *sharedStore) Put(ctx context.Context, d Disable) error {
+	if err := s.memStore.Put(ctx, d); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.puts++
+	s.mu.Unlock()
+	return s.tell(Target{Carrier: d.Carrier, Prefix: d.Prefix}, &d)
+}
+
+func (s *sharedStore) Delete(ctx context.Context, t Target) error {
+	if err := s.memStore.Delete(ctx, t); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.deletes++
+	s.mu.Unlock()
+	return s.tell(t, nil)
+}
+
+func (s *sharedStore) tell(t Target, d *Disable) error {
+	for _, m := range s.followers {
+		if err := m.Stored(t, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *sharedStore) writes() (puts, deletes int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.puts, s.deletes
+}
+
+// TestStoreShared: a disable made on one node is in force on another
+// that shares the store as soon as the store tells it, an enable too, and
+// neither node writes back what the store told it.
+func TestStoreShared(t *testing.T) {
+	testtier.RequiresWallClock(t)
+	st := &sharedStore{memStore: memStore{m: map[string]Disable{}}}
+	cfg := Config{Prefixes: []string{"", "44"}}
+	a := newTestMonitor(t, cfg, Options{Store: st})
+	b := newTestMonitor(t, cfg, Options{Store: st})
+	st.followers = []*Monitor{a, b}
+	for _, m := range []*Monitor{a, b} {
+		eventually(t, "the load", func() bool { m.mu.Lock(); defer m.mu.Unlock(); return m.stored != nil })
+	}
+	if err := a.Disable(Target{Carrier: "x", Prefix: ptr("44")}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "x disabled on b", func() bool { return b.Disabled(b.Prefix("447700900123"), "x") })
+	if b.Disabled(b.Prefix("1202"), "x") {
+		t.Fatal("x disabled on b for a prefix it was not disabled for")
+	}
+	if _, err := b.Enable(Target{Carrier: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "x enabled on a", func() bool { return !a.Disabled(a.Prefix("447700900123"), "x") })
+	// Let both persisters run out of work, then count: one write each.
+	time.Sleep(50 * time.Millisecond)
+	if puts, deletes := st.writes(); puts != 1 || deletes != 1 {
+		t.Fatalf("the store got %d puts and %d deletes, want 1 and 1: a node wrote back what it was told", puts, deletes)
+	}
+	if got := st.keys(); len(got) != 0 {
+		t.Fatalf("the store holds %v after the enable", got)
+	}
+}

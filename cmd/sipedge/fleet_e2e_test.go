@@ -345,3 +345,54 @@ func TestFleetRedisOutage(t *testing.T) {
 		return grants <= 10
 	})
 }
+
+// A quality disable is the fleet's: made on one node, in force on the
+// other within a second, kept by a node that restarts, lifted on any.
+func TestFleetQualityDisable(t *testing.T) {
+	testtier.RequiresSockets(t)
+	skipWithoutSIPp(t)
+	redis := redistest.Start(t)
+	a, b := startUAS(t, "carrier-a"), startUAS(t, "carrier-b")
+	n1 := startNode(t, "edge-1", twoCarriers(a, b, 0)+fleetOf(redis.URL(), "edge-1", ""))
+	n2 := startNode(t, "edge-2", twoCarriers(a, b, 0)+fleetOf(redis.URL(), "edge-2", ""))
+
+	if code, body := n1.do("POST", "/v1/quality/disable", `{"carrier":"carrier-a"}`); code != 200 {
+		t.Fatalf("disable on edge-1: %d %s", code, body)
+	}
+	disabledOn := func(n *node) bool {
+		_, body := n.get("/v1/quality")
+		return strings.Contains(body, `"disabled":[{"carrier":"carrier-a"`)
+	}
+	took := waitUntil(t, time.Second, "edge-2 has edge-1's disable", func() bool { return disabledOn(n2) })
+	t.Logf("edge-2 applied the disable %v after edge-1's POST", took)
+	call := func(name string, n *node) {
+		t.Helper()
+		if err := caller(t, name, n, 1, 1, 100*time.Millisecond).wait(30 * time.Second); err != nil {
+			t.Fatalf("%s: SIPp %v", name, err)
+		}
+	}
+	offered := func() (int, int) { ca, _, _ := a.calls(); cb, _, _ := b.calls(); return ca, cb }
+	call("caller-1", n2)
+	if ca, cb := offered(); ca != 0 || cb != 1 {
+		t.Fatalf("carrier-a offered %d calls, carrier-b %d: want the disabled carrier skipped on edge-2", ca, cb)
+	}
+
+	n2.stop()
+	n2.start()
+	if !disabledOn(n2) {
+		t.Fatal("edge-2 lost the fleet's disable in its restart")
+	}
+	call("caller-2", n2)
+	if ca, cb := offered(); ca != 0 || cb != 2 {
+		t.Fatalf("after edge-2's restart, carrier-a offered %d calls, carrier-b %d", ca, cb)
+	}
+
+	if code, body := n2.do("POST", "/v1/quality/enable", `{"carrier":"carrier-a"}`); code != 200 {
+		t.Fatalf("enable on edge-2: %d %s", code, body)
+	}
+	waitUntil(t, time.Second, "edge-1 has edge-2's enable", func() bool { return !disabledOn(n1) })
+	call("caller-3", n1)
+	if ca, cb := offered(); ca != 1 || cb != 2 {
+		t.Fatalf("after the enable, carrier-a offered %d calls, carrier-b %d: want carrier-a first again", ca, cb)
+	}
+}

@@ -87,13 +87,9 @@ func (s *Store) Close() {
 	}
 }
 
-// field names a disable's field.
+// field names a disable's field (quality.Target.Name).
 func field(carrier string, prefix *string) string {
-	p := "*"
-	if prefix != nil {
-		p = *prefix
-	}
-	return p + "|" + carrier
+	return quality.Target{Carrier: carrier, Prefix: prefix}.Name()
 }
 
 // Load implements quality.Store.

@@ -64,7 +64,8 @@ type Server struct {
 	layerFields                  // the file's and the shared layers of the runtime state (shared.go)
 
 	// disables keeps quality routing's disables in the decision cache's
-	// Redis; nil without one.
+	// Redis without fleet.redis; nil without one (with fleet.redis they
+	// are the fleet's shared state: qualityshared.go).
 	disables *redisstore.Store
 
 	runtimeSet, engineSet, cdrSet, lcrSet, healthSet, cpsSet, adminSet, fleetSet, qualitySet *metrics.Set
@@ -135,11 +136,14 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 		s.static.Store(table)
 		s.staticRoutes.table = &s.static
 	}
-	if s.disables, err = disableStore(cfg, log); err != nil {
-		return fail(err)
-	}
+	// Quality disables are the fleet's shared state with fleet.redis, else
+	// kept in the decision cache's Redis, if any.
 	qo := quality.Options{Shards: s.shardCount(), Metrics: s.qualitySet, Logger: log}
-	if s.disables != nil {
+	if cfg.Fleet.Redis != "" {
+		qo.Store = fleetDisables{s.fleet}
+	} else if s.disables, err = disableStore(cfg, log); err != nil {
+		return fail(err)
+	} else if s.disables != nil {
 		qo.Store = s.disables
 	}
 	if s.carriers, err = carrier.New(carrier.Options{Groups: cfg.Gateway.Groups, Prober: prober{s},

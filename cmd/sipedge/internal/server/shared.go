@@ -63,10 +63,10 @@ func (s *Server) applyShared(ch fleet.Change) error {
 			return fmt.Errorf("no static table called %q", ch.Name)
 		}
 		return s.staticRoutes.apply(ch.Doc)
+	case kindQualityDisable:
+		return s.applyQualityDisable(ch)
 	}
-	// A kind this node does not apply: quality disables ("quality_disable",
-	// fleet/doc.go) join here once the quality plane is wired into the
-	// server; a newer node's kinds are kept, not applied.
+	// A kind this node does not apply (a newer node's): kept, not applied.
 	s.unknownKinds.Do(func() {
 		s.log.Warn("fleet: shared documents of a kind this node does not apply, ignored", "kind", ch.Kind)
 	})
