@@ -26,6 +26,7 @@ import (
 	"github.com/sipedge/sipedge/fleet"
 	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/quality"
+	"github.com/sipedge/sipedge/ratelimit"
 	"github.com/sipedge/sipedge/transport"
 )
 
@@ -273,19 +274,12 @@ type Cache struct {
 	LocalTTL time.Duration `yaml:"local_ttl_secs"` // in-process tier; default 60 s, 0 = none
 }
 
-// Rate limiter failure modes.
-const (
-	FailureLocal  = "local"
-	FailureOpen   = "open"
-	FailureClosed = "closed"
-)
-
 // RateLimit configures the CPS limiter.
 type RateLimit struct {
-	Redis       string        `yaml:"redis"`        // "" = in-process only
-	Deadline    time.Duration `yaml:"deadline_ms"`  // default 20 ms
-	FailureMode string        `yaml:"failure_mode"` // local (default), open or closed
-	Nodes       int           `yaml:"nodes"`        // default 1
+	Redis       string                `yaml:"redis"`        // "" = in-process only
+	Deadline    time.Duration         `yaml:"deadline_ms"`  // default 20 ms
+	FailureMode ratelimit.FailureMode `yaml:"failure_mode"` // local (default), open or closed
+	Nodes       int                   `yaml:"nodes"`        // default 1
 	// Batch, 2 to 16, lets a node reserve blocks of up to Batch slots per
 	// Redis round trip for keys at BatchMinRate or more (the accuracy
 	// trade-off is in ratelimit's package doc); 0 = one slot per decision.

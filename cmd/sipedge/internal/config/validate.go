@@ -94,7 +94,7 @@ func (c *Config) fill() {
 	}
 	r := &c.RateLimit
 	orDefault(&r.Deadline, 20*time.Millisecond)
-	orDefault(&r.FailureMode, FailureLocal)
+	orDefault(&r.FailureMode, ratelimit.FailLocal)
 	orDefault(&r.Nodes, 1)
 	orDefault(&r.BatchMinRate, 50)
 	orDefault(&c.CDR.File, "cdr.jsonl")
@@ -325,7 +325,7 @@ func (c *Config) validate(v *validator) {
 	if r.Redis != "" {
 		v.redisURL("ratelimit.redis", r.Redis)
 	}
-	v.oneOf("ratelimit.failure_mode", r.FailureMode, FailureLocal, FailureOpen, FailureClosed)
+	v.oneOf("ratelimit.failure_mode", string(r.FailureMode), string(ratelimit.FailLocal), string(ratelimit.FailOpen), string(ratelimit.FailClosed))
 	v.positive("ratelimit.nodes", r.Nodes)
 	if r.Batch == 1 || r.Batch > 16 {
 		v.errorf("ratelimit.batch", "%d: want 0 (off) or 2 to 16", r.Batch)

@@ -148,7 +148,7 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 	}
 	if s.carriers, err = carrier.New(carrier.Options{Groups: cfg.Gateway.Groups, Prober: prober{s},
 		Limiter: ratelimit.Options{Config: ratelimit.Config{Redis: cfg.RateLimit.Redis,
-			DeadlineMS: int(cfg.RateLimit.Deadline / time.Millisecond), FailureMode: ratelimit.FailureMode(cfg.RateLimit.FailureMode),
+			DeadlineMS: int(cfg.RateLimit.Deadline / time.Millisecond), FailureMode: cfg.RateLimit.FailureMode,
 			Nodes: cfg.RateLimit.Nodes}, Batch: cfg.RateLimit.Batch, BatchMinRate: cfg.RateLimit.BatchMinRate,
 			Metrics: s.cpsSet, Logger: log},
 		Fleet: s.fleet, HealthMetrics: s.healthSet, CarrierMetrics: s.engineSet, Log: log,
