@@ -11,8 +11,8 @@ import (
 )
 
 // A shard's dial path allocates nothing once warm: Reserve (a group
-// member, a next hop), Pace of an unpaced carrier, Outcome, Report and
-// Release, every call.
+// member, a next hop) or ReserveLast, Pace of an unpaced carrier, Outcome,
+// Report and Release, every call.
 func TestShardDialAllocs(t *testing.T) {
 	p := newTestPlane(t, group("a", "192.0.2.1:5060"))
 	s := shardOf(p)
@@ -20,8 +20,13 @@ func TestShardDialAllocs(t *testing.T) {
 	hop := &route.Route{CarrierID: "h", NextHop: "sip:192.0.2.9:5070"}
 	number := []byte("+12025550123")
 	var d Dial
+	last := false
 	call := func(r *route.Route) {
-		if reason := s.Reserve(r, 1, number, &d); reason != "" {
+		reserve := s.Reserve
+		if last = !last; last {
+			reserve = s.ReserveLast
+		}
+		if reason := reserve(r, 1, number, &d); reason != "" {
 			t.Fatal(reason)
 		}
 		if pace := s.Pace(&d, 1); pace != (Pace{}) {

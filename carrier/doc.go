@@ -26,8 +26,9 @@
 // answered later (Pace Pending: the limiter's answer comes on another
 // goroutine, and ShardOptions.Paced posts it back). The call core
 // (dialog/b2bua) holds each attempt's carrier as a Dial value, from
-// Reserve to Release, and reports what became of it (Outcome for the
-// gateway's health, Report for statistics). NextHops is the plane of a
+// Reserve (ReserveLast for a call's last carrier, which a group calls
+// marked down still takes) to Release, and reports what became of it
+// (Outcome for the gateway's health, Report for statistics). NextHops is the plane of a
 // call core that has none: next hops only, no limits.
 //
 // # Quality

@@ -46,6 +46,27 @@ type Shard struct {
 // channel nor is asked of its health. A channel taken is the dial's until
 // Release.
 func (s *Shard) Reserve(r *route.Route, key uint64, number []byte, d *Dial) string {
+	return s.reserve(r, key, number, d, false)
+}
+
+// ReserveLast is Reserve for the last carrier a call can try, with none
+// left to fail over to: when its group has no member Pick may choose, it
+// takes one that calls marked down (health.PickLastResort; counted in
+// sipedge_gateway_rescue_picks_total{mode="last_resort"}). The marks calls
+// leave may be the network's doing or sipedge's own (a host dropping UDP
+// under load), and the caller, who would get 503 undialled, loses nothing
+// by the try; a member that answers it comes back. A member probes hold
+// down, one cooling down after a 503 with Retry-After, or one whose name
+// does not resolve is never taken: failed OPTIONS and a Retry-After are
+// the gateway's own word, not a load's side effect, and dialling it would
+// only make the caller wait for the failure it has. A carrier quality
+// routing disabled stays disabled: that is a decision on its record, not
+// a side effect of load.
+func (s *Shard) ReserveLast(r *route.Route, key uint64, number []byte, d *Dial) string {
+	return s.reserve(r, key, number, d, true)
+}
+
+func (s *Shard) reserve(r *route.Route, key uint64, number []byte, d *Dial, last bool) string {
 	if s.quality != nil && s.quality.Disabled(s.quality.PrefixBytes(number), r.CarrierID) {
 		return route.ReasonDisabled
 	}
@@ -56,7 +77,7 @@ func (s *Shard) Reserve(r *route.Route, key uint64, number []byte, d *Dial) stri
 	if !ok {
 		return route.ReasonCallsLimited
 	}
-	reason := s.pick(r, key, d)
+	reason := s.pick(r, key, d, last)
 	switch {
 	case reason != "" && ch != nil:
 		ch.Release()
@@ -66,9 +87,15 @@ func (s *Shard) Reserve(r *route.Route, key uint64, number []byte, d *Dial) stri
 	return reason
 }
 
-// pick is Reserve past the channel.
-func (s *Shard) pick(r *route.Route, key uint64, d *Dial) string {
-	m, res := s.p.health.Pick(r.GatewayGroup, key, &s.sel)
+// pick is Reserve past the channel; last picks as ReserveLast.
+func (s *Shard) pick(r *route.Route, key uint64, d *Dial, last bool) string {
+	var m health.Member
+	var res health.Result
+	if last {
+		m, res = s.p.health.PickLastResort(r.GatewayGroup, key, &s.sel)
+	} else {
+		m, res = s.p.health.Pick(r.GatewayGroup, key, &s.sel)
+	}
 	switch res {
 	case health.OK:
 		*d = Dial{CarrierID: r.CarrierID, Group: m.Group, URI: m.URI, Gateway: m, route: r}
@@ -275,6 +302,11 @@ func (n *NextHops) Reserve(r *route.Route, _ uint64, _ []byte, d *Dial) string {
 
 // Order keeps the routes' order.
 func (*NextHops) Order(routes []route.Route, _ []byte, _ *[]route.Route) []route.Route { return routes }
+
+// ReserveLast is Reserve: a next hop has no health to rescue it from.
+func (n *NextHops) ReserveLast(r *route.Route, key uint64, number []byte, d *Dial) string {
+	return n.Reserve(r, key, number, d)
+}
 
 // Pace paces nothing.
 func (*NextHops) Pace(*Dial, uint64) Pace { return Pace{} }

@@ -11,6 +11,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/sipedge/sipedge/health"
+	"github.com/sipedge/sipedge/internal/testtier"
 	"github.com/sipedge/sipedge/route"
 	"github.com/sipedge/sipedge/transport"
 )
@@ -54,6 +55,59 @@ func TestReserve(t *testing.T) {
 	}
 	s.Outcome(&d, 503, time.Minute)
 	f(route.Route{CarrierID: "x", GatewayGroup: "a"}, route.ReasonGroupDown, "", false, "")
+}
+
+// ReserveLast, for the call's last carrier, dials the member calls marked
+// down, where Reserve finds none (counted as a last-resort rescue); a
+// member cooling down after a 503's Retry-After it never takes. Calls take
+// a member down only over a second (health/outlier.go), so this test
+// waits that long.
+func TestReserveLast(t *testing.T) {
+	testtier.RequiresWallClock(t)
+	set := metrics.NewSet()
+	p, err := New(Options{Groups: []health.GroupConfig{group("a", "192.0.2.1:5060"), group("b", "192.0.2.2:5060")},
+		HealthMetrics: set, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	s := shardOf(p)
+	a := &route.Route{CarrierID: "a", GatewayGroup: "a"}
+	for i := range 3 { // no answer three times in a row, over a second
+		if i > 0 {
+			time.Sleep(550 * time.Millisecond)
+		}
+		var d Dial
+		if reason := s.Reserve(a, 1, nil, &d); reason != "" {
+			t.Fatalf("call %d: %q", i, reason)
+		}
+		s.Outcome(&d, OutcomeNoResponse, 0)
+		s.Release(&d)
+	}
+	var d Dial
+	if reason := s.Reserve(a, 1, nil, &d); reason != route.ReasonGroupDown {
+		t.Fatalf("Reserve after three calls without an answer: %q, want group_down", reason)
+	}
+	if reason := s.ReserveLast(a, 1, nil, &d); reason != "" || d.Peer.Addr != netip.MustParseAddrPort("192.0.2.1:5060") {
+		t.Fatalf("ReserveLast: %q, dial %+v; want the member calls marked down", reason, d)
+	}
+	s.Outcome(&d, 200, 0)
+	s.Release(&d)
+	var out bytes.Buffer
+	set.WritePrometheus(&out)
+	if !strings.Contains(out.String(), `sipedge_gateway_rescue_picks_total{group="a",mode="last_resort"} 1`) {
+		t.Errorf("the rescue is not counted:\n%s", out.String())
+	}
+
+	b := &route.Route{CarrierID: "b", GatewayGroup: "b"}
+	if reason := s.Reserve(b, 1, nil, &d); reason != "" {
+		t.Fatal(reason)
+	}
+	s.Outcome(&d, 503, time.Minute)
+	s.Release(&d)
+	if reason := s.ReserveLast(b, 1, nil, &d); reason != route.ReasonGroupDown {
+		t.Fatalf("ReserveLast of a member cooling down: %q, want group_down", reason)
+	}
 }
 
 // A carrier at its channel limit is skipped before a member is picked: the

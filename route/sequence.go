@@ -354,6 +354,11 @@ func (s *Sequence) Timing() (dialed, progress time.Duration) { return s.dialAt, 
 // Routes returns the routes of the sequence, as given; read-only.
 func (s *Sequence) Routes() []Route { return s.routes }
 
+// Last reports whether the route in flight, or the last one selected, is
+// the sequence's last: should it fail, no carrier is left to fail over to
+// (but what a Restart brings).
+func (s *Sequence) Last() bool { return s.cur >= 0 && s.cur == len(s.routes)-1 }
+
 // step feeds an event to the state machine: one method per state.
 func (s *Sequence) step(e event) Step {
 	switch s.state {

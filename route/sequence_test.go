@@ -32,6 +32,7 @@ import (
 //	abandon T
 //	attempts            the attempts, as the JSON of the CDR's lcr_attempts
 //	active              the active route
+//	last                whether the route in flight is the last (Last)
 //
 // A route SPEC is ID[:timeout=N][:group=G][:causes=C,C|none][:rap], rap
 // being reroute_after_progress; the gateway group defaults to ID.
@@ -99,6 +100,9 @@ func (d *driver) run(line string) (out []string) {
 			d.t.Fatal(err)
 		}
 		d.printf("%s", b)
+		return d.out
+	case "last":
+		d.printf("%v", d.seq.Last())
 		return d.out
 	case "active":
 		if r, i, ok := d.seq.ActiveRoute(); ok {

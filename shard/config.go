@@ -14,8 +14,11 @@ type Config struct {
 	// Listen holds the sockets to serve, as transport.ParseListen reads
 	// them ("udp://0.0.0.0:5060", "tcp://[::]:5060").
 	Listen []transport.Listen
-	// Shards is the number of event loops, each one shard (default: the
-	// number of CPUs; at most MaxShards).
+	// Shards is the number of event loops, each one shard (default: one
+	// per CPU but one, at least one, at most MaxShards: the spare CPU, and
+	// the spare P it gives the Go runtime, run the GC, the CDR writer and
+	// the kernel's network work, and let a busy loop sleep in nanosleep
+	// (poll.go)).
 	Shards int
 	// Tick is how often every shard advances its timer wheel (default 5 ms).
 	Tick time.Duration
@@ -31,6 +34,16 @@ type Config struct {
 	TCP TCPConfig
 	// Flood protects against sources that are not trunks or carriers.
 	Flood FloodConfig
+	// SocketRecvBuffer and SocketSendBuffer size the listening sockets'
+	// kernel buffers in bytes (SO_RCVBUF, SO_SNDBUF; accepted TCP
+	// connections inherit them); 0 leaves the kernel's default. Start
+	// warns when the kernel capped one (net.core.rmem_max, wmem_max).
+	SocketRecvBuffer int
+	SocketSendBuffer int
+	// BatchInterval: while datagrams come faster than one every two
+	// intervals, the loop takes them every interval rather than being
+	// woken for each (poll.go); 0 wakes it for each.
+	BatchInterval time.Duration
 }
 
 // TCPConfig bounds stream connections (what trusted SIP servers enforce).
@@ -46,7 +59,7 @@ type TCPConfig struct {
 
 func (c *Config) setDefaults() {
 	if c.Shards <= 0 {
-		c.Shards = min(runtime.NumCPU(), MaxShards)
+		c.Shards = DefaultShards()
 	}
 	if c.Tick <= 0 {
 		c.Tick = 5 * time.Millisecond
@@ -83,6 +96,10 @@ func (c *Config) setDefaults() {
 		t.IdleTimeout = 300 * time.Second
 	}
 }
+
+// DefaultShards is Config.Shards' default: one per CPU but one, at least
+// one, at most MaxShards.
+func DefaultShards() int { return max(1, min(runtime.NumCPU()-1, MaxShards)) }
 
 // Each shard has one hand-off ring from every other shard, so rings of a
 // fixed depth grow with the square of the shards (8192 slots of 8 bytes:

@@ -40,20 +40,30 @@
 // Each loop learns its shard through a private waker connection; waking it
 // runs the shard (Shard.run): drain the rings and posted functions, advance
 // the timer wheel. gnet's ticker wakes every shard each Config.Tick (5 ms),
-// so timers have that resolution. Shard.Post runs a function on a shard
+// so timers have that resolution. Under load a loop is not woken per
+// datagram: while datagrams come faster than one every two
+// Config.BatchInterval, it takes them every interval, runs its rings and
+// timers, and sends, as long as each interval brings messages (poll.go);
+// meanwhile other loops hand it messages without waking it.
+// Shard.Post runs a function on a shard
 // from any goroutine: it is how blocking work done elsewhere (an HTTP
 // lookup, a Redis round trip) returns its result.
 //
 // # Transport
 //
 // A peer is a transport.Peer: its Conn is the index of the listening
-// socket (Config.Listen) on UDP, the connection's ConnID on TCP. UDP
-// replies leave from the listening port (sendto on a dup of the listener
-// socket). Responses go where RFC 3261 18.2.2 and RFC 3581 say
-// (ResponseTarget). TCP is framed with parser.Frame; RFC 5626 CRLFCRLF
-// pings get a CRLF pong; connections are capped per source address (per /64 for IPv6) and in total,
-// buffered bytes are capped, and first-data, whole-message and idle
-// timeouts close them; a framing error closes the connection. Bytes for a
+// socket (Config.Listen) on UDP, the connection's ConnID on TCP.
+// UDP is read and written in batches (udp.go): after the datagram gnet
+// reads, the loop takes every other one its socket holds with recvmmsg,
+// and what the handlers send waits in the shard's queue until the loop is
+// done with what woke it, then leaves with one sendmmsg, from the
+// listening port (a dup of the listener socket); so do a stream's bytes,
+// one write per connection (flushTCP). Responses go where RFC 3261 18.2.2
+// and RFC 3581 say (ResponseTarget). TCP is framed with parser.Frame; RFC
+// 5626 CRLFCRLF pings get a CRLF pong; connections are capped per source
+// address (per /64 for IPv6) and in total, buffered bytes are capped, and
+// first-data, whole-message and idle timeouts close them; a framing error
+// closes the connection. Bytes for a
 // connection that lives on another loop are handed to that loop. Outbound
 // TCP connections are dialled from a listen address for the owner's loop
 // and reused by address.

@@ -33,6 +33,9 @@ type shardMetrics struct {
 	timers        *metrics.Gauge
 	floodDropped  *metrics.Counter
 	floodBans     *metrics.Counter
+	// batchIntervals counts the intervals a busy loop slept before taking
+	// its datagrams (poll.go).
+	batchIntervals *metrics.Counter
 }
 
 func newShardMetrics(set *metrics.Set, shard int) shardMetrics {
@@ -73,6 +76,7 @@ func newShardMetrics(set *metrics.Set, shard int) shardMetrics {
 	m.timers = set.NewGauge(name("sipedge_shard_timers", ""), nil)
 	m.floodDropped = set.NewCounter(name("sipedge_flood_dropped_total", ""))
 	m.floodBans = set.NewCounter(name("sipedge_flood_bans_total", ""))
+	m.batchIntervals = set.NewCounter(name("sipedge_shard_batch_intervals_total", ""))
 	return m
 }
 

@@ -145,6 +145,8 @@ func (s *Server) Start() error {
 			gnet.WithTCPNoDelay(gnet.TCPNoDelay),
 			gnet.WithLogger(gnetLogger{s.log}),
 			gnet.WithTicker(true),
+			gnet.WithSocketRecvBuffer(s.cfg.SocketRecvBuffer),
+			gnet.WithSocketSendBuffer(s.cfg.SocketSendBuffer),
 		)
 		select {
 		case s.started <- err:
@@ -163,7 +165,35 @@ func (s *Server) Start() error {
 		return err
 	}
 	s.ready.Store(true)
+	s.checkBuffers()
 	return nil
+}
+
+// checkBuffers warns when the kernel gave the UDP sockets smaller buffers
+// than Config asks: it caps SO_RCVBUF and SO_SNDBUF at the sysctls
+// net.core.rmem_max and wmem_max, and reports twice what it keeps (the
+// rest is its bookkeeping, socket(7)).
+func (s *Server) checkBuffers() {
+	fd := s.anyUDPFD(true)
+	if fd < 0 {
+		fd = s.anyUDPFD(false)
+	}
+	if fd < 0 {
+		return
+	}
+	for _, b := range [...]struct {
+		opt, want   int
+		key, sysctl string
+	}{
+		{unix.SO_RCVBUF, s.cfg.SocketRecvBuffer, "receive", "net.core.rmem_max"},
+		{unix.SO_SNDBUF, s.cfg.SocketSendBuffer, "send", "net.core.wmem_max"},
+	} {
+		got, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, b.opt)
+		if b.want > 0 && err == nil && got < 2*b.want {
+			s.log.Warn("the kernel capped a socket buffer: raise the sysctl", "buffer", b.key,
+				"want_bytes", b.want, "got_bytes", got/2, "sysctl", b.sysctl)
+		}
+	}
 }
 
 // probeListen binds each listen address without SO_REUSEPORT and lets it
@@ -363,18 +393,24 @@ func (s *Server) OnClose(c gnet.Conn, err error) gnet.Action {
 }
 
 // OnTraffic runs the shard of the loop the bytes arrived on.
+// Whatever the handlers sent meanwhile leaves when it returns (flush).
 func (s *Server) OnTraffic(c gnet.Conn) gnet.Action {
 	switch ctx := c.Context().(type) {
 	case *Shard:
 		ctx.run()
+		ctx.flush()
 		return gnet.None
 	case *tcpConn:
-		return ctx.sh.readTCP(ctx)
+		action := ctx.sh.readTCP(ctx)
+		ctx.sh.flush()
+		return action
 	}
 	sh := s.shardOf(c.EventLoop())
 	if sh == nil {
 		return gnet.None
 	}
 	sh.readUDP(c)
+	sh.flush()
+	sh.poll()
 	return gnet.None
 }

@@ -2,7 +2,6 @@ package shard
 
 import (
 	"math/rand/v2"
-	"net"
 	"net/netip"
 	"strconv"
 	"sync"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/panjf2000/gnet/v2"
-	"golang.org/x/sys/unix"
 
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/shard/timer"
@@ -48,22 +46,27 @@ type Shard struct {
 	wheel   *timer.Wheel
 	inbox   []*ring // inbox[i] is written by shard i
 	woken   atomic.Bool
+	polling atomic.Bool // the loop polls: it runs often enough without wakes
 	// dialFailed is set by a dialling goroutine whose dial failed, so that
 	// the loop drops the dial and reports it at once, not at the sweep.
 	dialFailed atomic.Bool
 	pending    atomic.Int64 // timers pending on the wheel, published for OnTick
 	idle       int          // ticks skipped since the last run (OnTick's goroutine only)
 
-	msg       parser.Message // the message being parsed on this loop
-	out       []byte         // scratch for stateless replies
-	tag       []byte         // scratch for their To tag
-	sa4       unix.SockaddrInet4
-	sa6       unix.SockaddrInet6
-	conns     map[ConnID]*tcpConn
-	seq       uint64
-	dials     map[netip.AddrPort]*tcpConn // outbound TCP connections by address
-	lastSweep time.Duration
-	flood     floodGuard
+	msg        parser.Message // the message being parsed on this loop
+	out        []byte         // scratch for stateless replies
+	tag        []byte         // scratch for their To tag
+	udp        udpIO
+	udpSockets []udpSocket   // this loop's UDP sockets, as gnet first reads them
+	received   uint64        // datagrams and hand-overs taken (poll.go)
+	lastUDP    time.Duration // when a datagram last woke the loop, or it last polled
+	yielded    time.Duration // when the loop, polling, last went through the scheduler (sleep)
+	conns      map[ConnID]*tcpConn
+	tcpOut     []*tcpConn // connections with bytes to write (flushTCP)
+	seq        uint64
+	dials      map[netip.AddrPort]*tcpConn // outbound TCP connections by address
+	lastSweep  time.Duration
+	flood      floodGuard
 
 	postMu sync.Mutex // guards posted: taken once per Post and per drain, not per message
 	posted []func()
@@ -88,6 +91,7 @@ func newShard(s *Server, idx int) *Shard {
 	for i := range sh.inbox {
 		sh.inbox[i] = newRing(s.cfg.HandoffQueue)
 	}
+	sh.udp.init(s.cfg.Limits.MaxMessageSize)
 	sh.wheel = timer.New(timer.Config{Tick: s.cfg.Tick}, sh.fire)
 	sh.flood = floodGuard{cfg: &s.cfg.Flood, entries: make(map[netip.Addr]*floodEntry)}
 	sh.m = newShardMetrics(s.metrics, idx)
@@ -116,6 +120,9 @@ func (sh *Shard) fire(p timer.Payload) {
 // wake makes the shard run soon; safe from any goroutine. Wakes coalesce:
 // one is pending at most, so handing over a batch costs one wake.
 func (sh *Shard) wake() {
+	if sh.polling.Load() {
+		return // it runs every batch interval (poll.go)
+	}
 	if sh.waker != nil && sh.woken.CompareAndSwap(false, true) {
 		if err := sh.waker.Wake(nil); err != nil {
 			sh.woken.Store(false)
@@ -128,6 +135,7 @@ func (sh *Shard) run() {
 	sh.woken.Store(false) // before draining, so a later push wakes again
 	for _, r := range sh.inbox {
 		for p := r.pop(); p != nil; p = r.pop() {
+			sh.received++
 			if p.out { // a message for a connection of this loop
 				sh.sendTCP(p.peer, p.buf)
 			} else {
@@ -321,102 +329,6 @@ func (sh *Shard) Send(peer transport.Peer, b []byte) {
 		return
 	}
 	sh.sendTCP(peer, b)
-}
-
-func (sh *Shard) sendUDP(peer transport.Peer, b []byte) {
-	a := peer.Addr.Addr()
-	v4 := a.Is4() || a.Is4In6()
-	fd := sh.srv.sendFD(uint8(peer.Conn), v4)
-	if fd < 0 {
-		sh.m.sendErrors.Inc()
-		return
-	}
-	var sa unix.Sockaddr
-	if v4 {
-		sh.sa4.Addr, sh.sa4.Port = a.Unmap().As4(), int(peer.Addr.Port())
-		sa = &sh.sa4
-	} else {
-		sh.sa6.Addr, sh.sa6.Port = a.As16(), int(peer.Addr.Port())
-		sa = &sh.sa6
-	}
-	if err := unix.Sendto(fd, b, 0, sa); err != nil {
-		sh.m.sendErrors.Inc()
-	}
-}
-
-// sendFD returns the UDP socket a datagram to a peer of the family v4 says
-// leaves from: the listener's the peer names when it is a UDP socket of
-// that family, else one that is (a new B-leg names listener 0, whatever the
-// carrier's family), else the named one (a dual-stack [::] socket sends to
-// IPv4 too).
-func (s *Server) sendFD(listener uint8, v4 bool) int {
-	named := -1
-	if int(listener) < len(s.udpFD) {
-		named = s.udpFD[listener]
-		if named >= 0 && s.listen[listener].Addr.Addr().Is4() == v4 {
-			return named
-		}
-	}
-	if fd := s.anyUDPFD(v4); fd >= 0 {
-		return fd
-	}
-	if named >= 0 {
-		return named
-	}
-	return s.anyUDPFD(!v4)
-}
-
-// anyUDPFD returns a UDP socket of the wanted family, or -1.
-func (s *Server) anyUDPFD(v4 bool) int {
-	for i, l := range s.listen {
-		if l.Transport == transport.UDP && s.udpFD[i] >= 0 && l.Addr.Addr().Is4() == v4 {
-			return s.udpFD[i]
-		}
-	}
-	return -1
-}
-
-// readUDP handles one datagram on the loop that received it.
-func (sh *Shard) readUDP(c gnet.Conn) {
-	buf, _ := c.Next(-1)
-	if len(buf) > sh.srv.cfg.Limits.MaxMessageSize {
-		sh.m.oversize.Inc() // RFC 3261 18.1.1 wants such messages on TCP
-		return
-	}
-	from := transport.Peer{Addr: addrPortOf(c.RemoteAddr()), Transport: transport.UDP,
-		Conn: uint64(sh.srv.listenerOf(c.LocalAddr(), transport.UDP))}
-	if sh.floodDrop(from.Addr.Addr(), sh.Now()) {
-		return
-	}
-	if IsKeepAlive(buf) {
-		return // RFC 5626 over UDP is STUN, not CRLF; stray CRLFs are ignored
-	}
-	sh.receive(buf, from)
-}
-
-// IsKeepAlive reports whether a datagram is a stray keep-alive, up to four
-// CR and LF bytes, which readUDP ignores.
-func IsKeepAlive(b []byte) bool {
-	if len(b) > 4 {
-		return false
-	}
-	for _, c := range b {
-		if c != '\r' && c != '\n' {
-			return false
-		}
-	}
-	return true
-}
-
-// listenerOf finds the listener a local address belongs to.
-func (s *Server) listenerOf(local net.Addr, tp transport.Kind) uint8 {
-	ap := addrPortOf(local)
-	for i, l := range s.listen {
-		if l.Transport == tp && l.Addr.Port() == ap.Port() && (l.Addr.Addr() == ap.Addr() || l.Addr.Addr().IsUnspecified()) {
-			return uint8(i)
-		}
-	}
-	return 0
 }
 
 // MintCallID appends to dst a new random Call-ID that hashes to this shard,

@@ -28,7 +28,8 @@ type tcpConn struct {
 	lastRead time.Duration
 	partial  time.Duration // when the unfinished message in the buffer began; -1 if none
 	gotData  bool
-	stalled  bool // closed for not reading: gnet's Close is asynchronous, later writes are dropped
+	stalled  bool   // closed for not reading: gnet's Close is asynchronous, later writes are dropped
+	out      []byte // what the loop wrote on it since it woke, sent by flushTCP
 }
 
 var (
@@ -161,10 +162,12 @@ func (sh *Shard) readTCP(tc *tcpConn) gnet.Action {
 }
 
 // writeTCP writes b on a connection of this loop and reports whether the
-// connection was there to take it. What the kernel does not take waits in
-// gnet's buffer; a peer that lets more than MaxQueued bytes wait there does
-// not read, and is closed (Kamailio's tcp_wq_max): one stalled reader must
-// not grow memory without bound.
+// connection was there to take it. The bytes wait in tc.out until the loop
+// is done with what woke it (flushTCP): one write per connection and wake,
+// not per message. What the kernel does not take waits in gnet's buffer; a
+// peer that lets more than MaxQueued bytes wait there does not read, and
+// is closed (Kamailio's tcp_wq_max): one stalled reader must not grow
+// memory without bound.
 func (sh *Shard) writeTCP(id ConnID, b []byte) bool {
 	tc := sh.conns[id]
 	if tc == nil || tc.c == nil {
@@ -174,17 +177,41 @@ func (sh *Shard) writeTCP(id ConnID, b []byte) bool {
 		sh.m.sendErrors.Inc()
 		return true
 	}
-	if tc.c.OutboundBuffered()+len(b) > sh.srv.cfg.TCP.MaxQueued {
+	if tc.c.OutboundBuffered()+len(tc.out)+len(b) > sh.srv.cfg.TCP.MaxQueued {
 		tc.stalled = true
 		sh.m.sendErrors.Inc()
 		sh.m.tcpStalled.Inc()
 		_ = tc.c.Close()
 		return true
 	}
-	if _, err := tc.c.Write(b); err != nil {
-		sh.m.sendErrors.Inc()
+	if len(tc.out) == 0 {
+		sh.tcpOut = append(sh.tcpOut, tc)
 	}
+	tc.out = append(tc.out, b...)
 	return true
+}
+
+// maxKeptOut is the most a connection keeps of its write buffer between
+// wakes: a busy trunk's or carrier's connection reuses its buffer (a
+// window of 32 calls writes past 16 KiB at a time), and what one burst
+// grew beyond this is let go.
+const maxKeptOut = 256 << 10
+
+// flushTCP writes what each connection queued since the loop woke.
+func (sh *Shard) flushTCP() {
+	for i, tc := range sh.tcpOut {
+		if !tc.stalled && sh.conns[tc.id] == tc {
+			if _, err := tc.c.Write(tc.out); err != nil {
+				sh.m.sendErrors.Inc()
+			}
+		}
+		tc.out = tc.out[:0]
+		if cap(tc.out) > maxKeptOut {
+			tc.out = nil
+		}
+		sh.tcpOut[i] = nil
+	}
+	sh.tcpOut = sh.tcpOut[:0]
 }
 
 // sendTCP sends on the peer's connection, wherever it lives, or on an

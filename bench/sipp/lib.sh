@@ -170,6 +170,8 @@ write_config() {
 			trunks:
 			  - { name: sipp, trunk_group: sipp-trunks, sources: ["127.0.0.1/32"] }
 		EOF
+		[ -z "${SHARDS:-}" ] || echo "shards: $SHARDS"
+		[ -z "${BATCH_US:-}" ] || echo "sip: { batch_interval_us: $BATCH_US }"
 		cat
 		echo "cdr: { file: \"$WORK/cdr.jsonl\" }"
 	} >"$WORK/sipedge.yaml"

@@ -98,7 +98,7 @@ func runCmd(args []string, stderr io.Writer) int {
 			logs.logger.Error("cannot reopen the log file", "err", err)
 		}
 	}
-	err = handleSignals(relayed, logs.logger, reopen, func() error { return srv.Shutdown(context.Background()) })
+	err = handleSignals(relayed, logs.logger, reopen, srv.Shutdown)
 	if err != nil {
 		logs.logger.Error("shutdown", "err", err)
 		return 1
@@ -139,18 +139,22 @@ func relaySignals(sig <-chan os.Signal, done <-chan struct{}) <-chan os.Signal {
 
 // handleSignals reopens on SIGHUP until SIGTERM or SIGINT, then runs
 // shutdown. Signals keep their meaning while shutdown drains (up to its
-// timeout): a logrotate SIGHUP reopens, another SIGTERM is only noted. Not
-// received, either would take Go's default action, killing the process
-// and losing the CDRs still queued.
-func handleSignals(sig <-chan os.Signal, log *slog.Logger, reopen func(), shutdown func() error) error {
+// timeout and linger): a logrotate SIGHUP reopens, and a second SIGTERM or
+// SIGINT cancels shutdown's context, which stops at once (the calls still
+// up ended, one BYE each, and the CDRs flushed: nothing more is waited
+// for). Not received, either would take Go's default action, killing the
+// process and losing the CDRs still queued.
+func handleSignals(sig <-chan os.Signal, log *slog.Logger, reopen func(), shutdown func(context.Context) error) error {
 	for s := range sig {
 		if s == syscall.SIGHUP {
 			reopen()
 			continue
 		}
-		log.Info("signal: stopping", "signal", s.String())
+		log.Info("signal: stopping (send it again to stop at once)", "signal", s.String())
 		break
 	}
+	ctx, hurry := context.WithCancel(context.Background())
+	defer hurry()
 	stopped := make(chan struct{})
 	defer close(stopped)
 	go func() {
@@ -161,13 +165,14 @@ func handleSignals(sig <-chan os.Signal, log *slog.Logger, reopen func(), shutdo
 					reopen()
 					continue
 				}
-				log.Info("signal: already stopping", "signal", s.String())
+				log.Warn("signal: stopping at once", "signal", s.String())
+				hurry()
 			case <-stopped:
 				return
 			}
 		}
 	}()
-	return shutdown()
+	return shutdown(ctx)
 }
 
 // logFile is the log destination, reopenable on SIGHUP.

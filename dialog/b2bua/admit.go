@@ -5,6 +5,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/sipedge/sipedge/dialog/cdr"
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/route"
@@ -45,10 +46,15 @@ func sipScheme(uri []byte) bool {
 	return len(uri) > 4 && equalFold(uri[:4], "sip:") || len(uri) > 5 && equalFold(uri[:5], "sips:")
 }
 
+// ReasonDraining is the reason phrase of the 503 that refuses a call
+// while the engine drains (Env.Draining), and the final_reason of its CDR.
+const ReasonDraining = "Draining"
+
 // newCall takes an initial INVITE from a trunk (RFC 3261 13.3) and starts
 // its B-leg.
 func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	trunk := e.trunkOf(a.Peer)
+	draining := e.env.Draining()
 	switch {
 	case trunk == nil: // admit let it through: RejectUnknown raced a config change
 		e.respond(a.Txn, m, 403, "Forbidden", nil)
@@ -60,11 +66,7 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 		// again and take the first one's Call-ID over.
 		e.respond(a.Txn, m, 482, "Loop Detected", nil)
 		return
-	case e.env.Draining():
-		e.m.rejected.Inc()
-		e.respond(a.Txn, m, 503, "Service Unavailable", nil)
-		return
-	case e.cfg.MaxCalls > 0 && e.calls.live >= e.cfg.MaxCalls:
+	case e.cfg.MaxCalls > 0 && e.calls.live >= e.cfg.MaxCalls && !draining:
 		e.m.rejected.Inc()
 		e.respond(a.Txn, m, 503, "Service Unavailable", nil)
 		return
@@ -148,6 +150,14 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	e.indexLeg(c, A)
 	e.watch(a.Txn, c, roleAInvite, 0, -1)
 	e.m.started.Inc()
+	if draining {
+		// Refused where routing would refuse it, with a CDR as those
+		// calls get: 503 Draining, hung up by the system.
+		e.m.rejected.Inc()
+		c.hangup = cdr.HangupSystem
+		e.failCall(c, 503, ReasonDraining, nil)
+		return
+	}
 
 	// The request and the decision are the engine's scratch, not locals:
 	// given to an interface's method, a local escapes, an allocation a call.

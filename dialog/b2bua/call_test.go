@@ -8,6 +8,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/sipedge/sipedge/dialog/cdr"
 	"github.com/sipedge/sipedge/parser"
 )
 
@@ -281,6 +282,41 @@ func TestLimitsAndRouterReject(t *testing.T) {
 	r = newRig(t, nil)
 	r.recv(caller, callerInvite("1", "a-call-1", "404"))
 	r.expect(caller, "SIP/2.0 100 Trying", "SIP/2.0 404 No Route")
+}
+
+// While the engine drains, a new call is refused 503 Draining without a
+// dial, and gets a CDR as a call refused by routing does: final_code 503,
+// final_reason Draining, hung up by the system, no attempt. The limit on
+// calls does not take precedence: a node at its limit that drains refuses
+// for the drain. The caller's ACK ends the matter.
+func TestDrainingRefusedWithCDR(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.MaxCalls = 1 })
+	r.recv(caller, callerInvite("1", "a-call-1", "15551234"))
+	r.take(caller)
+	r.take(carrierA)
+	r.e.env.Draining = func() bool { return true }
+	r.recv(caller, callerInvite("2", "a-call-2", "15551234"))
+	got := r.expect(caller, "SIP/2.0 100 Trying", "SIP/2.0 503 Draining")
+	r.expect(carrierA)
+	if len(r.calls) != 1 {
+		t.Fatalf("%d CDRs, want 1: the refused call's", len(r.calls))
+	}
+	s := r.calls[0]
+	if string(s.ACallID) != "a-call-2" || s.FinalCode != 503 || string(s.FinalReason) != ReasonDraining ||
+		s.HangupSide != cdr.HangupSystem || len(s.Attempts) != 0 || s.Target.CarrierID != "" || s.Answer != 0 {
+		t.Fatalf("CDR %+v, want a-call-2 refused 503 Draining by the system, no carrier", s)
+	}
+	if r.e.m.rejected.Get() != 1 || r.e.Calls() != 1 {
+		t.Fatalf("%d calls counted rejected, %d up; want 1 and the first call only", r.e.m.rejected.Get(), r.e.Calls())
+	}
+	// The first call's two INVITEs are unanswered; the 503 awaits its ACK.
+	if n := r.e.Unsettled(); n != 3 {
+		t.Fatalf("%d transactions unsettled before the ACK, want 3", n)
+	}
+	r.recv(caller, ackOfFailure("2", "a-call-2", tagOf(t, got[1], parser.HeaderTo)))
+	if n := r.e.Unsettled(); n != 2 {
+		t.Fatalf("%d transactions unsettled after the ACK, want 2", n)
+	}
 }
 
 func TestUnknownDialog481(t *testing.T) {

@@ -670,8 +670,11 @@ func (l *ladder) symbolize(s string) string {
 }
 
 // sym returns the symbol of a raw token, giving unknown ones the next of
-// prefix.
+// prefix; an empty token prints as "".
 func (l *ladder) sym(raw []byte, prefix string) string {
+	if len(raw) == 0 {
+		return `""`
+	}
 	if s, ok := l.names[string(raw)]; ok {
 		return s
 	}
@@ -687,13 +690,10 @@ func (l *ladder) cdr(rec *cdr.Record) {
 	at := func(t time.Time) string {
 		return "@" + (t.Sub(enginerig.Epoch) - l.start).String()
 	}
-	hangup := rec.HangupSide.String()
-	if hangup == "" {
-		hangup = `""`
-	}
+	hangup := orEmpty(rec.HangupSide.String())
 	l.printf("cdr a_call_id=%s b_call_id=%s final_code=%d final_reason=%q hangup_side=%s", l.sym([]byte(rec.ACallID), "?"),
 		l.sym([]byte(rec.BCallID), "?"), rec.FinalCode, rec.FinalReason, hangup)
-	l.printf("  route=%s carrier_id=%s", rec.Route, rec.CarrierID)
+	l.printf("  route=%s carrier_id=%s", orEmpty(rec.Route), orEmpty(rec.CarrierID))
 	times := "  time_invite=" + at(rec.TimeInvite)
 	if !rec.TimeFirstProvisional.IsZero() {
 		times += " time_first_provisional=" + at(rec.TimeFirstProvisional)
@@ -710,6 +710,14 @@ func (l *ladder) cdr(rec *cdr.Record) {
 		}
 		l.printf("%s", line)
 	}
+}
+
+// orEmpty is s, or "" when it is empty.
+func orEmpty(s string) string {
+	if s == "" {
+		return `""`
+	}
+	return s
 }
 
 func outcomeName(code int) string {

@@ -67,6 +67,17 @@
 // transaction) and sipedge_late_answers_over_cap_total. Every call ends in
 // one CDR.
 //
+// # Draining
+//
+// While Env.Draining says true, a new call is refused 503 Draining
+// (ReasonDraining) where routing would refuse it, past the trunk's
+// admission and the INVITE's checks, and gets a CDR as such calls do:
+// final_code 503, final_reason "Draining", hangup_side "system". EndAll
+// ends the calls still up when the drain is over; Unsettled counts the
+// transactions that ended them which still await their peer (a BYE
+// retransmitted until answered, one answering a carrier's challenge, a
+// 503 awaiting its ACK), for the owner to let them finish before it stops.
+//
 // # Routing policy
 //
 // Env.Policy holds the Go form of a routing script's handlers, each

@@ -249,6 +249,16 @@ func (e *Engine) LiveCalls() int { return int(e.calls.shared.Load()) }
 // Transactions returns the number of live transactions.
 func (e *Engine) Transactions() int { return e.txns.Len() }
 
+// Unsettled returns how many of the engine's transactions still wait on
+// their peer (txn.Table.Unsettled): after EndAll, the BYEs and CANCELs
+// ending the calls (retransmitted per Timer E, Timer A for the INVITE a
+// CANCEL waits on), the BYEs answering a carrier's Digest challenge to
+// them, the 503s awaiting the caller's ACK. OPTIONS are left out: a
+// gateway probe never needs to finish. A drain keeps the shard running
+// until none is left. Call it on the shard's goroutine; it scans the
+// transaction table, which is for a drain, not for every message.
+func (e *Engine) Unsettled() int { return e.txns.Unsettled("OPTIONS") }
+
 // StoredBytes returns the bytes the transaction table keeps (txn.Stats'
 // StoredBytes) as last published; safe from any goroutine.
 func (e *Engine) StoredBytes() int64 { return e.published.stored.Load() }

@@ -68,6 +68,10 @@ type Carriers interface {
 	// sequence burns it at once, and d is left as it was. key spreads hash
 	// selection per call.
 	Reserve(r *route.Route, key uint64, number []byte, d *carrier.Dial) (reason string)
+	// ReserveLast is Reserve for the call's last carrier, with none left
+	// to fail over to: a group whose members calls marked down still
+	// gives one (carrier.Shard.ReserveLast).
+	ReserveLast(r *route.Route, key uint64, number []byte, d *carrier.Dial) (reason string)
 	// Pace reserves a calls-per-second slot for dialling d: now, after a
 	// wait, over the limit, or Pending: the answer comes through
 	// Engine.Paced for the call ref names.

@@ -62,7 +62,13 @@ func (e *Engine) carryOut(c *Call, st route.Step, failure *parser.Message) {
 			if st.Burned {
 				e.failingOver(c, st, r)
 			}
-			if reason := e.env.Carriers.Reserve(r, c.key, c.callee, &c.att.dial); reason != "" {
+			var reason string
+			if e.lastCarrier(c) {
+				reason = e.env.Carriers.ReserveLast(r, c.key, c.callee, &c.att.dial)
+			} else {
+				reason = e.env.Carriers.Reserve(r, c.key, c.callee, &c.att.dial)
+			}
+			if reason != "" {
 				if reason == route.ReasonCallsLimited {
 					e.m.callsLimited.Inc()
 				}
@@ -112,6 +118,13 @@ func (e *Engine) carryOut(c *Call, st route.Step, failure *parser.Message) {
 			return
 		}
 	}
+}
+
+// lastCarrier reports whether the carrier c dials next is its last: no
+// route follows it, and no OnFailure hook is left to route the call again
+// (a backup trunk beats a gateway calls marked down).
+func (e *Engine) lastCarrier(c *Call) bool {
+	return c.seq.Last() && (e.env.Policy.OnFailure == nil || c.onFailureRan)
 }
 
 // report gives the carrier plane the outcome of the carrier in flight on

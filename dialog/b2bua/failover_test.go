@@ -732,3 +732,36 @@ func TestOutcomeReportedWhenTheCallEndsEarly(t *testing.T) {
 		})
 	}
 }
+
+// Only the call's last carrier is reserved with ReserveLast, the one whose
+// group gives a member calls marked down: the carriers before it, and the
+// last of a sequence that an OnFailure hook may still route elsewhere, are
+// reserved as usual.
+func TestLastCarrierReservedAsLast(t *testing.T) {
+	f := func(policy bool, want ...string) {
+		t.Helper()
+		r := twoCarriers(t, routeA, routeB)
+		if policy {
+			r.e.env.Policy.OnFailure = func(*Call, int, string) FailureAction {
+				return FailureAction{Routes: []route.Route{routeA}}
+			}
+		}
+		inv := r.startCall()
+		r.recv(carrierA, carrierResponse(inv, 503, "Service Unavailable", ""))
+		r.take(carrierA)
+		inv = r.expect(carrierB, "INVITE sip:15551234@198.51.100.21:5070 SIP/2.0")[0]
+		r.recv(carrierB, carrierResponse(inv, 503, "Service Unavailable", ""))
+		r.take(carrierB)
+		if policy {
+			inv = r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+			r.recv(carrierA, carrierResponse(inv, 503, "Service Unavailable", ""))
+			r.take(carrierA)
+		}
+		r.expect(caller, "SIP/2.0 500 Server Internal Error")
+		if !slices.Equal(r.c.Reserved, want) {
+			t.Errorf("OnFailure set %v: reserved %q, want %q", policy, r.c.Reserved, want)
+		}
+	}
+	f(false, "carrier-a", "last:carrier-b")
+	f(true, "carrier-a", "carrier-b", "last:carrier-a")
+}

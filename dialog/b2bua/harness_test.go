@@ -299,6 +299,18 @@ func ackFromCaller(toTag string) string {
 		"Call-ID: a-call-1\r\nCSeq: 10 ACK\r\nContent-Length: 0\r\n\r\n"
 }
 
+// ackOfFailure is the caller's ACK for a non-2xx final response, whose To
+// tag is toTag, to callerInvite(branch, callID, "15551234"): in the
+// INVITE's transaction, its branch and CSeq number (RFC 3261 17.1.1.3).
+func ackOfFailure(branch, callID, toTag string) string {
+	return "ACK sip:15551234@203.0.113.1 SIP/2.0\r\n" +
+		"Via: SIP/2.0/UDP caller.example.org:5061;branch=z9hG4bKCALLER" + branch + "\r\n" +
+		"Max-Forwards: 70\r\n" +
+		"From: \"Alice\" <sip:alice@caller.example.org>;tag=atag1\r\n" +
+		"To: <sip:15551234@203.0.113.1>;tag=" + toTag + "\r\n" +
+		"Call-ID: " + callID + "\r\nCSeq: 10 ACK\r\nContent-Length: 0\r\n\r\n"
+}
+
 // answerCall runs a call to the answered and ACKed state and returns the
 // B-leg INVITE and the caller's To tag.
 func (r *rig) answerCall() (binv *parser.Message, aTag string) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/dialog/cdr"
+	"github.com/sipedge/sipedge/dialog/digest"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/route"
 	"github.com/sipedge/sipedge/transport"
@@ -498,5 +499,58 @@ func TestEndAllWhileByeWaitsForACK(t *testing.T) {
 	r.expect(carrierA, "ACK sip:gw@carrier.example.net:5070 SIP/2.0") // its 2xx, which the caller never ACKed
 	if len(r.calls) != 1 || r.calls[0].HangupSide.String() != "callee" {
 		t.Fatalf("CDRs %+v, want the carrier's hang-up", r.calls)
+	}
+}
+
+// After EndAll the engine's transactions that end the calls are unsettled
+// until their peers answer them (Unsettled, what a drain waits for): the
+// BYEs on both legs of an answered call, retransmitted while unanswered;
+// the ringing call's CANCEL and the INVITE it cancels, and its 503 until
+// the caller's ACK; the BYE a carrier challenges, until the one that
+// answers the challenge gets its 200. A gateway probe never counts.
+func TestUnsettledAfterEndAll(t *testing.T) {
+	r := newRig(t, nil)
+	r.creds = map[string]digest.Credentials{"carrier-a": carrierAccount}
+	r.answerCall()
+	r.recv(caller, callerInvite("2", "a-call-2", "15551234"))
+	r.expect(caller, "SIP/2.0 100 Trying")
+	binv2 := r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+	r.recv(carrierA, carrierResponseTagged(binv2, 180, "Ringing", "", "ring2"))
+	r.expect(caller, "SIP/2.0 180 Ringing")
+	r.e.Probe(transport.Peer{Addr: carrierB, Transport: transport.UDP}, "sip:"+carrierB.String(), time.Second, r.Clock.Now,
+		func(int, time.Duration, time.Duration, error) {})
+	r.expect(carrierB, "OPTIONS sip:198.51.100.21:5070 SIP/2.0")
+	if n := r.e.Unsettled(); n != 2 {
+		t.Fatalf("%d transactions unsettled with a call up, one ringing and a probe out, want 2 (the ringing INVITEs)", n)
+	}
+
+	r.e.EndAll(r.Clock.Now)
+	callerMsgs := r.expect(caller, "BYE sip:alice@caller.example.org:5061 SIP/2.0", "SIP/2.0 503 Service Unavailable")
+	carrierMsgs := r.expect(carrierA, "BYE sip:gw@carrier.example.net:5070 SIP/2.0", "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
+	// Caller's BYE, its 503; carrier's BYE, CANCEL and the INVITE it cancels.
+	if n := r.e.Unsettled(); n != 5 {
+		t.Fatalf("%d transactions unsettled after EndAll, want 5", n)
+	}
+	r.advance(600 * time.Millisecond) // unanswered: retransmitted
+	r.take(carrierB)
+	r.expect(caller, "BYE sip:alice@caller.example.org:5061 SIP/2.0", "SIP/2.0 503 Service Unavailable")
+	r.expect(carrierA, "BYE sip:gw@carrier.example.net:5070 SIP/2.0", "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")
+
+	r.recv(caller, callerResponse(callerMsgs[0], 200, "OK"))
+	r.recv(caller, ackOfFailure("2", "a-call-2", tagOf(t, callerMsgs[1], parser.HeaderTo)))
+	r.recv(carrierA, carrierResponseTagged(carrierMsgs[1], 200, "OK", "", "ring2"))
+	r.recv(carrierA, carrierResponseTagged(binv2, 487, "Request Terminated", "", "ring2"))
+	r.expect(carrierA, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
+	if n := r.e.Unsettled(); n != 1 {
+		t.Fatalf("%d transactions unsettled with only the carrier's BYE unanswered, want 1", n)
+	}
+	r.recv(carrierA, challengeTo(carrierMsgs[0], 401, byeChallenge("n-bye", "")))
+	again := r.expect(carrierA, "BYE sip:gw@carrier.example.net:5070 SIP/2.0")[0]
+	if n := r.e.Unsettled(); n != 1 {
+		t.Fatalf("%d transactions unsettled with the challenged BYE sent again, want 1", n)
+	}
+	r.recv(carrierA, carrierResponse(again, 200, "OK", ""))
+	if n := r.e.Unsettled(); n != 0 {
+		t.Fatalf("%d transactions unsettled once every peer answered, want 0", n)
 	}
 }

@@ -201,6 +201,39 @@ func TestWriterFlushesWithin100ms(t *testing.T) {
 	tw.wantMetric(t, metricWritten, "1")
 }
 
+// The writer goroutine is not woken per record, which would cost the
+// shard a goroutine switch per call: a lone record waits for the tick,
+// while a quarter-full queue wakes it at once. Both are told apart from
+// the tick by time, so a round the machine slowed past half the flush
+// interval proves nothing and is tried again.
+func TestWriterWakesPerBatch(t *testing.T) {
+	for round := 1; ; round++ {
+		tw := newTestWriter(t, Options{Queue: 8}, hooks{})
+		start := time.Now()
+		tw.Write(record("call-000"))
+		time.Sleep(flushInterval / 5)
+		lone := len(tw.queue)
+		tw.Write(record("call-001")) // 2 of 8: a quarter
+		for len(tw.queue) > 0 && time.Since(start) < flushInterval/2 {
+			time.Sleep(time.Millisecond)
+		}
+		drained := len(tw.queue) == 0
+		if time.Since(start) >= flushInterval/2 {
+			if round == 10 {
+				t.Fatal("10 rounds slower than half the flush interval")
+			}
+			continue
+		}
+		if lone != 1 {
+			t.Fatal("the writer took a lone record before the tick: it is woken per record")
+		}
+		if !drained {
+			t.Fatal("a quarter-full queue did not wake the writer")
+		}
+		return
+	}
+}
+
 func TestWriterRotation(t *testing.T) {
 	lineLen := len(record("call-000").AppendJSON(nil)) + 1
 	tw := newTestWriter(t, Options{MaxSize: int64(3 * lineLen), MaxBackups: 2}, hooks{})

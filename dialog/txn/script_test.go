@@ -33,6 +33,7 @@ import (
 //	peer-failed TP      Table.PeerFailed for the peer send-request sends to
 //	advance D           fire due timers in deadline order, at their deadlines
 //	fire NAME TIMER     deliver a timer argument as if it fired now (stale fires)
+//	unsettled [except=METHOD]  Table.Unsettled
 //
 // Output: one line per action (send NAME TP ADDR first-line; request,
 // ack, response CODE, timeout, transport-error, terminated), "@TIME timer X
@@ -238,6 +239,8 @@ func (d *driver) run(line string) []string {
 		d.printf("@%v fire %s %s", d.now, pos[1], pos[0])
 		d.tab.Timeout(uint64(d.handle(pos[0]))|uint64(id)<<24, d.now)
 		d.actions()
+	case "unsettled":
+		d.printf("unsettled %d", d.tab.Unsettled(opts["except"]))
 	default:
 		d.t.Fatalf("unknown command %q", cmd)
 	}

@@ -1,6 +1,7 @@
 package txn
 
 import (
+	"bytes"
 	"encoding/binary"
 	"hash/maphash"
 	"strconv"
@@ -86,6 +87,21 @@ func (t *Table) charge(x *txn) {
 	x.held = n
 }
 
+// takeFree pops a free slot, from kind's list when it has one, else from
+// any other; -1 when every list is empty.
+func (t *Table) takeFree(kind Kind) int32 {
+	k := int(kind)
+	for other := 0; t.free[k] < 0; other++ {
+		if other == len(t.free) {
+			return -1
+		}
+		k = other
+	}
+	i := t.free[k]
+	t.free[k] = t.txns[i].next
+	return i
+}
+
 // release gives x's buffers back to the garbage collector and takes them
 // off Table.held. The actions of the current call may still view them; they
 // keep the memory alive until cleared, as the GC sees to.
@@ -112,8 +128,12 @@ func (t *Table) lookup(h Handle) (int32, bool) {
 	return int32(i), true
 }
 
-// alloc takes a slot from the free list or grows the slab. The slot's
-// buffers keep their capacity.
+// alloc takes a free slot, one a transaction of the same kind held when
+// there is one, or grows the slab. The slot's buffers keep their capacity:
+// a slot of the same kind has held a message like the new one's, so they
+// fit; with one free list for all kinds, a slot would go to any kind, and
+// its buffers would grow until it had held the largest of every kind (in
+// a busy shard, minutes of allocation after its tables reached their size).
 func (t *Table) alloc(kind Kind, state State, peer transport.Peer) (int32, error) {
 	if t.live >= t.max {
 		return -1, ErrFull
@@ -128,9 +148,8 @@ func (t *Table) alloc(kind Kind, state State, peer transport.Peer) (int32, error
 		t.stats.BudgetRefused++
 		return -1, ErrFull
 	}
-	i := t.free
+	i := t.takeFree(kind)
 	if i >= 0 {
-		t.free = t.txns[i].next
 		t.pooled -= t.txns[i].held
 	} else {
 		if len(t.txns) >= maxTransactions {
@@ -303,6 +322,17 @@ func (t *Table) requestKey(m *parser.Message, via *parser.Via, method []byte) (l
 	}
 	toTag, err = t.legacyKey(method, m)
 	return true, toTag, err
+}
+
+// keyMethod returns the method of a key, which follows its rule byte.
+func keyMethod(key []byte) []byte {
+	if len(key) == 0 {
+		return nil
+	}
+	if i := bytes.IndexByte(key[1:], 0); i >= 0 {
+		return key[1 : 1+i]
+	}
+	return key[1:]
 }
 
 // clientKey builds the RFC 3261 17.1.3 key into t.key.

@@ -13,10 +13,10 @@ package txn
 // The table arms its own timer for it (trimArg on Timers) whenever a
 // transaction terminates and none is pending, every IdleRelease/2 while
 // free slots are young: its fire is also the call that frees the slots of
-// the last transactions to end, which an idle table gets no other. Its work is bounded by the slots freed since the last trim: the
-// free list runs from the slot freed last to the slot freed first, so the
-// slots old enough to release form its tail, and those released before
-// end it.
+// the last transactions to end, which an idle table gets no other. Its work is bounded by the slots freed since the last trim: each
+// free list (one per kind, see alloc) runs from the slot freed last to the
+// slot freed first, so the slots old enough to release form its tail, and
+// those released before end it.
 
 // trimArg is the timer argument of the trim: a slot index no transaction
 // has (indexes stay below maxTransactions) and inTimerTrim.
@@ -37,18 +37,20 @@ func (t *Table) trim() {
 	t.trimArmed = false
 	cutoff := t.now - t.idleRelease
 	young := 0
-	for i := t.free; i >= 0; i = t.txns[i].next {
-		x := &t.txns[i]
-		if x.freedAt > cutoff {
-			young++
-			continue
+	for _, head := range t.free {
+		for i := head; i >= 0; i = t.txns[i].next {
+			x := &t.txns[i]
+			if x.freedAt > cutoff {
+				young++
+				continue
+			}
+			if x.swept {
+				break // the tail trims before released
+			}
+			t.pooled -= x.held
+			t.release(x)
+			x.swept = true
 		}
-		if x.swept {
-			break // the tail trims before released
-		}
-		t.pooled -= x.held
-		t.release(x)
-		x.swept = true
 	}
 	switch {
 	case young > 0:
@@ -84,10 +86,12 @@ func (t *Table) shrink() {
 	txns := make([]txn, n, keep)
 	copy(txns, t.txns[:n])
 	t.txns = txns
-	t.free = -1
+	for k := range t.free {
+		t.free[k] = -1
+	}
 	for i := int32(n) - 1; i >= 0; i-- {
 		if x := &t.txns[i]; x.state == StateTerminated {
-			x.next, t.free = t.free, i
+			x.next, t.free[x.kind] = t.free[x.kind], i
 		}
 	}
 

@@ -221,3 +221,38 @@ func TestTrimOff(t *testing.T) {
 		t.Fatalf("list back: %d slots, want 0", st.Slots)
 	}
 }
+
+// Free slots are listed by the kind of transaction that held them (see
+// alloc): the trim releases the buffers on every kind's list.
+func TestTrimEveryKind(t *testing.T) {
+	r := newTrimRig(t, Config{})
+	r.tab.begin(r.now)
+	kinds := []Kind{KindInviteClient, KindNonInviteClient, KindInviteServer, KindNonInviteServer}
+	var slots []int32
+	for _, k := range kinds {
+		i, err := r.tab.alloc(k, StateTrying, transport.Peer{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := &r.tab.txns[i]
+		x.msg = append(x.msg, "a stored message"...)
+		r.tab.charge(x)
+		slots = append(slots, i)
+	}
+	for _, i := range slots {
+		r.tab.terminate(i)
+	}
+	r.tab.begin(r.now) // the next call frees them, each onto its kind's list
+	for _, k := range kinds {
+		if r.tab.free[k] < 0 {
+			t.Fatalf("no free slot listed for kind %v", k)
+		}
+	}
+	if st := r.tab.Stats(); st.PooledBytes == 0 || st.Slots != len(kinds) {
+		t.Fatalf("after %d kinds ended: %+v, want their buffers pooled", len(kinds), st)
+	}
+	r.advance(2 * DefaultIdleRelease)
+	if st := r.tab.Stats(); st.StoredBytes != 0 || st.PooledBytes != 0 || heldByScan(r.tab) != 0 {
+		t.Fatalf("idle for twice IdleRelease: %+v, %d bytes by scan: want every kind's slots released", st, heldByScan(r.tab))
+	}
+}

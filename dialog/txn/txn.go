@@ -233,8 +233,11 @@ type Table struct {
 	genFloor    uint32
 	minSlots    int // Config.Capacity: a shrink keeps this room
 
-	txns  []txn
-	free  int32   // free list head, -1 if none
+	txns []txn
+	// free are the free lists' heads by the kind of transaction that last
+	// held the slot, -1 if none: a slot goes to a transaction of its kind
+	// when one is free, whose buffers then fit at once (alloc).
+	free  [len(kindNames)]int32
 	limbo []int32 // terminated in the current call; freed at the next
 	taken int     // lists out with TakeActions: limbo is kept until they are back
 	live  int
@@ -298,9 +301,11 @@ func New(cfg Config, timers Timers) (*Table, error) {
 		idleRelease: cfg.IdleRelease,
 		genFloor:    1,
 		minSlots:    cfg.Capacity,
-		free:        -1,
 		freeInvite:  -1,
 		txns:        make([]txn, 0, cfg.Capacity),
+	}
+	for k := range t.free {
+		t.free[k] = -1
 	}
 	n := 64
 	for n < 2*cfg.Capacity {
@@ -363,6 +368,38 @@ func (t *Table) ReturnActions() { t.taken-- }
 // Len returns the number of live transactions.
 func (t *Table) Len() int { return t.live }
 
+// Unsettled returns how many live transactions still wait on their peer,
+// those of method except left out ("" leaves none out): client
+// transactions without a final response (Calling, Trying, Proceeding:
+// their request is retransmitted per Timer A or E until one comes, or
+// Timer B or F ends them), the CANCELs the table sends included; server
+// transactions not yet answered (Trying, Proceeding); and INVITE server
+// transactions whose non-2xx final response awaits its ACK (Completed:
+// retransmitted per Timer G until it comes, or Timer H). A transaction
+// past these states only absorbs retransmissions. What an owner waits for
+// before it stops: it scans the table, which the per-message path must
+// not.
+func (t *Table) Unsettled(except string) int {
+	n := 0
+	for i := range t.txns {
+		x := &t.txns[i]
+		switch x.state {
+		case StateCalling, StateTrying, StateProceeding:
+		case StateCompleted:
+			if x.kind != KindInviteServer {
+				continue
+			}
+		default:
+			continue
+		}
+		if except != "" && string(keyMethod(x.key)) == except {
+			continue
+		}
+		n++
+	}
+	return n
+}
+
 // State returns the kind and state of transaction h; ok is false when h is
 // stale.
 func (t *Table) State(h Handle) (k Kind, s State, ok bool) {
@@ -385,8 +422,8 @@ func (t *Table) begin(now time.Duration) {
 	}
 	for _, i := range t.limbo {
 		x := &t.txns[i]
-		x.next, x.freedAt, x.swept = t.free, now, false
-		t.free = i
+		x.next, x.freedAt, x.swept = t.free[x.kind], now, false
+		t.free[x.kind] = i
 	}
 	t.limbo = t.limbo[:0]
 }

@@ -34,8 +34,11 @@ type Carriers struct {
 
 	// Reports are what the engine reported, Number copied.
 	Reports []carrier.Report
-	// Numbers are the numbers Reserve was given, in order.
+	// Numbers are the numbers Reserve and ReserveLast were given, in order.
 	Numbers []string
+	// Reserved are the carriers reserved, in order, "last:" before those
+	// reserved with ReserveLast.
+	Reserved []string
 }
 
 // NewCarriers returns the plane of the rig's network: carrier-a and
@@ -69,6 +72,18 @@ func (c *Carriers) Order(routes []route.Route, number []byte, buf *[]route.Route
 
 // Reserve implements b2bua.Carriers; it keeps number in Numbers.
 func (c *Carriers) Reserve(r *route.Route, key uint64, number []byte, d *carrier.Dial) string {
+	c.Reserved = append(c.Reserved, r.CarrierID)
+	return c.reserve(r, key, number, d)
+}
+
+// ReserveLast implements b2bua.Carriers: Reserve, recorded apart (the
+// rig's groups have no health to rescue a member from).
+func (c *Carriers) ReserveLast(r *route.Route, key uint64, number []byte, d *carrier.Dial) string {
+	c.Reserved = append(c.Reserved, "last:"+r.CarrierID)
+	return c.reserve(r, key, number, d)
+}
+
+func (c *Carriers) reserve(r *route.Route, key uint64, number []byte, d *carrier.Dial) string {
 	c.Numbers = append(c.Numbers, string(number))
 	if c.OnReserve != nil {
 		return c.OnReserve(r, key, d)

@@ -74,8 +74,11 @@ func Start(cfg *Config, opt Options) (*Server, error) {
 
 // Shutdown drains and stops the server, as SIGTERM does: new calls get
 // 503, calls in progress continue until they end or
-// b2bua.drain_timeout_secs passes (then sipedge ends them), the CDRs are
-// flushed. ctx bounds the whole, the drain included.
+// b2bua.drain_timeout_secs passes (then sipedge ends them and waits, up to
+// b2bua.drain_linger_secs, for the BYEs and CANCELs to be answered), the
+// CDRs are flushed. ctx bounds the waiting, as a second SIGTERM does: once
+// it ends, the calls still up are ended without waiting for the answers,
+// and the CDRs are flushed all the same.
 func (s *Server) Shutdown(ctx context.Context) error { return s.s.Shutdown(ctx) }
 
 // Reopen reopens the CDR file, as SIGHUP does (after logrotate).

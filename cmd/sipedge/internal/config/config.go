@@ -51,8 +51,8 @@ type Config struct {
 	// Contact and From (RFC 3261 8.1.1.8, 18.2.1); without a port, each
 	// transport's listen port.
 	Advertise string `yaml:"advertise"`
-	// Shards is the number of event loops; 0 means the number of CPUs. At
-	// most 256 (shard.MaxShards).
+	// Shards is the number of event loops; 0 means one per CPU but one, at
+	// least one (shard.DefaultShards). At most 256 (shard.MaxShards).
 	Shards int `yaml:"shards"`
 
 	Admin          Admin          `yaml:"admin"`
@@ -111,6 +111,19 @@ type SIP struct {
 	// new requests are refused 503. Default 64, at most 65536.
 	MaxTxnMemoryMB int    `yaml:"max_txn_memory_mb"`
 	TCP            SIPTCP `yaml:"tcp"`
+	// SocketReceiveBufferKB and SocketSendBufferKB size the kernel's
+	// buffers of the listening sockets (SO_RCVBUF, SO_SNDBUF; accepted TCP
+	// connections inherit them), in KiB: datagrams that arrive while a
+	// shard is busy wait there, and past it the kernel drops them. Default
+	// 4096 and 1024, at most 1048576; the kernel caps them at the sysctls
+	// net.core.rmem_max and wmem_max (a warning says so at start).
+	SocketReceiveBufferKB int `yaml:"socket_receive_buffer_kb"`
+	SocketSendBufferKB    int `yaml:"socket_send_buffer_kb"`
+	// BatchInterval: while datagrams come faster than one every two
+	// intervals, a shard takes them every interval instead of being woken
+	// for each (shard.Config.BatchInterval). Default 1000 us; 0 wakes for
+	// each; at most 100 ms.
+	BatchInterval time.Duration `yaml:"batch_interval_us"`
 }
 
 // SIPTCP bounds stream connections. Zero fields take the defaults.
@@ -136,6 +149,7 @@ type B2BUA struct {
 	MaxConcurrentCalls int           `yaml:"max_concurrent_calls"`   // default 10000 (0 = default)
 	MaxCallDuration    time.Duration `yaml:"max_call_duration_secs"` // default 4 h; 0 = no limit
 	DrainTimeout       time.Duration `yaml:"drain_timeout_secs"`     // default 30 s; 0 = don't wait
+	DrainLinger        time.Duration `yaml:"drain_linger_secs"`      // default 4 s; 0 = stop at once: the wait for the BYEs and CANCELs ending the calls
 	UnknownSource      string        `yaml:"unknown_source"`         // drop (default) or reject
 	ReferResponse      int           `yaml:"refer_response"`         // default 603
 	HeaderPolicy       HeaderPolicy  `yaml:"header_policy"`

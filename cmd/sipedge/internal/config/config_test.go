@@ -208,6 +208,10 @@ func TestRejects(t *testing.T) {
 		{"max_message_size too large", "sip:\n  max_message_size: 1000000000", `line 2: sip.max_message_size: 1000000000: at most 65535`},
 		{"max_txn_memory_mb too large", "sip:\n  max_txn_memory_mb: 65537", `line 2: sip.max_txn_memory_mb: 65537: at most 65536`},
 		{"max_txn_memory_mb negative", "sip: { max_txn_memory_mb: -1 }", `sip.max_txn_memory_mb: -1: must not be negative`},
+		{"socket buffer too large", "sip:\n  socket_receive_buffer_kb: 1048577", `line 2: sip.socket_receive_buffer_kb: 1048577: at most 1048576`},
+		{"socket buffer negative", "sip: { socket_send_buffer_kb: -1 }", `sip.socket_send_buffer_kb: -1: must not be negative`},
+		{"batch interval too long", "sip:\n  batch_interval_us: 100001", `line 2: sip.batch_interval_us: 100001: at most 100000`},
+		{"batch interval negative", "sip: { batch_interval_us: -1 }", `sip.batch_interval_us: -1: must not be negative`},
 		{"t1 fractional", "sip:\n  t1_ms: 1.5", `line 2: sip.t1_ms: want a whole number of milliseconds, got "1.5"`},
 		{"tcp timeout negative", "sip:\n  tcp:\n    idle_timeout_ms: -1", `line 3: sip.tcp.idle_timeout_ms: -1: must not be negative`},
 		{"duration too large", "b2bua: { drain_timeout_secs: 99999999999999 }", `b2bua.drain_timeout_secs: 99999999999999: too large`},
@@ -613,11 +617,14 @@ func TestDefaults(t *testing.T) {
 		{"sip.t2_ms", c.SIP.T2, 4 * time.Second},
 		{"sip.t4_ms", c.SIP.T4, 5 * time.Second},
 		{"sip.max_txn_memory_mb", c.SIP.MaxTxnMemoryMB, 64},
+		{"sip socket buffers", [2]int{c.SIP.SocketReceiveBufferKB, c.SIP.SocketSendBufferKB}, [2]int{4096, 1024}},
+		{"sip.batch_interval_us", c.SIP.BatchInterval, time.Millisecond},
 		{"sip limits", [5]int{c.SIP.MaxMessageSize, c.SIP.MaxHeaders, c.SIP.MaxHeaderLine, c.SIP.MaxVias, c.SIP.MaxURILength}, [5]int{16384, 128, 4096, 64, 512}},
 		{"sip.tcp", c.SIP.TCP, SIPTCP{10000, 100, 5 * time.Second, 10 * time.Second, 300 * time.Second}},
 		{"b2bua.max_concurrent_calls", c.B2BUA.MaxConcurrentCalls, 10000},
 		{"b2bua.max_call_duration_secs", c.B2BUA.MaxCallDuration, 14400 * time.Second},
 		{"b2bua.drain_timeout_secs", c.B2BUA.DrainTimeout, 30 * time.Second},
+		{"b2bua.drain_linger_secs", c.B2BUA.DrainLinger, 4 * time.Second},
 		{"b2bua.unknown_source", c.B2BUA.UnknownSource, "drop"},
 		{"b2bua.refer_response", c.B2BUA.ReferResponse, 603},
 		{"b2bua.header_policy.allow", c.B2BUA.HeaderPolicy.Allow, []string{"Allow", "Supported", "Session-Expires", "Min-SE", "User-Agent", "Reason"}},
@@ -727,6 +734,7 @@ b2bua:
   max_concurrent_calls: 50
   max_call_duration_secs: 3600
   drain_timeout_secs: 0
+  drain_linger_secs: 0
   unknown_source: reject
   refer_response: 403
   header_policy: { allow: ["Allow", "X-Custom"] }

@@ -71,12 +71,14 @@ func fieldsOf(t reflect.Type) []field {
 
 func unitOf(key string) time.Duration {
 	switch {
+	case strings.HasSuffix(key, "_us"):
+		return time.Microsecond
 	case strings.HasSuffix(key, "_ms"):
 		return time.Millisecond
 	case strings.HasSuffix(key, "_secs"):
 		return time.Second
 	}
-	panic("config: duration field " + key + " has no _ms or _secs suffix")
+	panic("config: duration field " + key + " has no _us, _ms or _secs suffix")
 }
 
 func joinPath(path, key string) string {

@@ -33,11 +33,13 @@ func (c *Config) Preset() {
 	c.Admin.Listen = HostPort{Host: "127.0.0.1", Port: 9090}
 	c.B2BUA.MaxCallDuration = 4 * time.Hour
 	c.B2BUA.DrainTimeout = 30 * time.Second
+	c.B2BUA.DrainLinger = 4 * time.Second
 	c.B2BUA.AssertIdentity = true
 	c.B2BUA.RingTimeout = 30 * time.Second
 	c.B2BUA.HeaderPolicy.Allow = slices.Clone(DefaultAllow)
 	c.CDR.MaxBackups = 10
 	c.RateLimit.Flood = Flood{MessagesPerSec: 200, Ban: time.Minute}
+	c.SIP.BatchInterval = time.Millisecond
 }
 
 func (c *Cache) Preset() { c.LocalTTL = 60 * time.Second }
@@ -74,6 +76,8 @@ func (c *Config) fill() {
 	orDefault(&s.TCP.FirstDataTimeout, 5*time.Second)
 	orDefault(&s.TCP.MessageTimeout, 10*time.Second)
 	orDefault(&s.TCP.IdleTimeout, 300*time.Second)
+	orDefault(&s.SocketReceiveBufferKB, 4096)
+	orDefault(&s.SocketSendBufferKB, 1024)
 	b := &c.B2BUA
 	orDefault(&b.MaxConcurrentCalls, 10000)
 	orDefault(&b.UnknownSource, UnknownSourceDrop)
@@ -106,6 +110,14 @@ func (c *Config) fill() {
 
 // maxMessageSize bounds sip.max_message_size.
 const maxMessageSize = 65535
+
+// maxBatchInterval bounds sip.batch_interval_us: a message waits up to an
+// interval in its socket, and T1 is 500 ms.
+const maxBatchInterval = 100 * time.Millisecond
+
+// maxSocketBufferKB bounds sip.socket_*_buffer_kb: 1 GiB, past any kernel's
+// rmem_max worth setting, and within the int the kernel takes.
+const maxSocketBufferKB = 1 << 20
 
 // maxTxnMemoryMB bounds sip.max_txn_memory_mb: 64 GiB a shard, far beyond
 // any host, and twice it in bytes still fits an int.
@@ -239,6 +251,17 @@ func (c *Config) validate(v *validator) {
 	}
 	if s.MaxTxnMemoryMB > maxTxnMemoryMB {
 		v.errorf("sip.max_txn_memory_mb", "%d: at most %d", s.MaxTxnMemoryMB, maxTxnMemoryMB)
+	}
+	if s.BatchInterval > maxBatchInterval {
+		v.errorf("sip.batch_interval_us", "%d: at most %d", s.BatchInterval.Microseconds(), maxBatchInterval.Microseconds())
+	}
+	for _, b := range []struct {
+		field string
+		kb    int
+	}{{"sip.socket_receive_buffer_kb", s.SocketReceiveBufferKB}, {"sip.socket_send_buffer_kb", s.SocketSendBufferKB}} {
+		if b.kb > maxSocketBufferKB {
+			v.errorf(b.field, "%d: at most %d", b.kb, maxSocketBufferKB)
+		}
 	}
 
 	b := c.B2BUA

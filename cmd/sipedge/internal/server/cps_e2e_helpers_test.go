@@ -72,6 +72,7 @@ func startCPSNode(t *testing.T, name string, yaml func(port int, cdrFile string)
 	}
 	n.admin = n.srv.AdminAddr()
 	t.Cleanup(func() {
+		checkMetricsDocumented(t, n.srv)
 		if err := n.shutdown(); err != nil {
 			t.Errorf("%s shutdown: %v", name, err)
 		}

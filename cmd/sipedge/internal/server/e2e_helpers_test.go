@@ -203,6 +203,7 @@ func (e *e2e) run(yaml string, logs *lockedBuffer) {
 	}
 	e.admin = e.srv.AdminAddr()
 	t.Cleanup(func() {
+		checkMetricsDocumented(t, e.srv)
 		if err := e.shutdown(); err != nil {
 			t.Errorf("shutdown: %v", err)
 		}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -255,7 +256,7 @@ func TestE2EHealthAndDrain(t *testing.T) {
 	u2 := newUAC(e.caller, dialed)
 	e.caller.send(u2.invite())
 	e.caller.expect("SIP/2.0 100 Trying", waitMsg)
-	busy := e.caller.expect("SIP/2.0 503", waitMsg)
+	busy := e.caller.expect("SIP/2.0 503 Draining", waitMsg)
 	e.caller.send(u2.ackFailure(busy))
 	e.carrier.expectNothing(quiet)
 
@@ -275,12 +276,20 @@ func TestE2EHealthAndDrain(t *testing.T) {
 		t.Fatal("Shutdown did not complete once the last call ended")
 	}
 	checkCDR(t, e.cdrOf(c.u.callID), 200, "caller")
+	// The call refused while draining has its CDR, as one routing refuses.
+	refused := e.cdrOf(u2.callID)
+	checkCDR(t, refused, 503, "system")
+	if refused["final_reason"] != "Draining" || refused["carrier_id"] != "" {
+		t.Errorf("the refused call's CDR %v, want final_reason Draining and no carrier", refused)
+	}
 }
 
 // TestE2EDrainTimeoutEndsCalls: a call still up when the drain timeout
 // passes is ended by sipedge, a BYE on each leg, and gets its CDR
 // (hangup_side "system") before the CDR file is closed. It used to vanish:
-// no BYE (the carrier went on billing) and no CDR.
+// no BYE (the carrier went on billing) and no CDR. sipedge then runs on
+// until both BYEs are answered (b2bua.drain_linger_secs, 4 s by default),
+// and stops once they are.
 func TestE2EDrainTimeoutEndsCalls(t *testing.T) {
 	testtier.RequiresSockets(t)
 	e := newE2E(t, e2eOpts{drainSecs: 1})
@@ -295,14 +304,60 @@ func TestE2EDrainTimeoutEndsCalls(t *testing.T) {
 	if tagOf(t, bye, parser.HeaderFrom) != c.u.toTag {
 		t.Errorf("the caller's BYE is not in its dialog:\n%s", bye.Bytes())
 	}
-	e.carrier.expect("BYE ", waitMsg)
+	cbye := e.carrier.expect("BYE ", waitMsg)
+	e.caller.send(c.u.answer(bye, 200, "OK"))
+	select {
+	case err := <-done:
+		t.Fatalf("Shutdown returned with the carrier's BYE unanswered: %v", err)
+	case <-time.After(quiet):
+	}
+	e.carrier.send(uasResponse(e.carrier, cbye, 200, "OK", ""))
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Fatalf("shutdown: %v", err)
 		}
 	case <-time.After(waitMsg):
-		t.Fatal("Shutdown did not return after ending the calls")
+		t.Fatal("Shutdown did not return once both BYEs were answered")
+	}
+	checkCDR(t, e.cdrOf(c.u.callID), 200, "system")
+}
+
+// TestE2EShutdownCancelledStopsAtOnce: Shutdown's context ending (a
+// second SIGTERM) stops the drain at once: the call still up is ended all
+// the same, a BYE on each leg that nobody waits on, and its CDR written;
+// Shutdown returns without the 30 s drain timeout or the linger.
+func TestE2EShutdownCancelledStopsAtOnce(t *testing.T) {
+	testtier.RequiresSockets(t)
+	e := newE2E(t, e2eOpts{drainSecs: 30})
+	c := e.answered()
+	ctx, hurry := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go e.stopOnce.Do(func() {
+		e.stopErr = e.srv.Shutdown(ctx)
+		close(done)
+	})
+	deadline := time.Now().Add(waitMsg)
+	for code, _ := e.httpGet("/readyz"); code != 503; code, _ = e.httpGet("/readyz") {
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz still %d: not draining", code)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	hurry()
+	start := time.Now()
+	e.caller.expect("BYE ", waitMsg)
+	e.carrier.expect("BYE ", waitMsg)
+	select {
+	case <-done:
+	case <-time.After(waitMsg):
+		t.Fatal("Shutdown still running after its context ended")
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("Shutdown took %v after its context ended, want at once", d)
+	}
+	if e.stopErr != nil {
+		t.Fatalf("shutdown: %v", e.stopErr)
 	}
 	checkCDR(t, e.cdrOf(c.u.callID), 200, "system")
 }

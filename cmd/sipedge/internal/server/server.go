@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/sipedge/sipedge/carrier"
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
+	"github.com/sipedge/sipedge/cmd/sipedge/internal/metricdoc"
 	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/dialog/cdr"
 	"github.com/sipedge/sipedge/dialog/journal"
@@ -174,7 +175,9 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 			MaxHeaderLine: cfg.SIP.MaxHeaderLine, MaxVias: cfg.SIP.MaxVias, MaxURILength: cfg.SIP.MaxURILength},
 		TCP: shard.TCPConfig{MaxConns: cfg.SIP.TCP.MaxConns, MaxConnsPerIP: cfg.SIP.TCP.MaxConnsPerIP,
 			FirstDataTimeout: cfg.SIP.TCP.FirstDataTimeout, MessageTimeout: cfg.SIP.TCP.MessageTimeout,
-			IdleTimeout: cfg.SIP.TCP.IdleTimeout}}
+			IdleTimeout: cfg.SIP.TCP.IdleTimeout},
+		SocketRecvBuffer: cfg.SIP.SocketReceiveBufferKB << 10, SocketSendBuffer: cfg.SIP.SocketSendBufferKB << 10,
+		BatchInterval: cfg.SIP.BatchInterval}
 	sc.Listen = cfg.Listen
 	// Flood protection for sources that are neither trunks nor carriers.
 	sc.Flood = shard.FloodConfig{PerSecond: cfg.RateLimit.Flood.MessagesPerSec,
@@ -315,7 +318,7 @@ func (s *Server) shardCount() int {
 	if s.cfg.Shards > 0 {
 		return s.cfg.Shards
 	}
-	return min(runtime.NumCPU(), shard.MaxShards) // as shard.Config defaults
+	return shard.DefaultShards()
 }
 
 // shardApp connects one shard to its engine.
@@ -456,8 +459,12 @@ func (s *Server) LiveCalls() int {
 // Shutdown drains: new calls get 503 and /readyz turns false, running
 // calls continue (in-dialog requests are served) until they end or the
 // drain timeout passes. Calls still up then are ended by sipedge (BYE, or
-// CANCEL and 503, on both legs) with their CDRs; then the runtime stops
-// and the CDRs are flushed.
+// CANCEL and 503, on both legs) with their CDRs, and sipedge lingers until
+// the transactions that ended them complete (retransmitted until answered,
+// a carrier's Digest challenge answered) or b2bua.drain_linger_secs pass.
+// Then the runtime stops and the CDRs are flushed. When ctx ends (a second
+// SIGTERM), Shutdown stops waiting at once: the calls still up are ended
+// all the same, one BYE each, and every CDR is flushed.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.log.Info("draining", "calls", s.LiveCalls(), "timeout", s.cfg.B2BUA.DrainTimeout)
 	dctx, cancel := context.WithTimeout(ctx, s.cfg.B2BUA.DrainTimeout)
@@ -471,8 +478,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	if n := s.LiveCalls(); n > 0 {
 		s.log.Warn("drain timeout: ending the calls still up", "calls", n)
-		s.endCalls(ctx)
+		s.endCalls()
 	}
+	s.linger(ctx)
+	// What is left is local and quick, and loses nothing if done: the
+	// CDRs queued are written whatever ctx says.
+	ctx = context.WithoutCancel(ctx)
 	err := s.rt.Shutdown(ctx, nil)
 	s.memory.stop()
 	err = errors.Join(err, s.closeParts(ctx))
@@ -487,7 +498,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // endCalls ends every call on its own shard (Engine.EndAll) and waits for
 // the shards, at most a second each: the BYEs and CANCELs leave, and the
 // CDRs reach the writer before it is closed.
-func (s *Server) endCalls(ctx context.Context) {
+func (s *Server) endCalls() {
 	for _, a := range s.apps {
 		done := make(chan struct{})
 		a.sh.Post(func() {
@@ -498,17 +509,114 @@ func (s *Server) endCalls(ctx context.Context) {
 		case <-done:
 		case <-time.After(time.Second):
 			s.log.Error("drain: a shard did not end its calls", "shard", a.sh.Index())
-		case <-ctx.Done():
-			return
 		}
 	}
+}
+
+// linger keeps the runtime running until no engine has a transaction
+// left unsettled (Engine.Unsettled: the BYEs and CANCELs that ended the
+// calls, the BYEs answering a carrier's challenge to them, the 503s
+// awaiting their ACKs), b2bua.drain_linger_secs pass or ctx ends. The
+// shards are asked on their own goroutines, every 20 ms: the call path
+// takes no lock for it.
+func (s *Server) linger(ctx context.Context) {
+	bound := s.cfg.B2BUA.DrainLinger
+	if bound <= 0 {
+		return
+	}
+	start := time.Now()
+	for logged := false; ; logged = true {
+		n, ok := s.unsettled(ctx)
+		switch {
+		case !ok:
+			return
+		case n == 0:
+			if logged {
+				s.log.Info("drain: every transaction settled", "waited", time.Since(start).Round(time.Millisecond))
+			}
+			return
+		case time.Since(start) >= bound:
+			s.log.Warn("drain: stopping with transactions unsettled", "transactions", n, "linger", bound)
+			return
+		case !logged:
+			s.log.Info("drain: waiting for the transactions ending the calls", "transactions", n, "linger", bound)
+		}
+		select {
+		case <-ctx.Done():
+			s.log.Warn("drain: stopping at once, transactions unsettled", "transactions", n)
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// unsettled sums Engine.Unsettled over the shards, each asked on its own
+// goroutine; ok is false when ctx ended or a shard did not answer within
+// a second.
+func (s *Server) unsettled(ctx context.Context) (n int, ok bool) {
+	counts := make(chan int, len(s.apps))
+	for _, a := range s.apps {
+		a.sh.Post(func() { counts <- a.eng.Unsettled() })
+	}
+	timeout := time.After(time.Second)
+	for range s.apps {
+		select {
+		case k := <-counts:
+			n += k
+		case <-timeout:
+			s.log.Error("drain: a shard did not count its transactions")
+			return 0, false
+		case <-ctx.Done():
+			s.log.Warn("drain: stopping at once")
+			return 0, false
+		}
+	}
+	return n, true
 }
 
 // Reopen reopens the CDR file (SIGHUP after logrotate).
 func (s *Server) Reopen() error { return s.cdr.Reopen() }
 
 func (s *Server) startAdmin() error {
-	mux := http.NewServeMux()
+	mux := s.adminRoutes()
+	ln, err := net.Listen("tcp", s.cfg.Admin.Listen.String())
+	if err != nil {
+		return fmt.Errorf("admin.listen: %w", err)
+	}
+	s.adminAddr = ln.Addr()
+	h := newAdminGuard(s.cfg.Admin, ln.Addr().(*net.TCPAddr).AddrPort(), mux)
+	s.admin = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout: adminReadTimeout, IdleTimeout: adminIdleTimeout}
+	s.adminDone = make(chan struct{})
+	go func() {
+		defer close(s.adminDone)
+		if err := s.admin.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("admin API stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// adminMux is the admin API's mux with the patterns registered on it,
+// which docs/admin-api.md must document (adminapi_test.go).
+type adminMux struct {
+	*http.ServeMux
+	patterns []string
+}
+
+func (m *adminMux) Handle(pattern string, h http.Handler) {
+	m.patterns = append(m.patterns, pattern)
+	m.ServeMux.Handle(pattern, h)
+}
+
+func (m *adminMux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	m.Handle(pattern, http.HandlerFunc(h))
+}
+
+// adminRoutes returns the admin API's routes, without the guard (every
+// endpoint is in docs/admin-api.md).
+func (s *Server) adminRoutes() *adminMux {
+	mux := &adminMux{ServeMux: http.NewServeMux()}
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		s.WriteMetrics(w)
@@ -533,22 +641,7 @@ func (s *Server) startAdmin() error {
 	mux.HandleFunc("GET /v1/fleet", s.getFleet)
 	mux.HandleFunc("DELETE /v1/lcr/cache", s.deleteLCRCache)
 	mux.HandleFunc("GET /v1/lcr/cache", s.getLCRCache)
-	ln, err := net.Listen("tcp", s.cfg.Admin.Listen.String())
-	if err != nil {
-		return fmt.Errorf("admin.listen: %w", err)
-	}
-	s.adminAddr = ln.Addr()
-	h := newAdminGuard(s.cfg.Admin, ln.Addr().(*net.TCPAddr).AddrPort(), mux)
-	s.admin = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout: adminReadTimeout, IdleTimeout: adminIdleTimeout}
-	s.adminDone = make(chan struct{})
-	go func() {
-		defer close(s.adminDone)
-		if err := s.admin.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("admin API stopped", "err", err)
-		}
-	}()
-	return nil
+	return mux
 }
 
 // adminReadTimeout bounds reading a whole admin request, body included,
@@ -556,16 +649,19 @@ func (s *Server) startAdmin() error {
 // them a client that stalls holds a socket and a goroutine for ever.
 var adminReadTimeout, adminIdleTimeout = 10 * time.Second, 60 * time.Second
 
-// WriteMetrics writes every metric in Prometheus text format.
+// WriteMetrics writes every metric in Prometheus text format, each family
+// with its # HELP and # TYPE lines from metricdoc (docs/metrics.md).
 func (s *Server) WriteMetrics(w io.Writer) {
-	s.runtimeSet.WritePrometheus(w)
-	s.engineSet.WritePrometheus(w)
-	s.cdrSet.WritePrometheus(w)
-	s.lcrSet.WritePrometheus(w)
-	s.healthSet.WritePrometheus(w)
-	s.cpsSet.WritePrometheus(w)
-	s.adminSet.WritePrometheus(w)
-	s.fleetSet.WritePrometheus(w)
-	s.qualitySet.WritePrometheus(w)
-	metrics.WriteProcessMetrics(w)
+	var b bytes.Buffer
+	s.runtimeSet.WritePrometheus(&b)
+	s.engineSet.WritePrometheus(&b)
+	s.cdrSet.WritePrometheus(&b)
+	s.lcrSet.WritePrometheus(&b)
+	s.healthSet.WritePrometheus(&b)
+	s.cpsSet.WritePrometheus(&b)
+	s.adminSet.WritePrometheus(&b)
+	s.fleetSet.WritePrometheus(&b)
+	s.qualitySet.WritePrometheus(&b)
+	metrics.WriteProcessMetrics(&b)
+	_ = metricdoc.Write(w, b.Bytes()) // a scraper gone away is no error of ours
 }

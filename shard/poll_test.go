@@ -1,0 +1,98 @@
+package shard
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/sipedge/sipedge/internal/testtier"
+)
+
+// Datagrams that keep coming put the loop into polling (batch intervals
+// counted); with BatchInterval 0 it never polls. Either way every request
+// is answered. With two shards, those owned by the other shard too: they
+// are handed over while the receiving loop polls and the owner may be
+// polling as well, which only the rings run every interval deliver,
+// without wakes. One shard has a P to spare (GOMAXPROCS 2 or more) and
+// sleeps in nanosleep; two may not, and sleep in time.Sleep.
+func TestPollingUnderLoad(t *testing.T) {
+	testtier.RequiresSockets(t)
+	for _, shards := range []int{1, 2} {
+		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) { testPolling(t, shards) })
+	}
+}
+
+func testPolling(t *testing.T, shards int) {
+	f := func(interval time.Duration, wantPolls bool) {
+		t.Helper()
+		set := metrics.NewSet()
+		r := &responder{byShard: make(map[int]int)}
+		port := freePort(t)
+		s, err := New(Config{Listen: listens(fmt.Sprintf("udp://127.0.0.1:%d", port)), Shards: shards,
+			BatchInterval: interval}, r.handler, nil, set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer s.Shutdown(t.Context(), nil)
+		c, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		local := c.LocalAddr().(*net.UDPAddr).Port
+		if err := c.SetReadBuffer(4 << 20); err != nil { // the replies wait until all is sent
+			t.Fatal(err)
+		}
+		const bursts, size = 50, 4
+		for b := range bursts { // a burst a millisecond: busy for any interval from 0.5 ms
+			for i := range size {
+				id := fmt.Sprintf("poll-%d-%d", b, i)
+				if _, err := c.Write([]byte(options(id, id, "UDP", local))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			time.Sleep(time.Millisecond)
+		}
+		got := make(map[string]bool)
+		for range bursts * size {
+			_, id, _ := strings.Cut(readUDP(t, c), "Call-ID: ")
+			id, _, _ = strings.Cut(id, "\r\n")
+			got[id] = true
+		}
+		if len(got) != bursts*size {
+			t.Fatalf("interval %v: %d distinct requests answered, want %d", interval, len(got), bursts*size)
+		}
+		if r.wrong.Load() != 0 {
+			t.Fatalf("interval %v: %d messages handled by a shard that does not own them", interval, r.wrong.Load())
+		}
+		if polls := metricSum(set, "sipedge_shard_batch_intervals_total"); (polls > 0) != wantPolls {
+			t.Fatalf("interval %v: %v batch intervals, want some: %v", interval, polls, wantPolls)
+		}
+	}
+	f(2*time.Millisecond, true)
+	f(0, false)
+}
+
+// metricSum adds up the samples of a metric over its labels.
+func metricSum(set *metrics.Set, name string) float64 {
+	var b bytes.Buffer
+	set.WritePrometheus(&b)
+	sum := 0.0
+	for _, line := range strings.Split(b.String(), "\n") {
+		if rest, ok := strings.CutPrefix(line, name+"{"); ok {
+			_, v, _ := strings.Cut(rest, "} ")
+			var x float64
+			fmt.Sscan(v, &x)
+			sum += x
+		}
+	}
+	return sum
+}
