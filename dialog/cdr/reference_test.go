@@ -108,7 +108,9 @@ func TestReferenceFields(t *testing.T) {
 	if !slices.Equal(tables["Fields"], FieldNames[:]) {
 		t.Errorf("%s: fields %q, FieldNames %q", cdrReference, tables["Fields"], FieldNames)
 	}
-	var rec struct{ Attempts []json.RawMessage `json:"lcr_attempts"` }
+	var rec struct {
+		Attempts []json.RawMessage `json:"lcr_attempts"`
+	}
 	if err := json.Unmarshal(line, &rec); err != nil || len(rec.Attempts) != 1 {
 		t.Fatalf("lcr_attempts of %s: %v", line, err)
 	}
