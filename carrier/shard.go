@@ -190,6 +190,25 @@ func (s *Shard) Release(d *Dial) {
 // challenges.
 func (s *Shard) Credentials(d *Dial) *health.AuthConfig { return s.p.health.Auth(d.Group) }
 
+// Redirect makes d's gateway the member of its group that a carrier's 3xx
+// names (its Contact's host and port, 0 for none), when the group follows
+// redirects (health.Registry.Redirect); false otherwise, d left as it was.
+// The dial keeps its channel and CPS slot: the redirect is the same
+// attempt. The member left must have had its Outcome first; the new one
+// hears its own.
+func (s *Shard) Redirect(d *Dial, host []byte, port uint16) bool {
+	if d.Gateway.Group == "" {
+		return false // a next hop: no group to stay within
+	}
+	m, ok := s.p.health.Redirect(d.Gateway.Group, host, port)
+	if !ok {
+		return false
+	}
+	d.Gateway, d.URI = m, m.URI
+	d.Peer.Addr, d.Peer.Transport, d.Peer.Conn = m.Addr, m.Transport, 0
+	return true
+}
+
 // Report records what the call core reports of an attempt or a call: the
 // per-carrier metrics, and the quality statistics of the number's prefix.
 func (s *Shard) Report(r *Report) {
@@ -322,6 +341,9 @@ func (*NextHops) Release(*Dial) {}
 
 // Credentials holds none.
 func (*NextHops) Credentials(*Dial) *health.AuthConfig { return nil }
+
+// Redirect follows none: a next hop has no group to stay within.
+func (*NextHops) Redirect(*Dial, []byte, uint16) bool { return false }
 
 // Report records nothing.
 func (*NextHops) Report(*Report) {}

@@ -276,3 +276,48 @@ func TestNextHops(t *testing.T) {
 		t.Fatal("NextHops paces or holds credentials")
 	}
 }
+
+// Redirect moves a dial within its group to the member a 3xx names, when
+// the group follows redirects: a new gateway and address, the same
+// carrier, group and channel. A next hop, a group that does not follow, or
+// a host outside the group leaves the dial as it was.
+func TestRedirect(t *testing.T) {
+	g := health.GroupConfig{Name: "a", FollowRedirects: true, MaxConcurrentCalls: 1, Destinations: []health.DestConfig{
+		{URI: "sip:192.0.2.1:5060", Address: "192.0.2.1:5060", Priority: 0},
+		{URI: "sip:192.0.2.2:5070", Address: "192.0.2.2:5070", Priority: 1},
+	}}
+	p := newTestPlane(t, g, group("b", "192.0.2.3:5060"))
+	s := shardOf(p)
+	var d Dial
+	if reason := s.Reserve(&route.Route{CarrierID: "x", GatewayGroup: "a"}, 1, nil, &d); reason != "" {
+		t.Fatal(reason)
+	}
+	if d.Gateway.Index != 0 {
+		t.Fatalf("picked member %d, want the first tier's", d.Gateway.Index)
+	}
+	before := d
+	if s.Redirect(&d, []byte("198.51.100.1"), 5060) || d != before {
+		t.Fatalf("redirected outside the group: %+v", d)
+	}
+	if !s.Redirect(&d, []byte("192.0.2.2"), 5070) {
+		t.Fatal("not redirected to the group's other member")
+	}
+	if d.Gateway.Index != 1 || d.Peer.Addr != netip.MustParseAddrPort("192.0.2.2:5070") || d.CarrierID != "x" || d.Group != "a" || d.channel == nil {
+		t.Fatalf("redirected dial %+v", d)
+	}
+	s.Release(&d)
+	if reason := s.Reserve(&route.Route{CarrierID: "x", GatewayGroup: "a"}, 1, nil, &d); reason != "" {
+		t.Fatalf("the channel was not given back once: %s", reason)
+	}
+	s.Release(&d)
+
+	var other Dial
+	s.Reserve(&route.Route{CarrierID: "y", GatewayGroup: "b"}, 1, nil, &other)
+	if s.Redirect(&other, []byte("192.0.2.3"), 0) {
+		t.Fatal("redirected in a group that does not follow redirects")
+	}
+	s.Reserve(&route.Route{CarrierID: "h", NextHop: "sip:192.0.2.9"}, 1, nil, &other)
+	if s.Redirect(&other, []byte("192.0.2.9"), 0) {
+		t.Fatal("a next hop redirected")
+	}
+}

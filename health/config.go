@@ -95,6 +95,10 @@ type GroupConfig struct {
 	// Digest challenges to INVITEs (the YAML's gateway.groups[].auth). The
 	// health package only stores it (Registry.Auth).
 	Auth *AuthConfig `json:"auth,omitempty" yaml:"auth"`
+	// FollowRedirects lets a 3xx from one of the group's members send the
+	// call on to another member it names (Registry.Redirect), once per
+	// attempt; otherwise a 3xx is the attempt's failure.
+	FollowRedirects bool `json:"follow_redirects,omitempty" yaml:"follow_redirects"`
 	// PanicThreshold is the percentage of the group's members (0 to 100)
 	// below which, if one at least is up, the group is in panic: Pick
 	// ignores the marks calls left on members (see Pick). nil is

@@ -58,8 +58,12 @@ func TestBestFailure(t *testing.T) {
 	f("404 407", 1) // 4xx preferring 401, 407, 415, 420, 484
 	f("401 407", 0)
 	f("503 484", 1)
-	f("404 603", 1)  // 6xx over everything
-	f("302 404", 0)  // 3xx is the lowest class
+	f("404 603", 1) // 6xx over everything
+	f("302 404", 0) // a 3xx ranks as the 480 it becomes: the earliest 4xx
+	f("404 302", 0)
+	f("302 503", 0)
+	f("503 301", 1)
+	f("302 407", 1)
 	f("503u 502", 1) // an undialled carrier's 503 is sipedge's, not a carrier's failure
 	f("408u 503u 500", 2)
 }
@@ -77,6 +81,9 @@ func TestForwarded(t *testing.T) {
 	f(486, false, 486)
 	f(500, false, 500)
 	f(603, false, 603)
+	f(302, false, 480) // a redirect the caller cannot follow (RFC 3261 21.3)
+	f(301, false, 480)
+	f(380, false, 480)
 }
 
 func TestRouteJSON(t *testing.T) {

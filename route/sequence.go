@@ -300,8 +300,8 @@ func (s *Sequence) Progress(now time.Duration, code int) Step {
 // flight, with its reason phrase. A 3xx is a failure like a 4xx: the
 // redirect is not followed (RFC 3261 16.7 step 4 lets a proxy recurse on
 // it; here its Contact would bypass the cost order and the gateway health
-// that chose the carriers), and it fails over only if it is a reroute
-// cause. A locally generated 408 (the INVITE client transaction's Timer B)
+// that chose the carriers), it fails over only if it is a reroute cause,
+// and the caller gets it as a 480 (forwarded). A locally generated 408 (the INVITE client transaction's Timer B)
 // or 503 (a transport error, RFC 3261 8.1.3.1) is fed here as the carrier's.
 func (s *Sequence) Final(now time.Duration, code int, reason string) Step {
 	if code < 200 || code > 699 {
@@ -643,7 +643,8 @@ func (s *Sequence) reroutes(code int) bool {
 // failures, RFC 3261 16.7 step 6: a 6xx if any; otherwise one of the lowest
 // class; in the 4xx class preferably a 401, 407, 415, 420 or 484, which
 // "provide information affecting resubmission"; among equals the earliest
-// (the cheapest carrier's). A ring-out counts as the 408 it is recorded as.
+// (the cheapest carrier's). A ring-out counts as the 408 it is recorded as,
+// a 3xx as the 480 the caller would get for it (forwarded).
 // Undialled carriers are skipped: their 503 is sipedge's verdict, not
 // something a carrier said (docs/design/lcr.md 3.7); attempts must hold at
 // least one dialled attempt.
@@ -662,7 +663,7 @@ func bestFailure(attempts []Attempt) int {
 
 // better reports whether final response a ranks strictly above b.
 func better(a, b int) bool {
-	ca, cb := a/100, b/100
+	ca, cb := failureClass(a), failureClass(b)
 	if ca == 6 || cb == 6 {
 		return ca == 6 && cb != 6
 	}
@@ -670,6 +671,15 @@ func better(a, b int) bool {
 		return ca < cb
 	}
 	return ca == 4 && resubmission(a) && !resubmission(b)
+}
+
+// failureClass is the class a final failure ranks in: a 3xx, which the
+// caller gets as a 480, is a 4xx.
+func failureClass(code int) int {
+	if c := code / 100; c != 3 {
+		return c
+	}
+	return 4
 }
 
 func resubmission(code int) bool {
@@ -684,10 +694,17 @@ func resubmission(code int) bool {
 // it: as is, except a carrier's 503, which becomes a 500 (RFC 3261 16.7
 // step 6: "If the only response that was received is a 503, the proxy
 // SHOULD generate a 500 response"; the carrier's unavailability is not
-// sipedge's). sipedge's own 503 stays a 503.
+// sipedge's), and a carrier's 3xx, which becomes a 480 Temporarily
+// Unavailable: a redirect names where to send the request next (RFC 3261
+// 8.1.3.4, 21.3), which is the carrier's network, not the caller's to
+// reach, and sipedge routes by cost, not by Contact. sipedge's own 503
+// stays a 503.
 func forwarded(code int, phrase string, own bool) (int, string) {
-	if code == 503 && !own {
+	switch {
+	case code == 503 && !own:
 		return 500, "Server Internal Error"
+	case code >= 300 && code < 400:
+		return 480, "Temporarily Unavailable"
 	}
 	return code, phrase
 }

@@ -7,13 +7,14 @@ import (
 	"io"
 	"os"
 
+	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/shard"
 )
 
 // supportedOptionTags are the option tags sipedge implements. A request that
 // Requires another is answered 420 (RFC 3261 8.2.2.3).
-var supportedOptionTags = []string{}
+var supportedOptionTags = b2bua.OptionTags()
 
 // checkMsgCmd implements `sipedge check-msg`: each file is one received
 // message, run through what the server runs on receipt.

@@ -100,6 +100,9 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 		e.respond(a.Txn, m, 404, "Not Found", nil)
 		return
 	}
+	if e.refuseInterval(a.Txn, m) { // a session interval below Min-SE: 422 (RFC 4028 9)
+		return
+	}
 	// The trunk's concurrent calls, across the node's shards (or the
 	// fleet's nodes): taken last, so that no refusal above has to give it
 	// back.
@@ -132,6 +135,10 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 		c.callee = append(c.callee, ruri.User...)
 	}
 	c.fromURI = append(c.fromURI, from.URI...)
+	e.callerRel(c, m)
+	if e.cfg.SessionTimer.Uphold {
+		e.sessionCall(c, m)
+	}
 
 	// The A-leg: sipedge is the UAS (RFC 3261 12.1.1).
 	A := &c.a
@@ -145,6 +152,9 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	A.localTag = randomToken(A.localTag, 10)
 	A.target = append(A.target, contact.URI...)
 	A.routes = appendRouteSet(A.routes, m, false)
+	if m.Count(parser.HeaderRecordRoute) > 0 {
+		A.firstRoute = uint16(len(m.Nth(parser.HeaderRecordRoute, 0))) // a header line is below 64 KiB
+	}
 	A.peer = e.replyTo(m, a.Peer)
 	c.srcPort = a.Peer.Addr.Port()
 	e.indexLeg(c, A)

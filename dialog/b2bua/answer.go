@@ -36,8 +36,17 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 		}
 		if len(to.Tag) > 0 && string(to.Tag) != string(c.b.remoteTag) {
 			// A new early dialog: its remote target and route set are the
-			// 1xx's (RFC 3261 12.1.2), for requests sent in it (UPDATE).
+			// 1xx's (RFC 3261 12.1.2), for requests sent in it (UPDATE,
+			// PRACK), and its reliable provisionals their own RSeq space.
 			e.confirmLeg(&c.b, m)
+			if c.extra != nil {
+				c.extra.rel.carrierRSeq = 0
+			}
+		}
+		if m.Count(parser.HeaderRSeq) > 0 {
+			if rseq, ok := reliableProvisional(m); ok && !e.prackCarrier(c, m, rseq) {
+				return
+			}
 		}
 		c.att.progress = true
 		e.relayToCaller(c, m)
@@ -48,7 +57,7 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 				// A retransmission of the 2xx (RFC 6026 Timer M): the ACK
 				// was lost, or the caller has not ACKed yet.
 				if cseq, err := m.CSeq(); err == nil {
-					e.ackAgain(&c.b, cseq.Num)
+					e.ackAgain(c, &c.b, cseq.Num)
 				}
 				return
 			}
@@ -60,6 +69,13 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 		e.report(c, code, 0)
 		c.answered = true
 		c.state = stateConfirmed
+		if e.cfg.SessionTimer.Uphold {
+			e.sessionAnswered(c, sideB, m)
+			if ainv := e.aInviteCopy(c); ainv != nil {
+				e.keepSentSDP(c, sideB, ainv.Body()) // the offer the carrier got
+			}
+			e.sessionRefreshed(c, sideB)
+		}
 		c.tAnswer = e.now
 		if c.tProvisional == 0 {
 			c.tProvisional = e.now
@@ -77,6 +93,12 @@ func (e *Engine) onBInviteResponse(c *Call, m *parser.Message, h txn.Handle, pee
 		// sequence decides between the next carrier and the caller.
 		c.bTxn = 0
 		if (code == 401 || code == 407) && e.answerChallenge(c, m, code) {
+			return
+		}
+		if code < 400 && e.followRedirect(c, m, code) {
+			return
+		}
+		if code == 422 && e.cfg.SessionTimer.Uphold && e.retryInterval(c, m) {
 			return
 		}
 		cpsReject := false
@@ -128,12 +150,23 @@ func (e *Engine) relayToCaller(c *Call, resp *parser.Message) {
 	if req == nil {
 		return
 	}
-	e.tmp.out = e.appendRelayedResponse(e.tmp.out[:0], req, resp, c.a.localTag, &c.a)
-	if resp.StatusCode() >= 200 && resp.StatusCode() < 300 {
+	code := resp.StatusCode()
+	if code < 200 && c.extra != nil && e.relayReliably(c, resp) {
+		return
+	}
+	e.tmp.out = e.appendRelayedResponse(e.tmp.out[:0], c, sideA, req, resp, c.a.localTag, 0)
+	if code >= 200 && code < 300 {
 		if c.ok2xx == nil {
 			c.ok2xx = e.getBuf()
 		}
 		c.ok2xx = append(c.ok2xx[:0], e.tmp.out...)
+		if e.cfg.SessionTimer.Uphold {
+			e.keepSentSDP(c, sideA, resp.Body())
+			e.sessionRefreshed(c, sideA)
+		}
+		if c.extra != nil && e.hold2xx(c) {
+			return // until the PRACK of a reliable provisional (onPrack)
+		}
 		e.start2xx(c, sideA, req)
 	}
 	if err := e.txns.Respond(c.aTxn, e.tmp.out, e.now); err == nil {
@@ -183,6 +216,7 @@ func (e *Engine) retransmit2xx(c *Call) {
 			e.end(c, cdr.HangupNone)
 			return
 		}
+		c.ended = endNoAck
 		e.hangup(c, cdr.HangupSystem)
 		return
 	}
@@ -238,7 +272,7 @@ func (e *Engine) onAck(m *parser.Message, _ *txn.Action) {
 		e.releaseInvite(c)
 	}
 	// The other side's 2xx, which sipedge relayed, is ACKed on its leg.
-	e.ack(c.leg(opposite(s)), m)
+	e.ack(c, c.leg(opposite(s)), m)
 	if c.byeOnAck && s == c.rtxTo {
 		// The other side hung up while this one's ACK was awaited.
 		e.sendBye(c, c.leg(s), nil)
@@ -246,20 +280,25 @@ func (e *Engine) onAck(m *parser.Message, _ *txn.Action) {
 	}
 }
 
-// ack sends the ACK for the 2xx to leg l's last INVITE, with the body of
-// from, the other side's ACK (a late SDP answer), when there is one. An ACK
-// for a 2xx is a transaction of its own (RFC 3261 13.2.2.4, 17.1.1.3): a
-// retransmitted 2xx is ACKed again with a rebuilt one.
-func (e *Engine) ack(l *leg, from *parser.Message) {
-	b := e.appendRequestHead(e.tmp.out[:0], "ACK", l, l.inviteCSeq, 70)
+// ack sends the ACK for the 2xx to leg l's last INVITE (of call c, nil for
+// a dialog no call keeps), with the body of from, the other side's ACK (a
+// late SDP answer), when there is one. An ACK for a 2xx is a transaction
+// of its own (RFC 3261 13.2.2.4, 17.1.1.3) and goes where the dialog's
+// requests go: a retransmitted 2xx is ACKed again with a rebuilt one.
+func (e *Engine) ack(c *Call, l *leg, from *parser.Message) {
+	d := e.destOf(c, l)
+	b := e.appendRequestHead(e.tmp.out[:0], "ACK", l, &d, l.inviteCSeq, 70)
 	auth := l.ackAuth
 	if auth {
 		b = append(b, l.ackCopy...) // the INVITE's credentials (RFC 3261 13.2.2.4)
 	}
+	if from != nil && c != nil && c.extra != nil {
+		e.keepSentSDP(c, c.sideOf(l), from.Body())
+	}
 	e.tmp.out = appendBodyOf(b, from)
 	l.acked, l.ackAuth = true, false
 	e.keepAck(l, from, auth)
-	e.env.Send(l.peer, e.tmp.out)
+	e.env.Send(*d.peer, e.tmp.out)
 }
 
 // ackAgain answers a retransmission of a 2xx to an INVITE of leg l's
@@ -267,16 +306,17 @@ func (e *Engine) ack(l *leg, from *parser.Message) {
 // again once sipedge has sent it. The 2xx of an INVITE before l's last
 // (a re-INVITE followed it, so it was ACKed, RFC 3261 14.1) gets an ACK
 // of its own CSeq, which is what the peer matches it by.
-func (e *Engine) ackAgain(l *leg, cseq uint32) {
+func (e *Engine) ackAgain(c *Call, l *leg, cseq uint32) {
 	switch {
 	case cseq == l.inviteCSeq:
 		if l.acked {
-			e.reack(l)
+			e.reack(c, l)
 		}
 	case cseq < l.inviteCSeq:
-		b := e.appendRequestHead(e.tmp.out[:0], "ACK", l, cseq, 70)
+		d := e.destOf(c, l)
+		b := e.appendRequestHead(e.tmp.out[:0], "ACK", l, &d, cseq, 70)
 		e.tmp.out = parser.AppendBody(b, "", nil)
-		e.env.Send(l.peer, e.tmp.out)
+		e.env.Send(*d.peer, e.tmp.out)
 	}
 }
 
@@ -287,12 +327,12 @@ func (e *Engine) ackAgain(l *leg, cseq uint32) {
 // ackAuth is set no ACK was built yet and ackCopy holds only the
 // credentials: a challenged re-INVITE's late 2xx, after its relay failed,
 // gets its first ACK here.
-func (e *Engine) reack(l *leg) {
+func (e *Engine) reack(c *Call, l *leg) {
 	if len(l.ackCopy) > 0 && !l.ackAuth {
-		e.env.Send(l.peer, l.ackCopy)
+		e.env.Send(*e.destOf(c, l).peer, l.ackCopy)
 		return
 	}
-	e.ack(l, nil)
+	e.ack(c, l, nil)
 }
 
 // keepAck keeps the ACK in e.tmp.out for leg l when from, the other side's

@@ -126,9 +126,10 @@ func (e *Engine) answerRelayChallenge(c *Call, role txnRole, m *parser.Message, 
 	}
 	B := &c.b
 	B.cseq++
-	b := e.appendRequestHead(e.tmp.out[:0], string(req.MethodBytes()), B, B.cseq, max(mf-1, 0))
+	d := legDest(B)
+	b := e.appendRequestHead(e.tmp.out[:0], string(req.MethodBytes()), B, &d, B.cseq, max(mf-1, 0))
 	if dialogForming(req.Method()) {
-		b = e.appendContact(b, B)
+		b = e.appendContact(b, B.peer.Transport)
 	}
 	b = e.policy.appendAllowed(b, req)
 	at := len(b)

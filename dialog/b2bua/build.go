@@ -8,48 +8,49 @@ import (
 	"github.com/sipedge/sipedge/transport"
 )
 
-// localHost returns sipedge's host:port for a leg's transport.
-func (e *Engine) localHost(l *leg) string {
-	if l.peer.Transport == transport.TCP && e.cfg.LocalTCP != "" {
+// localHost returns sipedge's host:port for a transport.
+func (e *Engine) localHost(k transport.Kind) string {
+	if k == transport.TCP && e.cfg.LocalTCP != "" {
 		return e.cfg.LocalTCP
 	}
 	return e.cfg.LocalUDP
 }
 
-// appendContact appends sipedge's Contact for a leg (RFC 3261 8.1.1.8).
-func (e *Engine) appendContact(dst []byte, l *leg) []byte {
+// appendContact appends sipedge's Contact for a message sent over
+// transport k (RFC 3261 8.1.1.8).
+func (e *Engine) appendContact(dst []byte, k transport.Kind) []byte {
 	dst = append(dst, "Contact: <sip:"...)
 	dst = append(dst, e.cfg.User...)
 	dst = append(dst, '@')
-	dst = append(dst, e.localHost(l)...)
-	if l.peer.Transport == transport.TCP {
+	dst = append(dst, e.localHost(k)...)
+	if k == transport.TCP {
 		dst = append(dst, ";transport=tcp"...)
 	}
 	return append(dst, ">\r\n"...)
 }
 
 // appendRequestHead appends the start line and the dialog headers of a
-// request sipedge sends on leg l (RFC 3261 12.2.1.1): Request-URI the
-// remote target, Route the route set, From our URI and tag, To the peer's
-// URI and tag (empty before the dialog exists), the leg's Call-ID, CSeq.
-// The caller appends Contact, other headers and AppendBody. dst must be
-// empty: e.tmp.req records where each part went, for SendBuilt, which then
-// need not parse the request.
-func (e *Engine) appendRequestHead(dst []byte, method string, l *leg, cseq uint32, maxForwards int) []byte {
+// request sipedge sends on leg l to d (RFC 3261 12.2.1.1, destOf): its
+// Request-URI, Route, sipedge's Via for its transport, From our URI and
+// tag, To the peer's URI and tag (empty before the dialog exists), the
+// leg's Call-ID, CSeq. The caller appends Contact, other headers and
+// AppendBody. dst must be empty: e.tmp.req records where each part went,
+// for SendBuilt, which then need not parse the request.
+func (e *Engine) appendRequestHead(dst []byte, method string, l *leg, d *dest, cseq uint32, maxForwards int) []byte {
 	r := &e.tmp.req
 	r.CSeq = cseq
 	dst = append(dst, method...)
 	r.Method = span(0, dst)
 	dst = append(dst, ' ')
 	at := len(dst)
-	dst = append(dst, l.target...)
+	dst = append(dst, d.uri...)
 	r.URI = span(at, dst)
 	dst = append(dst, " SIP/2.0\r\nVia: "...)
 	at = len(dst)
 	dst = append(dst, "SIP/2.0/"...)
-	dst = append(dst, l.peer.Transport.String()...)
+	dst = append(dst, d.peer.Transport.String()...)
 	dst = append(dst, ' ')
-	dst = append(dst, e.localHost(l)...)
+	dst = append(dst, e.localHost(d.peer.Transport)...)
 	dst = append(dst, ";branch="...)
 	branch := len(dst)
 	dst = append(dst, "z9hG4bK"...)
@@ -61,8 +62,8 @@ func (e *Engine) appendRequestHead(dst []byte, method string, l *leg, cseq uint3
 	dst = strconv.AppendInt(dst, int64(maxForwards), 10)
 	dst = append(dst, "\r\n"...)
 	at = len(dst)
-	if len(l.routes) > 0 {
-		dst = parser.AppendHeader(dst, "Route", l.routes)
+	if len(d.routes) > 0 {
+		dst = parser.AppendHeader(dst, "Route", d.routes)
 	}
 	r.Route = span(at, dst)
 	dst = append(dst, "From: "...)
@@ -118,13 +119,17 @@ func appendBodyOf(dst []byte, m *parser.Message) []byte {
 	return parser.AppendBody(dst, "", m.Body())
 }
 
-// appendRelayedResponse builds the response to req that relays resp from
-// the other leg: its code, reason, allowed headers and body, with
-// sipedge's Contact on responses that establish or refresh a dialog, and
-// req's own Record-Route, which the requester's UA takes its route set
-// from (RFC 3261 12.1.1: copied into a response that establishes a
-// dialog; nothing of the other leg's).
-func (e *Engine) appendRelayedResponse(dst []byte, req, resp *parser.Message, toTag []byte, l *leg) []byte {
+// appendRelayedResponse builds the response to req, received on leg s of
+// call c, that relays resp from the other leg: its code, reason, allowed
+// headers and body, with sipedge's Contact on responses that establish or
+// refresh a dialog, and req's own Record-Route, which the requester's UA
+// takes its route set from (RFC 3261 12.1.1: copied into a response that
+// establishes a dialog; nothing of the other leg's); a 2xx to an INVITE
+// or UPDATE with the session timer of the leg (appendSession2xx). A
+// reliable provisional of sipedge's own (rseq, not 0: sendReliable) has
+// Require: 100rel and its RSeq, and no body unless the caller made an
+// offer.
+func (e *Engine) appendRelayedResponse(dst []byte, c *Call, s side, req, resp *parser.Message, toTag []byte, rseq uint32) []byte {
 	code, reason := resp.StatusCode(), string(resp.ReasonPhrase())
 	if code == 401 || code == 407 {
 		// A challenge is for the hop that received it: its digest covers
@@ -135,10 +140,21 @@ func (e *Engine) appendRelayedResponse(dst []byte, req, resp *parser.Message, to
 	}
 	dst = parser.AppendResponse(dst, req, code, reason, toTag)
 	if code > 100 && code < 300 && dialogForming(req.Method()) {
-		dst = e.appendContact(dst, l)
+		dst = e.appendContact(dst, c.leg(s).peer.Transport)
 		dst = parser.AppendKind(dst, req, parser.HeaderRecordRoute)
 	}
 	dst = e.policy.appendAllowed(dst, resp)
+	switch {
+	case code >= 200 && code < 300 && targetRefresh(req.Method()):
+		dst = e.appendSession2xx(dst, c, s, resp)
+	case rseq != 0:
+		dst = append(dst, "Require: 100rel\r\nRSeq: "...)
+		dst = strconv.AppendUint(dst, uint64(rseq), 10)
+		dst = append(dst, "\r\n"...)
+		if !c.extra.rel.offer {
+			return appendBodyOf(dst, nil)
+		}
+	}
 	return appendBodyOf(dst, resp)
 }
 

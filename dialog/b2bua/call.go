@@ -31,18 +31,22 @@ const (
 
 // leg is one dialog of a call, seen from sipedge.
 type leg struct {
-	callID     []byte
-	localTag   []byte
-	remoteTag  []byte
-	localURI   []byte // our side's name-addr, without tag (B: From; A: the caller's To)
-	remoteURI  []byte // the peer's name-addr, without tag
-	target     []byte // the peer's Contact URI: the Request-URI of requests on this leg
-	routes     []byte // the route set, as Route header values joined with ", "
-	ackCopy    []byte // the ACK below when it carried a body (an SDP answer) or credentials, to send again; or see ackAuth (a pooled buffer)
+	callID    []byte
+	localTag  []byte
+	remoteTag []byte
+	localURI  []byte // our side's name-addr, without tag (B: From; A: the caller's To)
+	remoteURI []byte // the peer's name-addr, without tag
+	target    []byte // the peer's Contact URI: the Request-URI of requests on this leg
+	routes    []byte // the route set, as Route header values joined with ", "
+	ackCopy   []byte // the ACK below when it carried a body (an SDP answer) or credentials, to send again; or see ackAuth (a pooled buffer)
+	// peer is where requests on the leg go: the carrier's gateway; on the
+	// caller's leg, where responses to its INVITE went (txn.ReplyTo), and
+	// requests only when callerDest can do no better.
 	peer       transport.Peer
 	cseq       uint32 // the CSeq of the last request sipedge sent on this leg
 	inviteCSeq uint32 // the CSeq of the last INVITE sipedge sent on this leg, for its ACK
 	remoteCSeq uint32 // the CSeq of the last request the peer sent on this leg; 0: none yet
+	firstRoute uint16 // the caller's leg: the length of the first value in routes (callerDest)
 	acked      bool   // sipedge has ACKed the 2xx to that INVITE; its retransmissions are ACKed again
 	ackAuth    bool   // ackCopy holds the credentials lines of that INVITE, not yet ACKed: its ACK repeats them (RFC 3261 13.2.2.4)
 }
@@ -50,7 +54,7 @@ type leg struct {
 func (l *leg) reset() {
 	l.callID, l.localTag, l.remoteTag = l.callID[:0], l.localTag[:0], l.remoteTag[:0]
 	l.localURI, l.remoteURI, l.target, l.routes = l.localURI[:0], l.remoteURI[:0], l.target[:0], l.routes[:0]
-	l.cseq, l.inviteCSeq, l.peer, l.acked, l.ackAuth = 0, 0, transport.Peer{}, false, false
+	l.cseq, l.inviteCSeq, l.peer, l.acked, l.ackAuth, l.firstRoute = 0, 0, transport.Peer{}, false, false, 0
 	l.remoteCSeq = 0 // empty: the next dialog's first request sets it (RFC 3261 12.2.2)
 }
 
@@ -116,7 +120,12 @@ type callVars struct {
 	trunk   *Trunk
 	att     attempt      // the carrier in flight, or the last one dialled
 	source  route.Source // where the decision came from
-	key     uint64       // spreads hash selection of gateways per call
+	ended   endReason    // why sipedge ended the call itself, for the CDR
+	// Of the carrier in flight too, reset with att (Engine.carryOut), but
+	// here: in attempt they would take the Call past its size class.
+	attRedirected      bool   // a 3xx sent it on to another member of its group (followRedirect)
+	attIntervalRetried bool   // its 422 was answered with a longer session interval (retryInterval)
+	key                uint64 // spreads hash selection of gateways per call
 
 	// The small fields, together: each Call is a heap object of its own,
 	// and its size class decides ConcurrentCalls' bytes per call.
@@ -142,7 +151,7 @@ type callVars struct {
 	maxDur  uint64        // the maximum-duration timer
 
 	byeHdrs []byte     // the headers the policy relays of the BYE byeOnAck holds, for the one it waits to send (a pooled buffer)
-	extra   *callExtra // what few calls need (reordered routes, failed attempts' B-legs); nil until then (a pooled object)
+	extra   *callExtra // what few calls need (reordered routes, failed attempts' B-legs, SIP extensions); nil until then (a pooled object)
 
 	// CDR facts.
 	tInvite, tProvisional, tAnswer, tEnd time.Duration
@@ -162,6 +171,12 @@ type callExtra struct {
 	// not dialled): for lcr_attempts' b_call_id and time_invite.
 	legs []attemptLeg
 	ids  []byte // the legs' Call-IDs
+
+	// The SIP extensions the call uses: reliable provisional responses
+	// (RFC 3262, rel.go) and, in uphold, the legs' session timers (RFC
+	// 4028, sessiontimer.go). Their zero values are a call that uses none.
+	rel     relState
+	session [2]sessionLeg // by sessionSide
 }
 
 // attemptLeg is a failed attempt's B-leg: its Call-ID, ids[start:end],
@@ -185,8 +200,14 @@ func (e *Engine) extraOf(c *Call) *callExtra {
 }
 
 // putExtra gives x back to the pool, emptied: the routes it held dropped
-// (they may name a large decision's maps), its capacity kept.
+// (they may name a large decision's maps), its capacity kept, the
+// extensions' timers stopped and their buffers given back.
 func (e *Engine) putExtra(x *callExtra) {
+	e.stopRel(x)
+	e.stopSessions(x)
+	e.putBuf(x.rel.sent)
+	e.putBuf(x.rel.pending)
+	x.rel, x.session = relState{}, [2]sessionLeg{}
 	for i := range x.orders {
 		clear(x.orders[i])
 		x.orders[i] = x.orders[i][:0]
@@ -404,6 +425,18 @@ func (e *Engine) settle(c *Call) {
 	}
 }
 
+// sideOf returns the side of c whose leg l is; 0 for a leg that is not
+// c's (a dialog no call keeps).
+func (c *Call) sideOf(l *leg) side {
+	switch l {
+	case &c.a:
+		return sideA
+	case &c.b:
+		return sideB
+	}
+	return 0
+}
+
 // sourceAddr is where the caller's INVITE came from.
 func (c *Call) sourceAddr() netip.AddrPort {
 	return netip.AddrPortFrom(c.a.peer.Addr.Addr(), c.srcPort)
@@ -422,6 +455,7 @@ func (e *Engine) EndAll(now time.Duration) int {
 		case c.state == stateFree:
 			continue
 		case c.answered:
+			c.ended = endShutdown
 			e.hangup(c, cdr.HangupSystem)
 		default:
 			c.hangup = cdr.HangupSystem
@@ -493,21 +527,31 @@ func (e *Engine) end(c *Call, hangup cdr.HangupSide) {
 // failCall answers the caller with code and ends the call: with the
 // carrier's response failure, when it has that code, relayed.
 func (e *Engine) failCall(c *Call, code int, reason string, failure *parser.Message) {
-	if code == 401 || code == 407 {
+	switch {
+	case code == 401 || code == 407:
 		// A carrier's challenge was for sipedge's account with it, which
 		// the caller cannot answer; and a 401 or 407 without its challenge
 		// would break RFC 3261 22.1. sipedge does not challenge callers.
 		code, reason = 403, "Forbidden"
+	case code >= 300 && code < 400:
+		// A 3xx names where to go in its Contact (RFC 3261 21.3), which
+		// sipedge never relays: a policy's 3xx is a 480, as the
+		// sequence's are (route.Sequence).
+		code, reason = 480, "Temporarily Unavailable"
 	}
 	c.finalCode, c.finalReason = code, append(c.finalReason[:0], reason...)
 	if req := c.ainv; req != nil && !c.canceled {
 		if f := failure; f != nil && f.StatusCode() == code {
 			// The carrier's failure reaches the caller as it is, with the
-			// headers the policy relays: a 422's Min-SE (RFC 4028 6), a
-			// Retry-After, a Reason (RFC 3326). Not its body: an error
-			// text may name the carrier's network.
+			// headers the policy relays: a Retry-After, a Reason (RFC
+			// 3326), and a 422's Min-SE, which it must carry (RFC 4028 6)
+			// whatever the policy. Not its body: an error text may name the
+			// carrier's network.
 			b := parser.AppendResponse(e.tmp.out[:0], req, code, string(f.ReasonPhrase()), c.a.localTag)
 			b = e.policy.appendAllowed(b, f)
+			if v := f.Get(parser.HeaderMinSE); code == 422 && v != nil && !e.policy.kinds.Has(parser.HeaderMinSE) {
+				b = parser.AppendHeader(b, "Min-SE", v)
+			}
 			e.tmp.out = parser.AppendBody(b, "", nil)
 			if e.txns.Respond(c.aTxn, e.tmp.out, e.now) == nil {
 				e.after()

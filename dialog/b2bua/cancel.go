@@ -28,8 +28,9 @@ func (e *Engine) onCancel(m *parser.Message, a *txn.Action) {
 	}
 	// RFC 3261 9.2: "as long as the CANCEL matched an existing transaction,
 	// the UAS answers the CANCEL request itself with a 200 (OK)", even one
-	// that has sent its final response and outlived its call.
-	e.respond(a.Txn, m, 200, "OK", nil)
+	// that has sent its final response and outlived its call; its To tag
+	// "SHOULD be the same" as the INVITE's responses'.
+	e.respond(a.Txn, m, 200, "OK", e.cancelTag(a.Ref, c, &role))
 	if c == nil || role.kind != roleAInvite || c.answered || c.canceled {
 		return
 	}
@@ -46,13 +47,30 @@ func (e *Engine) onCancel(m *parser.Message, a *txn.Action) {
 	e.abandon(c, m)
 }
 
+// cancelTag returns the To tag of the 200 to a CANCEL of the caller's
+// INVITE, server transaction h (RFC 3261 9.2): the tag of the last
+// response the INVITE got, or with none yet but a 100, the one its call
+// answers with; nil (a fresh one) when neither is known. In e.tmp.tag.
+func (e *Engine) cancelTag(h txn.Handle, c *Call, role *txnRole) []byte {
+	var to parser.Address
+	if r := e.txns.Response(h); len(r) > 0 && e.tmp.resp.Parse(r) == nil && e.tmp.resp.To(&to) == nil && len(to.Tag) > 0 {
+		e.tmp.tag = append(e.tmp.tag[:0], to.Tag...)
+		return e.tmp.tag
+	}
+	if c != nil && role.kind == roleAInvite {
+		e.tmp.tag = append(e.tmp.tag[:0], c.a.localTag...)
+		return e.tmp.tag
+	}
+	return nil
+}
+
 // cancelHeaders returns the header lines of cancel, the caller's CANCEL,
 // that go on the CANCEL sipedge sends on the other leg: its Reason (RFC
 // 3326 2; "Call completed elsewhere" keeps the callee from showing a missed
 // call) when the header policy allows Reason. The rest of a CANCEL is its
 // INVITE's (RFC 3261 9.1). The lines are in e.tmp.out, for CancelWith to copy.
 func (e *Engine) cancelHeaders(cancel *parser.Message) []byte {
-	if !e.policy.kinds.Has(parser.HeaderReason) {
+	if cancel == nil || !e.policy.kinds.Has(parser.HeaderReason) {
 		return nil
 	}
 	e.tmp.out = e.tmp.out[:0]
@@ -65,7 +83,7 @@ func (e *Engine) cancelHeaders(cancel *parser.Message) []byte {
 }
 
 // abandon stops the sequence because the caller gave up with cancel, its
-// CANCEL: the carrier in flight is cancelled (RFC 3261 9.1) and the call
+// CANCEL (nil: sipedge gave up for it): the carrier in flight is cancelled (RFC 3261 9.1) and the call
 // ends with its final response, so that a 2xx crossing the CANCEL is ACKed
 // and BYEd.
 func (e *Engine) abandon(c *Call, cancel *parser.Message) {

@@ -65,6 +65,7 @@ func (e *Engine) record(c *Call) *cdr.Record {
 	r.TimeEnd = e.wall(c.tEnd)
 	r.FinalCode, r.FinalReason = c.finalCode, r.String(c.finalReason)
 	r.HangupSide = c.hangup
+	r.EndReason = endReasons[c.ended]
 	r.Route, r.CarrierID = c.att.dial.Group, c.att.dial.CarrierID
 	if rt := c.att.route; rt != nil {
 		r.Rate, r.Currency = rt.Rate, rt.Currency // the price of the dial's route
@@ -85,6 +86,22 @@ func (e *Engine) record(c *Call) *cdr.Record {
 	}
 	return r
 }
+
+// endReason says why sipedge ended a call itself: the CDR's end_reason.
+type endReason uint8
+
+const (
+	endNone endReason = iota
+	endMaxDuration
+	endSessionExpired
+	endNoAck
+	endNoResponse
+	endNoPrack
+	endShutdown
+)
+
+var endReasons = [...]string{endNone: "", endMaxDuration: cdr.EndMaxDuration, endSessionExpired: cdr.EndSessionExpired,
+	endNoAck: cdr.EndNoAck, endNoResponse: cdr.EndNoResponse, endNoPrack: cdr.EndNoPrack, endShutdown: cdr.EndShutdown}
 
 // wall converts a time on the shard's clock to wall time; 0, an event that
 // did not happen, stays the zero time.

@@ -53,6 +53,9 @@ type Config struct {
 	// P-Asserted-Identity on B-legs (b2bua.assert_identity,
 	// docs/design/lcr.md 4.5).
 	AssertIdentity bool
+	// SessionTimer configures session timers (RFC 4028): relayed, or
+	// upheld by sipedge on each leg.
+	SessionTimer SessionTimer
 	// Sequence configures failover: the ring bound and the reroute causes.
 	Sequence route.SequenceOptions
 	// Metrics receives the engine's metrics, labelled with Shard.

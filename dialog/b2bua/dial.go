@@ -43,10 +43,12 @@ func (e *Engine) sendInvite(c *Call, ainv *parser.Message, auth *challenge) bool
 		// and parameters as given; its number, shaped, is in id.ruriUser.
 		host = ruriHost(r.RURI)
 	}
-	B.target = append(B.target[:0], "sip:"...)
-	B.target = append(B.target, id.ruriUser...)
-	B.target = append(B.target, '@')
-	B.target = append(B.target, host...)
+	if !c.attRedirected { // else the carrier's Contact (followRedirect)
+		B.target = append(B.target[:0], "sip:"...)
+		B.target = append(B.target, id.ruriUser...)
+		B.target = append(B.target, '@')
+		B.target = append(B.target, host...)
+	}
 	// To carries the shaped number without the tech prefix.
 	B.remoteURI = append(B.remoteURI[:0], "<sip:"...)
 	B.remoteURI = append(B.remoteURI, id.callee...)
@@ -63,7 +65,7 @@ func (e *Engine) sendInvite(c *Call, ainv *parser.Message, auth *challenge) bool
 		if len(id.caller) > 0 {
 			B.localURI = append(B.localURI, '@')
 		}
-		B.localURI = append(B.localURI, hostOnly(e.localHost(B))...)
+		B.localURI = append(B.localURI, hostOnly(e.localHost(B.peer.Transport))...)
 		B.localURI = append(B.localURI, '>')
 	}
 	// No early dialog yet (a challenged INVITE's ended with it), no remote
@@ -74,16 +76,25 @@ func (e *Engine) sendInvite(c *Call, ainv *parser.Message, auth *challenge) bool
 	// Each B-leg early dialog gets its own A-leg To tag (RFC 3261 12.1.1:
 	// the caller sees the carriers as forks).
 	c.a.localTag = randomToken(c.a.localTag[:0], 10)
+	if c.extra != nil {
+		e.relNewDialog(c)
+	}
 
-	b := e.appendRequestHead(e.tmp.out[:0], "INVITE", B, B.cseq, int(c.maxFwd))
-	b = e.appendContact(b, B)
+	d := legDest(B)
+	b := e.appendRequestHead(e.tmp.out[:0], "INVITE", B, &d, B.cseq, int(c.maxFwd))
+	b = e.appendContact(b, B.peer.Transport)
 	// A route's header replaces the caller's of the same name: its value
 	// is the one the carrier reads.
 	var routeHeaders map[string]string
 	if r != nil {
 		routeHeaders = r.Headers
 	}
+	uphold := e.cfg.SessionTimer.Uphold
+	b = appendOwnSupported(b, c.offer100rel(), uphold)
 	b = e.policy.appendAllowedExcept(b, ainv, identityHeaders|routeHeaderKinds(r), routeHeaders)
+	if uphold {
+		b = e.appendSessionRequest(b, c, sideB, true)
+	}
 	b = e.appendIdentity(b, id, B, ainv)
 	b = e.appendRouteHeaders(b, c, r)
 	switch {

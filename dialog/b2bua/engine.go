@@ -100,15 +100,21 @@ type logPacing struct {
 type scratch struct {
 	acts []txn.Action   // the table's spare action list (see runActions)
 	req  txn.Built      // the request being built: where appendRequestHead wrote what
-	areq parser.Message // a request the engine re-reads to answer it
-	leg  leg            // a dialog the engine ends without keeping (a forked 2xx)
-	id   identity       // the identity of the B-leg being dialled
-	auth challenge      // the carrier's challenge being answered (answerChallenge)
-	out  []byte         // an outgoing message
-	tag  []byte         // the To tag of a response that ends no dialog (tagFor)
-	rr   route.Request  // the Router's request
-	dec  route.Decision // the decision being carried out
-	rep  carrier.Report // the report being made to the carrier plane
+	hop  transport.Peer // the next hop of a request to a caller (callerDest)
+	// routes is the Route of a request to a caller behind a strict router
+	// (strictRoute).
+	routes []byte
+	areq   parser.Message // a request the engine re-reads to answer it
+	prov   parser.Message // a carrier's provisional kept to go reliably later (onPrack)
+	resp   parser.Message // a response of sipedge's own it reads again (cancelTag)
+	leg    leg            // a dialog the engine ends without keeping (a forked 2xx)
+	id     identity       // the identity of the B-leg being dialled
+	auth   challenge      // the carrier's challenge being answered (answerChallenge)
+	out    []byte         // an outgoing message
+	tag    []byte         // the To tag of a response that ends no dialog (tagFor)
+	rr     route.Request  // the Router's request
+	dec    route.Decision // the decision being carried out
+	rep    carrier.Report // the report being made to the carrier plane
 	// order is where the carrier plane reorders a call's routes
 	// (Engine.order), which the call then takes over.
 	order []route.Route
@@ -142,6 +148,7 @@ const (
 	roleRelayIn                      // an in-dialog server transaction being relayed
 	roleRelayOut                     // its client transaction on the other leg
 	roleBye                          // a BYE the engine sent on its own to the caller, or ending a dialog no call keeps
+	roleRefresh                      // a session refresh the engine sent on its own, on the leg txnRole.slot names (sessiontimer.go)
 	// roleCarrierBye is a BYE the engine sent on its own to the carrier,
 	// which may challenge it: not its call's, which ended as it went
 	// (txnRole.bye names what an answer needs).
@@ -169,10 +176,17 @@ func New(cfg Config, env Env) (*Engine, error) {
 	if cfg.User == "" {
 		cfg.User = "sipedge"
 	}
+	cfg.SessionTimer = cfg.SessionTimer.withDefaults()
 	if env.Log == nil {
 		env.Log = slog.Default()
 	}
 	e := &Engine{cfg: cfg, env: env, policy: compilePolicy(cfg.HeaderAllow), probes: make(map[txn.Handle]*probe)}
+	if cfg.SessionTimer.Uphold {
+		// Each leg's session timer is sipedge's own (appendSessionRequest,
+		// appendSession2xx): neither side's crosses.
+		e.policy.kinds &^= parser.NewHeaderSet(parser.HeaderSessionExpires, parser.HeaderMinSE)
+		e.policy.noTimer = true
+	}
 	e.calls.free, e.byes.free = -1, -1
 	e.calls.index.seed = maphash.MakeSeed()
 	if e.trunks.all = cfg.TrunkSet; e.trunks.all == nil {
@@ -326,9 +340,22 @@ func (e *Engine) Timer(kind uint8, arg uint64, now time.Duration) {
 		}
 	case timerProbe:
 		e.probeTimeout(txn.Handle(arg))
+	case timerSessionA, timerSessionB:
+		if c := e.callByArg(arg); c != nil && c.extra != nil {
+			s := sideA
+			if kind == timerSessionB {
+				s = sideB
+			}
+			e.sessionTimer(c, s)
+		}
+	case timerRel:
+		if c := e.callByArg(arg); c != nil && c.extra != nil {
+			e.retransmitRel(c)
+		}
 	case timerMaxDuration:
 		if c := e.callByArg(arg); c != nil && c.state == stateConfirmed {
 			e.env.Log.Info("call reached its maximum duration", "call_id", string(c.a.callID))
+			c.ended = endMaxDuration
 			e.hangup(c, cdr.HangupSystem)
 		}
 	}

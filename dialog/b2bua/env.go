@@ -93,6 +93,12 @@ type Carriers interface {
 	// answer its Digest challenges (RFC 3261 22.2); nil when none. A
 	// non-empty Realm is the only realm it answers.
 	Credentials(d *carrier.Dial) *health.AuthConfig
+	// Redirect makes d the member of its gateway group that the carrier's
+	// 3xx names (its Contact's host, and port: 0 for none), when the group
+	// follows redirects; false otherwise, and d is left as it was. The dial
+	// keeps its channel and CPS slot, and its new gateway hears its own
+	// Outcome.
+	Redirect(d *carrier.Dial, host []byte, port uint16) bool
 	// Report tells what became of an attempt and of an answered call, for
 	// the per-carrier figures. r is valid during the call only.
 	Report(r *carrier.Report)
@@ -150,6 +156,9 @@ const (
 	timerSequence // the failover sequence's deadline for the carrier in flight
 	timerProbe    // a gateway probe's deadline
 	timerPace     // a CPS slot has come (or a CPS reject's retry delay passed)
+	timerRel      // retransmit a reliable provisional to the caller (RFC 3262 3)
+	timerSessionA // the caller's leg's session timer: its refresh or its expiry (RFC 4028 10)
+	timerSessionB // the carrier's
 )
 
 // MaxCPSRetries bounds the retries of one carrier after CPS rejects.
@@ -193,7 +202,8 @@ type FailureAction struct {
 	Routes []route.Route
 	// Code, when Routes is empty, is the caller's final response instead,
 	// with Reason (the code's standard phrase when empty). Only failure
-	// codes (300-699) are taken; any other is ignored.
+	// codes (300-699) are taken; any other is ignored. A 3xx reaches the
+	// caller as 480: sipedge writes no Contact for it to redirect to.
 	Code   int
 	Reason string
 }

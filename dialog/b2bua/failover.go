@@ -76,6 +76,7 @@ func (e *Engine) carryOut(c *Call, st route.Step, failure *parser.Message) {
 				continue
 			}
 			c.att.start(r)
+			c.attRedirected, c.attIntervalRetried = false, false
 			// The carrier's deadline counts from its dial, not from the
 			// decision to dial it: a paced INVITE gets its full time.
 			c.att.wait = st.Deadline - e.now

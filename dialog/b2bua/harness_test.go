@@ -105,6 +105,7 @@ func (f routerFunc) Route(q *route.Request) route.Decision { return f(q) }
 type ended struct {
 	Summary
 	CDRFields map[string]string
+	EndReason string
 	// Legs are lcr_attempts' B-legs, by attempt.
 	Legs []cdrLeg
 }
@@ -137,7 +138,7 @@ func endedOf(rec *cdr.Record) ended {
 			ElapsedMs: a.Elapsed.Milliseconds(), Dialed: a.Dialed, Reason: a.Reason})
 		legs = append(legs, cdrLeg{BCallID: strings.Clone(a.BCallID), Invite: at(a.TimeInvite)})
 	}
-	return ended{Summary: s, CDRFields: maps.Clone(rec.CDRFields), Legs: legs}
+	return ended{Summary: s, CDRFields: maps.Clone(rec.CDRFields), EndReason: rec.EndReason, Legs: legs}
 }
 
 // advance moves the clock, firing due timers in order.

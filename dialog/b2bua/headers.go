@@ -9,7 +9,8 @@ import (
 )
 
 // never are the headers no policy may copy: the B2BUA writes them itself
-// (RFC 3261 dialog state, topology), they are hop-by-hop, they are
+// (RFC 3261 dialog state, topology; Require, for the extensions sipedge
+// takes part in on each leg of its own, RFC 3262, 4028), they are hop-by-hop, they are
 // credentials or challenges (a carrier's is for sipedge's account), or they are
 // identity from a peer sipedge does not trust (RFC 3325 5): the B-leg's
 // identity is sipedge's own (appendIdentity), and trunks and carriers hear
@@ -17,7 +18,7 @@ import (
 var never = parser.NewHeaderSet(parser.HeaderVia, parser.HeaderFrom, parser.HeaderTo,
 	parser.HeaderCallID, parser.HeaderCSeq, parser.HeaderContact, parser.HeaderRoute,
 	parser.HeaderRecordRoute, parser.HeaderMaxForwards, parser.HeaderContentLength,
-	parser.HeaderContentType, parser.HeaderPath, parser.HeaderRSeq, parser.HeaderRAck,
+	parser.HeaderContentType, parser.HeaderPath, parser.HeaderRSeq, parser.HeaderRAck, parser.HeaderRequire,
 	parser.HeaderAuthorization, parser.HeaderProxyAuthorization, parser.HeaderProxyRequire,
 	parser.HeaderWWWAuthenticate, parser.HeaderProxyAuthenticate,
 	parser.HeaderPAssertedIdentity, parser.HeaderPPreferredIdentity, parser.HeaderPrivacy)
@@ -31,6 +32,9 @@ var neverNames = []string{"Remote-Party-ID"}
 type headerPolicy struct {
 	kinds parser.HeaderSet
 	names []string
+	// noTimer leaves timer out of the Supported it copies: in uphold,
+	// sipedge says it itself where it upholds a session timer.
+	noTimer bool
 }
 
 func compilePolicy(allow []string) headerPolicy {
@@ -70,7 +74,7 @@ func (p *headerPolicy) appendAllowedExcept(dst []byte, m *parser.Message, skip p
 			dst = append(dst, h.Name...)
 		} else {
 			if h.Kind == parser.HeaderSupported {
-				dst = appendSupported(dst, h.Value)
+				dst = appendSupportedTags(dst, h.Value, p.noTimer)
 				continue
 			}
 			dst = append(dst, h.Kind.String()...)
@@ -102,18 +106,35 @@ func appendUnfolded(dst, v []byte) []byte {
 	}
 }
 
-// appendSupported appends a Supported header with the option tags of v but
-// those the B2BUA itself would have to take part in: 100rel (RFC 3262), as
-// sipedge neither PRACKs a reliable provisional nor sends one. Relayed as
-// is, it let a carrier send reliable 18x that nobody acknowledged, and its
-// 2xx then never came (RFC 3262 3). Nothing is appended when no tag is
-// left.
-func appendSupported(dst, v []byte) []byte {
+// appendOwnSupported appends the Supported header of sipedge's own option
+// tags on a request: 100rel when it supports reliable provisionals on the
+// leg (rel, offer100rel), timer when it upholds the leg's session timer.
+// The relayed side's other tags follow in a Supported of their own, with
+// the header policy (appendSupportedTags).
+func appendOwnSupported(dst []byte, rel, timer bool) []byte {
+	switch {
+	case rel && timer:
+		dst = append(dst, "Supported: 100rel, timer\r\n"...)
+	case rel:
+		dst = append(dst, "Supported: 100rel\r\n"...)
+	case timer:
+		dst = append(dst, "Supported: timer\r\n"...)
+	}
+	return dst
+}
+
+// appendSupportedTags appends a Supported header with the option tags of v
+// but those the B2BUA takes part in on each leg of its own: 100rel (RFC
+// 3262), which sipedge PRACKs and sends itself; relayed as is, the other
+// side's reliable provisionals would go unacknowledged (rel.go); and timer
+// when noTimer (uphold: sipedge writes its own). Nothing is appended when
+// no tag is left.
+func appendSupportedTags(dst, v []byte, noTimer bool) []byte {
 	n := len(dst)
 	dst = append(dst, "Supported: "...)
 	first := true
 	for tag, rest := parser.NextListItem(v); tag != nil; tag, rest = parser.NextListItem(rest) {
-		if equalFold(tag, "100rel") || len(tag) == 0 {
+		if equalFold(tag, "100rel") || len(tag) == 0 || noTimer && equalFold(tag, "timer") {
 			continue
 		}
 		if !first {

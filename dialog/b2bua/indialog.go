@@ -30,14 +30,14 @@ func opposite(s side) side {
 func (e *Engine) inDialog(m *parser.Message, a *txn.Action) {
 	var to parser.Address
 	if m.To(&to) != nil || to.Tag == nil {
-		// Out of a dialog: OPTIONS is answered, the rest is not allowed;
-		// both carry Allow (RFC 3261 11.2, 21.4.6).
-		code, reason := 405, "Method Not Allowed"
+		// Out of a dialog: OPTIONS is answered with what sipedge does (RFC
+		// 3261 11.2), the rest is not allowed, with Allow (21.4.6).
+		code, reason, caps := 405, "Method Not Allowed", allowHeader
 		if m.Method() == parser.MethodOptions {
-			code, reason = 200, "OK"
+			code, reason, caps = 200, "OK", capabilities
 		}
 		e.tmp.out = parser.AppendResponse(e.tmp.out[:0], m, code, reason, e.tagFor(nil))
-		e.tmp.out = append(e.tmp.out, allowHeader...)
+		e.tmp.out = append(e.tmp.out, caps...)
 		e.tmp.out = parser.AppendBody(e.tmp.out, "", nil)
 		if e.txns.Respond(a.Txn, e.tmp.out, e.now) == nil {
 			e.after()
@@ -103,6 +103,16 @@ func (e *Engine) inDialog(m *parser.Message, a *txn.Action) {
 	case parser.MethodRefer:
 		e.respond(a.Txn, m, e.cfg.ReferCode, referReason(e.cfg.ReferCode), nil)
 		return
+	case parser.MethodPrack:
+		// Each leg's reliable provisionals are its own (rel.go): the
+		// caller's PRACKs are sipedge's to answer, and the carrier gets
+		// none to send.
+		if s == sideB {
+			e.respond(a.Txn, m, 481, "Call/Transaction Does Not Exist", nil)
+			return
+		}
+		e.onPrack(c, m, a.Txn)
+		return
 	case parser.MethodInvite:
 		// One INVITE transaction at a time in a dialog (RFC 3261 14.2): a
 		// second INVITE from a side whose first has no final response yet
@@ -115,16 +125,16 @@ func (e *Engine) inDialog(m *parser.Message, a *txn.Action) {
 		case s == sideA && !c.answered || c.reinvite[s-1]:
 			e.respondRetry(a.Txn, m, 500, "Server Internal Error", rand.IntN(11))
 			return
-		case !c.answered || c.reinvite[opposite(s)-1] || len(c.ok2xx) > 0:
+		case !c.answered || c.reinvite[opposite(s)-1] || len(c.ok2xx) > 0 || c.refreshing():
 			e.respond(a.Txn, m, 491, "Request Pending", nil)
 			return
 		}
 	}
+	if targetRefresh(m.Method()) && e.refuseInterval(a.Txn, m) { // RFC 4028 9
+		return
+	}
 	e.relay(c, s, m, a.Txn)
 }
-
-// allowHeader lists the methods sipedge handles (RFC 3261 20.5).
-const allowHeader = "Allow: INVITE, ACK, CANCEL, BYE, OPTIONS, UPDATE, INFO, NOTIFY, REFER\r\n"
 
 func referReason(code int) string {
 	switch code {
@@ -165,11 +175,22 @@ func (e *Engine) relay(c *Call, s side, m *parser.Message, in txn.Handle) {
 	out := c.leg(opposite(s))
 	out.cseq++
 	method := string(m.MethodBytes())
-	b := e.appendRequestHead(e.tmp.out[:0], method, out, out.cseq, mf-1)
+	d := e.destOf(c, out)
+	b := e.appendRequestHead(e.tmp.out[:0], method, out, &d, out.cseq, mf-1)
 	if dialogForming(m.Method()) {
-		b = e.appendContact(b, out)
+		b = e.appendContact(b, d.peer.Transport)
 	}
-	b = e.policy.appendAllowed(b, m)
+	if e.cfg.SessionTimer.Uphold && targetRefresh(m.Method()) {
+		// Each leg's session timer is sipedge's: the requester's says what
+		// its leg's becomes, the other leg gets its own (RFC 4028 7.4, 9).
+		e.sessionRequested(c, s, m)
+		b = appendOwnSupported(b, false, true)
+		b = e.policy.appendAllowed(b, m)
+		b = e.appendSessionRequest(b, c, opposite(s), false)
+		e.keepSentSDP(c, opposite(s), m.Body())
+	} else {
+		b = e.policy.appendAllowed(b, m)
+	}
 	b = appendBodyOf(b, m)
 	e.tmp.out = b
 	if m.Method() == parser.MethodInvite {
@@ -182,7 +203,7 @@ func (e *Engine) relay(c *Call, s side, m *parser.Message, in txn.Handle) {
 	r := &c.relays[slot]
 	r.setRelayed(m)
 	r.from, r.in = s, in
-	h, err := e.sendBuilt(out.peer)
+	h, err := e.sendBuilt(*d.peer)
 	if err != nil {
 		e.unrelayed(c, s, r)
 		e.respond(in, m, 503, "Service Unavailable", nil)
@@ -222,6 +243,8 @@ func (e *Engine) onResponse(m *parser.Message, a *txn.Action) {
 		e.onBInviteResponse(c, m, h, a.Peer)
 	case roleRelayOut:
 		e.onRelayResponse(c, role, m)
+	case roleRefresh:
+		e.onRefreshResponse(c, side(role.slot), h, m)
 	case roleBye:
 		// The caller, or the peer of a dialog no call keeps (endUnwanted),
 		// acknowledged the end; nothing is left to do. A challenge is not
@@ -271,7 +294,15 @@ func (e *Engine) onRelayResponse(c *Call, role txnRole, m *parser.Message) {
 		// A re-INVITE's 2xx is retransmitted until the ACK.
 		c.leg(opposite(r.from)).acked = false // until the other side's ACK is forwarded
 	}
-	e.tmp.out = e.appendRelayedResponse(e.tmp.out[:0], &e.tmp.areq, m, nil, from)
+	if e.cfg.SessionTimer.Uphold && targetRefresh(r.method) && code >= 200 && code < 300 {
+		// A refresh of the session on both legs (RFC 4028 10): the other
+		// leg's peer answered sipedge's request, this one gets sipedge's 2xx.
+		e.sessionAnswered(c, opposite(r.from), m)
+		e.sessionRefreshed(c, opposite(r.from))
+		e.sessionRefreshed(c, r.from)
+		e.keepSentSDP(c, r.from, m.Body())
+	}
+	e.tmp.out = e.appendRelayedResponse(e.tmp.out[:0], c, r.from, &e.tmp.areq, m, nil, 0)
 	if r.method == parser.MethodInvite && code >= 200 && code < 300 {
 		if c.ok2xx == nil {
 			c.ok2xx = e.getBuf()
@@ -294,6 +325,7 @@ func (e *Engine) onRelayResponse(c *Call, role txnRole, m *parser.Message) {
 			// "the UAC SHOULD terminate the dialog" (RFC 3261 12.2.1.2),
 			// and with it the call, rather than bill a call that is gone.
 			e.m.orphans.Inc()
+			c.ended = endNoResponse
 			e.hangup(c, cdr.HangupSystem)
 		}
 	}
@@ -359,7 +391,12 @@ func (e *Engine) onTxnFailure(h txn.Handle, transport bool) {
 		e.unwatch(r.in)
 		r.in, r.out = 0, 0
 		e.m.orphans.Inc()
+		c.ended = endNoResponse
 		e.hangup(c, cdr.HangupSystem)
+	case roleRefresh:
+		if c.extra != nil && c.extra.session[role.slot-1].refresh == h {
+			e.refreshFailed(c, side(role.slot))
+		}
 	}
 }
 
@@ -372,17 +409,18 @@ func (e *Engine) sendBye(c *Call, l *leg, from *parser.Message) txn.Handle {
 		// The 2xx sipedge got on l and relayed, whose ACK it still awaits
 		// from the other side: ACKed first (RFC 3261 13.2.2.4), or the peer
 		// retransmits it for 32 s.
-		e.ack(l, nil)
+		e.ack(c, l, nil)
 	}
 	l.cseq++
-	b := e.appendRequestHead(e.tmp.out[:0], "BYE", l, l.cseq, 70)
+	d := e.destOf(c, l)
+	b := e.appendRequestHead(e.tmp.out[:0], "BYE", l, &d, l.cseq, 70)
 	if from != nil {
 		b = e.policy.appendAllowed(b, from)
 	} else if c != nil && c.byeOnAck && l == c.leg(c.rtxTo) {
 		b = append(b, c.byeHdrs...) // the other side's BYE, which waited for this side's ACK
 	}
 	e.tmp.out = parser.AppendBody(b, "", nil)
-	h, err := e.sendBuilt(l.peer)
+	h, err := e.sendBuilt(*d.peer)
 	if err != nil {
 		return 0
 	}
@@ -407,7 +445,7 @@ func (e *Engine) hangup(c *Call, side cdr.HangupSide) {
 		// up gets no BYE back (it would answer 481), only the ACK its 2xx
 		// may still lack (RFC 3261 13.2.2.4).
 		if l := c.leg(opposite(c.rtxTo)); !l.acked {
-			e.ack(l, nil)
+			e.ack(c, l, nil)
 		}
 		e.sendBye(c, c.leg(c.rtxTo), nil)
 	case c.answered:

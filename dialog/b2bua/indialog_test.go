@@ -8,23 +8,36 @@ import (
 	"github.com/sipedge/sipedge/parser"
 )
 
-// The caller's Supported reaches the carrier without 100rel: sipedge does
-// not PRACK (RFC 3262), and a carrier sending reliable 18x would never get
-// to answer (its 2xx waits for the PRACK).
-func TestSupportedWithout100rel(t *testing.T) {
-	f := func(supported, want string) {
+// The caller's Supported reaches the carrier with its 100rel sipedge's own
+// (RFC 3262, rel.go): offered when the caller supports it and its INVITE
+// carries an offer, whose answer a reliable provisional then carries, and
+// not otherwise: in a late offer, the carrier's reliable provisional would
+// carry an offer to be answered in sipedge's PRACK.
+func TestSupported100relPerLeg(t *testing.T) {
+	f := func(supported string, body bool, want string) {
 		t.Helper()
 		r := newRig(t, func(c *Config) { c.HeaderAllow = append(c.HeaderAllow, "Supported") })
-		r.recv(caller, strings.Replace(callerInvite("1", "a-call-1", "15551234"), "X-Keep: kept\r\n", "X-Keep: kept\r\nSupported: "+supported+"\r\n", 1))
+		inv := strings.Replace(callerInvite("1", "a-call-1", "15551234"), "X-Keep: kept\r\n", "X-Keep: kept\r\nSupported: "+supported+"\r\n", 1)
+		if !body {
+			inv = inv[:strings.Index(inv, "Content-Type")] + "Content-Length: 0\r\n\r\n"
+		}
+		r.recv(caller, inv)
 		r.expect(caller, "SIP/2.0 100 Trying")
 		binv := r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
-		if got := string(binv.Get(parser.HeaderSupported)); got != want || binv.Count(parser.HeaderSupported) > 1 {
-			t.Errorf("caller Supported %q: carrier's %q, want %q", supported, got, want)
+		var tags []string
+		for i := 0; i < binv.Count(parser.HeaderSupported); i++ {
+			tags = append(tags, string(binv.Nth(parser.HeaderSupported, i)))
+		}
+		if got := strings.Join(tags, ", "); got != want {
+			t.Errorf("caller Supported %q (body %v): carrier's %q, want %q", supported, body, got, want)
 		}
 	}
-	f("100rel, timer", "timer")
-	f("timer,100REL,replaces", "timer, replaces")
-	f("100rel", "")
+	f("100rel, timer", true, "100rel, timer")
+	f("timer,100REL,replaces", true, "100rel, timer, replaces")
+	f("100rel", true, "100rel")
+	f("timer", true, "timer")
+	f("100rel, timer", false, "timer")
+	f("100rel", false, "")
 }
 
 // reinviteCancel is the caller's CANCEL of its re-INVITE "re1" (CSeq 11),

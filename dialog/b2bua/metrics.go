@@ -25,6 +25,13 @@ type engineMetrics struct {
 	cpsRejects       *vm.Counter
 	trunkLimited     *vm.Counter
 	foreignVia       *vm.Counter
+	// 3xx from carriers sent on to another member of the group.
+	redirectsFollowed *vm.Counter
+	// Session timers in uphold: sipedge's refreshes sent, and calls ended
+	// for a session that went unrefreshed (RFC 4028 10).
+	sessionRefreshes, sessionsExpired *vm.Counter
+	// Requests sipedge sent the caller, by how their next hop was chosen.
+	callerHops [numHopKinds]*vm.Counter
 	// Carriers' challenges to B-leg INVITEs, by what became of them.
 	authAnswered, authNoCredentials, authUnanswerable, authRefused *vm.Counter
 	active                                                         *vm.Gauge
@@ -55,7 +62,7 @@ func newMetrics(set *vm.Set, shard int) engineMetrics {
 		set = vm.NewSet()
 	}
 	name := func(n string) string { return fmt.Sprintf(`%s{shard="%d"}`, n, shard) }
-	return engineMetrics{
+	m := engineMetrics{
 		started:           set.NewCounter(name("sipedge_calls_started_total")),
 		answered:          set.NewCounter(name("sipedge_calls_answered_total")),
 		ended:             set.NewCounter(name("sipedge_calls_ended_total")),
@@ -72,12 +79,19 @@ func newMetrics(set *vm.Set, shard int) engineMetrics {
 		cpsRejects:        set.NewCounter(name("sipedge_cps_rejects_total")),
 		trunkLimited:      set.NewCounter(name("sipedge_trunk_limited_total")),
 		foreignVia:        set.NewCounter(name("sipedge_responses_foreign_via_total")),
+		redirectsFollowed: set.NewCounter(name("sipedge_carrier_redirects_followed_total")),
+		sessionRefreshes:  set.NewCounter(name("sipedge_session_refreshes_total")),
+		sessionsExpired:   set.NewCounter(name("sipedge_sessions_expired_total")),
 		active:            set.NewGauge(name("sipedge_calls_active"), nil),
 		authAnswered:      set.NewCounter(authName(shard, "answered")),
 		authNoCredentials: set.NewCounter(authName(shard, "no_credentials")),
 		authUnanswerable:  set.NewCounter(authName(shard, "unanswerable")),
 		authRefused:       set.NewCounter(authName(shard, "refused")),
 	}
+	for k, n := range hopKindNames {
+		m.callerHops[k] = set.NewCounter(fmt.Sprintf(`sipedge_requests_to_caller_total{shard="%d",next_hop="%s"}`, shard, n))
+	}
+	return m
 }
 
 // authName names the counter of carriers' challenges with result: answered;

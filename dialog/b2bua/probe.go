@@ -39,10 +39,11 @@ func (e *Engine) Probe(to transport.Peer, uri string, timeout time.Duration, now
 	l.localURI = append(l.localURI, "<sip:"...)
 	l.localURI = append(l.localURI, e.cfg.User...)
 	l.localURI = append(l.localURI, '@')
-	l.localURI = append(l.localURI, hostOnly(e.localHost(l))...)
+	l.localURI = append(l.localURI, hostOnly(e.localHost(to.Transport))...)
 	l.localURI = append(l.localURI, '>')
 	l.remoteURI = append(append(append(l.remoteURI, '<'), uri...), '>')
-	b := e.appendRequestHead(e.tmp.out[:0], "OPTIONS", l, 1, 70)
+	d := legDest(l)
+	b := e.appendRequestHead(e.tmp.out[:0], "OPTIONS", l, &d, 1, 70)
 	e.tmp.out = parser.AppendBody(b, "", nil)
 	h, err := e.sendBuilt(to)
 	if err != nil {

@@ -251,7 +251,7 @@ var identityHeaders = parser.NewHeaderSet(parser.HeaderPAssertedIdentity, parser
 // carrying the real identity to the trusted next hop, and no
 // P-Preferred-Identity is forwarded.
 func (e *Engine) appendIdentity(dst []byte, id *identity, l *leg, ainv *parser.Message) []byte {
-	host := hostOnly(e.localHost(l))
+	host := hostOnly(e.localHost(l.peer.Transport))
 	if len(id.pai) > 0 {
 		dst = append(dst, "P-Asserted-Identity: <sip:"...)
 		dst = append(dst, id.pai...)

@@ -72,7 +72,7 @@ func (e *Engine) endUnwanted(c *Call, m *parser.Message, peer transport.Peer, st
 		case td.dialog == key:
 			e.tmp.leg.reset()
 			e.legFromResponse(&e.tmp.leg, m, peer)
-			e.ack(&e.tmp.leg, nil) // a retransmission: ACKed again, not BYEd again
+			e.ack(nil, &e.tmp.leg, nil) // a retransmission: ACKed again, not BYEd again
 			return
 		}
 	}
@@ -89,7 +89,7 @@ func (e *Engine) endUnwanted(c *Call, m *parser.Message, peer transport.Peer, st
 	if stray {
 		e.m.strayAnswers.Inc()
 	}
-	e.ack(&e.tmp.leg, nil)
+	e.ack(nil, &e.tmp.leg, nil)
 	if h := e.sendBye(c, &e.tmp.leg, nil); h != 0 && free >= 0 {
 		e.teardowns[free] = teardown{dialog: key, bye: h}
 	}
@@ -142,7 +142,7 @@ func (e *Engine) orphan2xx(m *parser.Message, stray bool, peer transport.Peer) {
 		l := c.leg(s)
 		var to parser.Address
 		if m.To(&to) == nil && string(to.Tag) == string(l.remoteTag) {
-			e.ackAgain(l, cseq.Num)
+			e.ackAgain(c, l, cseq.Num)
 			return
 		}
 	}

@@ -45,6 +45,14 @@ type Trunk struct {
 	// Kamailio's force_rport): responses, 2xx retransmissions and requests
 	// in the dialog. Otherwise RFC 3261 18.2.2 decides (txn.ReplyTo).
 	ForceRPort bool
+	// NAT sends the requests sipedge originates in the trunk's dialogs
+	// (BYE, relayed re-INVITE, UPDATE, INFO...) to the source address and
+	// port of the call's INVITE (over its connection, on a stream)
+	// whatever its Contact and Record-Route say: a PBX behind NAT that
+	// writes its private address there. Otherwise the caller's route set
+	// and remote target decide (RFC 3261 12.2.1.1; doc.go, Where messages
+	// go).
+	NAT bool
 	// Normalize, when set, puts the trunk's numbers (dialled and calling)
 	// in E.164 form with its country code and national prefix as the call
 	// begins: what routing looks up and caches, what carriers' policies

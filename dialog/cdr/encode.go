@@ -70,6 +70,10 @@ func (r *Record) appendJSON(dst []byte) ([]byte, int) {
 	dst = appendString(dst, r.FinalReason)
 	dst = append(dst, `,"hangup_side":`...)
 	dst = appendString(dst, r.HangupSide.String())
+	if r.EndReason != "" {
+		dst = append(dst, `,"end_reason":`...)
+		dst = appendString(dst, r.EndReason)
+	}
 	dst = append(dst, `,"route":`...)
 	dst = appendString(dst, r.Route)
 	dst = append(dst, `,"carrier_id":`...)

@@ -39,6 +39,9 @@ type Record struct {
 	FinalCode   int        // final_code: final status of the A-leg INVITE (200 when answered)
 	FinalReason string     // final_reason: its reason phrase
 	HangupSide  HangupSide // hangup_side
+	// EndReason says why sipedge ended an answered call itself (hangup_side
+	// "system"): an EndReason constant; left out when "".
+	EndReason string // end_reason
 
 	Route       string       // route: the winning (or last tried) gateway group or next hop
 	CarrierID   string       // carrier_id: the winning (or last tried) carrier
@@ -104,7 +107,7 @@ type Attempt struct {
 var FieldNames = [...]string{
 	"a_call_id", "b_call_id", "trunk", "trunk_group", "caller", "callee", "dialed_number", "source_ip",
 	"time_invite", "time_first_provisional", "time_answer", "time_end", "duration_ms", "pdd_ms",
-	"final_code", "final_reason", "hangup_side", "route", "carrier_id", "rate", "currency",
+	"final_code", "final_reason", "hangup_side", "end_reason", "route", "carrier_id", "rate", "currency",
 	"route_source", "lcr_attempts",
 }
 
@@ -142,6 +145,16 @@ const (
 )
 
 var hangupNames = [numHangupSides]string{"", "caller", "callee", "system", "node_lost"}
+
+// Values of end_reason: why sipedge ended a call itself.
+const (
+	EndMaxDuration    = "max_duration"    // b2bua.max_call_duration_secs
+	EndSessionExpired = "session_expired" // a session timer ran out (RFC 4028 10): the peer's refresh never came, or sipedge's own was refused with 408 or 481 or went unanswered
+	EndNoAck          = "no_ack"          // the 2xx was never ACKed (RFC 3261 13.3.1.4)
+	EndNoResponse     = "no_response"     // a side stopped answering requests in the dialog, or had no such dialog (408, 481: RFC 3261 12.2.1.2)
+	EndNoPrack        = "no_prack"        // the caller never PRACKed a reliable provisional (RFC 3262 3)
+	EndShutdown       = "shutdown"        // a drain ran out of time
+)
 
 // String returns the value written in hangup_side.
 func (h HangupSide) String() string {

@@ -98,7 +98,7 @@ func TestReferenceFields(t *testing.T) {
 	r := &Record{ACallID: "a", BCallID: "b", Trunk: "t", TrunkGroup: "tg", Caller: "1", Callee: "2",
 		DialedNumber: "2", SourceIP: netip.MustParseAddr("192.0.2.1"), TimeInvite: now,
 		TimeFirstProvisional: now.Add(time.Second), TimeAnswer: now.Add(2 * time.Second), TimeEnd: now.Add(3 * time.Second),
-		FinalCode: 200, FinalReason: "OK", HangupSide: HangupCaller, Route: "g", CarrierID: "c", Rate: 0.004,
+		FinalCode: 200, FinalReason: "OK", HangupSide: HangupSystem, EndReason: EndMaxDuration, Route: "g", CarrierID: "c", Rate: 0.004,
 		Currency: "USD", RouteSource: route.SourceStatic,
 		Attempts: []Attempt{{CarrierID: "x", Status: 408, Elapsed: time.Second, Dialed: true, Reason: route.ReasonRingTimeout,
 			BCallID: "bx", TimeInvite: now}}}
@@ -117,8 +117,8 @@ func TestReferenceFields(t *testing.T) {
 	sameList(t, "lcr_attempts fields", tables["lcr_attempts"], keysOf(t, rec.Attempts[0]))
 }
 
-// TestReferenceValues: docs/cdr.md lists every value of hangup_side and
-// route_source the encoder can write, and every attempt reason sipedge
+// TestReferenceValues: docs/cdr.md lists every value of hangup_side,
+// end_reason and route_source the encoder can write, and every attempt reason sipedge
 // records (route's Reason constants and the call core's own).
 func TestReferenceValues(t *testing.T) {
 	tables := referenceTables(t)
@@ -127,6 +127,8 @@ func TestReferenceValues(t *testing.T) {
 		sides = append(sides, h.String())
 	}
 	sameList(t, "hangup_side values", tables["hangup_side"], sides)
+	sameList(t, "end_reason values", tables["end_reason"], []string{EndMaxDuration, EndSessionExpired, EndNoAck,
+		EndNoResponse, EndNoPrack, EndShutdown})
 	sameList(t, "route_source values", tables["route_source"], routeSourceNames[:])
 
 	// The reasons are constants of route (route.go) and the call core

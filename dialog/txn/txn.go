@@ -410,6 +410,18 @@ func (t *Table) State(h Handle) (k Kind, s State, ok bool) {
 	return t.txns[i].kind, t.txns[i].state, true
 }
 
+// Response returns the last response server transaction h sent (a 100
+// Trying of its own included), nil when none or when h is stale or a
+// client's: a view into the transaction's buffer, valid until the next
+// call on the Table.
+func (t *Table) Response(h Handle) []byte {
+	i, ok := t.lookup(h)
+	if !ok || t.txns[i].kind.client() {
+		return nil
+	}
+	return t.txns[i].msg
+}
+
 // begin starts an input method: it frees the slots terminated by the
 // previous call (whose buffers that call's actions may have viewed) and
 // clears the actions.

@@ -14,7 +14,8 @@ import (
 // Carriers is a carrier plane for tests, with the methods of
 // b2bua.Carriers: each gateway group is one gateway (Gateways); by
 // default routes keep their order, nothing is paced or limited, no
-// failure is a CPS reject, no group holds credentials, and every report
+// failure is a CPS reject, no group holds credentials, no redirect is
+// followed, and every report
 // and dialled number is kept (Reports, Numbers). A hook,
 // when set, replaces what its method does. The engine calls it on its
 // goroutine only; so may the test, between the engine's calls.
@@ -31,6 +32,7 @@ type Carriers struct {
 	OnOutcome     func(d *carrier.Dial, code int, retryAfter time.Duration)
 	OnRelease     func(d *carrier.Dial)
 	OnCredentials func(d *carrier.Dial) *health.AuthConfig
+	OnRedirect    func(d *carrier.Dial, host []byte, port uint16) bool
 
 	// Reports are what the engine reported, Number copied.
 	Reports []carrier.Report
@@ -127,6 +129,11 @@ func (c *Carriers) Credentials(d *carrier.Dial) *health.AuthConfig {
 		return c.OnCredentials(d)
 	}
 	return nil
+}
+
+// Redirect implements b2bua.Carriers: by default, no redirect is followed.
+func (c *Carriers) Redirect(d *carrier.Dial, host []byte, port uint16) bool {
+	return c.OnRedirect != nil && c.OnRedirect(d, host, port)
 }
 
 // Report implements b2bua.Carriers.

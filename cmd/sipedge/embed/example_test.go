@@ -15,7 +15,7 @@ import (
 
 // A program running sipedge with its own policy: carriers over a rate
 // ceiling dropped, a backup carrier when every carrier failed on 503.
-// README.md shows the same code.
+// docs/embedding.md shows the same code.
 func Example() {
 	backup := []route.Route{{CarrierID: "backup", GatewayGroup: "backup-gw"}}
 	policy := b2bua.Policy{

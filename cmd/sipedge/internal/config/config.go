@@ -161,6 +161,21 @@ type B2BUA struct {
 	AssertIdentity bool `yaml:"assert_identity"`
 	// RingTimeout is the sequence's ring bound (default 30 s; 0 = none).
 	RingTimeout time.Duration `yaml:"ring_timeout_secs"`
+	// SessionTimer configures session timers (RFC 4028).
+	SessionTimer SessionTimer `yaml:"session_timer"`
+}
+
+// Session timer modes.
+const (
+	SessionTimerRelay  = "relay"  // the peers' session timers pass through (default)
+	SessionTimerUphold = "uphold" // sipedge keeps one on each leg, refreshing for a peer that does not
+)
+
+// SessionTimer configures session timers (RFC 4028): b2bua.session_timer.
+type SessionTimer struct {
+	Mode     string        `yaml:"mode"`          // relay (default) or uphold
+	Interval time.Duration `yaml:"interval_secs"` // uphold: the interval sipedge asks for and grants at most (default 1800)
+	MinSE    int           `yaml:"min_se"`        // seconds: shorter intervals get 422 (default and at least 90)
 }
 
 // HeaderPolicy decides what is copied from the A-leg to the B-leg.
@@ -206,6 +221,12 @@ type Trunk struct {
 	// without rport in their Via (a PBX behind NAT), as Kamailio's
 	// force_rport; false: RFC 3261 18.2.2, the Via's sent-by port.
 	ForceRPort bool `yaml:"force_rport" json:"force_rport"`
+	// NAT sends the requests sipedge originates in the trunk's dialogs to
+	// the source address and port of the call's INVITE, whatever its
+	// Contact and Record-Route say (a PBX behind NAT that writes its
+	// private address there); false: RFC 3261 12.2.1.1, the route set and
+	// the Contact.
+	NAT bool `yaml:"nat" json:"nat"`
 	// NumberPolicy names the number_policies entry whose country code and
 	// national prefix put this trunk's numbers (dialled and calling) in
 	// E.164 as a call begins: what routing looks up and caches, what the

@@ -218,6 +218,10 @@ func TestRejects(t *testing.T) {
 		// b2bua
 		{"unknown_source", "b2bua:\n  unknown_source: ignore", `line 2: b2bua.unknown_source: "ignore": want one of "drop", "reject"`},
 		{"refer_response", "b2bua: { refer_response: 200 }", `b2bua.refer_response: 200: want a SIP failure code, 400 to 699`},
+		{"session_timer mode", "b2bua:\n  session_timer:\n    mode: refresh", `line 3: b2bua.session_timer.mode: "refresh": want one of "relay", "uphold"`},
+		{"session_timer min_se", "b2bua:\n  session_timer: { min_se: 60 }", `line 2: b2bua.session_timer.min_se: 60: want 90 (RFC 4028 4) to 86400`},
+		{"session_timer interval below min_se", "b2bua:\n  session_timer:\n    min_se: 600\n    interval_secs: 300", `line 4: b2bua.session_timer.interval_secs: 300: want min_se (600) to 86400`},
+		{"session_timer interval", "b2bua: { session_timer: { interval_secs: 90000 } }", `b2bua.session_timer.interval_secs: 90000: want min_se (90) to 86400`},
 		{"default_number_policy", "b2bua:\n  default_number_policy: e164", `line 2: b2bua.default_number_policy: unknown number policy "e164"`},
 		{"header_policy name", "b2bua:\n  header_policy:\n    allow: [Allow, \"X Bad\"]", `line 3: b2bua.header_policy.allow[1]: "X Bad": not a header name`},
 		{"assert_identity", "b2bua: { assert_identity: maybe }", `b2bua.assert_identity: want true or false, got "maybe"`},
@@ -630,9 +634,11 @@ func TestDefaults(t *testing.T) {
 		{"b2bua.header_policy.allow", c.B2BUA.HeaderPolicy.Allow, []string{"Allow", "Supported", "Session-Expires", "Min-SE", "User-Agent", "Reason"}},
 		{"b2bua.assert_identity", c.B2BUA.AssertIdentity, true},
 		{"b2bua.ring_timeout_secs", c.B2BUA.RingTimeout, 30 * time.Second},
+		{"b2bua.session_timer", c.B2BUA.SessionTimer, SessionTimer{Mode: "relay", Interval: 1800 * time.Second, MinSE: 90}},
 		{"group algorithm", g.Algorithm, "weighted"},
 		{"group transport", g.Transport, transport.UDP},
 		{"group reroute_causes inherit", g.RerouteCauses, []int(nil)},
+		{"group follow_redirects", g.FollowRedirects, false},
 		{"probe", g.Probe, health.ProbeConfig{Enabled: false, Interval: 15 * time.Second, Timeout: 2 * time.Second, FailureThreshold: 3, SuccessThreshold: 2, Jitter: 500 * time.Millisecond}},
 		{"passive", g.Passive, health.PassiveConfig{FailureThreshold: 3, FailurePercent: 50, MinCalls: 20, HalfOpenCalls: 3, DownTime: 30 * time.Second, MaxRetryAfter: 300 * time.Second}},
 		{"group panic_threshold_percent", *g.PanicThreshold, 50},
@@ -741,6 +747,7 @@ b2bua:
   default_number_policy: national
   assert_identity: false
   ring_timeout_secs: 45
+  session_timer: { mode: uphold, interval_secs: 600, min_se: 120 }
 number_policies:
   - { name: e164, format: e164, country_code: "1", national_prefix: "" }
   - { name: national, format: national, country_code: "44", national_prefix: "0" }
@@ -751,6 +758,7 @@ trunks:
     limits: { cps: 2.5, burst: 5, max_concurrent_calls: 100 }
     number_policy: national
     force_rport: true
+    nat: true
     attributes: { customer: acme, tier: "Gold 2", empty: "" }
 gateway:
   groups:
@@ -763,6 +771,7 @@ gateway:
       panic_threshold_percent: 0
       cps: { rate: 10.5, burst: 3, max_wait_ms: 250, key: acct-1 }
       cps_reject: [ { code: 429 }, { code: 503, reason: "CPS" } ]
+      follow_redirects: true
       destinations:
         - { uri: "sip:127.0.0.1:5070", address: "127.0.0.1:5070", weight: 2, priority: 0 }
         - { uri: "sips:gw2.carrier-a.example", address: "gw2.carrier-a.example:5061", weight: 1, priority: 1 }

@@ -82,6 +82,9 @@ func (c *Config) fill() {
 	orDefault(&b.MaxConcurrentCalls, 10000)
 	orDefault(&b.UnknownSource, UnknownSourceDrop)
 	orDefault(&b.ReferResponse, 603)
+	orDefault(&b.SessionTimer.Mode, SessionTimerRelay)
+	orDefault(&b.SessionTimer.Interval, 1800*time.Second)
+	orDefault(&b.SessionTimer.MinSE, 90)
 	for i := range c.NumberPolicies {
 		orDefault(&c.NumberPolicies[i].Format, FormatE164)
 	}
@@ -107,6 +110,10 @@ func (c *Config) fill() {
 	orDefault(&c.Fleet.LeaseSecs, fleet.DefaultLeaseSecs) // node_id "" stays: the host name, read at start
 	c.Quality.SetDefaults()
 }
+
+// maxSessionInterval bounds b2bua.session_timer.interval_secs: a day,
+// beyond which a session timer bounds nothing.
+const maxSessionInterval = 24 * time.Hour
 
 // maxMessageSize bounds sip.max_message_size.
 const maxMessageSize = 65535
@@ -273,6 +280,12 @@ func (c *Config) validate(v *validator) {
 		if !isToken(h) {
 			v.errorf(fmt.Sprintf("b2bua.header_policy.allow[%d]", i), "%q: not a header name", h)
 		}
+	}
+	v.oneOf("b2bua.session_timer.mode", b.SessionTimer.Mode, SessionTimerRelay, SessionTimerUphold)
+	if st := b.SessionTimer; st.MinSE < 90 || st.MinSE > int(maxSessionInterval/time.Second) {
+		v.errorf("b2bua.session_timer.min_se", "%d: want 90 (RFC 4028 4) to %d", st.MinSE, int64(maxSessionInterval/time.Second))
+	} else if st.Interval < time.Duration(st.MinSE)*time.Second || st.Interval > maxSessionInterval {
+		v.errorf("b2bua.session_timer.interval_secs", "%d: want min_se (%d) to %d", int64(st.Interval/time.Second), st.MinSE, int64(maxSessionInterval/time.Second))
 	}
 	if b.DefaultNumberPolicy != "" && c.NumberPolicy(b.DefaultNumberPolicy) == nil {
 		v.errorf("b2bua.default_number_policy", "unknown number policy %q", b.DefaultNumberPolicy)

@@ -170,7 +170,7 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 	}
 	s.trunks.fleet = s.fleet
 	s.groups = &groups{carriers: s.carriers, fleet: s.fleet, log: log}
-	sc := shard.Config{Shards: cfg.Shards, Supported: nil,
+	sc := shard.Config{Shards: cfg.Shards, Supported: b2bua.OptionTags(),
 		Limits: parser.Limits{MaxMessageSize: cfg.SIP.MaxMessageSize, MaxHeaders: cfg.SIP.MaxHeaders,
 			MaxHeaderLine: cfg.SIP.MaxHeaderLine, MaxVias: cfg.SIP.MaxVias, MaxURILength: cfg.SIP.MaxURILength},
 		TCP: shard.TCPConfig{MaxConns: cfg.SIP.TCP.MaxConns, MaxConnsPerIP: cfg.SIP.TCP.MaxConnsPerIP,
@@ -240,6 +240,8 @@ func (s *Server) b2buaConfig(shardIdx int) b2bua.Config {
 		HeaderAllow:   cfg.B2BUA.HeaderPolicy.Allow,
 		MaxDuration:   cfg.B2BUA.MaxCallDuration,
 		ReferCode:     cfg.B2BUA.ReferResponse,
+		SessionTimer: b2bua.SessionTimer{Uphold: cfg.B2BUA.SessionTimer.Mode == config.SessionTimerUphold,
+			Interval: cfg.B2BUA.SessionTimer.Interval, MinSE: time.Duration(cfg.B2BUA.SessionTimer.MinSE) * time.Second},
 		Txn: txn.Config{T1: cfg.SIP.T1, T2: cfg.SIP.T2, T4: cfg.SIP.T4,
 			MaxStoredBytes: cfg.SIP.MaxTxnMemoryMB << 20},
 		Sequence: route.SequenceOptions{RingTimeout: ringBound(cfg.B2BUA.RingTimeout),

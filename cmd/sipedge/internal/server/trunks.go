@@ -77,7 +77,7 @@ func newTrunks(cfg *config.Config, ingress *ratelimit.Local, stats func(string) 
 // entry builds a trunk's engine form and registers its ingress CPS key. It
 // is called under mu, or before sharing.
 func (t *trunks) entry(ct config.Trunk, fixed bool) (trunkEntry, error) {
-	bt := b2bua.Trunk{Name: ct.Name, Group: ct.TrunkGroup, Attributes: ct.Attributes, ForceRPort: ct.ForceRPort,
+	bt := b2bua.Trunk{Name: ct.Name, Group: ct.TrunkGroup, Attributes: ct.Attributes, ForceRPort: ct.ForceRPort, NAT: ct.NAT,
 		MaxCalls: ct.Limits.MaxConcurrentCalls}
 	if ct.Limits.CPS > 0 {
 		// A trunk replaced draws from its key at the new limit.
