@@ -33,6 +33,24 @@ func BenchmarkCallFlow(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
 }
 
+// BenchmarkCallFlowHooks is BenchmarkCallFlow with a routing policy whose
+// hooks do nothing: what running a policy's hooks (OnInvite and OnAnswer
+// here), each guarded against a panic, costs a call.
+func BenchmarkCallFlowHooks(b *testing.B) {
+	r := newRig(b, rigOptions{maxDuration: 3 * time.Hour, hooks: true})
+	for range 4 * r.period {
+		r.call()
+		r.tick()
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		r.call()
+		r.tick()
+	}
+	r.check(int(r.n))
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+}
+
 // BenchmarkCallFlowFailover is BenchmarkCallFlow with a failover in every
 // call: the first carrier answers 503 (ACKed by the transaction layer) and
 // a fresh B-leg goes to the second, which answers. The goal is at least

@@ -96,6 +96,9 @@ type rigOptions struct {
 	// failover routes every call to two carriers, the first of which
 	// answers 503: one failover per call.
 	failover bool
+	// hooks sets a routing policy whose hooks do nothing: what running
+	// them costs a call.
+	hooks bool
 	// journal gives the engine a journal (Env.Journal) that counts what it
 	// hears: the record each answered call hands over, built as the CDR is.
 	journal bool
@@ -204,6 +207,14 @@ func newRig(tb testing.TB, o rigOptions) *rig {
 		Router:     routes,
 		CDR:        enginerig.CDRFunc(r.checkCDR),
 		Log:        slog.New(slog.DiscardHandler), // a failover per call logs at info
+	}
+	if o.hooks {
+		env.Policy = b2bua.Policy{
+			OnInvite:       func(*route.Request, *route.Decision) {},
+			OnAnswer:       func(*b2bua.Call, *route.Route) {},
+			OnRouteFailure: func(*b2bua.Call, *route.Route, route.Attempt) {},
+			OnFailure:      func(*b2bua.Call, int, string) b2bua.FailureAction { return b2bua.FailureAction{} },
+		}
 	}
 	if o.journal {
 		env.Journal = &r.journal

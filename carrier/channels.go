@@ -71,6 +71,13 @@ func (ch *channels) take(group string) (c *fleet.Channel, ok bool) {
 	return c, true
 }
 
+// full reports whether take would refuse a call on group now, taking
+// nothing: a dry run's view of the node's channel grant.
+func (ch *channels) full(group string) bool {
+	c := (*ch.groups.Load())[group]
+	return c != nil && c.InUse() >= c.Grant()
+}
+
 // escapeLabel escapes a Prometheus label value.
 func escapeLabel(s string) string {
 	if !strings.ContainsAny(s, "\\\"\n") {

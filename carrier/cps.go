@@ -41,6 +41,7 @@ type cps struct {
 // the rejects that say its limit was exceeded.
 type groupLimit struct {
 	key     ratelimit.Key
+	name    string // the account's: cps.key, else the group's name
 	paced   bool
 	rejects []health.CPSReject
 }
@@ -72,7 +73,7 @@ func newCPS(limiter *ratelimit.Limiter, log *slog.Logger, groups []health.GroupC
 					return nil, fmt.Errorf("gateway.groups[%s].cps: %w", g.Name, err)
 				}
 			}
-			gl.key, gl.paced = k, true
+			gl.key, gl.name, gl.paced = k, name, true
 		}
 		m[g.Name] = gl
 	}
@@ -91,11 +92,12 @@ func limitOf(c *health.CPSConfig) ratelimit.Limit {
 func (c *cps) addGroup(g health.GroupConfig) error {
 	gl := groupLimit{rejects: g.CPSReject}
 	if g.CPS != nil {
-		k, err := c.limiter.Register(cmp.Or(g.CPS.Key, g.Name), limitOf(g.CPS))
+		name := cmp.Or(g.CPS.Key, g.Name)
+		k, err := c.limiter.Register(name, limitOf(g.CPS))
 		if err != nil {
 			return fmt.Errorf("cps: %w", err)
 		}
-		gl.key, gl.paced = k, true
+		gl.key, gl.name, gl.paced = k, name, true
 	}
 	c.setGroup(g.Name, &gl)
 	return nil
@@ -139,6 +141,23 @@ func (c *cps) keyOf(r *route.Route, group string) (ratelimit.Key, bool) {
 	}
 	g := (*c.groups.Load())[group]
 	return g.key, g.paced
+}
+
+// peekKey returns the account a dial of route r in group would draw from,
+// as keyOf does but registering nothing: name is the account's name ("",
+// paced false: none), known false when a route's own account has not been
+// registered yet (no call drew from it on this node).
+func (c *cps) peekKey(r *route.Route, group string) (k ratelimit.Key, name string, paced, known bool) {
+	if r != nil && r.CPS != nil && r.CPS.Rate > 0 {
+		name = cmp.Or(r.CPS.Key, r.CarrierID)
+		k, known = c.limiter.Lookup(name)
+		return k, name, true, known
+	}
+	g, ok := (*c.groups.Load())[group]
+	if !ok || !g.paced {
+		return 0, "", false, false
+	}
+	return g.key, g.name, true, true
 }
 
 // routeKey returns the account of a route's own cps, registering it on

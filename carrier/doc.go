@@ -31,6 +31,11 @@
 // (Outcome for the gateway's health, Report for statistics). NextHops is the plane of a
 // call core that has none: next hops only, no limits.
 //
+// Plane.Preview is a dry run's view of a route (the admin API's POST
+// /v1/route): what Reserve and Pace would decide now, taking nothing (no
+// channel, no half-open trial call, no CPS slot). It may block on Redis:
+// it runs off the shards.
+//
 // # Quality
 //
 // With Options.Quality the plane owns a quality.Monitor (Quality: its

@@ -2,6 +2,7 @@ package carrier
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
 	"net/netip"
 	"strings"
@@ -88,6 +89,16 @@ func TestReserveLast(t *testing.T) {
 	if reason := s.Reserve(a, 1, nil, &d); reason != route.ReasonGroupDown {
 		t.Fatalf("Reserve after three calls without an answer: %q, want group_down", reason)
 	}
+	// The dry run's view agrees, and takes nothing.
+	ctx := context.Background()
+	if pv, _ := p.Preview(ctx, a, 1, nil); pv.Reason != route.ReasonGroupDown {
+		t.Fatalf("Preview: %+v, want group_down", pv)
+	}
+	for range 2 {
+		if pv, _ := p.PreviewLast(ctx, a, 1, nil); pv.Reason != "" || !pv.LastResort || pv.Dial.Peer.Addr != netip.MustParseAddrPort("192.0.2.1:5060") {
+			t.Fatalf("PreviewLast: %+v, want the member calls marked down, as a last resort", pv)
+		}
+	}
 	if reason := s.ReserveLast(a, 1, nil, &d); reason != "" || d.Peer.Addr != netip.MustParseAddrPort("192.0.2.1:5060") {
 		t.Fatalf("ReserveLast: %q, dial %+v; want the member calls marked down", reason, d)
 	}
@@ -105,6 +116,9 @@ func TestReserveLast(t *testing.T) {
 	}
 	s.Outcome(&d, 503, time.Minute)
 	s.Release(&d)
+	if pv, _ := p.PreviewLast(ctx, b, 1, nil); pv.Reason != route.ReasonGroupDown {
+		t.Fatalf("PreviewLast of a member cooling down: %+v, want group_down", pv)
+	}
 	if reason := s.ReserveLast(b, 1, nil, &d); reason != route.ReasonGroupDown {
 		t.Fatalf("ReserveLast of a member cooling down: %q, want group_down", reason)
 	}

@@ -11,6 +11,9 @@
 //     own Selector (not safe for concurrent use; one per shard). It does not
 //     allocate once that Selector has seen the group's current version.
 //     PickLastResort is Pick for the last carrier a call can try.
+//   - Peek says which member Pick would choose, taking nothing (no
+//     trial call, no rotation moved): a dry run's, from any goroutine.
+//     PeekLastResort is Peek for PickLastResort.
 //   - ReportCall records what a real call said about the member Pick
 //     returned; call it exactly once per Member returned with OK. It does
 //     not allocate unless the member changes state.

@@ -234,6 +234,68 @@ func (g *group) panickingSlow(c *pickCtx) bool {
 	return anyUp && share*100 < float64(g.panicPercent)
 }
 
+// Peek returns the member Pick would choose now for key, taking nothing: no
+// half-open trial call, and no shard's rotation moved (it chooses with a
+// fresh Selector: for a hash group the member key maps to, as Pick; for
+// weighted and round_robin the rotation's first choice, which a shard's
+// own rotation may have moved past). It judges members as Pick does, the
+// panic threshold included. A dry run's view of the group (the admin
+// API's POST /v1/route): any goroutine may call it, it allocates, and its
+// Member is not to be reported (ReportCall).
+func (r *Registry) Peek(name string, key uint64) (Member, Result) {
+	return r.peek(name, key, false)
+}
+
+// PeekLastResort is Peek for PickLastResort: the member it would choose
+// now, taking nothing.
+func (r *Registry) PeekLastResort(name string, key uint64) (Member, Result) {
+	return r.peek(name, key, true)
+}
+
+func (r *Registry) peek(name string, key uint64, lastResort bool) (Member, Result) {
+	g := r.snap.Load().groups[name]
+	if g == nil {
+		return Member{}, UnknownGroup
+	}
+	c := pickCtx{r: r}
+	if g.panicking(&c) {
+		c.mode = modePanic
+	}
+	i, ap := g.peek(key, &c)
+	if ap == nil && lastResort && c.mode == modeNormal {
+		c.mode = modeLastResort
+		i, ap = g.peek(key, &c)
+	}
+	if ap == nil {
+		return Member{}, g.noneResult()
+	}
+	m := &g.members[i]
+	return Member{Group: g.name, URI: m.uri, Addr: *ap, Transport: g.transport, Index: m.index}, OK
+}
+
+// peek is choose without its reservation, with a fresh Selector.
+func (g *group) peek(key uint64, c *pickCtx) (int, *netip.AddrPort) {
+	tiers := g.tiers
+	if c.mode == modePanic {
+		tiers = g.allTiers
+	}
+	var sel Selector
+	ss := sel.state(g)
+	var i int
+	switch g.alg {
+	case algWeighted:
+		i = g.pickWeighted(ss, tiers, c)
+	case algRoundRobin:
+		i = g.pickRoundRobin(ss, tiers, c)
+	default:
+		i = g.pickHash(key, tiers, c)
+	}
+	if i < 0 {
+		return -1, nil
+	}
+	return i, g.members[i].st.addr.Load()
+}
+
 // noneResult is Pick's result when no member can be chosen.
 func (g *group) noneResult() Result {
 	for i := range g.members {

@@ -34,6 +34,10 @@
 //     the decision back to the shard and return.
 //   - Reserve(ctx) (Limiter, Redis) blocks for up to the deadline (20 ms by
 //     default). Never call it on a shard.
+//   - Peek tells what a reservation would get, taking nothing (a dry run:
+//     the admin API's POST /v1/route). Local.Peek never blocks;
+//     Peek(ctx) (Limiter, Redis) reads the key in Redis, blocking for up
+//     to the deadline: never on a shard.
 //   - Register and Lookup take a lock and may allocate.
 //   - Close once, after the last ReserveAsync.
 //

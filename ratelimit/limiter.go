@@ -179,6 +179,20 @@ func (l *Limiter) Reserve(ctx context.Context, k Key) (Decision, error) {
 	return l.redis.Reserve(ctx, k)
 }
 
+// Peek returns the decision a reservation for k would get now, taking
+// nothing: a dry run's view of the key (Local.Peek, Redis.Peek). In Redis
+// mode it blocks for up to the deadline: never call it on a shard. The
+// error is ctx's, when ctx ended first.
+func (l *Limiter) Peek(ctx context.Context, k Key) (Decision, error) {
+	if l.redis == nil {
+		if err := ctx.Err(); err != nil {
+			return Decision{}, err
+		}
+		return l.local.Peek(k, l.now()), nil
+	}
+	return l.redis.Peek(ctx, k)
+}
+
 // Backoff records a CPS reject from the carrier behind k; see
 // (*Local).Backoff. It never blocks.
 func (l *Limiter) Backoff(k Key) bool { return l.local.Backoff(k, l.now()) }

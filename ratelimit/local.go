@@ -179,6 +179,24 @@ func (l *Local) reserve(e *entry, now int64, src Source) Decision {
 	}
 }
 
+// Peek returns the decision Reserve would make for k at now, taking
+// nothing: a dry run's view of the key. Like Reserve it never blocks.
+func (l *Local) Peek(k Key, now time.Duration) Decision {
+	return l.peek(l.entry(k), int64(now), SourceLocal)
+}
+
+// peek is reserve's arithmetic without its compare-and-swap: reserve stays
+// one loop on the decision path.
+func (l *Local) peek(e *entry, now int64, src Source) Decision {
+	p := e.p.Load()
+	iv := l.interval(e, p, now) * l.divisor
+	wait := max(max(e.tat.Load(), now)-(p.burst-1)*iv-now, 0)
+	if wait > p.maxWait {
+		return Decision{Over: true, Source: src}
+	}
+	return Decision{Wait: time.Duration(wait), Source: src}
+}
+
 // Backoff records a CPS reject from the carrier behind k at now: the
 // effective rate drops by the AIMD decrease, unless it already dropped
 // within the AIMD hold. It reports whether the rate dropped.

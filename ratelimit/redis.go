@@ -381,6 +381,70 @@ func (r *Redis) ReserveAsync(k Key, done func(Decision)) (Decision, bool) {
 	}
 }
 
+// Peek returns the decision a reservation for k would get now, taking
+// nothing: a dry run's view of the key. It reads the key's theoretical
+// arrival time and Redis' clock (GET and TIME, not the script, which
+// writes) within the deadline, and decides as the script would; a key
+// known to be full is Over without asking, and a Redis that is down or
+// fails gives the failure mode's decision, peeked as well. Slots this
+// node holds from a batch are not counted. It counts nothing in the
+// metrics nor the breaker, and blocks: never call it on a shard. The
+// error is ctx's, when ctx ended first.
+func (r *Redis) Peek(ctx context.Context, k Key) (Decision, error) {
+	if err := ctx.Err(); err != nil {
+		return Decision{}, err
+	}
+	e := r.local.entry(k)
+	now := int64(r.now())
+	if now < e.overUntil.Load() {
+		return Decision{Over: true, Source: SourceHeld}, nil
+	}
+	c := r.client.Load()
+	if c == nil || r.br.open(now) {
+		return r.peekFallback(e, now), nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, r.deadline)
+	defer cancel()
+	res := c.DoMulti(rctx, c.B().Time().Build(), c.B().Get().Key(e.rkey[0]).Build())
+	t, err := res[0].AsStrSlice()
+	if err != nil || len(t) != 2 {
+		return r.peekFallback(e, now), ctx.Err()
+	}
+	sec, err1 := strconv.ParseInt(t[0], 10, 64)
+	usec, err2 := strconv.ParseInt(t[1], 10, 64)
+	if err1 != nil || err2 != nil {
+		return r.peekFallback(e, now), nil
+	}
+	redisNow := sec*1_000_000 + usec
+	tat, err := res[1].AsInt64()
+	switch {
+	case rueidis.IsRedisNil(err):
+		tat = redisNow
+	case err != nil:
+		return r.peekFallback(e, now), ctx.Err()
+	}
+	// The script's arithmetic, in µs (see script).
+	p := e.p.Load()
+	iv := (r.local.interval(e, p, now) + 999) / 1000
+	d := max(tat, redisNow) - (p.burst-1)*iv - redisNow
+	if d > p.maxWait/1000 {
+		return Decision{Over: true, Source: SourceRedis}, nil
+	}
+	return Decision{Wait: time.Duration(max(d, 0)) * time.Microsecond, Source: SourceRedis}, nil
+}
+
+// peekFallback is fallback's decision, taking nothing and counting
+// nothing.
+func (r *Redis) peekFallback(e *entry, now int64) Decision {
+	switch r.mode {
+	case FailOpen:
+		return Decision{Source: SourceOpen}
+	case FailClosed:
+		return Decision{Over: true, Source: SourceClosed}
+	}
+	return r.local.peek(e, now, SourceFallback)
+}
+
 func (r *Redis) decide(ctx context.Context, e *entry) (Decision, error) {
 	now := int64(r.now())
 	if d, ok := r.held(e, now); ok {

@@ -1,6 +1,10 @@
 package route
 
-import "github.com/sipedge/sipedge/transport"
+import (
+	"time"
+
+	"github.com/sipedge/sipedge/transport"
+)
 
 // Source says where a call's routing decision came from: the CDR's
 // route_source.
@@ -62,4 +66,8 @@ type Decision struct {
 	// Pending says the decision comes later: the Router started a lookup
 	// off the shard, and posts its answer back for Request.Ref.
 	Pending bool
+	// RingTimeout, when not 0, is this call's ring bound
+	// (SequenceOptions.RingTimeout), over its trunk's: a policy's OnInvite
+	// may set it; NoRingBound means none.
+	RingTimeout time.Duration
 }

@@ -210,16 +210,25 @@ func NewSequence(routes []Route, opt SequenceOptions) *Sequence {
 	return s
 }
 
+// Ring returns the ring bound o gives a sequence: RingTimeout, 0 being
+// DefaultRingTimeout; NoRingBound for none.
+func (o *SequenceOptions) Ring() time.Duration {
+	switch {
+	case o.RingTimeout == 0:
+		return DefaultRingTimeout
+	case o.RingTimeout < 0:
+		return NoRingBound
+	}
+	return o.RingTimeout
+}
+
+// ProgressWait is how long after its dial route r has to show progress in
+// a sequence run with o (see Sequence.progressWait).
+func (o *SequenceOptions) ProgressWait(r *Route) time.Duration { return progressWait(r, o.Ring()) }
+
 func (s *Sequence) init(routes []Route, opt SequenceOptions) {
 	s.routes, s.opt = routes, opt
-	switch {
-	case opt.RingTimeout == 0:
-		s.ring = DefaultRingTimeout
-	case opt.RingTimeout < 0:
-		s.ring = NoRingBound
-	default:
-		s.ring = opt.RingTimeout
-	}
+	s.ring = opt.Ring()
 	s.state, s.cur, s.dialAt, s.deadline, s.sent = stIdle, -1, 0, NoDeadline, false
 	s.base = len(s.attempts)
 }
@@ -230,6 +239,10 @@ func (s *Sequence) Reset(routes []Route, opt SequenceOptions) {
 	s.attempts, s.notes = s.attempts[:0], s.notes[:0]
 	s.init(routes, opt)
 }
+
+// Options returns the options the sequence runs with: those of its
+// Reset, NewSequence or last Restart.
+func (s *Sequence) Options() SequenceOptions { return s.opt }
 
 // Restart starts the sequence over on routes, as on_failure routing the call
 // again (a fresh call.route(...)): the call then goes through Next again.
@@ -618,12 +631,14 @@ const maxTimeoutSecs = 100 * 365 * 24 * 3600
 
 // progressWait is how long after its dial r has to show progress: its
 // timeout_secs, else the ring bound, else 30 s (docs/design/lcr.md 3.2).
-func (s *Sequence) progressWait(r *Route) time.Duration {
+func (s *Sequence) progressWait(r *Route) time.Duration { return progressWait(r, s.ring) }
+
+func progressWait(r *Route, ring time.Duration) time.Duration {
 	switch {
 	case r.TimeoutSecs > 0:
 		return time.Duration(min(r.TimeoutSecs, maxTimeoutSecs)) * time.Second
-	case s.ring > 0:
-		return s.ring
+	case ring > 0:
+		return ring
 	default:
 		return DefaultRingTimeout
 	}

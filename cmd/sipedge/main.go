@@ -3,6 +3,7 @@
 //	sipedge run [-config FILE]           run the server (default: the embedded example config)
 //	sipedge check-config [-config FILE] [-redact]  validate a config and print it with its defaults
 //	sipedge check-msg [-transport udp|tcp] FILE...
+//	sipedge route -to NUMBER [-from NUMBER] [-trunk NAME] [-config FILE] [-admin URL] [-json]
 package main
 
 import (
@@ -15,6 +16,8 @@ const usage = `usage:
   sipedge run [-config FILE]                       run sipedge (default: the embedded example config)
   sipedge check-config [-config FILE] [-redact]    validate a config and print the effective config
   sipedge check-msg [-transport udp|tcp] FILE...   check received messages as the server would
+  sipedge route -to NUMBER [-from NUMBER] [-trunk NAME] [-call-id ID] [-config FILE] [-admin URL] [-json]
+                                                   where a call would go, and why, without placing it
 `
 
 func main() {
@@ -34,6 +37,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return checkConfigCmd(args[1:], stdout, stderr)
 	case "check-msg":
 		return checkMsgCmd(args[1:], stdout, stderr)
+	case "route":
+		return routeCmd(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

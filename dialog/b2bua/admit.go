@@ -125,15 +125,10 @@ func (e *Engine) newCall(m *parser.Message, a *txn.Action) {
 	c.aTxn = a.Txn
 	c.ainv = e.getMsg()
 	c.aInvite = m.CopyTo(c.ainv, e.getBuf())
-	if n := trunk.Normalize; n != nil {
-		// The trunk's numbers in E.164, for routing, the carriers (before
-		// their own policies) and the CDR.
-		c.caller = n.Shape(c.caller, fromURI.User)
-		c.callee = n.Shape(c.callee, ruri.User)
-	} else {
-		c.caller = append(c.caller, fromURI.User...)
-		c.callee = append(c.callee, ruri.User...)
-	}
+	// The trunk's numbers, in E.164 with a number policy: for routing, the
+	// carriers (before their own policies) and the CDR.
+	c.caller = trunk.Number(c.caller, fromURI.User)
+	c.callee = trunk.Number(c.callee, ruri.User)
 	c.fromURI = append(c.fromURI, from.URI...)
 	e.callerRel(c, m)
 	if e.cfg.SessionTimer.Uphold {
@@ -216,7 +211,12 @@ func (e *Engine) decided(c *Call, d *route.Decision) {
 		}
 		rr := &e.tmp.rr
 		e.routeRequest(rr, c, to.URI)
-		e.env.Policy.OnInvite(rr, d)
+		if !e.onInvite(c, rr, d) {
+			// The policy's verdict is unknown: the call routed without it
+			// could go where the policy meant to refuse (a blocked
+			// destination, a customer over its credit).
+			*d = route.Decision{Code: 500, Reason: "Server Internal Error"}
+		}
 	}
 	if d.Code != 0 || len(d.Routes) == 0 && d.Source == route.SourceNone {
 		code, reason := d.Code, d.Reason
@@ -230,6 +230,6 @@ func (e *Engine) decided(c *Call, d *route.Decision) {
 	// The B-legs: the carriers one at a time, each a fresh dialog.
 	c.state = stateEarly
 	c.source = d.Source
-	c.seq.Reset(e.order(c, d.Routes, 0), e.cfg.Sequence)
+	c.seq.Reset(e.order(c, d.Routes, 0), c.trunk.Sequence(e.cfg.Sequence, d))
 	e.carryOut(c, c.seq.Next(e.now), nil)
 }

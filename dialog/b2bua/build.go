@@ -9,11 +9,14 @@ import (
 )
 
 // localHost returns sipedge's host:port for a transport.
-func (e *Engine) localHost(k transport.Kind) string {
-	if k == transport.TCP && e.cfg.LocalTCP != "" {
-		return e.cfg.LocalTCP
+func (e *Engine) localHost(k transport.Kind) string { return e.cfg.localHost(k) }
+
+// localHost returns sipedge's host:port for transport k.
+func (cfg *Config) localHost(k transport.Kind) string {
+	if k == transport.TCP && cfg.LocalTCP != "" {
+		return cfg.LocalTCP
 	}
-	return e.cfg.LocalUDP
+	return cfg.LocalUDP
 }
 
 // appendContact appends sipedge's Contact for a message sent over

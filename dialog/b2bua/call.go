@@ -451,17 +451,13 @@ func (e *Engine) EndAll(now time.Duration) int {
 	e.now = now
 	n := 0
 	for _, c := range e.calls.list {
-		switch {
-		case c.state == stateFree:
-			continue
-		case c.answered:
-			c.ended = endShutdown
-			e.hangup(c, cdr.HangupSystem)
-		default:
-			c.hangup = cdr.HangupSystem
-			e.failCall(c, 503, "Service Unavailable", nil)
+		if c.state != stateFree {
+			if c.answered {
+				c.ended = endShutdown // the CDR's end_reason
+			}
+			e.endCall(c, cdr.HangupSystem)
+			n++
 		}
-		n++
 	}
 	return n
 }

@@ -37,37 +37,7 @@ func (e *Engine) sendInvite(c *Call, ainv *parser.Message, auth *challenge) bool
 	r := c.att.route
 	id := &e.tmp.id
 	e.shape(id, c, r)
-	host := trimScheme(c.att.dial.URI)
-	if r != nil && r.RURI != "" {
-		// The route's own Request-URI (its ruri): its host, port
-		// and parameters as given; its number, shaped, is in id.ruriUser.
-		host = ruriHost(r.RURI)
-	}
-	if !c.attRedirected { // else the carrier's Contact (followRedirect)
-		B.target = append(B.target[:0], "sip:"...)
-		B.target = append(B.target, id.ruriUser...)
-		B.target = append(B.target, '@')
-		B.target = append(B.target, host...)
-	}
-	// To carries the shaped number without the tech prefix.
-	B.remoteURI = append(B.remoteURI[:0], "<sip:"...)
-	B.remoteURI = append(B.remoteURI, id.callee...)
-	B.remoteURI = append(B.remoteURI, '@')
-	B.remoteURI = append(B.remoteURI, host...)
-	B.remoteURI = append(B.remoteURI, '>')
-	B.localURI = B.localURI[:0]
-	if id.anon {
-		B.localURI = append(B.localURI, `"Anonymous" <sip:anonymous@anonymous.invalid>`...)
-	} else {
-		B.localURI = append(B.localURI, c.callerDisplay()...)
-		B.localURI = append(B.localURI, "<sip:"...)
-		B.localURI = append(B.localURI, id.caller...)
-		if len(id.caller) > 0 {
-			B.localURI = append(B.localURI, '@')
-		}
-		B.localURI = append(B.localURI, hostOnly(e.localHost(B.peer.Transport))...)
-		B.localURI = append(B.localURI, '>')
-	}
+	addressB(B, id, r, c.att.dial.URI, c.callerDisplay(), e.localHost(B.peer.Transport), c.attRedirected)
 	// No early dialog yet (a challenged INVITE's ended with it), no remote
 	// CSeq (RFC 3261 12.2.2).
 	B.remoteTag, B.routes, B.acked = B.remoteTag[:0], B.routes[:0], false
@@ -95,7 +65,7 @@ func (e *Engine) sendInvite(c *Call, ainv *parser.Message, auth *challenge) bool
 	if uphold {
 		b = e.appendSessionRequest(b, c, sideB, true)
 	}
-	b = e.appendIdentity(b, id, B, ainv)
+	b = e.cfg.appendIdentity(b, id, B.peer.Transport)
 	b = e.appendRouteHeaders(b, c, r)
 	switch {
 	case auth != nil:
@@ -123,6 +93,46 @@ func (e *Engine) sendInvite(c *Call, ainv *parser.Message, auth *challenge) bool
 	e.watch(h, c, roleBInvite, 0, -1)
 	e.after()
 	return true
+}
+
+// addressB writes the addresses of B-leg l, whose identity is id, to
+// route r dialled at dialURI (carrier.Dial.URI): its Request-URI (target),
+// To (remoteURI) and From (localURI, without its tag), display being the
+// caller's display name (callerDisplay's form), local sipedge's host:port
+// on l's transport; redirected keeps l's target, the carrier's Contact
+// (followRedirect).
+func addressB(l *leg, id *identity, r *route.Route, dialURI string, display []byte, local string, redirected bool) {
+	host := trimScheme(dialURI)
+	if r != nil && r.RURI != "" {
+		// The route's own Request-URI (its ruri): its host, port
+		// and parameters as given; its number, shaped, is in id.ruriUser.
+		host = ruriHost(r.RURI)
+	}
+	if !redirected {
+		l.target = append(l.target[:0], "sip:"...)
+		l.target = append(l.target, id.ruriUser...)
+		l.target = append(l.target, '@')
+		l.target = append(l.target, host...)
+	}
+	// To carries the shaped number without the tech prefix.
+	l.remoteURI = append(l.remoteURI[:0], "<sip:"...)
+	l.remoteURI = append(l.remoteURI, id.callee...)
+	l.remoteURI = append(l.remoteURI, '@')
+	l.remoteURI = append(l.remoteURI, host...)
+	l.remoteURI = append(l.remoteURI, '>')
+	l.localURI = l.localURI[:0]
+	if id.anon {
+		l.localURI = append(l.localURI, `"Anonymous" <sip:anonymous@anonymous.invalid>`...)
+		return
+	}
+	l.localURI = append(l.localURI, display...)
+	l.localURI = append(l.localURI, "<sip:"...)
+	l.localURI = append(l.localURI, id.caller...)
+	if len(id.caller) > 0 {
+		l.localURI = append(l.localURI, '@')
+	}
+	l.localURI = append(l.localURI, hostOnly(local)...)
+	l.localURI = append(l.localURI, '>')
 }
 
 // callerDisplay returns the display name of the caller's From as

@@ -5,7 +5,8 @@
 // # Contract
 //
 // An Engine belongs to one shard: every method but LiveCalls runs on the
-// shard's loop, never concurrently, and performs no blocking I/O. The
+// shard's loop, never concurrently, and performs no blocking I/O (the
+// admin API's AppendCalls and EndCall too: the owner posts them there). The
 // shard gives it every message whose Call-ID hashes to the shard (Receive)
 // and every timer it started (Timer); the Engine answers through its Env:
 // Send for the wire, Clock for timers and the CDR's wall times, MintCallID
@@ -160,6 +161,8 @@
 // The routes the sequence then tries, OnInvite's or OnFailure's, are
 // ordered by the carrier plane first (Carriers.Order).
 // Hooks must not block, nor keep what they are given past their return.
+// A hook that panics is recovered (hooks.go): the call gets sipedge's own
+// answer, and the panic is logged and counted (sipedge_policy_panics_total).
 //
 // # Trunks
 //
@@ -237,17 +240,20 @@
 // carrier's B-leg INVITE and its pacing), failover.go (the failover
 // sequence's steps, each attempt reported), attempt.go (the carrier in
 // flight), shaping.go (a carrier's view of the numbers and identity),
-// auth.go (the carriers' challenges), answer.go (the carrier's responses
-// relayed, the 2xx and its ACK), rel.go (reliable provisionals, each
-// leg's own), sessiontimer.go (session timers; their state, as reliable provisionals', in callExtra),
-// redirect.go (a carrier's 3xx followed
-// within its group), cancel.go (the caller's CANCEL),
-// indialog.go (requests in the dialog, and BYE), teardown.go (dialogs no
-// call keeps: late and forked 2xx), call.go (a call's state and end),
-// cdr.go (what an ended call reports), respond.go (sipedge's own
-// responses and where they go), headers.go (the header policy), build.go
-// (the messages sipedge writes), nexthop.go (where requests to the caller
-// go), probe.go (gateway probes). The call flows themselves, as SIP
-// ladders of both legs and the CDR, are the golden scripts in testdata/
+// present.go (the same, for a dry run: Config.Present), auth.go (the
+// carriers' challenges), hooks.go (the policy's hooks, each guarded
+// against a panic), answer.go (the carrier's responses relayed, the 2xx
+// and its ACK), rel.go (reliable provisionals, each leg's own),
+// sessiontimer.go (session timers; their state, as reliable
+// provisionals', in callExtra), redirect.go (a carrier's 3xx followed
+// within its group), cancel.go (the caller's CANCEL), indialog.go
+// (requests in the dialog, and BYE), teardown.go (dialogs no call keeps:
+// late and forked 2xx), call.go (a call's state and end), calls.go (the
+// live calls as an operator sees and ends them), cdr.go (what an ended
+// call reports), respond.go (sipedge's own responses and where they go),
+// headers.go (the header policy), build.go (the messages sipedge writes),
+// nexthop.go (where requests to the caller go), probe.go (gateway
+// probes). The call flows themselves, as SIP ladders of both legs and the
+// CDR, are the golden scripts in testdata/
 // (callflow_test.go).
 package b2bua

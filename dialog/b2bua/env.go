@@ -174,7 +174,8 @@ const MaxCPSRetries = 2
 type Policy struct {
 	// OnInvite runs once per new call, with the Router's decision. It may
 	// filter or reorder d.Routes, set d.Code (and d.Reason) to reject, or
-	// clear d.Code and set d.Routes to route a call the Router rejected.
+	// clear d.Code and set d.Routes to route a call the Router rejected,
+	// and set d.RingTimeout, the call's ring bound over its trunk's.
 	// d.Routes may be shared with other calls (a cache entry, the static
 	// table): never change it in place; assign a new slice, which the call
 	// then keeps, unmodified, until it ends.

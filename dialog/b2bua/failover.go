@@ -101,9 +101,9 @@ func (e *Engine) carryOut(c *Call, st route.Step, failure *parser.Message) {
 			}
 			if e.env.Policy.OnFailure != nil && !c.onFailureRan {
 				c.onFailureRan = true
-				act := e.env.Policy.OnFailure(c, code, reason)
+				act := e.onFailure(c, code, reason)
 				if len(act.Routes) > 0 {
-					c.seq.Restart(e.order(c, act.Routes, 1), e.cfg.Sequence)
+					c.seq.Restart(e.order(c, act.Routes, 1), c.seq.Options()) // the call's ring bound still
 					st = c.seq.Next(e.now)
 					continue
 				}
@@ -180,7 +180,7 @@ func (e *Engine) attemptFailed(c *Call, st route.Step, abandoned bool) {
 	}
 	e.env.Carriers.Report(rep)
 	if e.env.Policy.OnRouteFailure != nil {
-		e.env.Policy.OnRouteFailure(c, r, a)
+		e.onRouteFailure(c, r, a)
 	}
 }
 
@@ -198,7 +198,7 @@ func (e *Engine) answered(c *Call) {
 		At: e.now}
 	e.env.Carriers.Report(&e.tmp.rep)
 	if e.env.Policy.OnAnswer != nil {
-		e.env.Policy.OnAnswer(c, r)
+		e.onAnswer(c, r)
 	}
 }
 

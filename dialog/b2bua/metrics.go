@@ -35,6 +35,7 @@ type engineMetrics struct {
 	// Carriers' challenges to B-leg INVITEs, by what became of them.
 	authAnswered, authNoCredentials, authUnanswerable, authRefused *vm.Counter
 	active                                                         *vm.Gauge
+	hookPanics                                                     [numHooks]*vm.Counter // by hook (hooks.go)
 }
 
 // txnMetrics export the transaction table's state, read when scraped.
@@ -87,6 +88,9 @@ func newMetrics(set *vm.Set, shard int) engineMetrics {
 		authNoCredentials: set.NewCounter(authName(shard, "no_credentials")),
 		authUnanswerable:  set.NewCounter(authName(shard, "unanswerable")),
 		authRefused:       set.NewCounter(authName(shard, "refused")),
+	}
+	for h := range m.hookPanics {
+		m.hookPanics[h] = set.NewCounter(fmt.Sprintf(`sipedge_policy_panics_total{shard="%d",hook=%q}`, shard, hookNames[h]))
 	}
 	for k, n := range hopKindNames {
 		m.callerHops[k] = set.NewCounter(fmt.Sprintf(`sipedge_requests_to_caller_total{shard="%d",next_hop="%s"}`, shard, n))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/route"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // NumberPolicy is a named number-shaping preset (number_policies,
@@ -100,23 +101,55 @@ type identity struct {
 // identity is asserted second, number_policy reshapes third, anonymisation
 // runs last; tech_prefix goes on the Request-URI user after the policy.
 func (e *Engine) shape(id *identity, c *Call, r *route.Route) {
+	policy, name, known := e.cfg.numberPolicy(r)
+	if !known {
+		e.env.Log.Warn("unknown number_policy: the number is not shaped", "call_id", string(c.a.callID),
+			"carrier", carrierOf(r), "number_policy", name)
+	}
+	e.cfg.shapeNumbers(id, c.caller, c.callee, r, policy)
+	// 4. Anonymise: "restricted", any presentation not understood (a
+	// withheld call going out with the real number is the failure that
+	// matters), and a caller that asks for it with Privacy.
+	id.anon, id.privacy = false, id.privacy[:0]
+	if ainv := e.aInviteCopy(c); ainv != nil {
+		// Every Privacy line: one value split over several reads as one
+		// (RFC 3261 7.3.1), as parser.Message.Privacy reads it; the first
+		// alone let "Privacy: none" hide a following "Privacy: id".
+		for i := 0; i < ainv.Count(parser.HeaderPrivacy); i++ {
+			var withhold bool
+			id.privacy, withhold = callerPrivacy(id.privacy, ainv.Nth(parser.HeaderPrivacy, i))
+			id.anon = id.anon || withhold
+		}
+	}
+	if r != nil {
+		restricted, known := presentation(r.CallerIDPresentation)
+		if !known {
+			e.env.Log.Warn("unknown caller_id_presentation, treated as restricted", "call_id", string(c.a.callID),
+				"carrier", r.CarrierID, "presentation", r.CallerIDPresentation)
+		}
+		id.anon = id.anon || restricted
+	}
+}
+
+// shapeNumbers computes the numbers of a B-leg's identity on route r, the
+// caller's and the callee's as its trunk gave them: steps 1 to 3 of shape,
+// with policy the route's number policy (nil: none).
+func (cfg *Config) shapeNumbers(id *identity, caller, callee []byte, r *route.Route, policy *NumberPolicy) {
 	// 1. Substitute.
-	caller := c.caller
 	if r != nil && r.CallerID != "" {
 		caller = []byte(r.CallerID)
 	}
 	// 2. Assert: the real (or substituted) identity, before any policy.
 	// 3. Reshape formats: caller, asserted identity and callee alike.
-	policy := e.policyFor(c, r)
 	id.caller, id.callee, id.ruriUser, id.pai = id.caller[:0], id.callee[:0], id.ruriUser[:0], id.pai[:0]
 	if policy != nil {
 		id.caller = policy.Shape(id.caller, caller)
-		id.callee = policy.Shape(id.callee, c.callee)
+		id.callee = policy.Shape(id.callee, callee)
 	} else {
 		id.caller = append(id.caller, caller...)
-		id.callee = append(id.callee, c.callee...)
+		id.callee = append(id.callee, callee...)
 	}
-	if e.cfg.AssertIdentity {
+	if cfg.AssertIdentity {
 		id.pai = append(id.pai, id.caller...)
 	} else {
 		id.pai = nil
@@ -137,31 +170,27 @@ func (e *Engine) shape(id *identity, c *Call, r *route.Route) {
 	} else {
 		id.ruriUser = append(id.ruriUser, id.callee...)
 	}
-	// 4. Anonymise: "restricted", any presentation not understood (a
-	// withheld call going out with the real number is the failure that
-	// matters), and a caller that asks for it with Privacy.
-	id.anon, id.privacy = false, id.privacy[:0]
-	if ainv := e.aInviteCopy(c); ainv != nil {
-		// Every Privacy line: one value split over several reads as one
-		// (RFC 3261 7.3.1), as parser.Message.Privacy reads it; the first
-		// alone let "Privacy: none" hide a following "Privacy: id".
-		for i := 0; i < ainv.Count(parser.HeaderPrivacy); i++ {
-			var withhold bool
-			id.privacy, withhold = callerPrivacy(id.privacy, ainv.Nth(parser.HeaderPrivacy, i))
-			id.anon = id.anon || withhold
-		}
+}
+
+// presentation reads a route's caller_id_presentation: whether it
+// restricts the caller's identity (CLIR), and whether it is a value
+// sipedge knows; one it does not is restricted, as withholding is the
+// safe reading.
+func presentation(p string) (restricted, known bool) {
+	switch p {
+	case "", "allowed":
+		return false, true
+	case "restricted":
+		return true, true
 	}
-	if r != nil {
-		switch r.CallerIDPresentation {
-		case "", "allowed":
-		case "restricted":
-			id.anon = true
-		default:
-			e.env.Log.Warn("unknown caller_id_presentation, treated as restricted", "call_id", string(c.a.callID),
-				"carrier", r.CarrierID, "presentation", r.CallerIDPresentation)
-			id.anon = true
-		}
+	return true, false
+}
+
+func carrierOf(r *route.Route) string {
+	if r == nil {
+		return ""
 	}
+	return r.CarrierID
 }
 
 // ruriNumber returns the number in the user part of route r's ruri and
@@ -218,40 +247,35 @@ func isHexDigit(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
-// policyFor returns the route's number policy, or the default one; nil
-// when none applies. An unknown name shapes nothing and is logged.
-func (e *Engine) policyFor(c *Call, r *route.Route) *NumberPolicy {
-	name := e.cfg.DefaultNumberPolicy
+// numberPolicy returns the route's number policy, or the default one; nil
+// when none applies. An unknown name, which shapes nothing, is known
+// false.
+func (cfg *Config) numberPolicy(r *route.Route) (p *NumberPolicy, name string, known bool) {
+	name = cfg.DefaultNumberPolicy
 	if r != nil && r.NumberPolicy != "" {
 		name = r.NumberPolicy
 	}
 	if name == "" {
-		return nil
+		return nil, "", true
 	}
-	p, ok := e.cfg.NumberPolicies[name]
+	np, ok := cfg.NumberPolicies[name]
 	if !ok {
-		carrier := ""
-		if r != nil {
-			carrier = r.CarrierID
-		}
-		e.env.Log.Warn("unknown number_policy: the number is not shaped", "call_id", string(c.a.callID),
-			"carrier", carrier, "number_policy", name)
-		return nil
+		return nil, name, false
 	}
-	return &p
+	return &np, name, true
 }
 
 // identityHeaders are the A INVITE's headers the B2BUA rewrites itself on
 // the B-leg: the identity headers and Privacy.
 var identityHeaders = parser.NewHeaderSet(parser.HeaderPAssertedIdentity, parser.HeaderPPreferredIdentity, parser.HeaderPrivacy)
 
-// appendIdentity appends From (with tag), P-Asserted-Identity and Privacy
-// for a B-leg. With CLIR, From becomes anonymous with its tag intact,
+// appendIdentity appends the P-Asserted-Identity and Privacy of a B-leg on
+// transport k (its From is addressB's). With CLIR, From is anonymous,
 // Privacy: id is appended to any existing value (RFC 3325 7), the PAI keeps
 // carrying the real identity to the trusted next hop, and no
 // P-Preferred-Identity is forwarded.
-func (e *Engine) appendIdentity(dst []byte, id *identity, l *leg, ainv *parser.Message) []byte {
-	host := hostOnly(e.localHost(l.peer.Transport))
+func (cfg *Config) appendIdentity(dst []byte, id *identity, k transport.Kind) []byte {
+	host := hostOnly(cfg.localHost(k))
 	if len(id.pai) > 0 {
 		dst = append(dst, "P-Asserted-Identity: <sip:"...)
 		dst = append(dst, id.pai...)

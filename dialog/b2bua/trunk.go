@@ -14,6 +14,7 @@ import (
 	"github.com/sipedge/sipedge/dialog/cdr"
 	"github.com/sipedge/sipedge/fleet"
 	"github.com/sipedge/sipedge/ratelimit"
+	"github.com/sipedge/sipedge/route"
 )
 
 // Trunk is a configured source of calls: a customer's PBX or SBC.
@@ -58,6 +59,33 @@ type Trunk struct {
 	// begins: what routing looks up and caches, what carriers' policies
 	// start from, what the CDR records.
 	Normalize *NumberPolicy
+	// RingTimeout, when not 0, is the ring bound of the trunk's calls
+	// (route.SequenceOptions.RingTimeout) over Config.Sequence's;
+	// route.NoRingBound means none. A policy's OnInvite may set a call's
+	// own (route.Decision.RingTimeout).
+	RingTimeout time.Duration
+}
+
+// Number appends num, a number of the trunk's call, to dst: in E.164 when
+// the trunk has a number policy (Normalize), else as it is.
+func (t *Trunk) Number(dst, num []byte) []byte {
+	if n := t.Normalize; n != nil {
+		return n.Shape(dst, num)
+	}
+	return append(dst, num...)
+}
+
+// Sequence returns the failover options of a call from the trunk whose
+// decision is d: opts (the engine's, Config.Sequence), with the trunk's
+// ring bound, then the decision's.
+func (t *Trunk) Sequence(opts route.SequenceOptions, d *route.Decision) route.SequenceOptions {
+	if t.RingTimeout != 0 {
+		opts.RingTimeout = t.RingTimeout
+	}
+	if d.RingTimeout != 0 {
+		opts.RingTimeout = d.RingTimeout
+	}
+	return opts
 }
 
 // TrunkIngress is a trunk's calls-per-second limit (trunks[].limits.cps):

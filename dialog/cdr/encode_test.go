@@ -387,7 +387,7 @@ func TestAppendJSONSourceIP(t *testing.T) {
 }
 
 func TestEnumStrings(t *testing.T) {
-	if HangupCaller.String() != "caller" || HangupCallee.String() != "callee" || HangupSystem.String() != "system" || HangupNodeLost.String() != "node_lost" || HangupNone.String() != "" {
+	if HangupCaller.String() != "caller" || HangupCallee.String() != "callee" || HangupSystem.String() != "system" || HangupNodeLost.String() != "node_lost" || HangupAdmin.String() != "admin" || HangupNone.String() != "" {
 		t.Error("HangupSide names")
 	}
 	if routeSourceName(route.SourceLCR) != "lcr" || routeSourceName(route.SourceStatic) != "static" || routeSourceName(route.SourceFallback) != "fallback" || routeSourceName(route.SourceNone) != "" {

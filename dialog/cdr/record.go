@@ -141,10 +141,11 @@ const (
 	// died (its fleet lease ran out); another node wrote the CDR from the
 	// call journal, with time_end the dead node's last renewal of it.
 	HangupNodeLost
+	HangupAdmin // "admin": an operator, through the admin API (DELETE /v1/calls/{a_call_id})
 	numHangupSides
 )
 
-var hangupNames = [numHangupSides]string{"", "caller", "callee", "system", "node_lost"}
+var hangupNames = [numHangupSides]string{"", "caller", "callee", "system", "node_lost", "admin"}
 
 // Values of end_reason: why sipedge ended a call itself.
 const (

@@ -60,6 +60,14 @@
 // may have read what was dropped. Cached shows what each tier holds under
 // a key.
 //
+// # Dry runs
+//
+// Explain (the admin API's POST /v1/route, sipedge route) makes a call's
+// decision as a Router would and says where it came from: the API, a
+// cache tier, the static table (and its prefix), the fallback or none
+// (and the API's failure). It changes nothing a call sees: nothing is
+// cached, nor counted in the breaker or the cache and failure metrics.
+//
 // # Metrics
 //
 //	sipedge_lcr_api_request_duration_seconds   histogram of API requests

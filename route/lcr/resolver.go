@@ -509,10 +509,7 @@ func (r *Resolver) resolve(key string, req *Request) (Decision, []byte) {
 	if r.redis != nil {
 		if body, ttl, ok := r.redis.lookup(r.ctx, key); ok {
 			var resp Response
-			err := json.Unmarshal(body, &resp)
-			if err == nil {
-				err = resp.Validate()
-			}
+			err := unmarshalResponse(body, &resp)
 			if err == nil {
 				r.m.redisHits.Inc()
 				return Decision{Routes: resp.Routes, Reject: resp.Reject, Source: route.SourceLCR, TTL: ttl}, nil
@@ -542,6 +539,15 @@ func (r *Resolver) resolve(key string, req *Request) (Decision, []byte) {
 		body = nil
 	}
 	return d, body
+}
+
+// unmarshalResponse reads an API answer kept in Redis, which must be
+// valid still (a node of another version may have stored it).
+func unmarshalResponse(body []byte, resp *Response) error {
+	if err := json.Unmarshal(body, resp); err != nil {
+		return err
+	}
+	return resp.Validate()
 }
 
 // fail counts and logs an API failure and returns the failure decision.

@@ -29,8 +29,9 @@ type StaticEntry struct {
 // immutable once built and safe for concurrent use; Lookup does not
 // allocate.
 type StaticTable struct {
-	nodes   []trieNode
-	entries [][]route.Route
+	nodes    []trieNode
+	entries  [][]route.Route
+	prefixes []string // by entry: its prefix as given
 }
 
 // trieNode is a node of the digit trie. next[d] is the index of the child
@@ -81,6 +82,7 @@ func NewStaticTable(entries []StaticEntry) (*StaticTable, error) {
 		}
 		t.nodes[n].entry = int32(len(t.entries))
 		t.entries = append(t.entries, routes)
+		t.prefixes = append(t.prefixes, e.Prefix)
 	}
 	return t, nil
 }
@@ -100,8 +102,25 @@ func trimPlus(s string) string {
 // table's: read it, do not modify it (clone it to filter or reorder). A nil
 // table matches nothing.
 func (t *StaticTable) Lookup(number string) ([]route.Route, bool) {
+	if i := t.match(number); i >= 0 {
+		return t.entries[i], true
+	}
+	return nil, false
+}
+
+// Match is Lookup, with the prefix that matched as its entry gave it: a
+// dry run shows which one routed the number.
+func (t *StaticTable) Match(number string) (prefix string, routes []route.Route, ok bool) {
+	if i := t.match(number); i >= 0 {
+		return t.prefixes[i], t.entries[i], true
+	}
+	return "", nil, false
+}
+
+// match returns the entry of the longest prefix of number, -1 for none.
+func (t *StaticTable) match(number string) int32 {
 	if t == nil {
-		return nil, false
+		return -1
 	}
 	s := trimPlus(number)
 	nodes := t.nodes
@@ -120,10 +139,7 @@ func (t *StaticTable) Lookup(number string) ([]route.Route, bool) {
 			best = e
 		}
 	}
-	if best < 0 {
-		return nil, false
-	}
-	return t.entries[best], true
+	return best
 }
 
 // Len returns the number of prefixes in the table.

@@ -46,6 +46,25 @@
 // return. State shared between calls needs the program's own
 // synchronisation.
 //
+// # A hook that panics
+//
+// A panic in a hook never takes the node, or another call, down. It is
+// recovered, logged at error level with the hook, the call's Call-ID, the
+// panic's value and the stack, and counted in
+// sipedge_policy_panics_total{shard,hook}, and the call gets sipedge's
+// own answer:
+//
+//   - OnInvite: 500 Server Internal Error, and no carrier is dialled. The
+//     policy's verdict is unknown, and routing the call without it could
+//     send it where the policy meant to refuse (a blocked destination, a
+//     customer over credit): sipedge fails closed.
+//   - OnFailure: the answer the caller would have had without the hook.
+//   - OnAnswer, OnRouteFailure: notifications; the call goes on.
+//
+// The next call runs the hooks again. A hook costs a call nothing when it
+// is not set. A fatal runtime error (concurrent map writes, out of memory)
+// is not a panic and still ends the process.
+//
 // The request and decision OnInvite sees are route.Request and
 // route.Decision: the types the routing decision (route/lcr) makes, the
 // same as the binary's. The carrier plane (carrier) and the call core

@@ -90,6 +90,38 @@ func TestOnInviteRejects(t *testing.T) {
 	}
 }
 
+// A panicking OnInvite takes neither the node nor the next call down: the
+// call gets 500 (the documented answer), the panic is logged with the call
+// and counted, and the next call is routed and answered.
+func TestOnInvitePanicRecovered(t *testing.T) {
+	testtier.RequiresSockets(t)
+	var mu sync.Mutex
+	calls := 0
+	policy := b2bua.Policy{OnInvite: func(*route.Request, *route.Decision) {
+		mu.Lock()
+		calls++
+		first := calls == 1
+		mu.Unlock()
+		if first {
+			panic("policy bug")
+		}
+	}}
+	r := start(t, embed.Options{Policy: policy}, staticLCR(routeA))
+	first := r.dial("15551234")
+	first.final("500 Server Internal Error")
+	r.a.nothing()
+	c := r.dial("15551234")
+	r.a.respond(r.a.expect("INVITE sip:15551234@"), 200, "OK")
+	c.answered(r.a)
+	c.hangUp(r.a)
+	if v := r.metric(`sipedge_policy_panics_total{shard="0",hook="OnInvite"}`); v != 1 {
+		t.Errorf("sipedge_policy_panics_total{hook=OnInvite} = %v, want 1", v)
+	}
+	if l := r.logs.String(); !strings.Contains(l, "hook=OnInvite call_id="+first.callID+` panic="policy bug"`) {
+		t.Errorf("the panic is not logged with the hook and the call:\n%s", l)
+	}
+}
+
 // OnFailure routes the call again after the only carrier's 503: carrier-b
 // answers, the CDR lists carrier-a's attempt. The user's OnRouteFailure
 // and OnAnswer run, and sipedge's per-carrier metrics count both carriers

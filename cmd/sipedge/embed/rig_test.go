@@ -275,6 +275,7 @@ func (p *peer) reject(binv *parser.Message, code int, reason string) {
 type call struct {
 	r      *rig
 	callID string
+	branch string // its INVITE's: a call's own, so that calls do not match one transaction
 	dialed string
 	toTag  string // sipedge's, once it answered
 	target string // sipedge's Contact, once it answered
@@ -293,8 +294,9 @@ func (c *call) head(method, ruri, branch string, cseq int) string {
 // dial sends the caller's INVITE for dialed and takes the 100 Trying.
 func (r *rig) dial(dialed string) *call {
 	r.t.Helper()
-	c := &call{r: r, dialed: dialed, callID: fmt.Sprintf("a-%016x@caller.example.org", rand.Uint64())}
-	inv := c.head("INVITE", "sip:"+dialed+"@"+r.sip.String(), "z9hG4bKinv1", 10) +
+	c := &call{r: r, dialed: dialed, callID: fmt.Sprintf("a-%016x@caller.example.org", rand.Uint64()),
+		branch: fmt.Sprintf("z9hG4bKinv%016x", rand.Uint64())}
+	inv := c.head("INVITE", "sip:"+dialed+"@"+r.sip.String(), c.branch, 10) +
 		"Contact: <sip:alice@caller.example.org:5061>\r\nContent-Type: application/sdp\r\n" +
 		fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(sdp), sdp)
 	r.caller.send(inv)
@@ -307,7 +309,7 @@ func (r *rig) dial(dialed string) *call {
 func (c *call) final(status string) {
 	c.r.t.Helper()
 	m := c.r.caller.expect("SIP/2.0 " + status + "\r\n")
-	ack := c.head("ACK", "sip:"+c.dialed+"@"+c.r.sip.String(), "z9hG4bKinv1", 10)
+	ack := c.head("ACK", "sip:"+c.dialed+"@"+c.r.sip.String(), c.branch, 10)
 	ack = strings.Replace(ack, "To: <sip:"+c.dialed+"@"+c.r.sip.String()+">", "To: "+string(m.Get(parser.HeaderTo)), 1)
 	c.r.caller.send(ack + "Content-Length: 0\r\n\r\n")
 }

@@ -236,6 +236,10 @@ type Trunk struct {
 	// to the LCR API as the request's attributes for its calls; those named
 	// in lcr.attributes are part of the decision's cache key.
 	Attributes map[string]string `yaml:"attributes" json:"attributes,omitempty"`
+	// RingTimeout is the ring bound of the trunk's calls (0 = none);
+	// absent, b2bua.ring_timeout_secs. The admin API's JSON has it in
+	// whole seconds (its handler's own field).
+	RingTimeout time.Duration `yaml:"ring_timeout_secs" json:"-"`
 }
 
 // TrunkLimits are a trunk's ingress limits; 0 = unlimited.

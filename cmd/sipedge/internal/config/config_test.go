@@ -698,6 +698,36 @@ cache: [{ name: c, url: "redis://h:6379", local_ttl_secs: 0 }]
 			t.Errorf("trunk_group = %q, want the trunk's name", c.Trunks[0].TrunkGroup)
 		}
 	})
+	t.Run("trunk ring_timeout_secs", func(t *testing.T) {
+		f := func(b2bua, trunk string, want time.Duration) {
+			t.Helper()
+			c := mustParse(t, "b2bua: {"+b2bua+"}\ntrunks: [{ name: t, sources: [\"::1\"]"+trunk+" }]\n", nil)
+			if got := c.Trunks[0].RingTimeout; got != want {
+				t.Errorf("b2bua {%s}, trunk {%s}: ring_timeout_secs %v, want %v", b2bua, trunk, got, want)
+			}
+			// check-config prints the trunk's own, which reads back the same.
+			_, printed, _ := strings.Cut(c.String(), "\ntrunks:")
+			if !strings.Contains(printed, fmt.Sprintf("ring_timeout_secs: %d\n", want/time.Second)) {
+				t.Errorf("check-config does not print the trunk's %v:\n%s", want, c)
+			}
+		}
+		f("", "", 30*time.Second)                                               // absent: b2bua's default
+		f(" ring_timeout_secs: 45 ", "", 45*time.Second)                        // absent: b2bua's
+		f(" ring_timeout_secs: 45 ", ", ring_timeout_secs: 20", 20*time.Second) // its own
+		f(" ring_timeout_secs: 45 ", ", ring_timeout_secs: 0", 0)               // its own: none
+		f(" ring_timeout_secs: 0 ", "", 0)                                      // absent: b2bua's none
+	})
+	t.Run("admin API trunk ring_timeout_secs", func(t *testing.T) {
+		c := mustParse(t, "b2bua: { ring_timeout_secs: 45 }", nil)
+		tr := Trunk{Name: "t", Sources: []b2bua.Source{{Prefix: netip.MustParsePrefix("::1/128")}}, RingTimeout: InheritRing}
+		if err := c.ValidateTrunk(&tr); err != nil || tr.RingTimeout != 45*time.Second {
+			t.Errorf("absent: %v, ring %v, want b2bua's 45s", err, tr.RingTimeout)
+		}
+		tr.RingTimeout = -2 * time.Second
+		if err := c.ValidateTrunk(&tr); err == nil || err.Error() != "ring_timeout_secs: -2: must not be negative" {
+			t.Errorf("negative: %v", err)
+		}
+	})
 	t.Run("merge keys", func(t *testing.T) {
 		c := mustParse(t, `gateway:
   groups:

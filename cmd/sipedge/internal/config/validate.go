@@ -44,6 +44,13 @@ func (c *Config) Preset() {
 
 func (c *Cache) Preset() { c.LocalTTL = 60 * time.Second }
 
+// InheritRing, as a trunk's RingTimeout, is ring_timeout_secs absent:
+// filling in the defaults (Load, ValidateTrunk) makes it
+// b2bua.ring_timeout_secs. An explicit 0 is "no ring bound".
+const InheritRing time.Duration = -1
+
+func (t *Trunk) Preset() { t.RingTimeout = InheritRing }
+
 func mustListen(s string) transport.Listen {
 	var l transport.Listen
 	if err := l.UnmarshalText([]byte(s)); err != nil {
@@ -89,7 +96,7 @@ func (c *Config) fill() {
 		orDefault(&c.NumberPolicies[i].Format, FormatE164)
 	}
 	for i := range c.Trunks {
-		c.Trunks[i].fill()
+		c.fillTrunk(&c.Trunks[i])
 	}
 	for i := range c.Gateway.Groups {
 		c.Gateway.Groups[i].SetDefaults()
@@ -403,6 +410,9 @@ func (c *Config) checkTrunk(v *validator, p string, t Trunk, seen map[string]str
 	if l := t.Limits; l.CPS > 0 {
 		v.limit(joinPath(p, "limits"), t.IngressLimit())
 	}
+	if t.RingTimeout < 0 { // the YAML decoder refuses it; JSON's does not
+		v.errorf(joinPath(p, "ring_timeout_secs"), "%d: must not be negative", t.RingTimeout/time.Second)
+	}
 	if n := len(t.Attributes); n > lcr.MaxAttributes {
 		v.errorf(joinPath(p, "attributes"), "%d attributes: at most %d", n, lcr.MaxAttributes)
 	}
@@ -418,11 +428,12 @@ func (c *Config) checkTrunk(v *validator, p string, t Trunk, seen map[string]str
 
 // ValidateTrunk checks a trunk added at run time (the admin API) by the
 // rules of the YAML's trunks, against c's number policies, after filling
-// in its defaults as Load does (trunk_group: the name). The errors
-// (an ErrorList) name the trunk's own fields ("sources", "limits"),
-// without lines. Whether the name is taken is the caller's to decide.
+// in its defaults as Load does (trunk_group: the name; ring_timeout_secs,
+// when InheritRing, b2bua.ring_timeout_secs). The errors (an
+// ErrorList) name the trunk's own fields ("sources", "limits"), without
+// lines. Whether the name is taken is the caller's to decide.
 func (c *Config) ValidateTrunk(t *Trunk) error {
-	t.fill()
+	c.fillTrunk(t)
 	v := &validator{}
 	if t.Name == "." || t.Name == ".." || strings.ContainsAny(t.Name, "/?#%") {
 		// It names the trunk in the admin API's paths: /v1/trunks/{name}.
@@ -441,7 +452,14 @@ func (t *Trunk) IngressLimit() ratelimit.Limit {
 	return ratelimit.Limit{Rate: t.Limits.CPS, Burst: t.Limits.Burst, Margin: 1}
 }
 
-func (t *Trunk) fill() { orDefault(&t.TrunkGroup, t.Name) }
+// fillTrunk fills in a trunk's defaults: trunk_group its name,
+// ring_timeout_secs (absent) b2bua.ring_timeout_secs.
+func (c *Config) fillTrunk(t *Trunk) {
+	orDefault(&t.TrunkGroup, t.Name)
+	if t.RingTimeout == InheritRing {
+		t.RingTimeout = c.B2BUA.RingTimeout
+	}
+}
 
 // checkStaticRoutes checks the static rate table at path p
 // ("lcr.static_routes"): the rules of the YAML's table, which the admin

@@ -85,6 +85,7 @@ var Families = []Family{
 	{"sipedge_late_answers_stray_total", Counter, byShard, "such 2xx that came after the INVITE transaction ended, answered from the 2xx alone", secCalls},
 	{"sipedge_late_answers_over_cap_total", Counter, byShard, "stray 2xx left for the peer to retransmit: 64 teardowns already running on the shard", secCalls},
 	{"sipedge_2xx_retransmissions_total", Counter, byShard, "2xx retransmitted to a caller that had not yet ACKed (RFC 3261 13.3.1.4)", secCalls},
+	{"sipedge_policy_panics_total", Counter, []string{shard, "hook"}, "panics of the embedding program's b2bua.Policy hooks (OnInvite, OnAnswer, OnRouteFailure, OnFailure), recovered: the call gets sipedge's own answer (cmd/sipedge/embed/doc.go)", secCalls},
 	{"sipedge_requests_to_caller_total", Counter, []string{shard, "next_hop"}, "requests sipedge sent the caller in a dialog, by how their next hop was chosen (RFC 3261 12.2.1.1): route_set (the first Record-Route of the INVITE), contact (the remote target), nat (trunks[].nat: the INVITE's source), fallback (a host name or transport sipedge does not resolve: the INVITE's source)", secCalls},
 	{"sipedge_session_refreshes_total", Counter, byShard, "session refreshes sipedge sent as refresher on a leg (b2bua.session_timer.mode uphold; UPDATE or re-INVITE, RFC 4028 10)", secCalls},
 	{"sipedge_sessions_expired_total", Counter, byShard, "calls sipedge ended because a leg's session went unrefreshed (RFC 4028 10; CDR end_reason session_expired)", secCalls},

@@ -46,6 +46,25 @@
 // on every node, this one included; shared.go states how that layer and
 // each node's file meet.
 //
+// # Dry runs
+//
+// POST /v1/route and sipedge route (dryrun.go) say where a call would go
+// without placing it, from the libraries' own side-effect-free views: the
+// decision (lcr.Resolver.Explain), each carrier (carrier.Plane.Preview)
+// and what its INVITE would carry (b2bua.Config.Present). On a running
+// node they read its live state; RouteFromConfig builds the parts from the
+// configuration alone (no probes, no Redis, no calls). Both answer a
+// RouteAnswer; WriteRoute prints it.
+//
+// # Live calls
+//
+// GET /v1/calls and DELETE /v1/calls/{a_call_id} (calls.go) reach the
+// calls where they live, on their shards: a listing posts
+// Engine.AppendCalls to every shard and gathers the answers (at most
+// shardWait; a shard that is late is named, not waited for), an end posts
+// Engine.EndCall to the shard the Call-ID hashes to (shard.Server.OwnerOf).
+// Nothing on the call path takes a lock for them.
+//
 // # Reload
 //
 // POST /v1/reload (reload.go) re-reads the file the server started from

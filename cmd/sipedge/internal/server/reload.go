@@ -178,9 +178,10 @@ func (s *Server) reload() (reloadResult, int, error) {
 
 // restartRequired lists the settings that differ between the running
 // configuration and the file and apply only at start: each top-level key
-// but those a reload applies (trunks, gateway.groups, lcr.static_routes)
-// and number_policies (a reload that changes them is refused), and each
-// other key of gateway and lcr by its own path. Never nil.
+// but those a reload applies (trunks, gateway.groups, lcr.static_routes,
+// b2bua.ring_timeout_secs) and number_policies (a reload that changes them
+// is refused), and each other key of b2bua, gateway and lcr by its own
+// path. Never nil.
 func restartRequired(running, file *config.Config) []string {
 	out := []string{}
 	diff := func(prefix string, a, b any, reloadable ...string) {
@@ -192,7 +193,10 @@ func restartRequired(running, file *config.Config) []string {
 			}
 		}
 	}
-	diff("", *running, *file, "number_policies", "trunks", "gateway", "lcr")
+	diff("", *running, *file, "number_policies", "trunks", "gateway", "lcr", "b2bua")
+	// b2bua.ring_timeout_secs is the trunks' that set none: each carries
+	// it (config fills it in), and a reload applies it with them.
+	diff("b2bua.", running.B2BUA, file.B2BUA, "ring_timeout_secs")
 	diff("gateway.", running.Gateway, file.Gateway, "groups")
 	diff("lcr.", running.LCR, file.LCR, "static_routes")
 	return out

@@ -267,14 +267,14 @@ cdr: { file: %[3]q }
 		"lcr:\n", "    - { name: carrier-z, destinations: [{ uri: \"sip:127.0.0.1:9\", address: \"127.0.0.1:9\" }] }\nlcr:\n  reroute_causes: [503]\n",
 		"rate: 0.004", "rate: 0.006")
 	a := e.reloadOK("")
-	if want := []string{"log", "b2bua", "lcr.reroute_causes"}; !reflect.DeepEqual(a.RestartRequired, want) {
+	if want := []string{"log", "b2bua.drain_timeout_secs", "lcr.reroute_causes"}; !reflect.DeepEqual(a.RestartRequired, want) {
 		t.Errorf("restart_required %q, want %q", a.RestartRequired, want)
 	}
 	checkChanges(t, "gateway_groups", a.GatewayGroups, []string{"carrier-z"}, nil, nil)
 	if !a.StaticRoutes.Replaced {
 		t.Error("the static table is not replaced")
 	}
-	if !strings.Contains(logs.String(), `settings=log,b2bua,lcr.reroute_causes`) {
+	if !strings.Contains(logs.String(), `settings=log,b2bua.drain_timeout_secs,lcr.reroute_causes`) {
 		t.Error("no warning lists the settings that need a restart")
 	}
 	c := e.answered()

@@ -3,10 +3,12 @@ package server
 import (
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
 	"github.com/sipedge/sipedge/internal/testtier"
 )
 
@@ -33,4 +35,25 @@ func TestSerializedChangesWaitForReload(t *testing.T) {
 	}
 	mu.Unlock()
 	<-done
+}
+
+// restartRequired names each b2bua key that changed but ring_timeout_secs,
+// which the trunks carry (a reload applies it with them).
+func TestRestartRequiredB2BUA(t *testing.T) {
+	parse := func(yaml string) *config.Config {
+		t.Helper()
+		c, err := config.Parse([]byte(yaml), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	running := parse("b2bua: { ring_timeout_secs: 30, drain_timeout_secs: 5 }\ntrunks: [{ name: t, sources: [\"::1\"] }]")
+	file := parse("b2bua: { ring_timeout_secs: 45, drain_timeout_secs: 6 }\ntrunks: [{ name: t, sources: [\"::1\"] }]")
+	if got, want := restartRequired(running, file), []string{"b2bua.drain_timeout_secs"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("restart_required %q, want %q", got, want)
+	}
+	if file.Trunks[0].RingTimeout != 45*time.Second {
+		t.Errorf("the file's trunk carries ring bound %v, want b2bua's 45s", file.Trunks[0].RingTimeout)
+	}
 }

@@ -643,6 +643,9 @@ func (s *Server) adminRoutes() *adminMux {
 	mux.HandleFunc("GET /v1/fleet", s.getFleet)
 	mux.HandleFunc("DELETE /v1/lcr/cache", s.deleteLCRCache)
 	mux.HandleFunc("GET /v1/lcr/cache", s.getLCRCache)
+	mux.HandleFunc("POST /v1/route", s.postRoute)
+	mux.HandleFunc("GET /v1/calls", s.getCalls)
+	mux.HandleFunc("DELETE /v1/calls/{a_call_id}", s.deleteCall)
 	return mux
 }
 

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
 	"github.com/sipedge/sipedge/dialog/b2bua"
@@ -78,7 +79,7 @@ func newTrunks(cfg *config.Config, ingress *ratelimit.Local, stats func(string) 
 // is called under mu, or before sharing.
 func (t *trunks) entry(ct config.Trunk, fixed bool) (trunkEntry, error) {
 	bt := b2bua.Trunk{Name: ct.Name, Group: ct.TrunkGroup, Attributes: ct.Attributes, ForceRPort: ct.ForceRPort, NAT: ct.NAT,
-		MaxCalls: ct.Limits.MaxConcurrentCalls}
+		MaxCalls: ct.Limits.MaxConcurrentCalls, RingTimeout: ringBound(ct.RingTimeout)}
 	if ct.Limits.CPS > 0 {
 		// A trunk replaced draws from its key at the new limit.
 		k, err := t.ingress.Register("trunk:"+ct.Name, ct.IngressLimit())
@@ -216,7 +217,25 @@ func (t *trunks) unlimit(name string) {
 // trunkJSON is a trunk as the admin API shows it.
 type trunkJSON struct {
 	config.Trunk
-	Fixed bool `json:"fixed"`
+	RingTimeoutSecs int64 `json:"ring_timeout_secs"`
+	Fixed           bool  `json:"fixed"`
+}
+
+func newTrunkJSON(ct config.Trunk, fixed bool) trunkJSON {
+	return trunkJSON{Trunk: ct, RingTimeoutSecs: int64(ct.RingTimeout / time.Second), Fixed: fixed}
+}
+
+// lookup returns the trunk of that name as the engines see it, the first
+// one when name is "".
+func (t *trunks) lookup(name string) (b2bua.Trunk, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, e := range t.list {
+		if name == "" || e.cfg.Name == name {
+			return e.bt, true
+		}
+	}
+	return b2bua.Trunk{}, false
 }
 
 // get returns the trunk of that name.
@@ -225,7 +244,7 @@ func (t *trunks) get(name string) (trunkJSON, bool) {
 	defer t.mu.Unlock()
 	for _, e := range t.list {
 		if e.cfg.Name == name {
-			return trunkJSON{Trunk: e.cfg, Fixed: e.fixed}, true
+			return newTrunkJSON(e.cfg, e.fixed), true
 		}
 	}
 	return trunkJSON{}, false
@@ -261,7 +280,7 @@ func (t *trunks) listTrunks(w http.ResponseWriter, _ *http.Request) {
 	t.mu.Lock()
 	out := make([]trunkJSON, len(t.list))
 	for i, e := range t.list {
-		out[i] = trunkJSON{Trunk: e.cfg, Fixed: e.fixed}
+		out[i] = newTrunkJSON(e.cfg, e.fixed)
 	}
 	t.mu.Unlock()
 	writeJSON(w, http.StatusOK, out)
@@ -276,6 +295,8 @@ func (t *trunks) postTrunk(w http.ResponseWriter, req *http.Request) {
 		// Sources shadows the trunk's, parsed here so that an error names
 		// the source (JSON's own errors of a text value name no field).
 		Sources []string `json:"sources"`
+		// Absent: b2bua.ring_timeout_secs.
+		RingTimeoutSecs *int64 `json:"ring_timeout_secs"`
 		// Fixed is what GET shows; a trunk posted back carries it.
 		Fixed bool `json:"fixed"`
 	}
@@ -284,6 +305,11 @@ func (t *trunks) postTrunk(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	ct := body.Trunk
+	posted := trunkDoc{RingTimeoutSecs: body.RingTimeoutSecs}
+	if err := posted.setRing(&ct); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
 	ct.Sources = make([]b2bua.Source, len(body.Sources))
 	for i, s := range body.Sources {
 		if err := ct.Sources[i].UnmarshalText([]byte(s)); err != nil {
@@ -299,7 +325,8 @@ func (t *trunks) postTrunk(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusConflict, fmt.Errorf("cannot replace trunk %q: %w", ct.Name, errFixedTrunk))
 		return
 	}
-	doc, err := json.Marshal(ct)
+	posted.Trunk = ct
+	doc, err := json.Marshal(posted)
 	if err != nil { // not expected: it decoded
 		writeError(w, http.StatusBadRequest, err)
 		return
@@ -315,11 +342,31 @@ func (t *trunks) postTrunk(w http.ResponseWriter, req *http.Request) {
 	if ch.Previous != 0 {
 		code = http.StatusOK
 	}
-	writeJSON(w, code, trunkJSON{Trunk: ct})
+	writeJSON(w, code, newTrunkJSON(ct, false))
 }
 
 // kindTrunk is the shared documents' kind of a trunk.
 const kindTrunk = "trunk"
+
+// trunkDoc is a runtime trunk as the fleet's shared state keeps it: the
+// trunk, and its ring bound as posted (absent: each node's
+// b2bua.ring_timeout_secs, filled in as it applies the trunk).
+type trunkDoc struct {
+	config.Trunk
+	RingTimeoutSecs *int64 `json:"ring_timeout_secs,omitempty"`
+}
+
+// setRing sets ct's ring bound from d's: config.InheritRing when absent.
+func (d *trunkDoc) setRing(ct *config.Trunk) error {
+	ct.RingTimeout = config.InheritRing
+	if n := d.RingTimeoutSecs; n != nil {
+		if *n < 0 || *n > maxTimeoutSecs {
+			return fmt.Errorf("ring_timeout_secs: %d: want 0 (no ring bound) to %d", *n, maxTimeoutSecs)
+		}
+		ct.RingTimeout = time.Duration(*n) * time.Second
+	}
+	return nil
+}
 
 // apply applies a shared trunk's change on this node, as the admin API
 // made it on one; a YAML trunk of its name shadows it (logged), and is
@@ -335,8 +382,12 @@ func (t *trunks) apply(name string, doc []byte) error {
 		}
 		return err
 	}
-	var ct config.Trunk
-	if err := decodeJSON(bytes.NewReader(doc), maxTrunkBody, &ct, "trunk"); err != nil {
+	var td trunkDoc
+	if err := decodeJSON(bytes.NewReader(doc), maxTrunkBody, &td, "trunk"); err != nil {
+		return err
+	}
+	ct := td.Trunk
+	if err := td.setRing(&ct); err != nil {
 		return err
 	}
 	if ct.Name != name {

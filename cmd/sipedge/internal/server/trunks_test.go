@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/fleet"
 	"github.com/sipedge/sipedge/ratelimit"
+	"github.com/sipedge/sipedge/route"
 )
 
 // newTestTrunks returns the trunk registry of a configuration with one
@@ -226,5 +228,45 @@ func TestTrunkRePost(t *testing.T) {
 	if code, _ := do(t, h, "POST", "/v1/trunks", strings.Replace(body, `"cps": 5`, `"cps": 6`, 1)); code != http.StatusOK ||
 		version() == first {
 		t.Fatalf("a changed trunk: %d, a new version %v, want 200 and a new version", code, version() != first)
+	}
+}
+
+// A trunk's ring_timeout_secs in the admin API: absent, b2bua's (shown, and
+// what the engines get); 0, no ring bound; negative, a 400 naming it.
+func TestTrunkAdminRingTimeout(t *testing.T) {
+	cfg, err := config.Parse([]byte(`
+b2bua: { ring_timeout_secs: 45 }
+trunks: [{ name: yaml, sources: ["198.51.100.0/24"], ring_timeout_secs: 20 }]
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := trunksOf(t, cfg)
+	h := tr.handler()
+	ring := func(ap string) time.Duration {
+		t.Helper()
+		return tr.set.Load().Match(netip.MustParseAddrPort(ap)).RingTimeout
+	}
+	if got := ring("198.51.100.1:5060"); got != 20*time.Second {
+		t.Errorf("the YAML trunk's ring bound %v, want 20s", got)
+	}
+	f := func(body string, wantCode int, wantJSON string, wantRing time.Duration) {
+		t.Helper()
+		code, out := do(t, h, "POST", "/v1/trunks", body)
+		if code != wantCode || !strings.Contains(out, wantJSON) {
+			t.Fatalf("POST %s: %d %s, want %d with %s", body, code, out, wantCode, wantJSON)
+		}
+		if wantCode < 300 {
+			if got := ring("10.0.0.1:5060"); got != wantRing {
+				t.Errorf("POST %s: the engines' ring bound %v, want %v", body, got, wantRing)
+			}
+		}
+	}
+	f(`{"name":"a","sources":["10.0.0.0/8"]}`, http.StatusCreated, `"ring_timeout_secs":45`, 45*time.Second)
+	f(`{"name":"a","sources":["10.0.0.0/8"],"ring_timeout_secs":0}`, http.StatusOK, `"ring_timeout_secs":0`, route.NoRingBound)
+	f(`{"name":"a","sources":["10.0.0.0/8"],"ring_timeout_secs":9}`, http.StatusOK, `"ring_timeout_secs":9`, 9*time.Second)
+	f(`{"name":"a","sources":["10.0.0.0/8"],"ring_timeout_secs":-1}`, http.StatusBadRequest, `ring_timeout_secs: -1`, 0)
+	if code, out := do(t, h, "GET", "/v1/trunks/yaml", ""); code != http.StatusOK || !strings.Contains(out, `"ring_timeout_secs":20`) {
+		t.Errorf("GET the YAML trunk: %d %s, want its ring_timeout_secs 20", code, out)
 	}
 }
