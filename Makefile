@@ -7,6 +7,9 @@ FUZZTIME ?= 30s
 BENCH    ?= .
 COUNT    ?= 5
 PKGS     := ./...
+# staticcheck, pinned; `go run` builds it (cached) without adding it to
+# the product's go.mod.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 INTEROP_JOBS ?= 2
 
 .PHONY: all build run test test-short test-short-nosockets test-unit test-race test-report bench capacity capacity-recheck report fuzz lint deps interop interop-deps chaos clean
@@ -142,6 +145,7 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) run $(STATICCHECK) $(PKGS)
 
 # Tools the tests run against: a real redis-server and SIPp, curl for the
 # SIPp scripts' admin API reads and ss (iproute2) for their port checks.

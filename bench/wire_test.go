@@ -73,10 +73,6 @@ type wireOptions struct {
 	loopbackT1 bool
 }
 
-// loopbackT1Settle is how long after its call the last transaction of a
-// call ends with loopbackT1 (Timers L, M and J: 64*T1).
-const loopbackT1Settle = 64 * 100 * time.Millisecond
-
 // wireRig is sipedge with its peers.
 type wireRig struct {
 	srv     *embed.Server

@@ -34,7 +34,8 @@ func TestChannels(t *testing.T) {
 		}
 		return ok
 	}
-	if !take("a") || !take("a") || take("a") {
+	first, second, third := take("a"), take("a"), take("a")
+	if !first || !second || third {
 		t.Fatal("group a: want 2 calls on this node (ceil(4/3)), then a refusal")
 	}
 	for range 10 {

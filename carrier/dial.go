@@ -5,7 +5,6 @@ import (
 
 	"github.com/sipedge/sipedge/fleet"
 	"github.com/sipedge/sipedge/health"
-	"github.com/sipedge/sipedge/ratelimit"
 	"github.com/sipedge/sipedge/route"
 	"github.com/sipedge/sipedge/transport"
 )
@@ -29,8 +28,6 @@ type Dial struct {
 
 	route   *route.Route   // the route dialled, for its own cps
 	channel *fleet.Channel // the group's channel it holds until Release; nil: none
-	account ratelimit.Key  // the CPS account the dial draws from, when paced
-	paced   bool
 }
 
 // Pace is a CPS reservation for a dial: go now (the zero value), Wait

@@ -28,8 +28,8 @@
 // (dialog/b2bua) holds each attempt's carrier as a Dial value, from
 // Reserve (ReserveLast for a call's last carrier, which a group calls
 // marked down still takes) to Release, and reports what became of it
-// (Outcome for the gateway's health, Report for statistics). NextHops is the plane of a
-// call core that has none: next hops only, no limits.
+// (Outcome for the gateway's health, Report for statistics). NextHops is
+// the plane of a call core that has none: next hops only, no limits.
 //
 // Plane.Preview is a dry run's view of a route (the admin API's POST
 // /v1/route): what Reserve and Pace would decide now, taking nothing (no

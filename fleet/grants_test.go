@@ -325,7 +325,10 @@ func TestBusyNodesShareFairly(t *testing.T) {
 	wg.Wait()
 	ma, mb := float64(sa)/float64(n), float64(sb)/float64(n)
 	t.Logf("mean calls up: a %.1f, b %.1f of %d", ma, mb, limit)
-	if ma < 3.5 || mb < 3.5 || ma+mb > limit {
+	// a's and b's counts are read one after the other, not at one instant:
+	// a channel a gives back and b takes between the two reads counts
+	// twice in that sample, so the sum may pass the limit by a little.
+	if ma < 3.5 || mb < 3.5 || ma+mb > limit+0.5 {
 		t.Fatalf("a %.1f, b %.1f: not a fair split of %d", ma, mb, limit)
 	}
 }

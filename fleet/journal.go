@@ -184,7 +184,6 @@ type Journal struct {
 	indexed  bool                // the journal's index entry exists in Redis, as far as the node knows
 	renewals int                 // renewals since the last reconcile
 	resyncs  chan struct{}       // the incarnation changed: rewrite everything
-	retry    bool
 
 	claimMu sync.Mutex
 	toClaim []lostJournal

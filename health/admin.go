@@ -55,7 +55,8 @@ func (r *Registry) listGroups(w http.ResponseWriter, _ *http.Request) {
 // DefaultProbeJitter (as in the YAML). It does not check the group
 // (GroupConfig.Check, AddGroup).
 func DecodeGroup(r io.Reader) (GroupConfig, error) {
-	cfg := GroupConfig{Probe: ProbeConfig{Jitter: DefaultProbeJitter}}
+	var cfg GroupConfig
+	cfg.Preset()
 	d := json.NewDecoder(io.LimitReader(r, maxBody))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&cfg); err != nil {

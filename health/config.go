@@ -63,54 +63,56 @@ const (
 	MaxMinCalls = 1_000_000
 )
 
-// GroupConfig is a gateway group: one carrier's pool of destinations. It
-// mirrors gateway.groups[] of the YAML; the JSON names are the YAML keys, so
-// the admin API takes and returns the same shape. Zero fields take the
-// defaults above when the group is added; Groups and Group return the group
-// with its defaults filled in.
+// GroupConfig is a gateway group: one carrier's pool of destinations. It is
+// the one model of a group: gateway.groups[] of the YAML (the yaml tags,
+// decoded by the configuration loader) and the admin API's groups (the JSON
+// names are the YAML keys), with one set of defaults (Preset, SetDefaults)
+// and one set of rules (CheckFields). Zero fields take the defaults above
+// when the group is added; Groups and Group return the group with its
+// defaults filled in.
 type GroupConfig struct {
-	Name      string         `json:"name"`
-	Algorithm string         `json:"algorithm"` // weighted (default), round_robin or hash
-	Transport transport.Kind `json:"transport"` // udp (default) or tcp
+	Name      string         `json:"name" yaml:"name"`
+	Algorithm string         `json:"algorithm" yaml:"algorithm"` // weighted (default), round_robin or hash
+	Transport transport.Kind `json:"transport" yaml:"transport"` // udp (default) or tcp
 	// RerouteCauses overrides lcr.reroute_causes for this carrier (empty =
 	// inherit). The health package only stores them.
-	RerouteCauses []int         `json:"reroute_causes,omitempty"`
-	Probe         ProbeConfig   `json:"probe"`
-	Passive       PassiveConfig `json:"passive"`
-	Destinations  []DestConfig  `json:"destinations"`
+	RerouteCauses []int         `json:"reroute_causes,omitempty" yaml:"reroute_causes"`
+	Probe         ProbeConfig   `json:"probe" yaml:"probe"`
+	Passive       PassiveConfig `json:"passive" yaml:"passive"`
+	Destinations  []DestConfig  `json:"destinations" yaml:"destinations"`
 	// CPS is the carrier account's calls-per-second limit and CPSReject
-	// the carrier's rejects that say it was exceeded (seed 003), as the
+	// the carrier's rejects that say it was exceeded (docs/design/cps.md), as the
 	// YAML's gateway.groups[].cps and cps_reject. The health package only
 	// stores them, for the pacing of dials (see Options.OnAdd); nil CPS =
 	// unpaced.
-	CPS       *CPSConfig  `json:"cps,omitempty"`
-	CPSReject []CPSReject `json:"cps_reject,omitempty"`
+	CPS       *CPSConfig  `json:"cps,omitempty" yaml:"cps"`
+	CPSReject []CPSReject `json:"cps_reject,omitempty" yaml:"cps_reject"`
 	// MaxConcurrentCalls is the carrier's channel limit: the calls it
 	// takes at once (0: none). The health package only stores it (see
 	// Options.OnAdd).
-	MaxConcurrentCalls int `json:"max_concurrent_calls,omitempty"`
+	MaxConcurrentCalls int `json:"max_concurrent_calls,omitempty" yaml:"max_concurrent_calls"`
 	// Auth is the account sipedge holds with the carrier, to answer its
 	// Digest challenges to INVITEs (the YAML's gateway.groups[].auth). The
 	// health package only stores it (Registry.Auth).
-	Auth *AuthConfig `json:"auth,omitempty"`
+	Auth *AuthConfig `json:"auth,omitempty" yaml:"auth"`
 	// FollowRedirects lets a 3xx from one of the group's members send the
 	// call on to another member it names (Registry.Redirect), once per
 	// attempt; otherwise a 3xx is the attempt's failure.
-	FollowRedirects bool `json:"follow_redirects,omitempty"`
+	FollowRedirects bool `json:"follow_redirects,omitempty" yaml:"follow_redirects"`
 	// PanicThreshold is the percentage of the group's members (0 to 100)
 	// below which, if one at least is up, the group is in panic: Pick
 	// ignores the marks calls left on members (see Pick). nil is
 	// DefaultPanicThreshold; 0 turns panics off.
-	PanicThreshold *int `json:"panic_threshold_percent"`
+	PanicThreshold *int `json:"panic_threshold_percent" yaml:"panic_threshold_percent"`
 }
 
 // AuthConfig is an account with a carrier. Realm, when set, is the only
 // realm its credentials answer. The password is write-only: it is never
 // marshalled, so the admin API does not show it.
 type AuthConfig struct {
-	Username string `json:"username"`
-	Password string `json:"password"`
-	Realm    string `json:"realm,omitempty"`
+	Username string `json:"username" yaml:"username"`
+	Password string `json:"password" yaml:"password"` // "${VAR}" keeps it out of the YAML file
+	Realm    string `json:"realm,omitempty" yaml:"realm"`
 }
 
 // Check reports each of a's problems to bad, with its field (username,
@@ -141,10 +143,10 @@ func (a AuthConfig) MarshalJSON() ([]byte, error) {
 // waits. Key names the carrier account the limit is shared under (empty:
 // the group's name).
 type CPSConfig struct {
-	Rate      float64 `json:"rate"`
-	Burst     int     `json:"burst,omitempty"`
-	MaxWaitMs *int64  `json:"max_wait_ms,omitempty"`
-	Key       string  `json:"key,omitempty"`
+	Rate      float64 `json:"rate" yaml:"rate"`
+	Burst     int     `json:"burst,omitempty" yaml:"burst"`
+	MaxWaitMs *int64  `json:"max_wait_ms,omitempty" yaml:"max_wait_ms"`
+	Key       string  `json:"key,omitempty" yaml:"key"`
 }
 
 // MaxWait returns the CPS limit's max wait.
@@ -158,25 +160,25 @@ func (c *CPSConfig) MaxWait() time.Duration {
 // CPSReject matches a carrier's CPS reject: a status code and, optionally,
 // text that the Reason header or the reason phrase must contain.
 type CPSReject struct {
-	Code   int    `json:"code"`
-	Reason string `json:"reason,omitempty"`
+	Code   int    `json:"code" yaml:"code"`
+	Reason string `json:"reason,omitempty" yaml:"reason"`
 }
 
 // ProbeConfig configures OPTIONS probing of a group's members. In JSON the
 // durations are numbers named as in the YAML: interval_secs, timeout_ms and
 // jitter_ms (fractions are accepted).
 type ProbeConfig struct {
-	Enabled          bool
-	Interval         time.Duration // default 15 s
-	Timeout          time.Duration // default 2 s
-	FailureThreshold int           // consecutive failed probes that mark a member down; default 3
-	SuccessThreshold int           // consecutive good probes that bring a down member back; default 2
+	Enabled          bool          `yaml:"enabled"`
+	Interval         time.Duration `yaml:"interval_secs"`     // default 15 s
+	Timeout          time.Duration `yaml:"timeout_ms"`        // default 2 s
+	FailureThreshold int           `yaml:"failure_threshold"` // consecutive failed probes that mark a member down; default 3
+	SuccessThreshold int           `yaml:"success_threshold"` // consecutive good probes that bring a down member back; default 2
 	// HealthyCodes are the replies that count as alive (empty = any reply
 	// except 503).
-	HealthyCodes []int
+	HealthyCodes []int `yaml:"healthy_codes"`
 	// Jitter is the upper bound of a random delay added to each interval
-	// (0 = none).
-	Jitter time.Duration
+	// (0 = none; decoders preset DefaultProbeJitter, see Preset).
+	Jitter time.Duration `yaml:"jitter_ms"`
 }
 
 // PassiveConfig says which outcomes of real calls count against a member,
@@ -185,45 +187,45 @@ type ProbeConfig struct {
 // max_retry_after_secs are numbers of seconds.
 type PassiveConfig struct {
 	// Disabled turns passive signals off: calls never mark a member down.
-	Disabled bool
+	Disabled bool `yaml:"disabled"`
 	// Outcomes are the call outcomes that count against a member (its
 	// failures): PassiveNoResponse, PassiveStatus503,
 	// PassiveTransportError. Empty = all three.
-	Outcomes []string
+	Outcomes []string `yaml:"outcomes"`
 	// FailureThreshold is the fewest failures that mark a member down:
 	// that many in a row spread over a second at least, or that many
 	// among the recent calls when they are FailurePercent of them.
 	// Default 3.
-	FailureThreshold int
+	FailureThreshold int `yaml:"failure_threshold"`
 	// FailurePercent is the share of the recent calls (1 to 100 %) that
 	// must have failed for a member to go down; default 50.
-	FailurePercent int
+	FailurePercent int `yaml:"failure_percent"`
 	// MinCalls is the fewest recent calls the share is judged over: the
 	// last second's calls, and older ones up to ten seconds back until
 	// there are MinCalls; below, only a run of failures counts. Default
 	// 20.
-	MinCalls int
+	MinCalls int `yaml:"min_calls"`
 	// HalfOpenCalls is the number of trial calls a member that comes back
 	// is given (half-open) before it takes full traffic; default 3.
-	HalfOpenCalls int
+	HalfOpenCalls int `yaml:"half_open_calls"`
 	// DownTime is, for a group that is not probed, how long a member marked
 	// down by calls stays down before it is given trial calls again; a
 	// probed group's members come back through probing. Default 30 s.
-	DownTime time.Duration
+	DownTime time.Duration `yaml:"down_secs"`
 	// MaxRetryAfter caps the cooldown that a 503's Retry-After (RFC 3261
 	// 21.5.4, 20.33) to a call or a probe puts a member in; longer ones are
 	// cut to it, logged and counted. Default 300 s, at most 24 h.
-	MaxRetryAfter time.Duration
+	MaxRetryAfter time.Duration `yaml:"max_retry_after_secs"`
 }
 
 // DestConfig is one member of a gateway group.
 type DestConfig struct {
-	URI string `json:"uri"` // sip: or sips: URI
+	URI string `json:"uri" yaml:"uri"` // sip: or sips: URI
 	// Address is where to send: "ip:port" (IPv6 in brackets) or
 	// "dns-name:port", re-resolved periodically.
-	Address  string `json:"address"`
-	Weight   int    `json:"weight"`   // default 1 (0 = default)
-	Priority int    `json:"priority"` // lower tiers first
+	Address  string `json:"address" yaml:"address"`
+	Weight   int    `json:"weight" yaml:"weight"`     // default 1 (0 = default)
+	Priority int    `json:"priority" yaml:"priority"` // lower tiers first
 }
 
 type probeJSON struct {
@@ -387,6 +389,27 @@ func (g GroupConfig) Check() error {
 // error lists every problem, each prefixed with its field.
 func (g GroupConfig) normalize() (GroupConfig, error) {
 	g = g.clone()
+	g.SetDefaults()
+	var errs []error
+	g.CheckFields(func(field, problem string) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, problem))
+	})
+	if len(errs) > 0 {
+		return g, fmt.Errorf("%w: %w", ErrInvalidGroup, errors.Join(errs...))
+	}
+	return g, nil
+}
+
+// Preset puts in place the defaults of the keys whose zero means something
+// of its own (probe.jitter_ms: 0 is no jitter), for a decoder to call
+// before it decodes a group: an absent key then differs from an explicit
+// 0. The YAML loader and DecodeGroup call it.
+func (g *GroupConfig) Preset() { g.Probe.Jitter = DefaultProbeJitter }
+
+// SetDefaults replaces g's zero fields by their defaults (the constants
+// above); a nil PanicThreshold becomes DefaultPanicThreshold. It changes
+// g's slices in place.
+func (g *GroupConfig) SetDefaults() {
 	orDefault(&g.Algorithm, AlgorithmWeighted)
 	orDefault(&g.Transport, transport.UDP)
 	orDefault(&g.Probe.Interval, DefaultProbeInterval)
@@ -406,133 +429,136 @@ func (g GroupConfig) normalize() (GroupConfig, error) {
 	for i := range g.Destinations {
 		orDefault(&g.Destinations[i].Weight, 1)
 	}
+}
 
-	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
-	}
+// CheckFields reports each of g's problems to bad, with its field, as the
+// YAML and the JSON name it ("destinations[1].address"), and why. g has
+// its defaults (SetDefaults). These are the rules of every gateway group:
+// the YAML's (the configuration loader reports them with their line) and
+// the admin API's (Check, AddGroup).
+func (g *GroupConfig) CheckFields(bad func(field, problem string)) {
+	badf := func(field, format string, args ...any) { bad(field, fmt.Sprintf(format, args...)) }
 	if g.Name == "" {
-		bad("name", "required")
+		badf("name", "required")
 	}
 	if !slices.Contains([]string{AlgorithmWeighted, AlgorithmRoundRobin, AlgorithmHash}, g.Algorithm) {
-		bad("algorithm", "%q: want weighted, round_robin or hash", g.Algorithm)
+		badf("algorithm", "%q: want one of %q, %q, %q", g.Algorithm, AlgorithmWeighted, AlgorithmRoundRobin, AlgorithmHash)
 	}
 	if !g.Transport.Served() {
-		bad("transport", "%q: want udp or tcp", g.Transport)
+		badf("transport", "%q: want udp or tcp", g.Transport)
 	}
 	for i, c := range g.RerouteCauses {
 		if c < 300 || c > 699 {
-			bad(fmt.Sprintf("reroute_causes[%d]", i), "%d: want a SIP failure code, 300 to 699", c)
+			badf(fmt.Sprintf("reroute_causes[%d]", i), "%d: want a SIP failure code, 300 to 699", c)
 		}
 	}
 	p := g.Probe
 	if p.Interval < MinProbeInterval {
-		bad("probe.interval_secs", "%v: must be at least %v", p.Interval, MinProbeInterval)
+		badf("probe.interval_secs", "%v: must be at least %v", p.Interval, MinProbeInterval)
 	}
 	if p.Timeout < time.Millisecond {
-		bad("probe.timeout_ms", "%v: must be at least 1 ms", p.Timeout)
+		badf("probe.timeout_ms", "%v: must be at least 1 ms", p.Timeout)
 	}
 	if p.Jitter < 0 {
-		bad("probe.jitter_ms", "must not be negative")
+		badf("probe.jitter_ms", "must not be negative")
 	}
 	if p.FailureThreshold < 0 {
-		bad("probe.failure_threshold", "%d: must not be negative", p.FailureThreshold)
+		badf("probe.failure_threshold", "%d: must not be negative", p.FailureThreshold)
 	}
 	if p.SuccessThreshold < 0 {
-		bad("probe.success_threshold", "%d: must not be negative", p.SuccessThreshold)
+		badf("probe.success_threshold", "%d: must not be negative", p.SuccessThreshold)
 	}
 	for i, c := range p.HealthyCodes {
 		if c < 100 || c > 699 {
-			bad(fmt.Sprintf("probe.healthy_codes[%d]", i), "%d: want a SIP status code, 100 to 699", c)
+			badf(fmt.Sprintf("probe.healthy_codes[%d]", i), "%d: want a SIP status code, 100 to 699", c)
 		}
 	}
 	s := g.Passive
 	for i, o := range s.Outcomes {
 		if o != PassiveNoResponse && o != PassiveStatus503 && o != PassiveTransportError {
-			bad(fmt.Sprintf("passive.outcomes[%d]", i), "%q: want no_response, status_503 or transport_error", o)
+			badf(fmt.Sprintf("passive.outcomes[%d]", i), "%q: want one of %q, %q, %q", o, PassiveNoResponse, PassiveStatus503, PassiveTransportError)
 		}
 	}
 	if s.FailureThreshold < 0 {
-		bad("passive.failure_threshold", "%d: must not be negative", s.FailureThreshold)
+		badf("passive.failure_threshold", "%d: must not be negative", s.FailureThreshold)
 	}
 	if s.FailurePercent < 0 || s.FailurePercent > 100 {
-		bad("passive.failure_percent", "%d: want 1 to 100", s.FailurePercent)
+		badf("passive.failure_percent", "%d: want 1 to 100", s.FailurePercent)
 	}
 	if s.MinCalls < 0 || s.MinCalls > MaxMinCalls {
-		bad("passive.min_calls", "%d: want 1 to %d", s.MinCalls, MaxMinCalls)
+		badf("passive.min_calls", "%d: want 1 to %d", s.MinCalls, MaxMinCalls)
 	}
-	if p := *g.PanicThreshold; p < 0 || p > 100 {
-		bad("panic_threshold_percent", "%d: want 0 to 100", p)
+	if p := g.PanicThreshold; p != nil && (*p < 0 || *p > 100) {
+		badf("panic_threshold_percent", "%d: want 0 to 100", *p)
 	}
 	if s.HalfOpenCalls < 0 {
-		bad("passive.half_open_calls", "%d: must not be negative", s.HalfOpenCalls)
+		badf("passive.half_open_calls", "%d: must not be negative", s.HalfOpenCalls)
 	}
 	if s.DownTime < 0 {
-		bad("passive.down_secs", "must not be negative")
+		badf("passive.down_secs", "must not be negative")
 	}
-	if s.MaxRetryAfter < time.Second || s.MaxRetryAfter > MaxRetryAfterLimit {
-		bad("passive.max_retry_after_secs", "%v: want 1 s to %v", s.MaxRetryAfter, MaxRetryAfterLimit)
+	switch ra := s.MaxRetryAfter; {
+	case ra < time.Second:
+		badf("passive.max_retry_after_secs", "%v: want 1 s to %v", ra, MaxRetryAfterLimit)
+	case ra > MaxRetryAfterLimit:
+		badf("passive.max_retry_after_secs", "%v: at most %v (a day)", ra.Seconds(), MaxRetryAfterLimit.Seconds())
 	}
 	if c := g.CPS; c != nil {
 		// The limiter checks the rest (Options.OnAdd).
 		if !(c.Rate > 0) || math.IsInf(c.Rate, 0) {
-			bad("cps.rate", "%v: want calls per second above 0 (no cps: unpaced)", c.Rate)
+			badf("cps.rate", "%v: want calls per second above 0 (no cps: unpaced)", c.Rate)
 		}
 		if c.Burst < 0 {
-			bad("cps.burst", "%d: must not be negative", c.Burst)
+			badf("cps.burst", "%d: must not be negative", c.Burst)
 		}
 		if c.MaxWaitMs != nil && (*c.MaxWaitMs < 0 || *c.MaxWaitMs > 3600_000) {
-			bad("cps.max_wait_ms", "%d: want 0 to 3600000", *c.MaxWaitMs)
+			badf("cps.max_wait_ms", "%d: want 0 to 3600000", *c.MaxWaitMs)
 		}
 		if !printable(c.Key, 128) {
-			bad("cps.key", "%q: want up to 128 printable characters", c.Key)
+			badf("cps.key", "%q: want up to 128 printable characters", c.Key)
 		}
 	}
 	for i, r := range g.CPSReject {
 		if r.Code < 400 || r.Code > 699 {
-			bad(fmt.Sprintf("cps_reject[%d].code", i), "%d: want a SIP failure code, 400 to 699", r.Code)
+			badf(fmt.Sprintf("cps_reject[%d].code", i), "%d: want a SIP failure code, 400 to 699", r.Code)
 		}
 		if !printable(r.Reason, 256) {
-			bad(fmt.Sprintf("cps_reject[%d].reason", i), "%q: want up to 256 printable characters", r.Reason)
+			badf(fmt.Sprintf("cps_reject[%d].reason", i), "%q: want up to 256 printable characters", r.Reason)
 		}
 	}
 	if g.MaxConcurrentCalls < 0 {
-		bad("max_concurrent_calls", "%d: must not be negative", g.MaxConcurrentCalls)
+		badf("max_concurrent_calls", "%d: must not be negative", g.MaxConcurrentCalls)
 	}
 	if a := g.Auth; a != nil {
-		a.Check(func(field, problem string) { bad("auth."+field, "%s", problem) })
+		a.Check(func(field, problem string) { bad("auth."+field, problem) })
 	}
 	if len(g.Destinations) == 0 {
-		bad("destinations", "at least one destination required")
+		badf("destinations", "at least one destination required")
 	}
 	seen := map[[2]string]int{}
 	for i, d := range g.Destinations {
 		f := fmt.Sprintf("destinations[%d]", i)
 		var u parser.URI
 		if parser.ParseURI([]byte(d.URI), &u) != nil || !u.IsSIP() {
-			bad(f+".uri", "%q: want a sip: or sips: URI", d.URI)
+			badf(f+".uri", "%q: want a sip: or sips: URI", d.URI)
 		}
 		if d.Address == "" {
-			bad(f+".address", "required")
+			badf(f+".address", "required")
 		} else if _, _, _, err := parseAddress(d.Address); err != nil {
-			bad(f+".address", "%v", err)
+			badf(f+".address", "%v", err)
 		}
 		if d.Weight < 0 {
-			bad(f+".weight", "%d: must not be negative", d.Weight)
+			badf(f+".weight", "%d: must not be negative", d.Weight)
 		}
 		if d.Priority < 0 {
-			bad(f+".priority", "%d: must not be negative", d.Priority)
+			badf(f+".priority", "%d: must not be negative", d.Priority)
 		}
 		k := [2]string{d.URI, d.Address}
 		if j, dup := seen[k]; dup {
-			bad(f, "duplicate of destinations[%d] (same uri and address)", j)
+			badf(f, "duplicate of destinations[%d] (same uri and address)", j)
 		}
 		seen[k] = i
 	}
-	if len(errs) > 0 {
-		return g, fmt.Errorf("%w: %w", ErrInvalidGroup, errors.Join(errs...))
-	}
-	return g, nil
 }
 
 func orDefault[T comparable](p *T, def T) {
@@ -554,8 +580,11 @@ func parseAddress(s string) (host string, port uint16, ip netip.Addr, err error)
 		return "", 0, ip, fmt.Errorf("%q: %v", s, err)
 	}
 	n, err := strconv.ParseUint(p, 10, 16)
-	if err != nil || n == 0 {
-		return "", 0, ip, fmt.Errorf("%q: want a port from 1 to 65535", s)
+	if err != nil {
+		return "", 0, ip, fmt.Errorf("%q: invalid port", s)
+	}
+	if n == 0 {
+		return "", 0, ip, fmt.Errorf("%q: port must not be 0", s)
 	}
 	if a, err := netip.ParseAddr(h); err == nil {
 		return h, uint16(n), a.Unmap(), nil

@@ -162,15 +162,7 @@ func (g *group) choose(ss *selState, key uint64, c *pickCtx) (i int, ap *netip.A
 	// between the choice and the reservation (or its name stop resolving):
 	// choose again, at most once per member.
 	for range len(g.members) + 1 {
-		switch g.alg {
-		case algWeighted:
-			i = g.pickWeighted(ss, tiers, c)
-		case algRoundRobin:
-			i = g.pickRoundRobin(ss, tiers, c)
-		default:
-			i = g.pickHash(key, tiers, c)
-		}
-		if i < 0 {
+		if i = g.byAlgorithm(ss, key, tiers, c); i < 0 {
 			break
 		}
 		st := g.members[i].st
@@ -281,15 +273,7 @@ func (g *group) peek(key uint64, c *pickCtx) (int, *netip.AddrPort) {
 	}
 	var sel Selector
 	ss := sel.state(g)
-	var i int
-	switch g.alg {
-	case algWeighted:
-		i = g.pickWeighted(ss, tiers, c)
-	case algRoundRobin:
-		i = g.pickRoundRobin(ss, tiers, c)
-	default:
-		i = g.pickHash(key, tiers, c)
-	}
+	i := g.byAlgorithm(ss, key, tiers, c)
 	if i < 0 {
 		return -1, nil
 	}
@@ -304,6 +288,19 @@ func (g *group) noneResult() Result {
 		}
 	}
 	return Unresolvable
+}
+
+// byAlgorithm is the group's algorithm's choice of a member in tiers, -1
+// for none.
+func (g *group) byAlgorithm(ss *selState, key uint64, tiers []tier, c *pickCtx) int {
+	switch g.alg {
+	case algWeighted:
+		return g.pickWeighted(ss, tiers, c)
+	case algRoundRobin:
+		return g.pickRoundRobin(ss, tiers, c)
+	default:
+		return g.pickHash(key, tiers, c)
+	}
 }
 
 // pickWeighted is smooth weighted round robin (nginx): each usable member's

@@ -1,6 +1,6 @@
 // Package ratelimit paces calls per key (a carrier account, a trunk) to a
-// calls-per-second limit with GCRA, "defer to the next free slot" (seed
-// 003): a reservation is given the wait until the key's next free slot, and
+// calls-per-second limit with GCRA, "defer to the next free slot"
+// (docs/design/cps.md 3): a reservation is given the wait until the key's next free slot, and
 // slots are 1/Rate × Margin apart (Margin 1.15 by default), so that callers
 // leave one by one instead of all at the next second. When the next free
 // slot is more than MaxWait away the reservation is Over and takes nothing:

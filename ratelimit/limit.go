@@ -8,7 +8,8 @@ import (
 	"time"
 )
 
-// DefaultMargin stretches the interval between slots by 15 % (seed 003): it
+// DefaultMargin stretches the interval between slots by 15 %
+// (docs/design/cps.md 3.2): it
 // absorbs the jitter between our dial and the carrier's meter.
 const DefaultMargin = 1.15
 
@@ -25,8 +26,8 @@ type Limit struct {
 	// Rate is the calls per second the key allows across the whole fleet.
 	Rate float64
 	// Burst is the number of calls that may leave at the same instant
-	// after an idle period; 0 means 1 (strict pacing, as in the seed). At
-	// most an hour of calls at Rate: a larger burst is refused.
+	// after an idle period; 0 means 1 (strict pacing, docs/design/cps.md
+	// 3.3). At most an hour of calls at Rate: a larger burst is refused.
 	Burst int
 	// Margin stretches the interval between slots: interval =
 	// 1/Rate × Margin. 0 means DefaultMargin; it must be at least 1.

@@ -157,10 +157,11 @@ func (l *Local) interval(e *entry, p *params, now int64) int64 {
 	return int64(math.Ceil(float64(p.interval) / f)) // round up: never faster
 }
 
-// reserve is GCRA, "defer to the next free slot" (seed 003), with burst.
+// reserve is GCRA, "defer to the next free slot" (docs/design/cps.md 3),
+// with burst.
 // With T the interval and τ = (burst-1)·T the tolerance, the slot given is
 // max(now, tat-τ) and tat advances to max(tat, now)+T. For burst 1 this is
-// the seed's script exactly; see script for why it is sound.
+// docs/design/cps.md 3.1 exactly; see script for why it is sound.
 func (l *Local) reserve(e *entry, now int64, src Source) Decision {
 	p := e.p.Load()
 	iv := l.interval(e, p, now) * l.divisor

@@ -50,7 +50,7 @@ func TestLocalSpacing(t *testing.T) {
 		}
 	}
 	const over = -1
-	// 2 CPS, the seed's carrier A: 575 ms apart.
+	// 2 CPS: 575 ms apart.
 	f(Limit{Rate: 2, MaxWait: 2 * time.Second}, 0, 575*ms, 1150*ms, 1725*ms, over, over)
 	// 4 CPS: 287.5 ms apart.
 	f(Limit{Rate: 4, MaxWait: time.Second}, 0, 287500*time.Microsecond, 575*ms, 862500*time.Microsecond, over)

@@ -15,7 +15,8 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// script is seed 003's worker gate in microseconds, with burst, with
+// script is the slot reservation of docs/design/cps.md 3.1 in
+// microseconds, with burst, with
 // batches of slots, and for a group of decisions at once (see group.go):
 // one call carries the decisions queued while the previous calls were in
 // flight. Each decision is atomic in Redis, on Redis' clock.
@@ -23,7 +24,7 @@ import (
 // GCRA with burst. T is the interval between slots, τ = (burst-1)·T the
 // tolerance and tat the stored theoretical arrival time. A request at now
 // first lifts a stale tat to now; it then gets the slot s = max(now, tat-τ)
-// and tat advances by T. (burst 1: s = max(tat, now), the seed exactly.)
+// and tat advances by T. (burst 1: s = max(tat, now), cps.md 3.1 exactly.)
 // A batch of k slots is k such grants at the same now: the i-th slot is
 // max(now, tat+i·T-τ), and tat advances by k·T.
 //

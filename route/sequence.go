@@ -38,8 +38,8 @@ type SequenceOptions struct {
 }
 
 // RerouteCauses returns the codes on which r fails over to the next carrier.
-// Seed, Reroute causes: "Override it at three levels (most specific wins)":
-// the route's reroute_causes, then its gateway group's, then lcr.reroute_causes,
+// docs/design/lcr.md 3.5, three levels, the most specific wins: the
+// route's reroute_causes, then its gateway group's, then lcr.reroute_causes,
 // then DefaultRerouteCauses. A level that is nil is unset; an empty one is
 // set and reroutes on nothing. The result aliases the option it came from.
 func (o *SequenceOptions) RerouteCauses(r *Route) []int {
@@ -279,7 +279,7 @@ func (s *Sequence) Undialable(now time.Duration, reason string) Step {
 // Dialed reports that the INVITE to the carrier in flight left at now,
 // later than the Step that dialled it (a wait for a CPS slot, or a CPS
 // reject's retry on a fresh B-leg). Its times count from the real dial
-// (seed: deadlines "counted from when that carrier was dialled"): its
+// (docs/design/lcr.md 3.2, the wait counts from the real dial): its
 // deadline moves by the wait and elapsed_ms starts here. The Step's own
 // Deadline is stale from then: the caller arms the carrier's wait from now.
 // Call it on every dial, with the Step's own time when the INVITE left at
@@ -364,10 +364,6 @@ func (s *Sequence) Attempts() []Attempt {
 // dialled and when it first sent 101-199 (0 if it has not).
 func (s *Sequence) Timing() (dialed, progress time.Duration) { return s.dialAt, s.progress }
 
-// Current returns the index of the route in flight, or of the last one
-// selected once the sequence is over; -1 before Next.
-func (s *Sequence) Current() int { return s.cur }
-
 // Routes returns the routes of the sequence, as given; read-only.
 func (s *Sequence) Routes() []Route { return s.routes }
 
@@ -399,14 +395,12 @@ func (s *Sequence) idle(e event) Step {
 	switch e.in {
 	case inStart:
 		if len(s.routes) == 0 {
-			// Seed, Sequential failover: "When the sequence moves on and none
-			// of the carriers left can be dialled, it ends on them: the caller
-			// ... get[s] siphon's own 503" - with none at all, as much.
+			// No carrier to dial at all: sipedge's own 503, as when none
+			// left can be dialled (docs/design/lcr.md 3.9).
 			return s.fail(Step{}, 503, "Service Unavailable", true)
 		}
-		// Seed, Sequential failover: "Dials the first routable carrier and
-		// arms its ring timeout (timeout_secs, else call.route(timeout=…),
-		// else 30s)."
+		// Dial the first carrier and arm its wait for progress
+		// (docs/design/lcr.md 3.1, 3.2).
 		return s.dial(e.now, 0, Step{})
 	case inAbandon:
 		// RFC 3261 9.2: the cancelled INVITE gets a 487; no carrier to cancel.
@@ -426,25 +420,24 @@ func (s *Sequence) calling(e event) Step {
 	switch e.in {
 	case inProgress:
 		if e.code == 100 {
-			// Seed, Ring timeout and progress: "A 100 Trying is hop by hop
-			// and does not count." RFC 3261 16.7 step 2 resets Timer C only
-			// for 101-199.
+			// A 100 Trying is hop by hop and is no progress
+			// (docs/design/lcr.md 3.3): RFC 3261 16.7 step 2 resets Timer C
+			// only for 101-199.
 			return Step{}
 		}
-		// Seed: "Progress is any provisional from 101 to 199 from the
-		// carrier in flight."
+		// Progress is any provisional from 101 to 199 from the carrier in
+		// flight (docs/design/lcr.md 3.3).
 		s.state, s.progress = stRinging, e.now
 		if s.routes[s.cur].RerouteAfterProgress {
-			// Seed: "the API can put one carrier back on failing over at
-			// timeout_secs whatever it has sent": the deadline stays.
+			// reroute_after_progress: the first deadline stays, whatever the
+			// carrier sends (docs/design/lcr.md 3.3).
 			return Step{}
 		}
-		// Seed: "Its deadline moves to the later of its own timeout_secs and
-		// the sequence's ring bound ..., both counted from when that carrier
-		// was dialled, so progress never shortens a ring." And: "With
-		// call.route(timeout=0) there is no ring bound, so a carrier that
-		// has shown progress rings until it answers, fails or the caller
-		// hangs up."
+		// The deadline moves to the dial time plus the longer of the
+		// carrier's own wait and the ring bound, so progress never shortens
+		// a ring; with no ring bound a carrier that has shown progress rings
+		// until it answers, fails or the caller gives up
+		// (docs/design/lcr.md 3.3).
 		d := NoDeadline
 		if s.ring > 0 {
 			d = s.dialAt + max(s.progressWait(&s.routes[s.cur]), s.ring)
@@ -457,17 +450,16 @@ func (s *Sequence) calling(e event) Step {
 	case inFinal:
 		return s.final(e)
 	case inUndialable:
-		// Seed: "A carrier siphon could not reach ... is skipped immediately
-		// — the sequence does not wait out that carrier's ring timeout for an
-		// INVITE it never sent. It is still recorded, with dialed: False",
-		// and: "Each of those carriers is its own 503 attempt".
+		// A carrier sipedge could not reach is skipped at once, without
+		// waiting out its timeout for an INVITE that never left; it is its
+		// own 503 attempt, dialed false (docs/design/lcr.md 3.8).
 		st := s.burn(e.now, 503, false, e.reason, "Service Unavailable", true)
 		if next, ok := s.advance(e.now, st); ok {
 			return next
 		}
-		// Seed: "When the sequence moves on and none of the carriers left can
-		// be dialled, it ends on them: the caller and @b2bua.on_failure get
-		// siphon's own 503, whatever the carrier before them did."
+		// None of the carriers left can be dialled: the caller and
+		// OnFailure get sipedge's own 503, whatever the carrier before them
+		// did (docs/design/lcr.md 3.9).
 		return s.fail(st, 503, "Service Unavailable", true)
 	case inTimeout:
 		if s.stale(e.now) {
@@ -486,28 +478,26 @@ func (s *Sequence) ringing(e event) Step {
 	case inProgress:
 		return Step{} // only the first progress moves the deadline
 	case inFinal:
-		// Seed: "A final failure after progress (a 503, say) still fails
-		// over as usual. Only the timeout changes."
+		// A final failure after progress (a 503, say) still fails over:
+		// only the timeout changes with progress (docs/design/lcr.md 3.6).
 		return s.final(e)
 	case inTimeout:
 		if s.stale(e.now) {
 			return Step{}
 		}
 		if s.routes[s.cur].RerouteAfterProgress {
-			// Seed: "A carrier with reroute_after_progress that rang and then
-			// rang out gives 503 here, not 408": its progress is not trusted,
-			// it rings out as a carrier that showed none.
+			// reroute_after_progress: its progress is not trusted, it rings
+			// out as a carrier that showed none, 503 and not 408
+			// (docs/design/lcr.md 3.4, 3.9).
 			return s.ringOut(e.now)
 		}
-		// Seed: "If that deadline passes too, siphon CANCELs the carrier and
-		// fails the call with 408 without trying the remaining carriers. The
-		// attempt goes on call.route_attempts as 408". RFC 3261 16.8: Timer C
-		// fired after a provisional: CANCEL.
+		// Progress, then the moved deadline: CANCEL the carrier and fail the
+		// call with 408 without trying the carriers left; the attempt is a
+		// 408 (docs/design/lcr.md 3.4). RFC 3261 16.8: Timer C fired after a
+		// provisional: CANCEL.
 		st := s.burn(e.now, 408, true, ReasonRingTimeout, "Request Timeout", true)
 		st.Cancel = true
-		// Seed: "When the sequence ends on a ring timeout ... If it had [sent
-		// a 180/183], the callee was reached and did not answer, and the
-		// caller gets 408."
+		// The callee was reached and did not answer: the caller gets 408.
 		return s.fail(st, 408, "Request Timeout", true)
 	case inAbandon:
 		return s.abandon(e.now)
@@ -527,23 +517,21 @@ func (s *Sequence) ended(e event) Step {
 // ringOut: the carrier in flight passed its deadline with no progress (or
 // with progress it is not trusted for, reroute_after_progress).
 func (s *Sequence) ringOut(now time.Duration) Step {
-	// Seed, Ring timeout and progress: "No progress by timeout_secs: siphon
-	// CANCELs the carrier ... The attempt is still a 408." RFC 3261 16.8:
-	// Timer C with no provisional, "behave as if the transaction received a
-	// 408".
+	// No progress by the deadline: CANCEL the carrier, the attempt is a 408
+	// (docs/design/lcr.md 3.4). RFC 3261 16.8: Timer C with no provisional,
+	// "behave as if the transaction received a 408".
 	st := s.burn(now, 408, true, ReasonRingTimeout, "Request Timeout", true)
 	st.Cancel = true
 	if s.reroutes(408) {
-		// Seed, Sequential failover: "a ring-timeout before the carrier has
-		// shown progress, advances to the next carrier".
+		// A ring-out before progress fails over when 408 is a reroute cause
+		// (docs/design/lcr.md 3.4).
 		if next, ok := s.advance(now, st); ok {
 			return next
 		}
 	}
-	// Seed: "With no next carrier to dial, or a route that does not reroute
-	// on 408, the call fails with 503, since no carrier reached the callee."
-	// And: "If that carrier never sent a 180/183, ... the caller gets 503
-	// Service Unavailable, a 503 of siphon's own that is not turned into 500."
+	// With no next carrier to dial, or a route that does not reroute on
+	// 408, the call fails with sipedge's own 503, never turned into 500: no
+	// carrier reached the callee (docs/design/lcr.md 3.4, 3.9).
 	return s.fail(st, 503, "Service Unavailable", true)
 }
 
@@ -551,35 +539,35 @@ func (s *Sequence) ringOut(now time.Duration) Step {
 // without progress before it.
 func (s *Sequence) final(e event) Step {
 	if e.code < 300 {
-		// Seed: "On answer, call.active_route is the carrier that won."
+		// Answered: the carrier in flight is the call's active route
+		// (docs/design/lcr.md 3.6).
 		s.state, s.deadline = stAnswered, NoDeadline
 		return Step{Kind: StepAnswered, Route: s.cur}
 	}
-	// Seed: "@b2bua.on_route_failure fires for every non-2xx a carrier
-	// returns — a definitive 486 Busy as much as a 503".
+	// Every non-2xx a carrier returns is a failed attempt, a definitive 486
+	// as much as a 503: OnRouteFailure hears each (docs/design/lcr.md 3.12).
 	st := s.burn(e.now, e.code, true, "", e.reason, false)
 	if e.code >= 600 {
-		// Seed: "A 6xx from a carrier stops the sequence (global rejection,
-		// RFC 3261 §16.7 spirit)." RFC 3261 16.7 step 5: after a 6xx the proxy
-		// "MUST NOT create any new branches"; step 6 prefers the 6xx. It stops
-		// the sequence whatever the reroute causes say.
+		// A 6xx stops the sequence whatever the reroute causes say
+		// (docs/design/lcr.md 3.6): RFC 3261 16.7 step 5, after a 6xx the
+		// proxy "MUST NOT create any new branches"; step 6 prefers the 6xx.
 		return s.fail(st, e.code, e.reason, false)
 	}
 	if !s.reroutes(e.code) {
-		// Seed, Reroute causes: "A 486 Busy or 603 Decline is forwarded to the
-		// caller as-is (trying another carrier won't help)."
+		// Not a reroute cause (a 486 Busy Here): forwarded to the caller as
+		// it is, another carrier would not help (docs/design/lcr.md 3.6).
 		code, phrase := forwarded(e.code, e.reason, false)
 		return s.fail(st, code, phrase, false)
 	}
-	// Seed: "On a carrier reject (4xx/5xx) ... advances to the next carrier,
-	// a fresh B-leg dialog each time."
+	// A reroute cause: the next carrier, on a fresh B-leg dialog
+	// (docs/design/lcr.md 3.1, 3.6).
 	if next, ok := s.advance(e.now, st); ok {
 		return next
 	}
-	// Seed: "The A-leg receives a failure only once every carrier is
-	// exhausted, and it is the best of the carriers' failures (RFC 3261
-	// §16.7), not the last one: a carrier that rang out (408) outranks a
-	// later one's 503, which in turn reaches the caller as a 500."
+	// Every carrier failed: the caller gets the best of the carriers'
+	// failures (RFC 3261 16.7 step 6), not the last one; a carrier that rang
+	// out (408) outranks a later one's 503, which reaches the caller as a
+	// 500 (docs/design/lcr.md 3.7).
 	i := s.base + bestFailure(s.attempts[s.base:])
 	code, phrase := forwarded(s.attempts[i].Status, s.notes[i].phrase, s.notes[i].own)
 	return s.fail(st, code, phrase, s.notes[i].own)
@@ -590,10 +578,9 @@ func (s *Sequence) final(e event) Step {
 func (s *Sequence) abandon(now time.Duration) Step {
 	// RFC 3261 9.1: CANCEL the pending INVITE; 9.2: it ends in a 487, which
 	// the carrier's attempt records and the A-leg's INVITE is answered with.
-	// Seed, Not every burned carrier is the carrier's fault: "An attempt's
-	// dialed says whether siphon actually put an INVITE on the wire for that
-	// carrier": a carrier whose INVITE had not left is not dialled, and has
-	// no INVITE to CANCEL.
+	// An attempt's dialed says whether its INVITE left (docs/design/lcr.md
+	// 3.10): a carrier whose INVITE had not left is not dialled, and has no
+	// INVITE to CANCEL.
 	st := s.burn(now, 487, s.sent, ReasonCallerCancelled, "Request Terminated", true)
 	st.Cancel = s.sent
 	return s.fail(st, 487, "Request Terminated", true)
@@ -642,8 +629,8 @@ func (s *Sequence) burn(now time.Duration, status int, dialed bool, reason, phra
 // wait, cannot wrap into the past.
 const maxTimeoutSecs = 100 * 365 * 24 * 3600
 
-// progressWait is how long after its dial r has to show progress: seed,
-// "timeout_secs, else call.route(timeout=…), else 30s".
+// progressWait is how long after its dial r has to show progress: its
+// timeout_secs, else the ring bound, else 30 s (docs/design/lcr.md 3.2).
 func (s *Sequence) progressWait(r *Route) time.Duration { return progressWait(r, s.ring) }
 
 func progressWait(r *Route, ring time.Duration) time.Duration {
@@ -673,9 +660,9 @@ func (s *Sequence) reroutes(code int) bool {
 // "provide information affecting resubmission"; among equals the earliest
 // (the cheapest carrier's). A ring-out counts as the 408 it is recorded as,
 // a 3xx as the 480 the caller would get for it (forwarded).
-// Undialled carriers are skipped (seed: "status (503) is siphon's own
-// verdict on the route, not something the carrier said"); attempts must
-// hold at least one dialled attempt.
+// Undialled carriers are skipped: their 503 is sipedge's verdict, not
+// something a carrier said (docs/design/lcr.md 3.7); attempts must hold at
+// least one dialled attempt.
 func bestFailure(attempts []Attempt) int {
 	best := -1
 	for i := range attempts {

@@ -23,7 +23,7 @@ func TestSocketBuffers(t *testing.T) {
 		t.Helper()
 		var logs bytes.Buffer
 		port := freePort(t)
-		s, err := New(Config{Listen: []string{fmt.Sprintf("udp://127.0.0.1:%d", port)}, Shards: 1, SocketRecvBuffer: recv},
+		s, err := New(Config{Listen: listens(fmt.Sprintf("udp://127.0.0.1:%d", port)), Shards: 1, SocketRecvBuffer: recv},
 			func(*Shard) Handler { return Handler{} }, slog.New(slog.NewTextHandler(&logs, nil)), nil)
 		if err != nil {
 			t.Fatal(err)

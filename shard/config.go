@@ -5,14 +5,15 @@ import (
 	"time"
 
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // Config configures a Server. Zero fields take the defaults documented on
 // each; Validate reports the first bad field by its name.
 type Config struct {
-	// Listen holds the sockets to serve, e.g. "udp://0.0.0.0:5060" or
-	// "tcp://[::]:5060".
-	Listen []string
+	// Listen holds the sockets to serve, as transport.ParseListen reads
+	// them ("udp://0.0.0.0:5060", "tcp://[::]:5060").
+	Listen []transport.Listen
 	// Shards is the number of event loops, each one shard (default: one
 	// per CPU but one, at least one, at most MaxShards: the spare CPU, and
 	// the spare P it gives the Go runtime, run the GC, the CDR writer and

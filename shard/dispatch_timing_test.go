@@ -12,7 +12,7 @@ import (
 // the drain run without gnet, as they do inside OnTraffic.
 func dispatchRig(tb testing.TB) (src, dst *Shard, m *parser.Message, delivered *int) {
 	delivered = new(int)
-	s, err := New(Config{Listen: []string{"udp://127.0.0.1:5999"}, Shards: 2}, func(*Shard) Handler {
+	s, err := New(Config{Listen: listens("udp://127.0.0.1:5999"), Shards: 2}, func(*Shard) Handler {
 		return Handler{Message: func(*Shard, *parser.Message, transport.Peer) { *delivered++ }}
 	}, nil, nil)
 	if err != nil {

@@ -8,7 +8,8 @@ import (
 // FloodConfig bounds what one source address (an IPv6 /64) that is not
 // exempt (not a trunk, not a carrier) may send: over PerSecond messages in
 // a second on a loop, the source is banned for Ban and its messages are
-// dropped silently, before parsing (issue 7: in process, no Redis).
+// dropped silently, before parsing (docs/design/cps.md 9: in process, no
+// Redis).
 type FloodConfig struct {
 	PerSecond int           // 0: no flood protection
 	Ban       time.Duration // default 60 s

@@ -20,7 +20,7 @@ func TestHandoffMemoryBounded(t *testing.T) {
 		{8, 8192, 8 * 65536 * 8},
 		{128, 512, 64 << 20},
 	} {
-		s, err := New(Config{Listen: []string{"udp://127.0.0.1:5999"}, Shards: tc.shards}, h, nil, nil)
+		s, err := New(Config{Listen: listens("udp://127.0.0.1:5999"), Shards: tc.shards}, h, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -33,7 +33,7 @@ func testPolling(t *testing.T, shards int) {
 		set := metrics.NewSet()
 		r := &responder{byShard: make(map[int]int)}
 		port := freePort(t)
-		s, err := New(Config{Listen: []string{fmt.Sprintf("udp://127.0.0.1:%d", port)}, Shards: shards,
+		s, err := New(Config{Listen: listens(fmt.Sprintf("udp://127.0.0.1:%d", port)), Shards: shards,
 			BatchInterval: interval}, r.handler, nil, set)
 		if err != nil {
 			t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -99,12 +100,11 @@ func New(cfg Config, newHandler func(*Shard) Handler, log *slog.Logger, set *met
 	}
 	for i, l := range cfg.Listen {
 		// Port 0 is refused: every loop binds the port with SO_REUSEPORT.
-		la, err := transport.ParseListen(l)
-		if err != nil {
-			return nil, fmt.Errorf("shard: listen[%d]: %w", i, err)
+		if !l.Transport.Served() || !l.Addr.Addr().IsValid() || l.Addr.Port() == 0 {
+			return nil, fmt.Errorf("shard: listen[%d]: %q: want udp or tcp, an IP address and a port other than 0", i, l)
 		}
-		s.listen = append(s.listen, la)
 	}
+	s.listen = slices.Clone(cfg.Listen)
 	s.origin = time.Now()
 	s.udpFD = make([]int, len(s.listen))
 	for i := range s.udpFD {

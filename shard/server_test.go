@@ -70,7 +70,7 @@ func (r *responder) handler(sh *Shard) Handler {
 func startServer(t *testing.T, shards int, cfg Config) (*Server, *responder, int) {
 	t.Helper()
 	port := freePort(t)
-	cfg.Listen = []string{fmt.Sprintf("udp://127.0.0.1:%d", port), fmt.Sprintf("tcp://127.0.0.1:%d", port)}
+	cfg.Listen = listens(fmt.Sprintf("udp://127.0.0.1:%d", port), fmt.Sprintf("tcp://127.0.0.1:%d", port))
 	cfg.Shards = shards
 	r := &responder{byShard: make(map[int]int)}
 	s, err := New(cfg, r.handler, nil, nil)
@@ -276,23 +276,41 @@ func TestTCPConnectionCapPerIP(t *testing.T) {
 // more shards or listeners than that would route bytes to the wrong loop.
 func TestNewRefusesWhatIDsCannotHold(t *testing.T) {
 	h := func(*Shard) Handler { return Handler{} }
-	if _, err := New(Config{Listen: []string{"udp://127.0.0.1:5999"}, Shards: 256, HandoffQueue: 1}, h, nil, nil); err != nil {
+	if _, err := New(Config{Listen: listens("udp://127.0.0.1:5999"), Shards: 256, HandoffQueue: 1}, h, nil, nil); err != nil {
 		t.Fatalf("256 shards: %v", err)
 	}
-	if _, err := New(Config{Listen: []string{"udp://127.0.0.1:5999"}, Shards: 257, HandoffQueue: 1}, h, nil, nil); err == nil || !strings.Contains(err.Error(), "shards") {
+	if _, err := New(Config{Listen: listens("udp://127.0.0.1:5999"), Shards: 257, HandoffQueue: 1}, h, nil, nil); err == nil || !strings.Contains(err.Error(), "shards") {
 		t.Fatalf("257 shards: %v", err)
 	}
 	many := make([]string, 257)
 	for i := range many {
 		many[i] = fmt.Sprintf("udp://127.0.0.1:%d", 6000+i)
 	}
-	if _, err := New(Config{Listen: many, Shards: 1}, h, nil, nil); err == nil || !strings.Contains(err.Error(), "listen") {
+	if _, err := New(Config{Listen: listens(many...), Shards: 1}, h, nil, nil); err == nil || !strings.Contains(err.Error(), "listen") {
 		t.Fatalf("257 listeners: %v", err)
 	}
 }
 
+// A listen address the runtime cannot bind is refused by New, naming it:
+// port 0 (every loop binds the port with SO_REUSEPORT), no address, a
+// transport the runtime does not serve.
+func TestNewRefusesAnUnservableListen(t *testing.T) {
+	h := func(*Shard) Handler { return Handler{} }
+	good := listens("udp://127.0.0.1:5999")[0]
+	for _, l := range []transport.Listen{
+		{},
+		{Transport: transport.UDP, Addr: netip.AddrPortFrom(good.Addr.Addr(), 0)},
+		{Transport: transport.TCP, Addr: netip.AddrPortFrom(netip.Addr{}, 5999)},
+		{Transport: transport.TLS, Addr: good.Addr},
+	} {
+		if _, err := New(Config{Listen: []transport.Listen{good, l}, Shards: 1}, h, nil, nil); err == nil || !strings.Contains(err.Error(), "listen[1]") {
+			t.Errorf("%v: %v, want an error naming listen[1]", l, err)
+		}
+	}
+}
+
 func TestMintCallIDHashesToShard(t *testing.T) {
-	s, err := New(Config{Listen: []string{"udp://127.0.0.1:5999"}, Shards: 4}, func(*Shard) Handler { return Handler{} }, nil, nil)
+	s, err := New(Config{Listen: listens("udp://127.0.0.1:5999"), Shards: 4}, func(*Shard) Handler { return Handler{} }, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +377,7 @@ func TestIPv6Listeners(t *testing.T) {
 	port := l.LocalAddr().(*net.UDPAddr).Port
 	l.Close()
 	r := &responder{byShard: make(map[int]int)}
-	s, err := New(Config{Shards: 2, Listen: []string{fmt.Sprintf("udp://[::1]:%d", port), fmt.Sprintf("tcp://[::1]:%d", port)}},
+	s, err := New(Config{Shards: 2, Listen: listens(fmt.Sprintf("udp://[::1]:%d", port), fmt.Sprintf("tcp://[::1]:%d", port))},
 		r.handler, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -413,7 +431,7 @@ func TestUDPSendPicksFamily(t *testing.T) {
 	}
 	defer v4.Close()
 	port := freePort(t)
-	s, err := New(Config{Shards: 1, Listen: []string{fmt.Sprintf("udp://127.0.0.1:%d", port), fmt.Sprintf("udp://[::1]:%d", port)}},
+	s, err := New(Config{Shards: 1, Listen: listens(fmt.Sprintf("udp://127.0.0.1:%d", port), fmt.Sprintf("udp://[::1]:%d", port))},
 		func(*Shard) Handler { return Handler{} }, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -452,7 +470,7 @@ func TestStartRefusesAPortInUse(t *testing.T) {
 	testtier.RequiresSockets(t)
 	_, _, port := startServer(t, 1, Config{})
 	for _, l := range []string{fmt.Sprintf("udp://127.0.0.1:%d", port), fmt.Sprintf("tcp://127.0.0.1:%d", port)} {
-		s, err := New(Config{Shards: 1, Listen: []string{l}}, func(*Shard) Handler { return Handler{} }, nil, nil)
+		s, err := New(Config{Shards: 1, Listen: listens(l)}, func(*Shard) Handler { return Handler{} }, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -466,7 +484,7 @@ func TestStartRefusesAPortInUse(t *testing.T) {
 		}
 	}
 	// A free address still starts after a failed one.
-	s, err := New(Config{Shards: 1, Listen: []string{fmt.Sprintf("udp://127.0.0.1:%d", freePort(t))}}, func(*Shard) Handler { return Handler{} }, nil, nil)
+	s, err := New(Config{Shards: 1, Listen: listens(fmt.Sprintf("udp://127.0.0.1:%d", freePort(t)))}, func(*Shard) Handler { return Handler{} }, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -474,4 +492,17 @@ func TestStartRefusesAPortInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Shutdown(t.Context(), nil)
+}
+
+// listens parses listen addresses, as the configuration does.
+func listens(addrs ...string) []transport.Listen {
+	ls := make([]transport.Listen, len(addrs))
+	for i, a := range addrs {
+		l, err := transport.ParseListen(a)
+		if err != nil {
+			panic(err)
+		}
+		ls[i] = l
+	}
+	return ls
 }

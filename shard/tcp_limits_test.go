@@ -270,7 +270,7 @@ func TestTCPSourceKey(t *testing.T) {
 func TestListenerOfMatchesTransport(t *testing.T) {
 	testtier.RequiresSockets(t)
 	port := freePort(t)
-	s, err := New(Config{Listen: []string{fmt.Sprintf("tcp://127.0.0.1:%d", port), fmt.Sprintf("udp://127.0.0.1:%d", port)}},
+	s, err := New(Config{Listen: listens(fmt.Sprintf("tcp://127.0.0.1:%d", port), fmt.Sprintf("udp://127.0.0.1:%d", port))},
 		(&responder{byShard: map[int]int{}}).handler, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -368,7 +368,7 @@ func TestTimerStartedOnSendFailedKeepsShardAwake(t *testing.T) {
 	testtier.RequiresSockets(t)
 	port := freePort(t)
 	failed := make(chan struct{}, 1)
-	s, err := New(Config{Shards: 1, Listen: []string{fmt.Sprintf("udp://127.0.0.1:%d", port)}}, func(*Shard) Handler {
+	s, err := New(Config{Shards: 1, Listen: listens(fmt.Sprintf("udp://127.0.0.1:%d", port))}, func(*Shard) Handler {
 		return Handler{SendFailed: func(sh *Shard, _ transport.Peer) {
 			sh.Timers().StartAt(sh.Now()+time.Hour, timer.Payload{})
 			failed <- struct{}{}
@@ -400,7 +400,7 @@ func TestTimerStartedOnSendFailedKeepsShardAwake(t *testing.T) {
 // exact address.
 func TestFloodCountsIPv6By64(t *testing.T) {
 	carrier := netip.MustParseAddr("2001:db8::ff")
-	s, err := New(Config{Listen: []string{"udp://127.0.0.1:5999"}, Shards: 1,
+	s, err := New(Config{Listen: listens("udp://127.0.0.1:5999"), Shards: 1,
 		Flood: FloodConfig{PerSecond: 5, Ban: time.Minute, Exempt: func(a netip.Addr) bool { return a == carrier }}},
 		func(*Shard) Handler { return Handler{} }, nil, nil)
 	if err != nil {
@@ -433,7 +433,7 @@ func TestFloodCountsIPv6By64(t *testing.T) {
 func TestTCPDialFromListenAddress(t *testing.T) {
 	testtier.RequiresSockets(t)
 	port := freePort(t)
-	s, err := New(Config{Shards: 1, Listen: []string{fmt.Sprintf("tcp://127.0.0.2:%d", port)}},
+	s, err := New(Config{Shards: 1, Listen: listens(fmt.Sprintf("tcp://127.0.0.2:%d", port))},
 		func(*Shard) Handler { return Handler{} }, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -471,7 +471,7 @@ func TestTCPDialFromListenAddress(t *testing.T) {
 // dialFrom never binds a connection to a remote peer to a loopback listen
 // address, which could not reach it.
 func TestDialFrom(t *testing.T) {
-	s, err := New(Config{Shards: 1, Listen: []string{"tcp://127.0.0.1:5999", "udp://192.0.2.7:5999", "tcp://[2001:db8::7]:5999"}},
+	s, err := New(Config{Shards: 1, Listen: listens("tcp://127.0.0.1:5999", "udp://192.0.2.7:5999", "tcp://[2001:db8::7]:5999")},
 		func(*Shard) Handler { return Handler{} }, nil, nil)
 	if err != nil {
 		t.Fatal(err)

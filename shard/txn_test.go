@@ -78,7 +78,7 @@ func TestOptionsRetransmissionAbsorbed(t *testing.T) {
 	testtier.RequiresSockets(t)
 	port := freePort(t)
 	r := &txnResponder{}
-	s, err := New(Config{Shards: 2, Listen: []string{fmt.Sprintf("udp://127.0.0.1:%d", port), fmt.Sprintf("tcp://127.0.0.1:%d", port)}},
+	s, err := New(Config{Shards: 2, Listen: listens(fmt.Sprintf("udp://127.0.0.1:%d", port), fmt.Sprintf("tcp://127.0.0.1:%d", port))},
 		r.handler, nil, nil)
 	if err != nil {
 		t.Fatal(err)

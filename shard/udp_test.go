@@ -81,7 +81,7 @@ func TestUDPFlushSkipsRefused(t *testing.T) {
 	testtier.RequiresSockets(t)
 	set := metrics.NewSet()
 	port := freePort(t)
-	s, err := New(Config{Listen: []string{fmt.Sprintf("udp://127.0.0.1:%d", port)}, Shards: 1},
+	s, err := New(Config{Listen: listens(fmt.Sprintf("udp://127.0.0.1:%d", port)), Shards: 1},
 		func(*Shard) Handler { return Handler{} }, nil, set)
 	if err != nil {
 		t.Fatal(err)

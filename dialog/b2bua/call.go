@@ -101,7 +101,7 @@ type Call struct {
 	idx    int32 // in Engine.calls
 	gen    uint32
 	a, b   leg
-	seq    route.Sequence // the carriers to try (the seed's call.route)
+	seq    route.Sequence // the carriers to try (docs/design/lcr.md 3)
 	relays [maxRelays]relay
 	// CDR facts (with those in callVars).
 	finalReason    []byte

@@ -530,7 +530,7 @@ func TestDelayedOfferReAckCarriesTheAnswer(t *testing.T) {
 // proxy that forked it to sipedge twice, or re-sent it as a new
 // transaction) is a merged request: 482 (RFC 3261 8.2.2.2), not a second
 // call that dials the carrier again and takes over the first one's
-// Call-ID, leaving it unreachable (the seed's ghost dialogs).
+// Call-ID, leaving it unreachable (a ghost dialog).
 func TestMergedInviteLoopDetected(t *testing.T) {
 	r := newRig(t, nil)
 	r.startCall()

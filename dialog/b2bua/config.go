@@ -50,7 +50,8 @@ type Config struct {
 	NumberPolicies      map[string]NumberPolicy
 	DefaultNumberPolicy string
 	// AssertIdentity makes sipedge assert the caller's identity in its own
-	// P-Asserted-Identity on B-legs (the seed's b2bua.assert_identity).
+	// P-Asserted-Identity on B-legs (b2bua.assert_identity,
+	// docs/design/lcr.md 4.5).
 	AssertIdentity bool
 	// SessionTimer configures session timers (RFC 4028): relayed, or
 	// upheld by sipedge on each leg.

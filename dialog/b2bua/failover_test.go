@@ -68,10 +68,10 @@ func TestFailover503ThenAnswer(t *testing.T) {
 	}
 }
 
-// The seed's "Seeing a failover happen": each failed attempt is logged at
-// info with its carrier, status and elapsed time, an undialled one with its
-// status (503) too, and so is the advance to the next carrier; the last
-// carrier's failure advances nowhere.
+// A failover is an operational event (docs/design/lcr.md 3.12): each
+// failed attempt is logged at info with its carrier, status and elapsed
+// time, an undialled one with its status (503) too, and so is the advance
+// to the next carrier; the last carrier's failure advances nowhere.
 func TestFailoverLogged(t *testing.T) {
 	r := newRig(t, nil)
 	r.routes = []route.Route{routeA, {CarrierID: "dead", GatewayGroup: "down"}, routeB}
@@ -488,7 +488,7 @@ func TestRingTimeoutAfterTryingIsNotNoResponse(t *testing.T) {
 }
 
 // A dial that waited for its CPS slot counts its ring bound from when its
-// INVITE left (issue 7: "deadline counted from the real dial"), also after
+// INVITE left (docs/design/lcr.md 3.2, cps.md 4), also after
 // progress.
 func TestPacedDialRingsFromTheRealDial(t *testing.T) {
 	r := newRig(t, func(c *Config) { c.Sequence.RingTimeout = 45 * time.Second })

@@ -13,7 +13,6 @@ import (
 // (caller): a proxy it record-routes through, its own Contact, another.
 var (
 	callerProxy   = netip.MustParseAddrPort("192.0.2.50:5080")
-	callerProxy2  = netip.MustParseAddrPort("192.0.2.51:5060")
 	callerContact = netip.MustParseAddrPort("192.0.2.77:5062")
 	callerMoved   = netip.MustParseAddrPort("192.0.2.78:5064")
 )

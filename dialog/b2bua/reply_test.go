@@ -43,7 +43,7 @@ func TestRepliesGoWhereTheViaSays(t *testing.T) {
 }
 
 // The Router sees the dialled number in E.164 when the trunk has a number
-// policy (the seed's rewrite_identities before the lookup), and so does
+// policy (docs/design/lcr.md 2.7, the number before the lookup), and so does
 // the carrier; the Router also gets the caller's To URI, and the INVITE's
 // real source port, not the reply port of its Via.
 func TestRouteRequest(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 	"github.com/sipedge/sipedge/transport"
 )
 
-// NumberPolicy is a named number-shaping preset (the seed's
-// number_policies): the form a carrier wants numbers in.
+// NumberPolicy is a named number-shaping preset (number_policies,
+// docs/design/lcr.md 4.1): the form a carrier wants numbers in.
 type NumberPolicy struct {
 	National       bool   // national form instead of E.164
 	CountryCode    string // e.g. "1"
@@ -86,7 +86,7 @@ const minSubscriberDigits = 7
 func hasPrefix(b []byte, p string) bool { return len(b) >= len(p) && string(b[:len(p)]) == p }
 
 // identity is what one B-leg presents: the numbers after the route's
-// shaping, in the seed's fixed order.
+// shaping, in their fixed order (docs/design/lcr.md 4.7).
 type identity struct {
 	caller   []byte // the calling number presented (From user)
 	callee   []byte // the dialled number as the carrier wants it (To, R-URI)
@@ -96,8 +96,8 @@ type identity struct {
 	anon     bool   // CLIR (RFC 3323 4.1)
 }
 
-// shape computes a B-leg's identity for route r (the seed's "Per-carrier
-// shaping" and "Presented CLI and CLIR"): caller_id substitutes first, the
+// shape computes a B-leg's identity for route r (docs/design/lcr.md 4,
+// per-carrier shaping, presented number and CLIR): caller_id substitutes first, the
 // identity is asserted second, number_policy reshapes third, anonymisation
 // runs last; tech_prefix goes on the Request-URI user after the policy.
 func (e *Engine) shape(id *identity, c *Call, r *route.Route) {
@@ -158,8 +158,8 @@ func (cfg *Config) shapeNumbers(id *identity, caller, callee []byte, r *route.Ro
 		id.ruriUser = appendUserEscaped(id.ruriUser, r.TechPrefix)
 	}
 	if num, params, ok := ruriNumber(r); ok {
-		// The seed: a ruri override's number "is still shaped by the
-		// route's policy", and tech_prefix goes on after the policy. Its
+		// A ruri override's number is still shaped by the route's policy,
+		// and tech_prefix goes on after it (docs/design/lcr.md 4.3). Its
 		// user parameters (";npdi", RFC 4694) are kept as given.
 		if policy != nil {
 			id.ruriUser = policy.Shape(id.ruriUser, []byte(num))
@@ -225,8 +225,8 @@ func ruriHost(ruri string) string {
 
 // appendUserEscaped appends s to a SIP URI's user part, %-escaping what
 // the user part may not hold as it is (RFC 3261 25.1 user; 19.1.2): the
-// seed's tech prefix "#31#" goes out as "%2331%23". An escape already in
-// s is kept.
+// tech prefix "#31#" goes out as "%2331%23" (docs/design/lcr.md 4.2). An
+// escape already in s is kept.
 func appendUserEscaped(dst []byte, s string) []byte {
 	const hex = "0123456789ABCDEF"
 	for i := 0; i < len(s); i++ {
@@ -338,8 +338,8 @@ func callerPrivacy(dst, v []byte) (out []byte, withhold bool) {
 }
 
 // dialogHeaders may not be injected by a route's headers: the B2BUA owns
-// them (the seed: injected headers are applied after the header policy,
-// dialog-forming ones refused).
+// them (docs/design/lcr.md 4.4: route headers are applied after the
+// header policy, dialog-forming ones refused).
 var dialogHeaders = parser.NewHeaderSet(parser.HeaderVia, parser.HeaderFrom, parser.HeaderTo,
 	parser.HeaderCallID, parser.HeaderCSeq, parser.HeaderContact, parser.HeaderRoute,
 	parser.HeaderRecordRoute, parser.HeaderMaxForwards, parser.HeaderContentLength,
@@ -349,10 +349,9 @@ var dialogHeaders = parser.NewHeaderSet(parser.HeaderVia, parser.HeaderFrom, par
 // and why not when it may not: a dialog-forming header, an identity header
 // (identityHeaders and the pre-standard Remote-Party-ID), or a name or
 // value that would not make one header line. Identity goes through
-// caller_id and caller_id_presentation (the seed: caller_id "is a field
-// rather than something for headers because it goes through the
-// tag-preserving identity path"): a second PAI from headers would bypass
-// CLIR.
+// caller_id and caller_id_presentation (docs/design/lcr.md 4.5: caller_id
+// is a field, not a header, so that it goes through the path that rewrites
+// From with its tag intact): a second PAI from headers would bypass CLIR.
 func routeHeader(name, value string) (k parser.HeaderKind, refused string) {
 	if !validHeaderName(name) || !validHeaderValue(value) {
 		return parser.HeaderOther, "route header refused: not one header line"
@@ -377,8 +376,8 @@ func RouteHeaderRefused(name, value string) string {
 
 // routeHeaderKinds returns the known kinds of the headers route r injects:
 // the A-leg's copies of them are left out, so the route's value is the one
-// the carrier reads (the seed: route headers are "applied after the header
-// policy so they always land"). A kind matches its compact form too.
+// the carrier reads (docs/design/lcr.md 4.4). A kind matches its compact
+// form too.
 func routeHeaderKinds(r *route.Route) parser.HeaderSet {
 	var s parser.HeaderSet
 	if r == nil {

@@ -124,7 +124,8 @@ func TestShapingCallerIDSubstitutedOnFromAndPAI(t *testing.T) {
 	}
 }
 
-// The seed's four effects of caller_id_presentation: restricted, together.
+// The four effects of caller_id_presentation: restricted, together
+// (docs/design/lcr.md 4.6).
 func TestShapingCLIRRestricted(t *testing.T) {
 	f := func(presentation string) {
 		t.Helper()
@@ -154,9 +155,8 @@ func TestShapingRURIOverrideAndHeaders(t *testing.T) {
 	r := route.Route{CarrierID: "carrier-a", GatewayGroup: "carrier-a", RURI: "sip:000@gw.carrier.example.net:5080", NumberPolicy: "e164",
 		Headers: map[string]string{"X-Account": "42", "Call-ID": "evil", "X-Bad": "a\r\nVia: evil"}}
 	_, m := shapedInvite(t, r, nil)
-	// The seed: "ruri — full Request-URI override when a carrier wants its
-	// own host. The number in it is still shaped by the route's policy":
-	// the number is the ruri's 000, a short code no policy reformats, not
+	// docs/design/lcr.md 4.3: the number in a ruri override is still
+	// shaped by the route's policy: the number is the ruri's 000, a short code no policy reformats, not
 	// the dialled number.
 	if got := string(m.RequestURI()); got != "sip:000@gw.carrier.example.net:5080" {
 		t.Errorf("R-URI %q", got)
@@ -204,8 +204,8 @@ func headerValues(m *parser.Message, name string) []string {
 
 // A route's header replaces the caller's copied header of the same name,
 // in any case and in compact form, so the carrier reads the route's value
-// (the seed's headers: "applied after the header policy so they always
-// land"). A route header refused leaves the caller's in place.
+// (docs/design/lcr.md 4.4: applied after the header policy). A route
+// header refused leaves the caller's in place.
 func TestShapingRouteHeaderReplacesCallers(t *testing.T) {
 	allow := func(c *Config) { c.HeaderAllow = append(c.HeaderAllow, "Subject", "X-Tag") }
 	r := route.Route{CarrierID: "carrier-a", GatewayGroup: "carrier-a",
@@ -229,9 +229,8 @@ func TestShapingRouteHeaderReplacesCallers(t *testing.T) {
 }
 
 // Identity headers in a route's headers are refused with a warning: they
-// go through caller_id and caller_id_presentation (the seed: caller_id "is
-// a field rather than something for headers because it goes through the
-// tag-preserving identity path"). A second PAI, or a Privacy: none, would
+// go through caller_id and caller_id_presentation (docs/design/lcr.md 4.4,
+// 4.5: the path that rewrites From with its tag intact). A second PAI, or a Privacy: none, would
 // bypass CLIR.
 func TestShapingRouteIdentityHeadersRefused(t *testing.T) {
 	var logs bytes.Buffer
@@ -268,7 +267,7 @@ func TestShapingRouteIdentityHeadersRefused(t *testing.T) {
 
 // A ruri's user part is the number dialled at that carrier: shaped by the
 // route's number policy, the tech prefix in front, its user parameters and
-// the rest of the URI as given (the seed's "ruri" and "tech_prefix"). To
+// the rest of the URI as given (docs/design/lcr.md 4.2, 4.3). To
 // stays the dialled number, shaped. A ruri without a user dials the
 // dialled number at its host.
 func TestShapingRURINumberShaped(t *testing.T) {
@@ -349,7 +348,8 @@ func TestShapingCallerPrivacy(t *testing.T) {
 }
 
 // Identity headers from a trunk reach the carrier in no request, in the
-// dialog too, whatever the header policy allows (RFC 3325 5; issue 4).
+// dialog too, whatever the header policy allows (RFC 3325 5;
+// docs/design/lcr.md 4.4).
 func TestIdentityHeadersNeverRelayed(t *testing.T) {
 	r := newRig(t, func(c *Config) {
 		c.HeaderAllow = append(c.HeaderAllow, "P-Asserted-Identity", "Privacy", "Remote-Party-ID", "P-Preferred-Identity")
@@ -369,8 +369,8 @@ func TestIdentityHeadersNeverRelayed(t *testing.T) {
 	r.expect(caller, "SIP/2.0 200 OK")
 }
 
-// A tech prefix with characters a SIP URI's user may not hold, as the
-// seed's "#31#", is %-escaped in the Request-URI (RFC 3261 25.1): a
+// A tech prefix with characters a SIP URI's user may not hold, as
+// "#31#", is %-escaped in the Request-URI (RFC 3261 25.1): a
 // strict carrier would answer 400.
 func TestShapingTechPrefixEscaped(t *testing.T) {
 	_, m := shapedInvite(t, route.Route{CarrierID: "carrier-a", GatewayGroup: "carrier-a", TechPrefix: "#31#"}, nil)

@@ -1,8 +1,10 @@
 package b2bua
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -238,13 +240,89 @@ func (s *TrunkSet) Covers(a netip.Addr) bool {
 	return false
 }
 
-// Source is an address range, optionally limited to one port.
+// Source is an address range, optionally limited to one port: a trunk's
+// source, as the configuration and the admin API write it (UnmarshalText).
 type Source struct {
-	Prefix netip.Prefix
-	Port   uint16 // 0: any
+	Prefix netip.Prefix // masked when parsed
+	Port   uint16       // 0: any
 }
 
 // Matches reports whether ap is within the source.
 func (s Source) Matches(ap netip.AddrPort) bool {
 	return s.Prefix.Contains(ap.Addr().Unmap()) && (s.Port == 0 || s.Port == ap.Port())
+}
+
+// String returns "cidr" or "cidr:port" (IPv6 with a port in brackets).
+func (s Source) String() string {
+	if s.Port == 0 {
+		return s.Prefix.String()
+	}
+	if s.Prefix.Addr().Is6() {
+		return "[" + s.Prefix.String() + "]:" + strconv.Itoa(int(s.Port))
+	}
+	return s.Prefix.String() + ":" + strconv.Itoa(int(s.Port))
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s Source) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler. Accepted forms:
+// "10.0.0.0/8", "10.0.0.0/8:5060", "2001:db8::/32", "[2001:db8::/32]:5060",
+// and a bare address ("127.0.0.1", "[::1]:5060") for a single host.
+func (s *Source) UnmarshalText(b []byte) error {
+	text := string(b)
+	cidr, portText, hasPort := text, "", false
+	if rest, ok := strings.CutPrefix(text, "["); ok {
+		inner, after, ok := strings.Cut(rest, "]")
+		if !ok {
+			return fmt.Errorf("%q: missing ']'", text)
+		}
+		cidr = inner
+		if after != "" {
+			p, ok := strings.CutPrefix(after, ":")
+			if !ok {
+				return fmt.Errorf("%q: want [cidr]:port", text)
+			}
+			portText, hasPort = p, true
+		}
+	} else if slash := strings.IndexByte(text, '/'); slash >= 0 {
+		if c := strings.IndexByte(text[slash:], ':'); c >= 0 {
+			cidr, portText, hasPort = text[:slash+c], text[slash+c+1:], true
+		}
+	} else if strings.Count(text, ":") == 1 { // IPv4 address with a port
+		cidr, portText, hasPort = text[:strings.IndexByte(text, ':')], text[strings.IndexByte(text, ':')+1:], true
+	}
+	var port uint16
+	if hasPort {
+		p, err := strconv.ParseUint(portText, 10, 16)
+		if portText == "" {
+			return fmt.Errorf("%q: missing port", text)
+		}
+		if err != nil {
+			return fmt.Errorf("%q: invalid port", text)
+		}
+		if p == 0 {
+			return fmt.Errorf("%q: port must not be 0", text)
+		}
+		port = uint16(p)
+	}
+	var prefix netip.Prefix
+	if strings.Contains(cidr, "/") {
+		p, err := netip.ParsePrefix(cidr)
+		if err != nil {
+			return fmt.Errorf("%q: invalid CIDR", text)
+		}
+		prefix = p.Masked()
+	} else {
+		a, err := netip.ParseAddr(cidr)
+		if err != nil || a.Zone() != "" {
+			return fmt.Errorf("%q: invalid CIDR or address", text)
+		}
+		prefix = netip.PrefixFrom(a, a.BitLen())
+	}
+	if prefix.Addr().Is4In6() {
+		return fmt.Errorf("%q: write an IPv4 prefix as IPv4", text)
+	}
+	*s = Source{Prefix: prefix, Port: port}
+	return nil
 }

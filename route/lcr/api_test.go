@@ -137,7 +137,7 @@ func TestValidate(t *testing.T) {
 	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","ruri":"tel:+1310"}]}`, "ruri")
 	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","ruri":"sip:1@host>\r\nVia: x"}]}`, "ruri")
 	f(`{"reject":{"code":403,"reason":"No\r\nVia: x"}}`, "reject.reason")
-	// A route's own cps (issue 7).
+	// A route's own cps (docs/design/cps.md 2).
 	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","cps":{"rate":5,"burst":2,"max_wait_ms":0,"key":"acct-1"}}]}`, "")
 	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","cps":{"rate":-1}}]}`, "cps.rate -1")
 	f(`{"routes":[{"carrier_id":"a","gateway_group":"g","cps":{"rate":5,"burst":-1}}]}`, "cps.burst -1")

@@ -11,7 +11,7 @@ import (
 const FallbackCarrierID = "fallback"
 
 // Decision is the routing decision for one call, as the policy sees it
-// (the seed's decision object). Exactly one of these holds:
+// (docs/design/lcr.md 2). Exactly one of these holds:
 //
 //   - NoDecision: the API failed and no fallback gateway group is
 //     configured; the default policy answers 503. Source is route.SourceNone.

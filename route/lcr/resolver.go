@@ -58,6 +58,7 @@ var (
 	// ErrRedisURL is wrapped, with ErrInvalidOption, by New's errors about
 	// Options.RedisURL: a URL that does not parse, or a database that
 	// Redis refuses (a Redis Cluster has only database 0).
+	//lint:ignore ST1005 Redis is a name, written as its project writes it
 	ErrRedisURL = errors.New("Redis URL")
 	// ErrMetricsInUse: Options.Metrics already holds a Resolver's metrics.
 	ErrMetricsInUse = errors.New("lcr: the metrics set already holds an LCR resolver's metrics")

@@ -1,5 +1,5 @@
 // Package embed runs sipedge inside another Go program, with the
-// program's own routing policy: the Go form of the seed's script hooks.
+// program's own routing policy, as Go hooks (docs/design/lcr.md 2.2, 3.11).
 //
 // # Contract
 //
@@ -15,8 +15,8 @@
 //
 // # Policy
 //
-// Without hooks sipedge routes as the binary does, which is the seed's
-// example policy: the dialled number normalised by the trunk's number
+// Without hooks sipedge routes as the binary does, which is the default
+// policy of docs/design/lcr.md 2.2: the dialled number normalised by the trunk's number
 // policy, looked up (the LCR API or the static table), then no decision
 // (API down, no fallback) rejected 503 Route Unavailable, an API reject
 // answered with its code and reason, no routes 404 No Route, routes tried

@@ -22,8 +22,11 @@ import (
 	_ "embed"
 	"time"
 
+	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/fleet"
+	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/quality"
+	"github.com/sipedge/sipedge/ratelimit"
 	"github.com/sipedge/sipedge/transport"
 )
 
@@ -212,8 +215,8 @@ type Trunk struct {
 	TrunkGroup string `yaml:"trunk_group" json:"trunk_group"`
 	// Sources are CIDRs with an optional port: "10.0.0.0/8", "10.0.0.0/8:5060",
 	// "[2001:db8::/32]:5060"; a bare address is a single host.
-	Sources []Source    `yaml:"sources" json:"sources"`
-	Limits  TrunkLimits `yaml:"limits" json:"limits"`
+	Sources []b2bua.Source `yaml:"sources" json:"sources"`
+	Limits  TrunkLimits    `yaml:"limits" json:"limits"`
 	// ForceRPort answers the trunk at the source port of its requests even
 	// without rport in their Via (a PBX behind NAT), as Kamailio's
 	// force_rport; false: RFC 3261 18.2.2, the Via's sent-by port.
@@ -248,119 +251,10 @@ type TrunkLimits struct {
 
 // Gateway holds the carrier pools.
 type Gateway struct {
-	Groups []Group `yaml:"groups"`
-}
-
-// Group algorithms and transports.
-const (
-	AlgorithmWeighted   = "weighted"
-	AlgorithmRoundRobin = "round_robin"
-	AlgorithmHash       = "hash"
-
-	// Call outcomes that count against a member (health.Passive*).
-	OutcomeNoResponse     = "no_response"
-	OutcomeStatus503      = "status_503"
-	OutcomeTransportError = "transport_error"
-)
-
-// Group is a gateway group: one carrier's pool of destinations.
-type Group struct {
-	Name      string         `yaml:"name"`
-	Algorithm string         `yaml:"algorithm"` // weighted (default), round_robin or hash
-	Transport transport.Kind `yaml:"transport"` // udp (default) or tcp
-	// RerouteCauses overrides lcr.reroute_causes for this carrier (empty =
-	// inherit).
-	RerouteCauses []int       `yaml:"reroute_causes"`
-	Probe         Probe       `yaml:"probe"`
-	Passive       Passive     `yaml:"passive"`
-	CPS           CPS         `yaml:"cps"`
-	CPSReject     []CPSReject `yaml:"cps_reject"`
-	// MaxConcurrentCalls is the carrier's channel limit, the calls it takes
-	// at once; at it, sipedge skips the carrier (calls_limited). Held
-	// across the fleet with fleet.redis; else per node, each keeping to
-	// ceil(limit / ratelimit.nodes). 0: none.
-	MaxConcurrentCalls int `yaml:"max_concurrent_calls"`
-	// Auth is the account sipedge holds with the carrier, to answer its
-	// Digest challenges to INVITEs (no username: none).
-	Auth Auth `yaml:"auth"`
-	// FollowRedirects follows a 3xx from a member to another member of the
-	// group its Contact names, once per attempt; false (the default): a
-	// 3xx is the attempt's failure.
-	FollowRedirects bool `yaml:"follow_redirects"`
-	// PanicThreshold is the share of members (percent) below which, one
-	// at least up, the group is in panic and chooses among the members
-	// calls marked down too (health.GroupConfig.PanicThreshold). Default
-	// 50; 0: never.
-	PanicThreshold int           `yaml:"panic_threshold_percent"`
-	Destinations   []Destination `yaml:"destinations"`
-}
-
-// Auth is an account with a carrier: the username and password that answer
-// its 401 and 407 challenges, for realm only when it is set.
-type Auth struct {
-	Username string `yaml:"username"`
-	Password string `yaml:"password"` // "${VAR}" keeps it out of the file
-	Realm    string `yaml:"realm"`
-}
-
-// Probe configures OPTIONS health probing of a group's members.
-type Probe struct {
-	Enabled          bool          `yaml:"enabled"`
-	Interval         time.Duration `yaml:"interval_secs"`     // default 15 s
-	Timeout          time.Duration `yaml:"timeout_ms"`        // default 2 s
-	FailureThreshold int           `yaml:"failure_threshold"` // default 3
-	SuccessThreshold int           `yaml:"success_threshold"` // default 2
-	// HealthyCodes are the replies that count as alive (empty = any reply
-	// except 503).
-	HealthyCodes []int         `yaml:"healthy_codes"`
-	Jitter       time.Duration `yaml:"jitter_ms"` // default 500 ms; 0 = none
-}
-
-// Passive says how real calls mark a group's members down and back up
-// (health.PassiveConfig, health/outlier.go): FailureThreshold failures at
-// least, either FailurePercent of the recent calls (the last second's, or
-// the last MinCalls up to ten seconds back) or in a row over a second; a
-// group that is not probed gives a member down HalfOpenCalls trial calls
-// after DownTime (a probed group's members come back through probing).
-type Passive struct {
-	Disabled bool `yaml:"disabled"` // calls never mark a member down
-	// Outcomes that count: no_response, status_503, transport_error
-	// (empty = all three).
-	Outcomes         []string      `yaml:"outcomes"`
-	FailureThreshold int           `yaml:"failure_threshold"` // default 3
-	FailurePercent   int           `yaml:"failure_percent"`   // default 50, 1 to 100
-	MinCalls         int           `yaml:"min_calls"`         // default 20
-	HalfOpenCalls    int           `yaml:"half_open_calls"`   // default 3
-	DownTime         time.Duration `yaml:"down_secs"`         // default 30 s
-	// MaxRetryAfter caps the cooldown a 503's Retry-After (to a call or a
-	// probe) puts a member in: a carrier asking for a day gets this long.
-	MaxRetryAfter time.Duration `yaml:"max_retry_after_secs"` // default 300 s, at most 86400
-}
-
-// CPS is an egress calls-per-second limit.
-type CPS struct {
-	Rate    float64       `yaml:"rate"`        // per second; 0 = unlimited
-	Burst   int           `yaml:"burst"`       // default 1
-	MaxWait time.Duration `yaml:"max_wait_ms"` // default 1 s; 0 = never wait
-	// Key is the carrier account the limit is shared under ("" = the
-	// group's name).
-	Key string `yaml:"key"`
-}
-
-// CPSReject matches a carrier's CPS reject: a status code and, optionally,
-// text that the Reason header or reason phrase must contain.
-type CPSReject struct {
-	Code   int    `yaml:"code"`
-	Reason string `yaml:"reason"`
-}
-
-// Destination is one member of a gateway group.
-type Destination struct {
-	URI string `yaml:"uri"` // sip: or sips: URI
-	// Address is where to send: an IP address or a DNS name, with a port.
-	Address  HostPort `yaml:"address"`
-	Weight   int      `yaml:"weight"`   // default 1 (0 = default)
-	Priority int      `yaml:"priority"` // lower tiers first
+	// Groups are the gateway groups, each one carrier's pool of
+	// destinations: the health registry's own type, which owns their
+	// defaults and rules (health.GroupConfig), as the admin API's groups.
+	Groups []health.GroupConfig `yaml:"groups"`
 }
 
 // LCR configures least-cost routing.
@@ -419,19 +313,12 @@ type Cache struct {
 	LocalTTL time.Duration `yaml:"local_ttl_secs"` // in-process tier; default 60 s, 0 = none
 }
 
-// Rate limiter failure modes.
-const (
-	FailureLocal  = "local"
-	FailureOpen   = "open"
-	FailureClosed = "closed"
-)
-
 // RateLimit configures the CPS limiter.
 type RateLimit struct {
-	Redis       string        `yaml:"redis"`        // "" = in-process only
-	Deadline    time.Duration `yaml:"deadline_ms"`  // default 20 ms
-	FailureMode string        `yaml:"failure_mode"` // local (default), open or closed
-	Nodes       int           `yaml:"nodes"`        // default 1
+	Redis       string                `yaml:"redis"`        // "" = in-process only
+	Deadline    time.Duration         `yaml:"deadline_ms"`  // default 20 ms
+	FailureMode ratelimit.FailureMode `yaml:"failure_mode"` // local (default), open or closed
+	Nodes       int                   `yaml:"nodes"`        // default 1
 	// Batch, 2 to 16, lets a node reserve blocks of up to Batch slots per
 	// Redis round trip for keys at BatchMinRate or more (the accuracy
 	// trade-off is in ratelimit's package doc); 0 = one slot per decision.
@@ -458,7 +345,7 @@ type CDR struct {
 }
 
 // Group returns the gateway group called name, or nil.
-func (c *Config) Group(name string) *Group {
+func (c *Config) Group(name string) *health.GroupConfig {
 	for i := range c.Gateway.Groups {
 		if c.Gateway.Groups[i].Name == name {
 			return &c.Gateway.Groups[i]

@@ -13,7 +13,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/fleet"
+	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/quality"
 	"github.com/sipedge/sipedge/transport"
 )
@@ -32,8 +34,9 @@ func mustParse(t *testing.T, text string, env map[string]string) *Config {
 	return c
 }
 
-// issue4 is the configuration issue 4 says must work as written.
-const issue4 = `listen: ["udp://127.0.0.1:5060", "tcp://127.0.0.1:5060"]
+// minimalConfig is the smallest configuration that routes a call: one
+// trunk, one gateway group, one static route. It must work as written.
+const minimalConfig = `listen: ["udp://127.0.0.1:5060", "tcp://127.0.0.1:5060"]
 admin: { listen: "127.0.0.1:9090" }
 trunks:
   - { name: local, trunk_group: cust-trunks, sources: ["127.0.0.1/32"] }
@@ -50,8 +53,9 @@ lcr:
 cdr: { file: "cdr.jsonl" }
 `
 
-// seedLCR is the seed's LCR "Config" block, with the listen address added.
-const seedLCR = `listen: ["udp://127.0.0.1:5060"]
+// apiLCRConfig asks the routing API (docs/design/lcr.md 2.8), with a
+// decision cache and a fallback group.
+const apiLCRConfig = `listen: ["udp://127.0.0.1:5060"]
 lcr:
   api_url: "${LCR_API_URL:-http://127.0.0.1:8080/route}"
   timeout_ms: 2000
@@ -78,7 +82,7 @@ gateway:
 `
 
 func TestExamplesLoad(t *testing.T) {
-	checkIssue4 := func(t *testing.T, c *Config) {
+	checkMinimal := func(t *testing.T, c *Config) {
 		t.Helper()
 		want := []transport.Listen{
 			{Transport: transport.UDP, Addr: netip.MustParseAddrPort("127.0.0.1:5060")},
@@ -91,16 +95,13 @@ func TestExamplesLoad(t *testing.T) {
 			t.Errorf("Admin.Listen = %q", got)
 		}
 		if len(c.Trunks) != 1 || c.Trunks[0].Name != "local" || c.Trunks[0].TrunkGroup != "cust-trunks" ||
-			!reflect.DeepEqual(c.Trunks[0].Sources, []Source{{Prefix: netip.MustParsePrefix("127.0.0.1/32")}}) {
+			!reflect.DeepEqual(c.Trunks[0].Sources, []b2bua.Source{{Prefix: netip.MustParsePrefix("127.0.0.1/32")}}) {
 			t.Errorf("Trunks = %+v", c.Trunks)
 		}
 		g := c.Group("carrier-a")
 		if g == nil || len(g.Destinations) != 1 || g.Destinations[0].URI != "sip:127.0.0.1:5070" ||
-			g.Destinations[0].Address != (HostPort{Host: "127.0.0.1", Port: 5070}) {
+			g.Destinations[0].Address != "127.0.0.1:5070" {
 			t.Fatalf("group carrier-a = %+v", g)
-		}
-		if ap, ok := g.Destinations[0].Address.AddrPort(); !ok || ap != netip.MustParseAddrPort("127.0.0.1:5070") {
-			t.Errorf("AddrPort = %v, %v", ap, ok)
 		}
 		sr := c.LCR.StaticRoutes
 		if len(sr) != 1 || sr[0].Prefix != "" || len(sr[0].Routes) != 1 ||
@@ -115,11 +116,11 @@ func TestExamplesLoad(t *testing.T) {
 		name string
 		run  func(t *testing.T)
 	}{
-		{"issue 4 config as written", func(t *testing.T) {
-			checkIssue4(t, mustParse(t, issue4, nil))
+		{"minimal config as written", func(t *testing.T) {
+			checkMinimal(t, mustParse(t, minimalConfig, nil))
 		}},
-		{"Example is the issue 4 shape", func(t *testing.T) {
-			checkIssue4(t, mustParse(t, Example, nil))
+		{"Example is the minimal shape", func(t *testing.T) {
+			checkMinimal(t, mustParse(t, Example, nil))
 		}},
 		{"testdata/sipedge.yaml is Example", func(t *testing.T) {
 			b, err := os.ReadFile("testdata/sipedge.yaml")
@@ -135,10 +136,10 @@ func TestExamplesLoad(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkIssue4(t, c)
+			checkMinimal(t, c)
 		}},
-		{"seed LCR config with environment", func(t *testing.T) {
-			c := mustParse(t, seedLCR, map[string]string{"LCR_TOKEN": "s3cret"})
+		{"API LCR config with environment", func(t *testing.T) {
+			c := mustParse(t, apiLCRConfig, map[string]string{"LCR_TOKEN": "s3cret"})
 			if c.LCR.APIURL != "http://127.0.0.1:8080/route" || c.LCR.AuthHeader != "Bearer s3cret" ||
 				c.LCR.Cache != "lcr" || c.LCR.CacheTTL != 300*time.Second || c.LCR.FallbackGatewayGroup != "carrier-a" {
 				t.Errorf("LCR = %+v", c.LCR)
@@ -151,8 +152,8 @@ func TestExamplesLoad(t *testing.T) {
 				t.Errorf("groups = %+v / %+v", a, b)
 			}
 		}},
-		{"seed LCR config without LCR_TOKEN fails", func(t *testing.T) {
-			_, err := Parse([]byte(seedLCR), envOf(nil))
+		{"API LCR config without LCR_TOKEN fails", func(t *testing.T) {
+			_, err := Parse([]byte(apiLCRConfig), envOf(nil))
 			if err == nil || !strings.Contains(err.Error(), "line 7: ") || !strings.Contains(err.Error(), "LCR_TOKEN is not set") {
 				t.Fatalf("err = %v, want LCR_TOKEN not set at line 7", err)
 			}
@@ -607,7 +608,7 @@ func TestExpandValueIsOpaque(t *testing.T) {
 }
 
 func TestDefaults(t *testing.T) {
-	c := mustParse(t, issue4, nil)
+	c := mustParse(t, minimalConfig, nil)
 	g := c.Gateway.Groups[0]
 	tests := []struct {
 		name      string
@@ -638,10 +639,10 @@ func TestDefaults(t *testing.T) {
 		{"group transport", g.Transport, transport.UDP},
 		{"group reroute_causes inherit", g.RerouteCauses, []int(nil)},
 		{"group follow_redirects", g.FollowRedirects, false},
-		{"probe", g.Probe, Probe{Enabled: false, Interval: 15 * time.Second, Timeout: 2 * time.Second, FailureThreshold: 3, SuccessThreshold: 2, Jitter: 500 * time.Millisecond}},
-		{"passive", g.Passive, Passive{FailureThreshold: 3, FailurePercent: 50, MinCalls: 20, HalfOpenCalls: 3, DownTime: 30 * time.Second, MaxRetryAfter: 300 * time.Second}},
-		{"group panic_threshold_percent", g.PanicThreshold, 50},
-		{"cps", g.CPS, CPS{Rate: 0, Burst: 1, MaxWait: time.Second}},
+		{"probe", g.Probe, health.ProbeConfig{Enabled: false, Interval: 15 * time.Second, Timeout: 2 * time.Second, FailureThreshold: 3, SuccessThreshold: 2, Jitter: 500 * time.Millisecond}},
+		{"passive", g.Passive, health.PassiveConfig{FailureThreshold: 3, FailurePercent: 50, MinCalls: 20, HalfOpenCalls: 3, DownTime: 30 * time.Second, MaxRetryAfter: 300 * time.Second}},
+		{"group panic_threshold_percent", *g.PanicThreshold, 50},
+		{"cps", g.CPS, (*health.CPSConfig)(nil)}, // unpaced
 		{"destination weight", g.Destinations[0].Weight, 1},
 		{"lcr.timeout_ms", c.LCR.Timeout, 2 * time.Second},
 		{"lcr.reroute_causes", c.LCR.RerouteCauses, []int{408, 500, 502, 503, 504}},
@@ -675,22 +676,22 @@ func TestDefaults(t *testing.T) {
 admin: { listen: "" }
 cdr: { max_backups: 0 }
 cache: [{ name: c, url: "redis://h:6379", local_ttl_secs: 0 }]
-`+group+"      probe: { jitter_ms: 0 }\n      cps: { max_wait_ms: 0 }\n", nil)
+`+group+"      probe: { jitter_ms: 0 }\n      cps: { rate: 10, max_wait_ms: 0 }\n", nil)
 		if c.B2BUA.RingTimeout != 0 || c.B2BUA.AssertIdentity || c.B2BUA.MaxCallDuration != 0 || c.B2BUA.HeaderPolicy.Allow != nil {
 			t.Errorf("b2bua = %+v", c.B2BUA)
 		}
 		if !c.Admin.Listen.IsZero() || c.CDR.MaxBackups != 0 || c.Cache[0].LocalTTL != 0 {
 			t.Errorf("admin %+v cdr %+v cache %+v", c.Admin, c.CDR, c.Cache)
 		}
-		if g := c.Gateway.Groups[0]; g.Probe.Jitter != 0 || g.CPS.MaxWait != 0 {
+		if g := c.Gateway.Groups[0]; g.Probe.Jitter != 0 || g.CPS.MaxWait() != 0 {
 			t.Errorf("group = %+v", g)
 		}
 	})
 	t.Run("zero that means nothing takes the default", func(t *testing.T) {
-		c := mustParse(t, "sip: { t1_ms: 0 }\nlcr: { timeout_ms: 0, reroute_causes: [] }\ntrunks: [{ name: t, sources: [\"::1\"] }]\n"+group+"        - { uri: \"sip:b\", address: \"b:5060\", weight: 0 }\n      probe: { failure_threshold: 0 }\n      cps: { burst: 0 }\n", nil)
+		c := mustParse(t, "sip: { t1_ms: 0 }\nlcr: { timeout_ms: 0, reroute_causes: [] }\ntrunks: [{ name: t, sources: [\"::1\"] }]\n"+group+"        - { uri: \"sip:b\", address: \"b:5060\", weight: 0 }\n      probe: { failure_threshold: 0 }\n      cps: { rate: 10, burst: 0 }\n", nil)
 		g := c.Gateway.Groups[0]
 		if c.SIP.T1 != 500*time.Millisecond || c.LCR.Timeout != 2*time.Second || len(c.LCR.RerouteCauses) != 5 ||
-			g.Destinations[1].Weight != 1 || g.Probe.FailureThreshold != 3 || g.CPS.Burst != 1 {
+			g.Destinations[1].Weight != 1 || g.Probe.FailureThreshold != 3 || g.CPS.Burst != 0 { // burst 0 is the limiter's 1 (ratelimit.Limit.Burst)
 			t.Errorf("sip %+v lcr %+v group %+v", c.SIP, c.LCR, g)
 		}
 		if c.Trunks[0].TrunkGroup != "t" {
@@ -718,7 +719,7 @@ cache: [{ name: c, url: "redis://h:6379", local_ttl_secs: 0 }]
 	})
 	t.Run("admin API trunk ring_timeout_secs", func(t *testing.T) {
 		c := mustParse(t, "b2bua: { ring_timeout_secs: 45 }", nil)
-		tr := Trunk{Name: "t", Sources: []Source{{Prefix: netip.MustParsePrefix("::1/128")}}, RingTimeout: InheritRing}
+		tr := Trunk{Name: "t", Sources: []b2bua.Source{{Prefix: netip.MustParsePrefix("::1/128")}}, RingTimeout: InheritRing}
 		if err := c.ValidateTrunk(&tr); err != nil || tr.RingTimeout != 45*time.Second {
 			t.Errorf("absent: %v, ring %v, want b2bua's 45s", err, tr.RingTimeout)
 		}
@@ -871,7 +872,7 @@ func TestPrintRoundTrip(t *testing.T) {
 		yaml string
 	}{
 		{"example", Example},
-		{"issue 4", issue4},
+		{"minimal", minimalConfig},
 		{"every key set", full},
 		{"explicit zeros", "admin: { listen: \"\" }\nb2bua: { ring_timeout_secs: 0, header_policy: { allow: [] } }\n"},
 	}
@@ -905,7 +906,7 @@ func TestPrintRoundTrip(t *testing.T) {
 		if c.LCR.AuthHeader != "Bearer x$y" {
 			t.Errorf("auth_header = %q", c.LCR.AuthHeader)
 		}
-		wantSources := []Source{
+		wantSources := []b2bua.Source{
 			{Prefix: netip.MustParsePrefix("127.0.0.1/32")},
 			{Prefix: netip.MustParsePrefix("10.0.0.0/8"), Port: 5060},
 			{Prefix: netip.MustParsePrefix("2001:db8::/32"), Port: 5060},
@@ -926,8 +927,8 @@ func TestPrintRoundTrip(t *testing.T) {
 		if c.Gateway.Groups[0].Probe.Timeout != 700*time.Millisecond || c.SIP.TCP.IdleTimeout != time.Minute {
 			t.Errorf("durations: probe %v idle %v", c.Gateway.Groups[0].Probe.Timeout, c.SIP.TCP.IdleTimeout)
 		}
-		if p := c.Gateway.Groups[0].Passive; p.FailurePercent != 70 || p.MinCalls != 40 || c.Gateway.Groups[0].PanicThreshold != 0 {
-			t.Errorf("passive = %+v, panic_threshold_percent %d", p, c.Gateway.Groups[0].PanicThreshold)
+		if p := c.Gateway.Groups[0].Passive; p.FailurePercent != 70 || p.MinCalls != 40 || *c.Gateway.Groups[0].PanicThreshold != 0 {
+			t.Errorf("passive = %+v, panic_threshold_percent %d", p, *c.Gateway.Groups[0].PanicThreshold)
 		}
 		if c.Gateway.Groups[0].Passive.MaxRetryAfter != time.Minute {
 			t.Errorf("passive.max_retry_after_secs = %v", c.Gateway.Groups[0].Passive.MaxRetryAfter)
@@ -954,46 +955,6 @@ func TestPrintRoundTrip(t *testing.T) {
 			t.Errorf("Print does not escape $:\n%s", c.String())
 		}
 	})
-}
-
-func TestSource(t *testing.T) {
-	tests := []struct {
-		in       string
-		str      string
-		inside   string
-		outside  string
-		parseErr bool
-	}{
-		{in: "10.1.2.3/8", str: "10.0.0.0/8", inside: "10.9.9.9:1", outside: "11.0.0.1:1"},
-		{in: "10.0.0.0/8:5060", str: "10.0.0.0/8:5060", inside: "10.0.0.1:5060", outside: "10.0.0.1:5061"},
-		{in: "192.0.2.7:5060", str: "192.0.2.7/32:5060", inside: "192.0.2.7:5060", outside: "192.0.2.8:5060"},
-		{in: "[2001:db8::/32]:5060", str: "[2001:db8::/32]:5060", inside: "[2001:db8::5]:5060", outside: "[2001:db9::5]:5060"},
-		{in: "2001:db8::1", str: "2001:db8::1/128", inside: "[2001:db8::1]:9", outside: "[2001:db8::2]:9"},
-		{in: "10.0.0.0/8:0", parseErr: true},
-		{in: "[2001:db8::/32", parseErr: true},
-		{in: "::ffff:10.0.0.0/104", parseErr: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			var s Source
-			err := s.UnmarshalText([]byte(tt.in))
-			if tt.parseErr {
-				if err == nil {
-					t.Fatalf("accepted %q as %v", tt.in, s)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if s.String() != tt.str {
-				t.Errorf("String = %q, want %q", s.String(), tt.str)
-			}
-			if !s.Contains(netip.MustParseAddrPort(tt.inside)) || s.Contains(netip.MustParseAddrPort(tt.outside)) {
-				t.Errorf("Contains wrong for %s / %s", tt.inside, tt.outside)
-			}
-		})
-	}
 }
 
 // advertise names the address sipedge writes into its Via and Contact: with

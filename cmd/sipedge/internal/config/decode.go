@@ -20,8 +20,9 @@ import (
 
 // presetter is implemented by types whose defaults must be in place before
 // their node is decoded: where a zero in the file means something other
-// than "the default" (ring_timeout_secs: 0 is "no ring bound").
-type presetter interface{ preset() }
+// than "the default" (ring_timeout_secs: 0 is "no ring bound"). Types of
+// other packages (health.GroupConfig) implement it too.
+type presetter interface{ Preset() }
 
 var (
 	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
@@ -132,6 +133,13 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, unit time.D
 	if isNull(n) {
 		return
 	}
+	if v.Kind() == reflect.Pointer { // optional: nil when absent
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		d.decode(n, v.Elem(), path, unit)
+		return
+	}
 	if reflect.PointerTo(v.Type()).Implements(textUnmarshaler) {
 		if n.Kind != yaml.ScalarNode {
 			d.errorf(n, path, "want a string, got %s", describe(n))
@@ -158,7 +166,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string, unit time.D
 		for i, item := range n.Content {
 			e := s.Index(i)
 			if p, ok := e.Addr().Interface().(presetter); ok {
-				p.preset()
+				p.Preset()
 			}
 			d.decode(item, e, fmt.Sprintf("%s[%d]", path, i), 0)
 		}
@@ -363,6 +371,11 @@ func encode(v reflect.Value, unit time.Duration) *yaml.Node {
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: string(b)}
 	}
 	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}
+		}
+		return encode(v.Elem(), unit)
 	case reflect.Struct:
 		n := &yaml.Node{Kind: yaml.MappingNode}
 		for _, f := range fieldsOf(v.Type()) {

@@ -75,7 +75,7 @@ func Parse(data []byte, env func(string) (string, bool)) (*Config, error) {
 	}
 
 	c := new(Config)
-	c.preset()
+	c.Preset()
 	d := &decoder{lines: map[string]int{}}
 	d.decodeStruct(doc, reflect.ValueOf(c).Elem(), "")
 	if len(d.errs) > 0 {
@@ -144,7 +144,11 @@ func (c *Config) Redacted() *Config {
 	}
 	r.Gateway.Groups = slices.Clone(r.Gateway.Groups)
 	for i := range r.Gateway.Groups {
-		secret(&r.Gateway.Groups[i].Auth.Password)
+		if a := r.Gateway.Groups[i].Auth; a != nil {
+			masked := *a
+			secret(&masked.Password)
+			r.Gateway.Groups[i].Auth = &masked
+		}
 	}
 	return &r
 }

@@ -24,6 +24,8 @@ func configKeys(t reflect.Type, path string) []string {
 		return []string{path}
 	}
 	switch t.Kind() {
+	case reflect.Pointer: // an optional section: its keys
+		return configKeys(t.Elem(), path)
 	case reflect.Struct:
 		var keys []string
 		for _, f := range fieldsOf(t) {
@@ -212,7 +214,7 @@ func typeAt(t reflect.Type, path string) reflect.Type {
 				break
 			}
 		}
-		if t.Kind() == reflect.Slice {
+		if t.Kind() == reflect.Slice || t.Kind() == reflect.Pointer {
 			t = t.Elem()
 		}
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/fleet"
-	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/ratelimit"
 	"github.com/sipedge/sipedge/route/lcr"
 	"github.com/sipedge/sipedge/shard"
@@ -26,7 +25,7 @@ import (
 // and an explicit 0 differ. fill replaces, after decoding, the zeros that
 // mean nothing (weight: 0, an empty level) by their defaults.
 
-func (c *Config) preset() {
+func (c *Config) Preset() {
 	c.Listen = []transport.Listen{
 		mustListen("udp://127.0.0.1:5060"),
 		mustListen("tcp://127.0.0.1:5060"),
@@ -43,25 +42,14 @@ func (c *Config) preset() {
 	c.SIP.BatchInterval = time.Millisecond
 }
 
-func (g *Group) preset() {
-	g.Probe.Interval = 15 * time.Second
-	g.Probe.Timeout = 2 * time.Second
-	g.Probe.FailureThreshold = 3
-	g.Probe.SuccessThreshold = 2
-	g.Probe.Jitter = 500 * time.Millisecond
-	g.PanicThreshold = 50 // health.DefaultPanicThreshold; 0 turns panics off
-	g.CPS.Burst = 1
-	g.CPS.MaxWait = time.Second
-}
-
-func (c *Cache) preset() { c.LocalTTL = 60 * time.Second }
+func (c *Cache) Preset() { c.LocalTTL = 60 * time.Second }
 
 // InheritRing, as a trunk's RingTimeout, is ring_timeout_secs absent:
 // filling in the defaults (Load, ValidateTrunk) makes it
 // b2bua.ring_timeout_secs. An explicit 0 is "no ring bound".
 const InheritRing time.Duration = -1
 
-func (t *Trunk) preset() { t.RingTimeout = InheritRing }
+func (t *Trunk) Preset() { t.RingTimeout = InheritRing }
 
 func mustListen(s string) transport.Listen {
 	var l transport.Listen
@@ -111,23 +99,7 @@ func (c *Config) fill() {
 		c.fillTrunk(&c.Trunks[i])
 	}
 	for i := range c.Gateway.Groups {
-		g := &c.Gateway.Groups[i]
-		orDefault(&g.Algorithm, AlgorithmWeighted)
-		orDefault(&g.Transport, transport.UDP)
-		orDefault(&g.Probe.Interval, 15*time.Second)
-		orDefault(&g.Probe.Timeout, 2*time.Second)
-		orDefault(&g.Probe.FailureThreshold, 3)
-		orDefault(&g.Probe.SuccessThreshold, 2)
-		orDefault(&g.Passive.FailureThreshold, 3)
-		orDefault(&g.Passive.FailurePercent, 50)
-		orDefault(&g.Passive.MinCalls, 20)
-		orDefault(&g.Passive.HalfOpenCalls, 3)
-		orDefault(&g.Passive.DownTime, 30*time.Second)
-		orDefault(&g.Passive.MaxRetryAfter, 300*time.Second)
-		orDefault(&g.CPS.Burst, 1)
-		for j := range g.Destinations {
-			orDefault(&g.Destinations[j].Weight, 1)
-		}
+		c.Gateway.Groups[i].SetDefaults()
 	}
 	l := &c.LCR
 	orDefault(&l.Timeout, 2*time.Second)
@@ -136,7 +108,7 @@ func (c *Config) fill() {
 	}
 	r := &c.RateLimit
 	orDefault(&r.Deadline, 20*time.Millisecond)
-	orDefault(&r.FailureMode, FailureLocal)
+	orDefault(&r.FailureMode, ratelimit.FailLocal)
 	orDefault(&r.Nodes, 1)
 	orDefault(&r.BatchMinRate, 50)
 	orDefault(&c.CDR.File, "cdr.jsonl")
@@ -347,58 +319,14 @@ func (c *Config) validate(v *validator) {
 	seen = map[string]string{}
 	for i, g := range c.Gateway.Groups {
 		p := fmt.Sprintf("gateway.groups[%d]", i)
-		v.name(p+".name", g.Name, seen)
-		v.oneOf(p+".algorithm", g.Algorithm, AlgorithmWeighted, AlgorithmRoundRobin, AlgorithmHash)
-		v.causes(p+".reroute_causes", g.RerouteCauses)
-		for j, code := range g.Probe.HealthyCodes {
-			if code < 100 || code > 699 {
-				v.errorf(fmt.Sprintf("%s.probe.healthy_codes[%d]", p, j), "%d: want a SIP status code, 100 to 699", code)
-			}
+		if first, dup := seen[g.Name]; dup && g.Name != "" { // health says when it is missing
+			v.errorf(p+".name", "%q: duplicate name (also %s)", g.Name, first)
+		} else {
+			seen[g.Name] = p + ".name"
 		}
-		for j, o := range g.Passive.Outcomes {
-			v.oneOf(fmt.Sprintf("%s.passive.outcomes[%d]", p, j), o, OutcomeNoResponse, OutcomeStatus503, OutcomeTransportError)
-		}
-		if g.CPS.Rate > 0 {
-			v.limit(p+".cps", ratelimit.Limit{Rate: g.CPS.Rate, Burst: g.CPS.Burst, MaxWait: g.CPS.MaxWait}) // as the server registers it
-		}
-		if ra := g.Passive.MaxRetryAfter; ra > 24*time.Hour {
-			v.errorf(p+".passive.max_retry_after_secs", "%d: at most 86400 (a day)", int64(ra/time.Second))
-		}
-		if n := g.Passive.FailurePercent; n < 1 || n > 100 {
-			v.errorf(p+".passive.failure_percent", "%d: want 1 to 100", n)
-		}
-		if n := g.Passive.MinCalls; n < 1 || n > health.MaxMinCalls {
-			v.errorf(p+".passive.min_calls", "%d: want 1 to %d", n, health.MaxMinCalls)
-		}
-		if n := g.PanicThreshold; n < 0 || n > 100 {
-			v.errorf(p+".panic_threshold_percent", "%d: want 0 to 100", n)
-		}
-		for j, r := range g.CPSReject {
-			if r.Code < 400 || r.Code > 699 {
-				v.errorf(fmt.Sprintf("%s.cps_reject[%d].code", p, j), "%d: want a SIP failure code, 400 to 699", r.Code)
-			}
-		}
-		if g.MaxConcurrentCalls < 0 {
-			v.errorf(p+".max_concurrent_calls", "%d: must not be negative", g.MaxConcurrentCalls)
-		}
-		if a := g.Auth; a != (Auth{}) {
-			ha := health.AuthConfig{Username: a.Username, Password: a.Password, Realm: a.Realm}
-			ha.Check(func(field, problem string) { v.errorf(p+".auth."+field, "%s", problem) })
-		}
-		if len(g.Destinations) == 0 {
-			v.errorf(p+".destinations", "at least one destination required")
-		}
-		for j, d := range g.Destinations {
-			dp := fmt.Sprintf("%s.destinations[%d]", p, j)
-			if !isSIPURI(d.URI) {
-				v.errorf(dp+".uri", "%q: want a sip: or sips: URI", d.URI)
-			}
-			switch {
-			case d.Address.IsZero():
-				v.errorf(dp+".address", "required")
-			case d.Address.Port == 0:
-				v.errorf(dp+".address", "%q: port must not be 0", d.Address.String())
-			}
+		g.CheckFields(func(field, problem string) { v.errorf(p+"."+field, "%s", problem) })
+		if c := g.CPS; c != nil && c.Rate > 0 {
+			v.limit(p+".cps", ratelimit.Limit{Rate: c.Rate, Burst: c.Burst, MaxWait: c.MaxWait()}) // as the carrier plane registers it
 		}
 	}
 
@@ -440,7 +368,7 @@ func (c *Config) validate(v *validator) {
 	if r.Redis != "" {
 		v.redisURL("ratelimit.redis", r.Redis)
 	}
-	v.oneOf("ratelimit.failure_mode", r.FailureMode, FailureLocal, FailureOpen, FailureClosed)
+	v.oneOf("ratelimit.failure_mode", string(r.FailureMode), string(ratelimit.FailLocal), string(ratelimit.FailOpen), string(ratelimit.FailClosed))
 	v.positive("ratelimit.nodes", r.Nodes)
 	if r.Batch == 1 || r.Batch > 16 {
 		v.errorf("ratelimit.batch", "%d: want 0 (off) or 2 to 16", r.Batch)

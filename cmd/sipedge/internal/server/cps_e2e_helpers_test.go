@@ -21,7 +21,7 @@ import (
 	"github.com/sipedge/sipedge/parser"
 )
 
-// CPS end-to-end rig (issue 7): real Servers built from YAML, a real
+// CPS end-to-end rig: real Servers built from YAML, a real
 // redis-server, and scripted peers on loopback UDP that run many calls at
 // once. Unlike the e2e rig's sipPeer, whose test goroutine reads one
 // message at a time, these peers answer on their own goroutine and

@@ -18,8 +18,8 @@ import (
 	"github.com/sipedge/sipedge/ratelimit/redistest"
 )
 
-// CPS end-to-end tests (issue 7, seed 003), one per bullet of the issue's
-// "Tests": real sipedge Servers over loopback UDP between scripted callers
+// CPS end-to-end tests, one per rule of docs/design/cps.md: real sipedge
+// Servers over loopback UDP between scripted callers
 // and carriers, the fleet limiter on a real redis-server. See
 // cps_e2e_helpers_test.go.
 
@@ -55,11 +55,11 @@ cdr: { file: %[6]q }
 `, port, trunk, groups, lcr, more, cdrFile)
 }
 
-// TestCPSSeedCampaignTwoNodesSharedRedis: the seed's default campaign, 10
+// TestCPSCampaignTwoNodesSharedRedis: a campaign of 10
 // calls on carrier A at 2 CPS and 10 on B at 4 CPS, dialled as one burst
 // through two sipedge nodes sharing one Redis: neither carrier ever gets
 // more than its CPS in any sliding second, and every call is answered.
-func TestCPSSeedCampaignTwoNodesSharedRedis(t *testing.T) {
+func TestCPSCampaignTwoNodesSharedRedis(t *testing.T) {
 	testtier.RequiresSockets(t)
 	redis := redistest.Start(t)
 	a := newCPSCarrier(t, "carrier-a", nil)
@@ -157,7 +157,7 @@ func TestCPSSeedCampaignTwoNodesSharedRedis(t *testing.T) {
 // TestCPSRejectsConvergeToRealLimit: sipedge is told carrier A takes 10
 // CPS; the carrier really takes 3 per sliding second and rejects the rest
 // with "503 CPS Limit Exceeded". The rejects are retried on fresh B-legs
-// after the seed's 0.6 to 1.6 s, at most twice, and the account's
+// after 0.6 to 1.6 s, at most twice (docs/design/cps.md 6), and the account's
 // effective rate backs off towards the real limit, so later INVITEs are
 // rejected less than earlier ones.
 func TestCPSRejectsConvergeToRealLimit(t *testing.T) {

@@ -340,7 +340,7 @@ func configDryRun(cfg *config.Config, log *slog.Logger) (*dryRun, func(), error)
 	local.LCR.Cache, local.RateLimit.Redis = "", ""
 	// Quality routing as a node just started has it: no figures yet, no
 	// disables (they are in Redis).
-	plane, err := carrier.New(carrier.Options{Groups: healthGroups(&local), Nodes: local.RateLimit.Nodes,
+	plane, err := carrier.New(carrier.Options{Groups: local.Gateway.Groups, Nodes: local.RateLimit.Nodes,
 		Limiter: ratelimit.Options{Config: ratelimit.Config{Nodes: local.RateLimit.Nodes}}, Log: log,
 		Quality: &local.Quality, QualityOptions: quality.Options{Shards: 1}})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sipedge/sipedge/carrier"
 	"github.com/sipedge/sipedge/cmd/sipedge/internal/config"
+	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/health"
 	"github.com/sipedge/sipedge/route"
 )
@@ -24,7 +25,7 @@ func TestFloodExemptions(t *testing.T) {
 	}
 	defer plane.Close()
 	cfg := &config.Config{
-		Trunks: []config.Trunk{{Name: "t", Sources: []config.Source{{Prefix: netip.MustParsePrefix("198.51.100.0/24")}}}},
+		Trunks: []config.Trunk{{Name: "t", Sources: []b2bua.Source{{Prefix: netip.MustParsePrefix("198.51.100.0/24")}}}},
 		LCR: config.LCR{StaticRoutes: []config.StaticRoute{{Routes: []config.Route{
 			{CarrierID: "hop", NextHop: "sip:203.0.113.9:5060"},
 			{CarrierID: "ruri", RURI: "sip:1@203.0.113.10"},
@@ -59,7 +60,7 @@ func TestFloodExemptions(t *testing.T) {
 	// A trunk added at run time is exempt, until it is removed.
 	check("100.64.0.1", false)
 	if _, err := trunks.put(config.Trunk{Name: "runtime", TrunkGroup: "runtime",
-		Sources: []config.Source{{Prefix: netip.MustParsePrefix("100.64.0.0/16"), Port: 5060}}}); err != nil {
+		Sources: []b2bua.Source{{Prefix: netip.MustParsePrefix("100.64.0.0/16"), Port: 5060}}}); err != nil {
 		t.Fatal(err)
 	}
 	check("100.64.0.1", true)

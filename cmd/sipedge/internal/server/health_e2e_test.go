@@ -15,7 +15,7 @@ import (
 	"github.com/sipedge/sipedge/parser"
 )
 
-// Gateway-group end-to-end tests (issue 5): runtime groups through the admin
+// Gateway-group end-to-end tests: runtime groups through the admin
 // API while calls run, and OPTIONS probing marking a group down so that a
 // call skips it without dialling. A real Server on loopback sockets, a
 // scripted caller and scripted UDP carriers, built on the LCR rig of

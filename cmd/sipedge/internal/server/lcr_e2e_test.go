@@ -16,9 +16,9 @@ import (
 	"github.com/sipedge/sipedge/route/lcr"
 )
 
-// LCR end-to-end tests, one per rule of the seed's "Sequential failover",
-// "Ring timeout and progress", "Caching and fallback" and "Presented CLI
-// and CLIR" (issue 6): a scripted caller and two scripted carriers
+// LCR end-to-end tests, one per rule of docs/design/lcr.md: sequential
+// failover and ring-out (3), caching and fallback (2.4, 2.5), presented
+// number and CLIR (4.5, 4.6): a scripted caller and two scripted carriers
 // (carrier-a, carrier-b: two UDP sockets, two gateway groups) around a real
 // Server over loopback, the routing API a real HTTP server, the shared
 // cache tier a real redis-server. See lcr_e2e_helpers_test.go.
@@ -55,7 +55,8 @@ func TestLCR503ThenAnswer(t *testing.T) {
 }
 
 // TestLCRCarrierQualityTimes: each carrier's post-dial delay, setup time
-// and call duration are histograms per carrier (seed 001's PDD, AST, ACD),
+// and call duration are histograms per carrier (PDD, AST, ACD as
+// docs/design/quality.md defines them),
 // measured from the carrier's own INVITE: a carrier that rang and failed
 // has a PDD and nothing else; the one that answered all three.
 func TestLCRCarrierQualityTimes(t *testing.T) {
@@ -609,7 +610,8 @@ func TestLCRAPIDownUsesFallback(t *testing.T) {
 	})
 }
 
-// checkCLIR checks the seed's four CLIR changes on a carrier's INVITE m:
+// checkCLIR checks the four CLIR changes (docs/design/lcr.md 4.6) on a
+// carrier's INVITE m:
 // anonymous From with its tag, Privacy: id, a P-Asserted-Identity with pai,
 // no P-Preferred-Identity; and that the caller's own number does not leak
 // unless it is pai.
@@ -640,8 +642,8 @@ func checkCLIR(t *testing.T, m *parser.Message, pai string) {
 	}
 }
 
-// TestLCRCLIRHeaders: caller_id_presentation: restricted does the seed's
-// four things together on that carrier's INVITE (anonymous From with its
+// TestLCRCLIRHeaders: caller_id_presentation: restricted does its four
+// things together (docs/design/lcr.md 4.6) on that carrier's INVITE (anonymous From with its
 // tag, Privacy: id, a P-Asserted-Identity with the presented caller_id, no
 // P-Preferred-Identity); a failover to a route that does not say so is not
 // anonymised.
@@ -714,7 +716,8 @@ func TestLCRTechPrefixNotInTo(t *testing.T) {
 
 // TestLCRNextHopNeverBanned: a carrier the API routes to by next_hop alone
 // (no gateway group) is exempt from the flood guard once a call went
-// there, as gateways are (issue 7: never ban carriers). At 10 messages/s,
+// there, as gateways are (docs/design/cps.md 9: never ban carriers). At
+// 10 messages/s,
 // its 20 OPTIONS in a burst between two calls are all answered, and its
 // second call's answer gets through.
 func TestLCRNextHopNeverBanned(t *testing.T) {
@@ -775,8 +778,8 @@ func TestLCRTransportErrorFailsOverAtOnce(t *testing.T) {
 
 // TestLCRCallerCancelDuringCPSWaitNotDialled: a caller who gives up while
 // the carrier in flight waits for its CPS slot leaves an attempt with
-// dialed false (seed: "An attempt's dialed says whether siphon actually put
-// an INVITE on the wire for that carrier"), so the carrier's ASR does not
+// dialed false (docs/design/lcr.md 3.10: dialed says whether its INVITE
+// left), so the carrier's ASR does not
 // count a call it never saw.
 func TestLCRCallerCancelDuringCPSWaitNotDialled(t *testing.T) {
 	testtier.RequiresSockets(t)

@@ -10,7 +10,7 @@ import (
 	"github.com/sipedge/sipedge/parser"
 )
 
-// LCR end-to-end tests, one per rule of the seed (issue 6) not covered by
+// LCR end-to-end tests, one per rule of docs/design/lcr.md not covered by
 // lcr_e2e_test.go and lcr_shaping_e2e_test.go: a scripted caller and two
 // scripted carriers around a real Server over loopback, the routing API a
 // real HTTP server. See lcr_e2e_helpers_test.go.
@@ -25,11 +25,10 @@ func apiLCR(api *lcrAPI, more string) string {
 	return s + " }"
 }
 
-// TestLCRUndialableTailOwn503: seed, Sequential failover: "When the
-// sequence moves on and none of the carriers left can be dialled, it ends
-// on them: the caller ... get[s] siphon's own 503, whatever the carrier
-// before them did ... a carrier's 503 is not turned into 500. Each of those
-// carriers is its own 503 attempt, with dialed: False."
+// TestLCRUndialableTailOwn503: when none of the carriers left can be
+// dialled, the caller gets sipedge's own 503, whatever the carrier before
+// them did, not turned into 500 (docs/design/lcr.md 3.9); each of those
+// carriers is its own 503 attempt, dialed false (3.8).
 func TestLCRUndialableTailOwn503(t *testing.T) {
 	testtier.RequiresSockets(t)
 	api := newLCRAPI(t, 200, `{"routes":[`+
@@ -57,10 +56,10 @@ func TestLCRUndialableTailOwn503(t *testing.T) {
 	checkAttempts(t, rec, wantAttempt{"carrier-a", 503, true, ""}, wantAttempt{"ghost", 503, false, "unknown_group"})
 }
 
-// TestLCRUnknownGroupUsesNextHop: seed, Gateway integration: "If the API
-// names a gateway_group siphon doesn't know ..., siphon warns and falls
-// back to the route's next_hop if it has one". The API, since a static
-// route is checked at start.
+// TestLCRUnknownGroupUsesNextHop: a route naming a gateway_group sipedge
+// does not know is warned of and dialled at its next_hop
+// (docs/design/lcr.md 3.13). The API, since a static route is checked at
+// start.
 func TestLCRUnknownGroupUsesNextHop(t *testing.T) {
 	testtier.RequiresSockets(t)
 	api := newLCRAPI(t, 200, `{"routes":[]}`)
@@ -84,8 +83,8 @@ func TestLCRUnknownGroupUsesNextHop(t *testing.T) {
 	checkAttempts(t, rec)
 }
 
-// TestLCRRerouteCausesPrecedence: seed, Reroute causes: the reroute set
-// is overridden "at three levels (most specific wins)": lcr.reroute_causes,
+// TestLCRRerouteCausesPrecedence: the reroute set is overridden at three
+// levels, the most specific wins (docs/design/lcr.md 3.5): lcr.reroute_causes,
 // gateway.groups[].reroute_causes, the route's reroute_causes. Here global
 // [480, 503], carrier-a's group [404, 503], and carrier-b's group none.
 func TestLCRRerouteCausesPrecedence(t *testing.T) {
@@ -159,9 +158,9 @@ func checkNumbers(t *testing.T, inv *parser.Message, callee, caller string) {
 	}
 }
 
-// TestLCRNationalNumberPolicy: seed, Per-carrier shaping: "number_policy —
-// a named number_policies: preset for this carrier. It shapes the dialled
-// number in the Request-URI and the identity headers (From/To/PAI) alike".
+// TestLCRNationalNumberPolicy: a route's number_policy shapes the dialled
+// number in the Request-URI and the identity headers (From, To, PAI)
+// alike (docs/design/lcr.md 4.1).
 func TestLCRNationalNumberPolicy(t *testing.T) {
 	testtier.RequiresSockets(t)
 	a := `{ carrier_id: carrier-a, gateway_group: carrier-a, rate: 0.004, number_policy: us-national }`
@@ -173,9 +172,9 @@ func TestLCRNationalNumberPolicy(t *testing.T) {
 	c.final(486)
 }
 
-// TestLCRUnknownNumberPolicyShapesNothing: seed, Per-carrier shaping: "A
-// name that is not configured shapes nothing and is logged at warn with
-// the carrier" - not even by b2bua.default_number_policy. From the API,
+// TestLCRUnknownNumberPolicyShapesNothing: a number policy name that is
+// not configured shapes nothing and is logged with the carrier
+// (docs/design/lcr.md 4.1) - not even by b2bua.default_number_policy. From the API,
 // since a static route's is checked at start.
 func TestLCRUnknownNumberPolicyShapesNothing(t *testing.T) {
 	testtier.RequiresSockets(t)
@@ -192,11 +191,11 @@ func TestLCRUnknownNumberPolicyShapesNothing(t *testing.T) {
 	}
 }
 
-// TestLCRUnknownPresentationIsRestricted: seed, Presented CLI and CLIR:
-// "An unrecognised caller_id_presentation is logged and treated as
-// restricted, because a withheld call going out with the real number is
-// the failure that matters"; and caller_id, "the number this carrier is
-// presented, on From and on P-Asserted-Identity", allowed by default.
+// TestLCRUnknownPresentationIsRestricted: a caller_id_presentation sipedge
+// does not understand counts as restricted, because a withheld call going
+// out with the real number is the failure that matters
+// (docs/design/lcr.md 4.6); and caller_id, the number this carrier is
+// presented on From and on P-Asserted-Identity (4.5), allowed by default.
 // From the API, since a static route's presentation is checked at start.
 func TestLCRUnknownPresentationIsRestricted(t *testing.T) {
 	testtier.RequiresSockets(t)
@@ -231,10 +230,10 @@ func TestLCRUnknownPresentationIsRestricted(t *testing.T) {
 	})
 }
 
-// TestLCRAPIRejectAndEmptyRoutes: seed, The flow: "if decision.reject:
-// call.reject(decision.reject["code"], decision.reject["reason"])" and "if
-// not decision.routes: call.reject(404, "No Route")" (docs/lcr-api.md: the default
-// policy). No carrier is dialled either way.
+// TestLCRAPIRejectAndEmptyRoutes: a decision's reject reaches the caller
+// with its code and reason, and a decision without routes is 404 No Route
+// (docs/design/lcr.md 2.2, docs/lcr-api.md: the default policy). No
+// carrier is dialled either way.
 func TestLCRAPIRejectAndEmptyRoutes(t *testing.T) {
 	testtier.RequiresSockets(t)
 	for _, tt := range []struct{ name, body, status string }{
@@ -259,10 +258,9 @@ func TestLCRAPIRejectAndEmptyRoutes(t *testing.T) {
 	}
 }
 
-// TestLCRCDRFields: seed, Per-carrier shaping: "cdr_fields — key/value
-// fields siphon auto-stamps onto the CDR when this carrier wins", and
-// Charging: the winning carrier's carrier_id, rate and currency on the
-// CDR, with the burned carriers as lcr_attempts. docs/lcr-api.md: the fields are
+// TestLCRCDRFields: a route's cdr_fields are stamped onto the CDR when
+// that carrier wins, with the winning carrier's carrier_id, rate and
+// currency (docs/design/lcr.md 5), with the burned carriers as lcr_attempts. docs/lcr-api.md: the fields are
 // flat top-level keys; one naming a built-in field is left out.
 func TestLCRCDRFields(t *testing.T) {
 	testtier.RequiresSockets(t)
@@ -292,8 +290,8 @@ func TestLCRCDRFields(t *testing.T) {
 // TestLCRBreakerOpensAfterConsecutiveFailures: docs/lcr-api.md, Circuit breaker:
 // "After 5 consecutive failures ... sipedge stops asking for 5 seconds:
 // every lookup that misses the cache fails at once, without waiting
-// timeout_ms"; with the seed's "static fallback (lcr.fallback_gateway_group)
-// ... used when the API is unreachable or times out".
+// timeout_ms"; with the fallback group (lcr.fallback_gateway_group) used
+// when the API is unreachable or times out (docs/design/lcr.md 2.5).
 func TestLCRBreakerOpensAfterConsecutiveFailures(t *testing.T) {
 	testtier.RequiresSockets(t)
 	const timeout = 200 * time.Millisecond
@@ -339,9 +337,9 @@ func TestLCRBreakerOpensAfterConsecutiveFailures(t *testing.T) {
 	}
 }
 
-// TestLCRFinalFailureAfterProgressFailsOver: seed, Ring timeout and
-// progress: "A final failure after progress (a 503, say) still fails over
-// as usual. Only the timeout changes."
+// TestLCRFinalFailureAfterProgressFailsOver: a final failure after
+// progress (a 503, say) still fails over; only the timeout changes with
+// progress (docs/design/lcr.md 3.6).
 func TestLCRFinalFailureAfterProgressFailsOver(t *testing.T) {
 	testtier.RequiresSockets(t)
 	r := newLCR(t, lcrOpts{lcr: staticLCR(yRouteA, yRouteB)})
@@ -363,8 +361,8 @@ func TestLCRFinalFailureAfterProgressFailsOver(t *testing.T) {
 // TestLCRRetransmittedInviteNotRequeried: a caller's INVITE retransmitted
 // while its routing lookup is in flight is absorbed by its server
 // transaction (RFC 3261 17.2.1: the 100 Trying again), not a second call:
-// the API is asked once (seed, Caching and fallback: "The LCR API is on the
-// call-setup path"), the carrier gets one INVITE, the CDR has one record.
+// the API is asked once (it is on the call-setup path, docs/design/lcr.md
+// 2.4), the carrier gets one INVITE, the CDR has one record.
 func TestLCRRetransmittedInviteNotRequeried(t *testing.T) {
 	testtier.RequiresSockets(t)
 	api := newLCRAPI(t, 200, `{"routes":[{"carrier_id":"carrier-a","gateway_group":"carrier-a","rate":0.004}]}`)

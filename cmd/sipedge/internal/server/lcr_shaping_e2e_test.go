@@ -10,8 +10,8 @@ import (
 	"github.com/sipedge/sipedge/parser"
 )
 
-// LCR end-to-end tests of the seed's "Per-carrier shaping (prefix,
-// headers)" and "Seeing a failover happen" (issue 6), on the rig of
+// LCR end-to-end tests of per-carrier shaping (docs/design/lcr.md 4) and
+// of a failover seen in the log (3.12), on the rig of
 // lcr_e2e_helpers_test.go: a real Server over loopback between a scripted
 // caller and two scripted carriers.
 
@@ -19,11 +19,10 @@ import (
 // code 1.
 const usPolicy = "number_policies:\n  - { name: us, format: e164, country_code: \"1\" }"
 
-// TestLCRRURINumberShaped: the seed's "ruri — full Request-URI override
-// when a carrier wants its own host. The number in it is still shaped by
-// the route's policy, when there is one", and tech_prefix "prepended to the
-// Request-URI userpart per carrier, after number_policy has shaped the
-// number". The ruri's host, port and parameters go out as given; To stays
+// TestLCRRURINumberShaped: a ruri override's number is still shaped by
+// the route's policy, when there is one (docs/design/lcr.md 4.3), and
+// tech_prefix goes in front of the Request-URI user after the policy
+// (4.2). The ruri's host, port and parameters go out as given; To stays
 // the dialled number, shaped, without the prefix. A ruri with no user dials
 // the dialled number at its host.
 func TestLCRRURINumberShaped(t *testing.T) {
@@ -71,12 +70,12 @@ func headerValues(m *parser.Message, name string) []string {
 	return vs
 }
 
-// TestLCRRouteHeadersAlwaysLand: a route's headers are "applied after the
-// header policy so they always land" (the seed): each replaces the
+// TestLCRRouteHeadersAlwaysLand: a route's headers are applied after the
+// header policy (docs/design/lcr.md 4.4): each replaces the
 // caller's header of the same name, in any case or compact form, so the
 // carrier reads the route's account token and not the caller's. Identity
-// headers in a route's headers are refused with a warning: caller_id "goes
-// through the tag-preserving identity path", and a PAI or Privacy from
+// headers in a route's headers are refused with a warning: caller_id goes
+// through the path that keeps From's tag (4.5), and a PAI or Privacy from
 // headers would bypass CLIR.
 func TestLCRRouteHeadersAlwaysLand(t *testing.T) {
 	testtier.RequiresSockets(t)
@@ -138,9 +137,9 @@ func logLines(logs, msg string, attrs ...string) []string {
 	return out
 }
 
-// TestLCRFailoverLogged: the seed's "Seeing a failover happen": "siphon
-// logs each failed attempt with its carrier, status and elapsed time, and
-// logs the advance to the next carrier", at info; an undialled carrier too
+// TestLCRFailoverLogged: a failover is seen in the log
+// (docs/design/lcr.md 3.12): each failed attempt with its carrier, status
+// and elapsed time, and the advance to the next carrier, at info; an undialled carrier too
 // (LCR: carrier burned without dialling), with its status, 503.
 func TestLCRFailoverLogged(t *testing.T) {
 	testtier.RequiresSockets(t)

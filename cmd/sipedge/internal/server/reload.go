@@ -93,7 +93,7 @@ func (s *Server) reload() (reloadResult, int, error) {
 	}
 
 	// Check all that can be refused before changing anything.
-	groups := healthGroups(cfg)
+	groups := cfg.Gateway.Groups
 	for _, g := range groups {
 		if err := s.carriers.CheckGroup(g); err != nil {
 			return reloadResult{}, http.StatusBadRequest, fmt.Errorf("gateway.groups[%s].%w", g.Name, err)

@@ -147,9 +147,9 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 	} else if s.disables != nil {
 		qo.Store = s.disables
 	}
-	if s.carriers, err = carrier.New(carrier.Options{Groups: healthGroups(cfg), Prober: prober{s},
+	if s.carriers, err = carrier.New(carrier.Options{Groups: cfg.Gateway.Groups, Prober: prober{s},
 		Limiter: ratelimit.Options{Config: ratelimit.Config{Redis: cfg.RateLimit.Redis,
-			DeadlineMS: int(cfg.RateLimit.Deadline / time.Millisecond), FailureMode: ratelimit.FailureMode(cfg.RateLimit.FailureMode),
+			DeadlineMS: int(cfg.RateLimit.Deadline / time.Millisecond), FailureMode: cfg.RateLimit.FailureMode,
 			Nodes: cfg.RateLimit.Nodes}, Batch: cfg.RateLimit.Batch, BatchMinRate: cfg.RateLimit.BatchMinRate,
 			Metrics: s.cpsSet, Logger: log},
 		Fleet: s.fleet, HealthMetrics: s.healthSet, CarrierMetrics: s.engineSet, Log: log,
@@ -178,9 +178,7 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 			IdleTimeout: cfg.SIP.TCP.IdleTimeout},
 		SocketRecvBuffer: cfg.SIP.SocketReceiveBufferKB << 10, SocketSendBuffer: cfg.SIP.SocketSendBufferKB << 10,
 		BatchInterval: cfg.SIP.BatchInterval}
-	for _, l := range cfg.Listen {
-		sc.Listen = append(sc.Listen, l.String())
-	}
+	sc.Listen = cfg.Listen
 	// Flood protection for sources that are neither trunks nor carriers.
 	sc.Flood = shard.FloodConfig{PerSecond: cfg.RateLimit.Flood.MessagesPerSec,
 		Ban: cfg.RateLimit.Flood.Ban, Exempt: exemptFrom(cfg, s.carriers.Exempt, s.trunks.covers)}

@@ -48,13 +48,15 @@ type sippProc struct {
 	err  error
 }
 
-// startSIPp starts sipp with args, on loopback, with a control and a media
-// port of its own (two SIPps on the defaults would collide).
+// startSIPp starts sipp with args, on loopback, with a control port and
+// media ports of its own (two SIPps on the defaults would collide): SIPp
+// binds its media port and the next three (audio and video RTP, RTCP), so
+// all four are checked free.
 func startSIPp(t *testing.T, name string, args ...string) *sippProc {
 	t.Helper()
 	p := &sippProc{t: t, name: name, out: &lockedBuffer{}, dir: t.TempDir(), done: make(chan struct{})}
 	args = append(args, "-i", "127.0.0.1", "-cp", strconv.Itoa(e2eFreePort(t)), "-mi", "127.0.0.1",
-		"-mp", strconv.Itoa(e2eFreePort(t)), "-nostdin", "-trace_err", "-error_file", filepath.Join(p.dir, "errors.log"))
+		"-mp", strconv.Itoa(freeUDPPorts(t, 4)), "-nostdin", "-trace_err", "-error_file", filepath.Join(p.dir, "errors.log"))
 	p.cmd = exec.Command("sipp", args...)
 	p.cmd.Dir = p.dir
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out

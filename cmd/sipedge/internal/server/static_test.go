@@ -48,7 +48,7 @@ func newTestStatic(t *testing.T, api bool) (*staticRoutes, *health.Registry, htt
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := health.New(health.Options{Groups: healthGroups(cfg), Logger: slog.New(slog.DiscardHandler)})
+	reg, err := health.New(health.Options{Groups: cfg.Gateway.Groups, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

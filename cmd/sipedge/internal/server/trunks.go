@@ -92,9 +92,7 @@ func (t *trunks) entry(ct config.Trunk, fixed bool) (trunkEntry, error) {
 	if t.channels != nil {
 		bt.Channels = t.channels(ct.Name, ct.Limits.MaxConcurrentCalls) // the new limit, for every version
 	}
-	for _, src := range ct.Sources {
-		bt.Sources = append(bt.Sources, b2bua.Source{Prefix: src.Prefix, Port: src.Port})
-	}
+	bt.Sources = slices.Clone(ct.Sources)
 	if np := t.cfg.NumberPolicy(ct.NumberPolicy); np != nil {
 		// Routing keys on E.164, whatever form the policy shapes into.
 		bt.Normalize = &b2bua.NumberPolicy{CountryCode: np.CountryCode, NationalPrefix: np.NationalPrefix}
@@ -312,7 +310,7 @@ func (t *trunks) postTrunk(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	ct.Sources = make([]config.Source, len(body.Sources))
+	ct.Sources = make([]b2bua.Source, len(body.Sources))
 	for i, s := range body.Sources {
 		if err := ct.Sources[i].UnmarshalText([]byte(s)); err != nil {
 			writeError(w, http.StatusBadRequest, fmt.Errorf("sources[%d]: %w", i, err))
