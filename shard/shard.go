@@ -61,6 +61,7 @@ type Shard struct {
 	received   uint64        // datagrams and hand-overs taken (poll.go)
 	lastUDP    time.Duration // when a datagram last woke the loop, or it last polled
 	yielded    time.Duration // when the loop, polling, last went through the scheduler (sleep)
+	every      time.Duration // the batch interval, as the load adapted it (poll.go)
 	conns      map[ConnID]*tcpConn
 	tcpOut     []*tcpConn // connections with bytes to write (flushTCP)
 	seq        uint64

@@ -177,7 +177,7 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 			FirstDataTimeout: cfg.SIP.TCP.FirstDataTimeout, MessageTimeout: cfg.SIP.TCP.MessageTimeout,
 			IdleTimeout: cfg.SIP.TCP.IdleTimeout},
 		SocketRecvBuffer: cfg.SIP.SocketReceiveBufferKB << 10, SocketSendBuffer: cfg.SIP.SocketSendBufferKB << 10,
-		BatchInterval: cfg.SIP.BatchInterval}
+		BatchInterval: cfg.SIP.BatchInterval, BatchIntervalMax: cfg.SIP.BatchIntervalMax}
 	sc.Listen = cfg.Listen
 	// Flood protection for sources that are neither trunks nor carriers.
 	sc.Flood = shard.FloodConfig{PerSecond: cfg.RateLimit.Flood.MessagesPerSec,
