@@ -45,8 +45,7 @@
 // Config.BatchInterval, it takes them every interval (lengthened up to
 // Config.BatchIntervalMax while intervals bring few messages), runs its
 // rings and timers, and sends, as long as each interval brings messages
-// (poll.go);
-// meanwhile other loops hand it messages without waking it.
+// (poll.go); meanwhile other loops hand it messages without waking it.
 // Shard.Post runs a function on a shard
 // from any goroutine: it is how blocking work done elsewhere (an HTTP
 // lookup, a Redis round trip) returns its result.
