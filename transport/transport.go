@@ -102,13 +102,24 @@ func (k Kind) DefaultPort() uint16 {
 // "tcp". Its error is worded for the configuration's reader, who sees it
 // after the field's path.
 func Parse(s string) (Kind, error) {
-	switch s {
-	case "udp":
-		return UDP, nil
-	case "tcp":
-		return TCP, nil
+	for k := UDP; k < numKinds; k++ {
+		if k.Served() && s == configNames[k] {
+			return k, nil
+		}
 	}
-	return 0, fmt.Errorf(`%q: want one of "udp", "tcp"`, s)
+	return 0, fmt.Errorf("%q: want one of %s", s, servedNames(`"`, `"`, ", "))
+}
+
+// servedNames lists the served transports' configuration names, each
+// between before and after, separated by sep: for errors.
+func servedNames(before, after, sep string) string {
+	var names []string
+	for k := UDP; k < numKinds; k++ {
+		if k.Served() {
+			names = append(names, before+configNames[k]+after)
+		}
+	}
+	return strings.Join(names, sep)
 }
 
 // FromParam reads the value of a URI's transport parameter, whose case does
@@ -199,11 +210,11 @@ func (l *Listen) UnmarshalText(b []byte) error {
 func ParseListen(s string) (Listen, error) {
 	scheme, hostport, ok := strings.Cut(s, "://")
 	if !ok {
-		return Listen{}, fmt.Errorf("%q: want udp://host:port or tcp://host:port", s)
+		return Listen{}, fmt.Errorf("%q: want %s", s, servedNames("", "://host:port", " or "))
 	}
 	k, err := Parse(scheme)
 	if err != nil {
-		return Listen{}, fmt.Errorf("%q: transport %q is not udp or tcp", s, scheme)
+		return Listen{}, fmt.Errorf("%q: transport %q is not %s", s, scheme, servedNames("", "", " or "))
 	}
 	host, port, err := splitHostPort(s, hostport)
 	if err != nil {
