@@ -14,9 +14,10 @@ const module = "github.com/sipedge/sipedge"
 // flow one way: parser, transport and dialog/digest are leaves; the
 // carrier plane (carrier) sits on health, ratelimit, route and quality,
 // under the call core (dialog); shard alone speaks gnet; fleet stays below
-// what uses it; cmd wires. internal/testtier, internal/script and
-// internal/enginerig are for tests alone: no package's non-test code may
-// depend on them.
+// what uses it; cmd wires. internal/redisurl, what every user of the
+// shared Redis agrees on about its URL, is a leaf under them all.
+// internal/testtier, internal/script and internal/enginerig are for tests
+// alone: no package's non-test code may depend on them.
 var forbidden = map[string][]string{
 	"parser":    {module, "github.com/panjf2000/gnet"},
 	"transport": {module},
@@ -30,8 +31,9 @@ var forbidden = map[string][]string{
 	// it hands them callbacks, never imports them.
 	"fleet": {module + "/shard", module + "/dialog", module + "/route", module + "/health", module + "/ratelimit",
 		module + "/carrier", module + "/quality", module + "/cmd", "github.com/panjf2000/gnet"},
-	// internal holds test helpers; the engine rig must not import the
-	// call core it drives, whose own tests import the rig.
+	// internal holds test helpers and internal/redisurl; the engine rig
+	// must not import the call core it drives, whose own tests import the
+	// rig.
 	"internal": {module + "/dialog/b2bua", module + "/shard", module + "/cmd", "github.com/panjf2000/gnet"},
 	// quality is a library the carrier plane feeds: it may read route's
 	// types, nothing of the runtime (quality/redisstore, its Redis store,
@@ -72,6 +74,13 @@ func TestDependencies(t *testing.T) {
 		// import, import only the standard library (redistest testtier too).
 		testHelper := rel == "ratelimit/redistest" || slices.Contains(testOnly, pkg)
 		leafHelper := testHelper && rel != "internal/enginerig"
+		if rel == "internal/redisurl" {
+			for _, d := range deps {
+				if strings.HasPrefix(d, module+"/") {
+					t.Errorf("%s imports %s: a leaf under every user of Redis, it may import nothing of the module", pkg, d)
+				}
+			}
+		}
 		if top == "parser" || top == "transport" || digest || leafHelper {
 			for _, d := range deps {
 				if strings.Contains(strings.Split(d, "/")[0], ".") && !(leafHelper && d == testtier) {

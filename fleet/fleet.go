@@ -14,6 +14,8 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/redis/rueidis"
+
+	"github.com/sipedge/sipedge/internal/redisurl"
 )
 
 // prefix is the hash tag of every fleet key: one Redis Cluster slot holds
@@ -116,17 +118,16 @@ func New(o Options) (*Fleet, error) {
 		return f, nil
 	}
 
-	opt, err := rueidis.ParseURL(o.Redis)
+	opt, err := redisurl.Options(o.Redis)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w: cannot parse fleet.redis: %w", ErrInvalid, ErrRedisURL, err)
 	}
-	opt.DisableCache = true
-	opt.Dialer.Timeout = time.Second
+	opt.Dialer.Timeout = time.Second // whatever the URL's dial_timeout: New waits no longer
 	// A silent Redis would otherwise hold a pipelined connection for 10 s.
 	opt.ConnWriteTimeout = time.Second
 	c, err := rueidis.NewClient(opt)
 	if err != nil {
-		if err := dbRefused(opt, err); err != nil {
+		if err := redisurl.DBRefused(opt, err); err != nil {
 			return nil, fmt.Errorf("%w: %w: %w", ErrInvalid, ErrRedisURL, err)
 		}
 		f.failed("heartbeat", err)
@@ -168,7 +169,7 @@ func (f *Fleet) connect(opt rueidis.ClientOption) {
 		c, err := rueidis.NewClient(opt)
 		if err != nil {
 			if !logged {
-				if err := dbRefused(opt, err); err != nil {
+				if err := redisurl.DBRefused(opt, err); err != nil {
 					f.log.Error("fleet: redis refuses the URL's database", "error", err)
 					logged = true
 				}
@@ -179,28 +180,6 @@ func (f *Fleet) connect(opt rueidis.ClientOption) {
 		f.members.wake()
 		return
 	}
-}
-
-// dbRefused explains err, a failed connection, when what Redis refused is
-// the URL's database: a Redis Cluster has only database 0. It returns nil
-// for any other failure (Redis down, loading, a bad password), which the
-// failure mode rides out. ratelimit and route/lcr have its twins.
-func dbRefused(opt rueidis.ClientOption, err error) error {
-	db := opt.SelectDB
-	if _, ok := rueidis.IsRedisErr(err); !ok || db == 0 {
-		return nil
-	}
-	opt.SelectDB = 0
-	c, err0 := rueidis.NewClient(opt)
-	if err0 != nil {
-		return nil
-	}
-	defer c.Close()
-	if c.Mode() == rueidis.ClientModeCluster {
-		return fmt.Errorf("database %d: %s is a Redis Cluster, which has only database 0",
-			db, strings.Join(opt.InitAddress, ","))
-	}
-	return fmt.Errorf("database %d: Redis at %s refuses it: %w", db, strings.Join(opt.InitAddress, ","), err)
 }
 
 var errNotConnected = errors.New("fleet: redis not connected")

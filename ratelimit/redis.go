@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/redis/rueidis"
+
+	"github.com/sipedge/sipedge/internal/redisurl"
 )
 
 // script is the slot reservation of docs/design/cps.md 3.1 in
@@ -185,19 +186,18 @@ func NewRedis(o Options) (*Redis, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	opt, err := rueidis.ParseURL(o.Redis)
+	opt, err := redisurl.Options(o.Redis)
 	if err != nil {
 		return nil, fmt.Errorf("%w: cannot parse %w: %w", ErrInvalid, ErrRedisURL, err) // not the URL: its password
 	}
-	opt.DisableCache = true // no client-side caching: every decision writes
-	opt.Dialer.Timeout = time.Second
+	opt.Dialer.Timeout = time.Second // whatever the URL's dial_timeout: New waits no longer
 	// A silent Redis would otherwise hold a pipelined connection for 10 s;
 	// calls have their own deadline, this bounds the connection's.
 	opt.ConnWriteTimeout = time.Second
 	opt.MaxFlushDelay = 20 * time.Microsecond
 	c, err := newClients(opt, defaultPipelines)
 	if err != nil {
-		if err := dbRefused(opt, err); err != nil {
+		if err := redisurl.DBRefused(opt, err); err != nil {
 			return nil, fmt.Errorf("%w: %w: %w", ErrInvalid, ErrRedisURL, err)
 		}
 	}
@@ -270,35 +270,12 @@ func (r *Redis) connect(opt rueidis.ClientOption) {
 			return
 		}
 		if !logged {
-			if err := dbRefused(opt, err); err != nil {
+			if err := redisurl.DBRefused(opt, err); err != nil {
 				r.log.Error("ratelimit: redis refuses the URL's database", "failure_mode", string(r.mode), "error", err)
 				logged = true
 			}
 		}
 	}
-}
-
-// dbRefused explains err, a failed connection, when what Redis refused is
-// the URL's database: a Redis Cluster has only database 0, and a server
-// has a fixed number of them. It returns nil for any other failure (Redis
-// down, loading, a bad password), which the failure mode rides out. It
-// tells by connecting again, to database 0.
-func dbRefused(opt rueidis.ClientOption, err error) error {
-	db := opt.SelectDB
-	if _, ok := rueidis.IsRedisErr(err); !ok || db == 0 {
-		return nil
-	}
-	opt.SelectDB = 0
-	c, err0 := rueidis.NewClient(opt)
-	if err0 != nil {
-		return nil
-	}
-	defer c.Close()
-	if c.Mode() == rueidis.ClientModeCluster {
-		return fmt.Errorf("database %d: %s is a Redis Cluster, which has only database 0",
-			db, strings.Join(opt.InitAddress, ","))
-	}
-	return fmt.Errorf("database %d: Redis at %s refuses it: %w", db, strings.Join(opt.InitAddress, ","), err)
 }
 
 func (r *Redis) work() {

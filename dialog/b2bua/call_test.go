@@ -1,6 +1,7 @@
 package b2bua
 
 import (
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -8,8 +9,10 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/sipedge/sipedge/carrier"
 	"github.com/sipedge/sipedge/dialog/cdr"
 	"github.com/sipedge/sipedge/parser"
+	"github.com/sipedge/sipedge/route"
 )
 
 func TestAnsweredCallByeFromCaller(t *testing.T) {
@@ -87,6 +90,55 @@ func TestCancelBeforeAnswer(t *testing.T) {
 	r.expect(carrierA, "ACK sip:15551234@198.51.100.20:5070 SIP/2.0")
 	if len(r.calls) != 1 || r.calls[0].FinalCode != 487 || r.calls[0].HangupSide.String() != "caller" {
 		t.Fatalf("summaries %+v", r.calls)
+	}
+}
+
+// A caller who gives up on a ringing carrier, with a CANCEL or with a BYE
+// in its early dialog, leaves the same attempt in the CDR's lcr_attempts
+// (487, caller_cancelled, with the B-leg the carrier saw, to reconcile
+// with its invoice) and in the carrier plane's report, which counts it in
+// sipedge_lcr_attempts_total.
+func TestCallerGivesUpAttemptListed(t *testing.T) {
+	for _, how := range []string{"cancel", "bye"} {
+		t.Run(how, func(t *testing.T) {
+			r := newRig(t, nil)
+			inv := callerInvite("1", "a-call-1", "15551234")
+			r.recv(caller, inv)
+			r.expect(caller, "SIP/2.0 100 Trying")
+			dialed := r.Clock.Now
+			binv := r.expect(carrierA, "INVITE sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+			r.advance(time.Second)
+			r.recv(carrierA, carrierResponse(binv, 180, "Ringing", ""))
+			r.take(carrierA) // the INVITE's retransmissions before the 180
+			aTag := tagOf(t, r.expect(caller, "SIP/2.0 180 Ringing")[0], parser.HeaderTo)
+			r.advance(4 * time.Second)
+			if how == "cancel" {
+				r.recv(caller, cancelOf(inv))
+			} else {
+				r.recv(caller, inDialogFromCaller("BYE", "bye", 11, aTag, ""))
+			}
+			bc := r.expect(carrierA, "CANCEL sip:15551234@198.51.100.20:5070 SIP/2.0")[0]
+			r.recv(carrierA, carrierResponse(bc, 200, "OK", ""))
+			r.recv(carrierA, carrierResponse(binv, 487, "Request Terminated", ""))
+
+			s := r.summary()
+			want := []route.Attempt{{CarrierID: "carrier-a", Status: 487, ElapsedMs: 5000, Dialed: true, Reason: route.ReasonCallerCancelled}}
+			wantLegs := []cdrLeg{{BCallID: hdr(binv, parser.HeaderCallID), Invite: dialed}}
+			if s.FinalCode != 487 || s.HangupSide != cdr.HangupCaller || !reflect.DeepEqual(s.Attempts, want) || !reflect.DeepEqual(s.Legs, wantLegs) {
+				t.Fatalf("final %d hung up by %v, attempts %+v legs %+v; want 487 by the caller, %+v with %+v",
+					s.FinalCode, s.HangupSide, s.Attempts, s.Legs, want, wantLegs)
+			}
+			var failed []carrier.Report
+			for _, rep := range r.c.Reports {
+				if rep.Event == carrier.AttemptFailed {
+					failed = append(failed, rep)
+				}
+			}
+			if len(failed) != 1 || failed[0].CarrierID != "carrier-a" || failed[0].Code != 487 || !failed[0].Dialed ||
+				failed[0].Reason != route.ReasonCallerCancelled || failed[0].Invite != dialed {
+				t.Fatalf("failed attempts reported %+v, want carrier-a's, 487 caller_cancelled, dialled at %v", failed, dialed)
+			}
+		})
 	}
 }
 

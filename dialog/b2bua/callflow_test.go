@@ -79,7 +79,9 @@ import (
 // tags and branches are symbols, so that the scripts are stable: A1, A2
 // the caller's calls, B1, B2 the B-legs sipedge minted; a1 the caller's
 // tags, c1 the carriers', s1, s2 sipedge's, in the order they appear; z1,
-// z2 sipedge's branches. sdp=caller says a body is the caller's SDP,
+// z2 sipedge's branches; R, R+1 the RSeqs of sipedge's reliable
+// provisionals to the caller (random, RFC 3262 3), shown by show RSeq and
+// named by a caller's PRACK: "RAck: R 1 INVITE". sdp=caller says a body is the caller's SDP,
 // unchanged. Output during an advance is prefixed with its time, counted
 // from the script's start. A CDR prints with its key fields as it is
 // written, times from the script's start.
@@ -121,6 +123,7 @@ type ladder struct {
 
 	names map[string]string // a raw Call-ID, tag or branch to its symbol
 	count map[string]int    // symbols given, per prefix
+	rseq  uint32            // the first RSeq sipedge gave the caller: R (RFC 3262 3)
 	out   []string
 	at    string // "@T " while a timer fires
 
@@ -205,7 +208,7 @@ func newLadder(t *testing.T) *ladder {
 	cfg := b2bua.Config{
 		Trunks:      []b2bua.Trunk{{Name: "local", Group: "cust-trunks", Sources: []b2bua.Source{{Prefix: netip.MustParsePrefix("192.0.2.0/24")}}}},
 		HeaderAllow: defaultAllow,
-		LocalUDP:    enginerig.Local,
+		Local:       b2bua.LocalAddrs{transport.UDP: enginerig.Local},
 		MaxDuration: time.Hour,
 	}
 	env := b2bua.Env{
@@ -365,7 +368,7 @@ func (l *ladder) callerRequest(c *script.Command, words []string) []byte {
 		k := &callerCall{callID: "A" + n + "-caller@caller.example.org", tag: "a" + n + "-caller", uri: rest[0], cseq: 1,
 			target: rest[0]}
 		l.names[k.callID], l.names[k.tag] = "A"+n, "a"+n
-		l.call = k
+		l.call, l.rseq = k, 0
 		k.last.cseq, k.last.uri, k.last.branch = 1, k.uri, l.branch(p)
 		var b []byte
 		b = fmt.Appendf(b, "INVITE %s SIP/2.0\r\nVia: SIP/2.0/UDP %s;branch=%s\r\nMax-Forwards: 70\r\n", k.uri, p.host, k.last.branch)
@@ -401,6 +404,9 @@ func (l *ladder) callerRequest(c *script.Command, words []string) []byte {
 	}
 	if method == "re-INVITE" {
 		method = "INVITE"
+	}
+	if method == "PRACK" {
+		return l.prack(c, k)
 	}
 	k.cseq++
 	branch := l.branch(p)
@@ -601,6 +607,8 @@ func (l *ladder) message(to netip.AddrPort, data []byte) {
 		switch {
 		case h.Kind == parser.HeaderAuthorization || h.Kind == parser.HeaderProxyAuthorization:
 			l.printf("  %s: %s", h.Name, l.credentials(m, h.Value))
+		case h.Kind == parser.HeaderRSeq && p == l.caller && slices.Contains(l.show, "RSeq"):
+			l.printf("  %s: %s", h.Name, l.rseqSymbol(h.Value))
 		case h.Kind == parser.HeaderReason || h.Kind == parser.HeaderRetryAfter || h.Kind == parser.HeaderWWWAuthenticate ||
 			h.Kind == parser.HeaderProxyAuthenticate || slices.ContainsFunc(l.show, func(s string) bool { return strings.EqualFold(s, string(h.Name)) }):
 			l.printf("  %s: %s", h.Name, l.symbolize(string(h.Value)))
@@ -657,6 +665,60 @@ func digestParams(v string) map[string]string {
 		v = strings.TrimLeft(strings.TrimPrefix(rest, ","), " ")
 	}
 	return out
+}
+
+// prack builds the caller's PRACK in its early dialog (RFC 3262 7.1): the
+// script writes its RAck with the RSeq as a symbol, "RAck: R+1 1 INVITE".
+func (l *ladder) prack(c *script.Command, k *callerCall) []byte {
+	var rack string
+	for _, h := range c.Input {
+		if v, ok := strings.CutPrefix(h, "RAck: "); ok {
+			sym, rest, _ := strings.Cut(v, " ")
+			rack = fmt.Sprintf("RAck: %d %s", l.rseqOf(c, sym), rest)
+		}
+	}
+	if rack == "" {
+		l.t.Fatalf("%s: a PRACK carries a RAck: R[+N] CSEQ INVITE", c.Pos)
+	}
+	k.cseq++
+	var b []byte
+	b = fmt.Appendf(b, "PRACK %s SIP/2.0\r\nVia: SIP/2.0/UDP %s;branch=%s\r\n", k.target, l.caller.host, l.branch(l.caller))
+	b = fmt.Appendf(b, "Max-Forwards: 70\r\nFrom: \"Alice\" <sip:alice@caller.example.org>;tag=%s\r\nTo: <%s>;tag=%s\r\n",
+		k.tag, k.uri, k.toTag)
+	b = fmt.Appendf(b, "Call-ID: %s\r\nCSeq: %d PRACK\r\n%s\r\n", k.callID, k.cseq, rack)
+	return parser.AppendBody(b, "", nil)
+}
+
+// rseqSymbol shows an RSeq sipedge gave the caller relative to the first,
+// R, which is random (RFC 3262 3): R+1 is the next reliable provisional.
+func (l *ladder) rseqSymbol(v []byte) string {
+	n, err := strconv.ParseUint(string(v), 10, 32)
+	if err != nil {
+		return fmt.Sprintf("%s (not a number)", v)
+	}
+	if l.rseq == 0 {
+		l.rseq = uint32(n)
+	}
+	if d := int64(n) - int64(l.rseq); d != 0 {
+		return fmt.Sprintf("R%+d", d)
+	}
+	return "R"
+}
+
+// rseqOf reads an RSeq symbol back.
+func (l *ladder) rseqOf(c *script.Command, sym string) uint32 {
+	rest, ok := strings.CutPrefix(sym, "R")
+	if !ok || l.rseq == 0 {
+		l.t.Fatalf("%s: %q is not an RSeq sipedge gave (R, R+1...)", c.Pos, sym)
+	}
+	if rest == "" {
+		return l.rseq
+	}
+	d, err := strconv.Atoi(rest)
+	if err != nil {
+		l.t.Fatalf("%s: %q is not an RSeq sipedge gave (R, R+1...)", c.Pos, sym)
+	}
+	return l.rseq + uint32(d)
 }
 
 // symbolize replaces the raw tokens in s that have a symbol, the longest

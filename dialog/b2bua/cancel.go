@@ -87,6 +87,22 @@ func (e *Engine) cancelHeaders(cancel *parser.Message) []byte {
 // ends with its final response, so that a 2xx crossing the CANCEL is ACKed
 // and BYEd.
 func (e *Engine) abandon(c *Call, cancel *parser.Message) {
+	e.giveUpAttempt(c)
+	if c.bTxn != 0 {
+		if err := e.txns.CancelWith(c.bTxn, e.cancelHeaders(cancel), e.now); err == nil {
+			e.after()
+			return
+		}
+	}
+	e.end(c, cdr.HangupCaller)
+}
+
+// giveUpAttempt stops the sequence for a caller who gave up, with a CANCEL
+// or a BYE in its early dialog: the carrier in flight is burned as
+// caller_cancelled (status 487, the call's lcr_attempts entry with its
+// B-leg) and reported, its gateway hearing that the attempt was abandoned.
+// The caller sends the B-leg's CANCEL.
+func (e *Engine) giveUpAttempt(c *Call) {
 	c.canceled = true
 	if c.att.timer != 0 {
 		e.env.Clock.Stop(c.att.timer)
@@ -97,11 +113,4 @@ func (e *Engine) abandon(c *Call, cancel *parser.Message) {
 	if st := c.seq.Abandon(e.now); st.Burned {
 		e.attemptFailed(c, st, true)
 	}
-	if c.bTxn != 0 {
-		if err := e.txns.CancelWith(c.bTxn, e.cancelHeaders(cancel), e.now); err == nil {
-			e.after()
-			return
-		}
-	}
-	e.end(c, cdr.HangupCaller)
 }

@@ -72,12 +72,15 @@ func (e *Engine) inDialog(m *parser.Message, a *txn.Action) {
 		if !c.answered { // a BYE in an early dialog (RFC 3261 15)
 			if s == sideA {
 				// The caller's INVITE is still pending in the dialog its BYE
-				// ends: 487, as RFC 3261 15.1.2 recommends.
+				// ends: 487, as RFC 3261 15.1.2 recommends. The caller gave
+				// up as with a CANCEL (the carrier's attempt is listed
+				// alike), but the call ends now, not at the carrier's 487:
+				// the BYE ended the dialog.
 				c.finalCode, c.finalReason = 487, append(c.finalReason[:0], "Request Terminated"...)
-				c.canceled = true
 				if c.bTxn != 0 && e.txns.Cancel(c.bTxn, e.now) == nil {
 					e.after()
 				}
+				e.giveUpAttempt(c)
 			}
 			e.end(c, hangup)
 			return

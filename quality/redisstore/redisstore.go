@@ -22,10 +22,10 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/redis/rueidis"
 
+	"github.com/sipedge/sipedge/internal/redisurl"
 	"github.com/sipedge/sipedge/quality"
 )
 
@@ -48,13 +48,9 @@ type Store struct {
 // Cluster's seed nodes as ?addr=host:port&addr=...), not yet connected.
 // log (nil: slog.Default()) gets the stored values that do not decode.
 func New(url string, log *slog.Logger) (*Store, error) {
-	opt, err := rueidis.ParseURL(url)
+	opt, err := redisurl.Options(url)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrURL, err)
-	}
-	opt.DisableCache = true
-	if opt.Dialer.Timeout == 0 {
-		opt.Dialer.Timeout = time.Second
 	}
 	if log == nil {
 		log = slog.Default()

@@ -2,13 +2,13 @@ package lcr
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/sipedge/sipedge/internal/redisurl"
 )
 
 // RedisKeyPrefix is put before the cache key to form the Redis key. It has
@@ -138,7 +138,7 @@ func (t *redisTier) connectLater(ctx context.Context, opt rueidis.ClientOption) 
 		if err != nil {
 			t.failed(err)
 			if !logged {
-				if err := dbRefused(opt, err); err != nil {
+				if err := redisurl.DBRefused(opt, err); err != nil {
 					t.r.log.Error("lcr: Redis refuses the URL's database", "err", err)
 					logged = true
 				}
@@ -157,30 +157,6 @@ func (t *redisTier) connectLater(ctx context.Context, opt rueidis.ClientOption) 
 		t.succeeded()
 		return
 	}
-}
-
-// dbRefused explains err, a failed connection, when what Redis refused is
-// the URL's database: a Redis Cluster has only database 0, and a server
-// has a fixed number of them. It returns nil for any other failure (Redis
-// down, loading, a bad password), which the tier rides out. It tells by
-// connecting again, to database 0. ratelimit has its twin: lcr must not
-// import the limiter (TestDependencies), nor it lcr.
-func dbRefused(opt rueidis.ClientOption, err error) error {
-	db := opt.SelectDB
-	if _, ok := rueidis.IsRedisErr(err); !ok || db == 0 {
-		return nil
-	}
-	opt.SelectDB = 0
-	c, err0 := rueidis.NewClient(opt)
-	if err0 != nil {
-		return nil
-	}
-	defer c.Close()
-	if c.Mode() == rueidis.ClientModeCluster {
-		return fmt.Errorf("database %d: %s is a Redis Cluster, which has only database 0",
-			db, strings.Join(opt.InitAddress, ","))
-	}
-	return fmt.Errorf("database %d: Redis at %s refuses it: %w", db, strings.Join(opt.InitAddress, ","), err)
 }
 
 func (t *redisTier) close() {

@@ -19,6 +19,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/redis/rueidis"
 
+	"github.com/sipedge/sipedge/internal/redisurl"
 	"github.com/sipedge/sipedge/route"
 )
 
@@ -297,18 +298,14 @@ func cmp0[T comparable](v, def T) T {
 }
 
 func (r *Resolver) dialRedis(rawURL string) error {
-	opt, err := rueidis.ParseURL(rawURL)
+	opt, err := redisurl.Options(rawURL)
 	if err != nil {
 		return fmt.Errorf("%w: cannot parse %w: %w", ErrInvalidOption, ErrRedisURL, err)
-	}
-	opt.DisableCache = true // no client-side caching: plain GET/SET, any Redis
-	if opt.Dialer.Timeout == 0 {
-		opt.Dialer.Timeout = time.Second
 	}
 	r.redis.owned = true
 	c, err := rueidis.NewClient(opt)
 	if err != nil {
-		if err := dbRefused(opt, err); err != nil {
+		if err := redisurl.DBRefused(opt, err); err != nil {
 			return fmt.Errorf("%w: %w: %w", ErrInvalidOption, ErrRedisURL, err)
 		}
 		r.redis.failed(err)

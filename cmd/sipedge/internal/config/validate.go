@@ -647,7 +647,7 @@ func ipDest(s string) (isIP bool, portErr string) {
 		return false, ""
 	}
 	if hasPort {
-		switch p, err := parsePort(port); {
+		switch p, err := transport.ParsePort(port); {
 		case err != nil:
 			return true, err.Error()
 		case p == 0:

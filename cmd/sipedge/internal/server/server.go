@@ -261,16 +261,12 @@ func (s *Server) b2buaConfig(shardIdx int) b2bua.Config {
 		// The limit is per node; each shard takes its share.
 		bc.MaxCalls = (n + s.shardCount() - 1) / s.shardCount()
 	}
+	// Each transport's first listen address (a transport with none uses
+	// the first one's: LocalAddrs.For).
 	for _, l := range cfg.Listen {
-		switch {
-		case l.Transport == transport.UDP && bc.LocalUDP == "":
-			bc.LocalUDP = advertised(cfg, l).String()
-		case l.Transport == transport.TCP && bc.LocalTCP == "":
-			bc.LocalTCP = advertised(cfg, l).String()
+		if bc.Local[l.Transport] == "" {
+			bc.Local[l.Transport] = advertised(cfg, l).String()
 		}
-	}
-	if bc.LocalUDP == "" {
-		bc.LocalUDP = bc.LocalTCP
 	}
 	if s.trunks != nil {
 		bc.TrunkSet = &s.trunks.set
