@@ -10,10 +10,21 @@
 # default -sn uac) is the UAC's scenario and any other SIPp arguments of
 # its own; SIPP_PREFIX (an array, default empty) is put before every SIPp
 # command, e.g. (nice -n 5).
+#
+# Environment: SHARDS, BATCH_US and BATCH_MAX_US, when set, go into
+# sipedge's config (shards, sip.batch_interval_us, batch_interval_max_us).
+# SIPP_BUFF_KB (default 1024) sizes every SIPp socket's buffers (SIPp's
+# -buff_size, capped by the kernel at net.core.rmem_max and wmem_max).
+# SIPp's own default, 64 KiB, holds some 30 datagrams on loopback: when
+# SIPp is starved of CPU, a server that sends in batches (sipedge, every
+# few milliseconds) overflows it, and the datagrams dropped at SIPp's
+# sockets come back as retransmissions, counted against the server
+# (docs/design/wire.md 8).
 
 SIPP=${SIPP:-sipp}
 UAC_ARGS=(-sn uac)
 SIPP_PREFIX=()
+SIPP_BUFF=(-buff_size $((${SIPP_BUFF_KB:-1024} * 1024)))
 GO=${GO:-go}
 NAME=${0##*/}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -204,7 +215,7 @@ start_sipedge() {
 start_uas() {
 	local prefix=$1 port=$2 cp=$3 mp=$4 pid i proto=u
 	shift 4
-	(cd "$WORK" && exec "${SIPP_PREFIX[@]}" "$SIPP" "$@" -t "$SIPP_T" -i 127.0.0.1 -p "$port" \
+	(cd "$WORK" && exec "${SIPP_PREFIX[@]}" "$SIPP" "$@" "${SIPP_BUFF[@]}" -t "$SIPP_T" -i 127.0.0.1 -p "$port" \
 		-mi 127.0.0.1 -mp "$mp" -cp "$cp" -nostdin \
 		-trace_err -error_file "$WORK/${prefix}_errors.log" \
 		-trace_screen -screen_file "$WORK/${prefix}_screen.log" \
@@ -225,7 +236,7 @@ run_uac() {
 	local t0 t1
 	t0=$(date +%s.%N)
 	(cd "$WORK" && exec timeout -s TERM -k 5 $((UAC_TIMEOUT + 5)) \
-		"${SIPP_PREFIX[@]}" "$SIPP" "${UAC_ARGS[@]}" "127.0.0.1:$SIP_PORT" -t "$SIPP_T" -i 127.0.0.1 -p "$UAC_PORT" \
+		"${SIPP_PREFIX[@]}" "$SIPP" "${UAC_ARGS[@]}" "${SIPP_BUFF[@]}" "127.0.0.1:$SIP_PORT" -t "$SIPP_T" -i 127.0.0.1 -p "$UAC_PORT" \
 		-mi 127.0.0.1 -mp "$UAC_MP" -cp "$UAC_CP" \
 		-r "$RATE" -m "$CALLS" -l "$LIMIT" -nostdin \
 		-timeout "${UAC_TIMEOUT}s" -timeout_error \
