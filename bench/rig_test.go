@@ -15,6 +15,7 @@ import (
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/quality"
 	"github.com/sipedge/sipedge/route"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // The rig runs one shard's b2bua.Engine on internal/enginerig, between two
@@ -193,7 +194,7 @@ func newRig(tb testing.TB, o rigOptions) *rig {
 		Trunks: []b2bua.Trunk{{Name: "local", Group: "cust-trunks",
 			Sources: []b2bua.Source{{Prefix: netip.MustParsePrefix("192.0.2.0/24")}}}},
 		HeaderAllow: []string{"Allow", "Supported"},
-		LocalUDP:    enginerig.Local,
+		Local:       b2bua.LocalAddrs{transport.UDP: enginerig.Local},
 		MaxDuration: o.maxDuration,
 		Txn:         txn.Config{IdleRelease: -1},
 	}

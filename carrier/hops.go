@@ -16,7 +16,7 @@ import (
 // goes, or why it cannot go anywhere.
 type hop struct {
 	peer   transport.Peer
-	uri    string // "sip:IP:port", ";transport=tcp" on TCP
+	uri    string // "sip:IP:port" and its transport (transport.Kind.URIParam)
 	reason string // not "": undialable (route.ReasonUnresolvable)
 }
 
@@ -24,8 +24,9 @@ type hop struct {
 // "host[:port]", with parser.ParseURI. The host must be an IP literal:
 // there is no DNS on a shard, and a name is skipped as unresolvable, as is
 // port 0 (nothing listens there) and a sips: URI (no TLS to honour it
-// with). The port defaults to 5060; ";transport=tcp" selects TCP, any
-// other transport is UDP.
+// with). A served transport parameter (";transport=tcp") selects its
+// transport, any other is UDP (transport.URIDefault); the port defaults to
+// the transport's (RFC 3261 19.1.2).
 func parseHop(dest string) hop {
 	undialable := hop{reason: route.ReasonUnresolvable}
 	s := dest
@@ -52,22 +53,18 @@ func parseHop(dest string) hop {
 	// into b, and what follows it tells them apart.
 	end := cap(b) - cap(u.Host) + len(u.Host)
 	port := uint16(u.Port)
-	switch {
-	case end < len(b) && b[end] == ':' && port == 0:
+	if end < len(b) && b[end] == ':' && port == 0 {
 		return undialable
-	case port == 0:
-		port = transport.UDP.DefaultPort()
 	}
-	h := hop{peer: transport.Peer{Addr: netip.AddrPortFrom(a.Unmap(), port), Transport: transport.UDP}}
-	if v, ok := u.Param("transport"); ok {
-		if k, _ := transport.FromParam(v); k == transport.TCP {
-			h.peer.Transport = transport.TCP
-		}
+	k, ok := transport.FromURIParam(u.Param("transport"))
+	if !ok || !k.Served() {
+		k = transport.URIDefault
 	}
-	h.uri = "sip:" + h.peer.Addr.String()
-	if h.peer.Transport == transport.TCP {
-		h.uri += ";transport=tcp"
+	if port == 0 {
+		port = k.DefaultPort()
 	}
+	h := hop{peer: transport.Peer{Addr: netip.AddrPortFrom(a.Unmap(), port), Transport: k}}
+	h.uri = "sip:" + h.peer.Addr.String() + k.URIParam()
 	return h
 }
 

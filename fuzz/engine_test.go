@@ -65,7 +65,7 @@ func newEngineRig(t *testing.T) *engineRig {
 	r := &engineRig{Rig: enginerig.New(t), t: t, cseq: 1}
 	cfg := b2bua.Config{
 		Trunks:      []b2bua.Trunk{{Name: "t", Group: "g", Sources: []b2bua.Source{{Prefix: netip.MustParsePrefix("192.0.2.0/24")}}}},
-		LocalUDP:    enginerig.Local,
+		Local:       b2bua.LocalAddrs{transport.UDP: enginerig.Local},
 		MaxDuration: time.Hour,
 		HeaderAllow: []string{"Allow"},
 	}

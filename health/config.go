@@ -6,11 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"net/netip"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/sipedge/sipedge/parser"
@@ -568,52 +565,21 @@ func orDefault[T comparable](p *T, def T) {
 	}
 }
 
-// parseAddress splits "host:port": host an IP address (IPv6 in brackets) or
-// a DNS name, port 1 to 65535. ip is valid when host is an IP address.
+// parseAddress splits "host:port" (transport.SplitHostPort): host an IP
+// address (IPv6 in brackets) or a DNS name, port 1 to 65535. ip is valid
+// when host is an IP address.
 func parseAddress(s string) (host string, port uint16, ip netip.Addr, err error) {
-	h, p, err := net.SplitHostPort(s)
+	host, port, err = transport.SplitHostPort(s)
 	if err != nil {
-		var ae *net.AddrError
-		if errors.As(err, &ae) {
-			return "", 0, ip, fmt.Errorf("%q: %s", s, strings.TrimSuffix(ae.Err, " in address"))
-		}
-		return "", 0, ip, fmt.Errorf("%q: %v", s, err)
+		return "", 0, ip, err
 	}
-	n, err := strconv.ParseUint(p, 10, 16)
-	if err != nil {
-		return "", 0, ip, fmt.Errorf("%q: invalid port", s)
-	}
-	if n == 0 {
+	if port == 0 {
 		return "", 0, ip, fmt.Errorf("%q: port must not be 0", s)
 	}
-	if a, err := netip.ParseAddr(h); err == nil {
-		return h, uint16(n), a.Unmap(), nil
+	if a, err := netip.ParseAddr(host); err == nil {
+		ip = a.Unmap()
 	}
-	if !validDNSName(h) {
-		return "", 0, ip, fmt.Errorf("%q: host %q is neither an IP address nor a DNS name", s, h)
-	}
-	return h, uint16(n), ip, nil
-}
-
-// validDNSName reports whether s is a syntactically valid DNS name (the
-// rule of the configuration loader).
-func validDNSName(s string) bool {
-	s = strings.TrimSuffix(s, ".")
-	if s == "" || len(s) > 253 {
-		return false
-	}
-	for _, label := range strings.Split(s, ".") {
-		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
-			return false
-		}
-		for i := 0; i < len(label); i++ {
-			c := label[i]
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-				return false
-			}
-		}
-	}
-	return true
+	return host, port, ip, nil
 }
 
 // printable reports whether s is at most n bytes of printable ASCII.

@@ -44,6 +44,10 @@ type Config struct {
 	// intervals, the loop takes them every interval rather than being
 	// woken for each (poll.go); 0 wakes it for each.
 	BatchInterval time.Duration
+	// BatchIntervalMax: the longest the interval grows to while intervals
+	// bring few messages (poll.go), the most a message waits in its
+	// socket under load. At or below BatchInterval, the interval is fixed.
+	BatchIntervalMax time.Duration
 }
 
 // TCPConfig bounds stream connections (what trusted SIP servers enforce).

@@ -42,17 +42,27 @@
 // the timer wheel. gnet's ticker wakes every shard each Config.Tick (5 ms),
 // so timers have that resolution. Under load a loop is not woken per
 // datagram: while datagrams come faster than one every two
-// Config.BatchInterval, it takes them every interval, runs its rings and
-// timers, and sends, as long as each interval brings messages (poll.go);
-// meanwhile other loops hand it messages without waking it.
+// Config.BatchInterval, it takes them every interval (lengthened up to
+// Config.BatchIntervalMax while intervals bring few messages), runs its
+// rings and timers, and sends, as long as each interval brings messages
+// (poll.go); meanwhile other loops hand it messages without waking it.
 // Shard.Post runs a function on a shard
 // from any goroutine: it is how blocking work done elsewhere (an HTTP
 // lookup, a Redis round trip) returns its result.
 //
 // # Transport
 //
-// A peer is a transport.Peer: its Conn is the index of the listening
-// socket (Config.Listen) on UDP, the connection's ConnID on TCP.
+// The runtime reads a transport by its properties (transport.Kind): a
+// datagram Kind (UDP) is served by a UDP listener and the udp.go path, a
+// stream Kind (transport.Kind.Stream: TCP) by a TCP listener and the
+// tcp.go path, each socket of the network the Kind names
+// (transport.Kind.Network); an accepted connection is of its listener's
+// Kind, a dialled one of the Kind the message is sent on. A peer is a
+// transport.Peer: its Conn is the index of the listening socket
+// (Config.Listen) on a datagram Kind, the connection's ConnID on a stream.
+// A Kind whose bytes are not SIP as they are on its socket (TLS) needs its
+// own handshake and record layer between the socket and the framer, which
+// the stream path does not have.
 // UDP is read and written in batches (udp.go): after the datagram gnet
 // reads, the loop takes every other one its socket holds with recvmmsg,
 // and what the handlers send waits in the shard's queue until the loop is

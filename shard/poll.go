@@ -12,12 +12,21 @@ import (
 // more than the SIP work on the message. At 1,000 calls/s a shard gets
 // some 4,000 bursts of datagrams a second and was woken for each. Instead,
 // when datagrams come faster than one every two batch intervals, the loop
-// stays up after a batch: it sleeps one interval (Config.BatchInterval),
-// takes everything its UDP sockets received meanwhile (drainUDP), runs
-// the shard (hand-overs, posted work, timers), sends what that produced,
-// and sleeps again, for as long as each interval brings messages. One
-// wake per interval, not per burst; a message waits at most an interval
-// in the socket, which the buffer (Config.SocketRecvBuffer) holds.
+// stays up after a batch: it sleeps one interval, takes everything its
+// UDP sockets received meanwhile (drainUDP), runs the shard (hand-overs,
+// posted work, timers), sends what that produced, and sleeps again, for
+// as long as each interval brings messages. One wake per interval, not
+// per burst; a message waits at most an interval in the socket, which the
+// buffer (Config.SocketRecvBuffer) holds.
+//
+// The interval adapts to the load, between Config.BatchInterval and
+// Config.BatchIntervalMax: a wake costs about as much as the SIP work on
+// a few messages, so one that brought fewer than fewPerWake doubles the
+// next interval, and one that brought more than manyPerWake halves it.
+// At 1,000 calls/s a shard takes some 7 messages a millisecond: the
+// interval settles at the longest, where a wake serves a few calls, not
+// one (docs/design/wire.md 4). Under heavier load it comes back down, for
+// the latency: the wakes are then few per call whatever the interval.
 //
 // While the loop polls, other loops hand it messages without waking it
 // (wake returns early): it runs its rings every interval. It clears the
@@ -41,24 +50,33 @@ const (
 	maxPollUDP = time.Second
 )
 
-// yieldEvery is how often a loop sleeping in nanosleep goes through the
-// scheduler (sleep).
-const yieldEvery = 5 * time.Millisecond
+// fewPerWake and manyPerWake are the messages a wake should bring: fewer
+// lengthen the interval, more shorten it. fewPerWake is a read batch.
+const (
+	fewPerWake  = udpBatch
+	manyPerWake = 4 * udpBatch
+)
+
+// yieldWithin bounds how long a loop sleeping in nanosleep goes without
+// passing through the scheduler (sleep): the runtime preempts a goroutine
+// it has not seen for 10 ms.
+const yieldWithin = 8 * time.Millisecond
 
 // poll runs after a datagram woke the loop: it polls while datagrams keep
 // coming (see above).
 func (sh *Shard) poll() {
-	every := sh.srv.cfg.BatchInterval
+	base := sh.srv.cfg.BatchInterval
 	now := sh.Now()
-	busy := now-sh.lastUDP < 2*every
+	busy := now-sh.lastUDP < 2*base
 	sh.lastUDP = now
-	if every <= 0 || !busy {
+	if base <= 0 || !busy {
 		return
 	}
 	spare := runtime.GOMAXPROCS(0) > len(sh.srv.shards)
 	sh.polling.Store(true)
 	for start := now; now-start < sh.pollLimit() && !sh.Draining(); {
-		sh.sleep(every, spare, now)
+		every := sh.interval()
+		sh.sleep(every, spare)
 		sh.m.batchIntervals.Inc()
 		before := sh.received
 		sh.run()
@@ -67,9 +85,11 @@ func (sh *Shard) poll() {
 		}
 		sh.flush()
 		now = sh.Now()
-		if sh.received == before {
+		got := sh.received - before
+		if got == 0 {
 			break
 		}
+		sh.adapt(every, got)
 	}
 	sh.lastUDP = now
 	sh.polling.Store(false)
@@ -86,6 +106,24 @@ func (sh *Shard) pollLimit() time.Duration {
 	return maxPoll
 }
 
+// interval is the next interval: the adapted one, within the bounds.
+func (sh *Shard) interval() time.Duration {
+	lo, hi := sh.srv.cfg.BatchInterval, max(sh.srv.cfg.BatchIntervalMax, sh.srv.cfg.BatchInterval)
+	return min(max(sh.every, lo), hi)
+}
+
+// adapt sets the next interval from what the last one, every, brought.
+func (sh *Shard) adapt(every time.Duration, got uint64) {
+	switch {
+	case got < fewPerWake:
+		sh.every = 2 * every
+	case got > manyPerWake:
+		sh.every = every / 2
+	default:
+		sh.every = every
+	}
+}
+
 // sleep waits one interval. With a P to spare (GOMAXPROCS above the
 // shards, spare), the thread sleeps in nanosleep holding its P: nothing
 // else happens, where time.Sleep parks the goroutine, has the thread look
@@ -94,18 +132,20 @@ func (sh *Shard) pollLimit() time.Duration {
 // 1,000 calls/s, docs/design/wire.md). A goroutine the scheduler has not
 // seen for 10 ms is preempted and its P taken back at its next system
 // call, each time putting sysmon back to waking every 20 us, so the loop
-// goes through the scheduler every yieldEvery. Without a spare P, every
+// goes through the scheduler before yieldWithin has passed. Runtime.Gosched
+// starts a spinning thread when a P is idle, a wake of its own: not more
+// often than that. Without a spare P, every
 // P could be held sleeping, and the runtime's other goroutines (GC
 // workers, the CDR writer, health probes) would run only where sysmon
 // took one back: then time.Sleep.
-func (sh *Shard) sleep(d time.Duration, spare bool, now time.Duration) {
+func (sh *Shard) sleep(d time.Duration, spare bool) {
 	if !spare {
 		time.Sleep(d)
 		return
 	}
 	ts := unix.NsecToTimespec(int64(d))
 	_ = unix.Nanosleep(&ts, nil)
-	if now-sh.yielded >= yieldEvery {
+	if now := sh.Now(); now-sh.yielded+d > yieldWithin { // the next sleep would pass it
 		sh.yielded = now
 		runtime.Gosched()
 	}

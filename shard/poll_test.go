@@ -96,3 +96,35 @@ func metricSum(set *metrics.Set, name string) float64 {
 	}
 	return sum
 }
+
+// The interval a polling loop sleeps doubles while intervals bring fewer
+// messages than a read batch, up to BatchIntervalMax, halves while they
+// bring more than four, down to BatchInterval, and stays put in between;
+// with BatchIntervalMax at or below BatchInterval it is fixed.
+func TestBatchIntervalAdapts(t *testing.T) {
+	const ms = time.Millisecond
+	f := func(base, most time.Duration, brought []uint64, want []time.Duration) {
+		t.Helper()
+		sh := &Shard{srv: &Server{cfg: Config{BatchInterval: base, BatchIntervalMax: most}}}
+		var got []time.Duration
+		for _, n := range brought {
+			every := sh.interval()
+			got = append(got, every)
+			sh.adapt(every, n)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("base %v, max %v, brought %v: intervals %v, want %v", base, most, brought, got, want)
+		}
+	}
+	// 1,000 calls/s: some 7 messages a millisecond.
+	f(ms, 4*ms, []uint64{7, 14, 28, 28, 28}, []time.Duration{ms, 2 * ms, 4 * ms, 4 * ms, 4 * ms})
+	// Heavier load brings it down, and back up when the load eases.
+	f(ms, 4*ms, []uint64{7, 14, 28, 280, 140, 70, 70, 10, 20}, []time.Duration{ms, 2 * ms, 4 * ms, 4 * ms, 2 * ms, ms, ms, ms, 2 * ms})
+	// Never below the base, however heavy.
+	f(ms, 4*ms, []uint64{500, 500}, []time.Duration{ms, ms})
+	// A maximum at or below the base, or 0: fixed.
+	f(2*ms, ms, []uint64{1, 1, 1}, []time.Duration{2 * ms, 2 * ms, 2 * ms})
+	f(ms, 0, []uint64{1, 1}, []time.Duration{ms, ms})
+	// A maximum that is not a power of two times the base is reached.
+	f(ms, 3*ms, []uint64{1, 1, 1, 1}, []time.Duration{ms, 2 * ms, 3 * ms, 3 * ms})
+}

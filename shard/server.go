@@ -56,7 +56,7 @@ type Server struct {
 	metrics   *metrics.Set
 
 	shards    []*Shard
-	udpFD     []int // per listener, a dup of the UDP socket used to send from its port
+	udpFD     []int // per listener, a dup of its datagram socket, to send from its port (-1 on a stream one)
 	engine    gnet.Engine
 	started   chan error
 	wakerOpen chan gnet.Conn
@@ -130,7 +130,7 @@ func (s *Server) Start() error {
 	}
 	addrs := make([]string, len(s.listen))
 	for i, l := range s.listen {
-		addrs[i] = l.String()
+		addrs[i] = l.Transport.Network() + "://" + l.Addr.String() // gnet knows sockets, not transports
 	}
 	s.running.Add(1)
 	go func() {
@@ -206,10 +206,10 @@ func (s *Server) probeListen() error {
 	for i, l := range s.listen {
 		var c io.Closer
 		var err error
-		if l.Transport == transport.UDP {
-			c, err = net.ListenPacket("udp", l.Addr.String())
+		if l.Transport.Stream() {
+			c, err = net.Listen(l.Transport.Network(), l.Addr.String())
 		} else {
-			c, err = net.Listen("tcp", l.Addr.String())
+			c, err = net.ListenPacket(l.Transport.Network(), l.Addr.String())
 		}
 		if err != nil {
 			return fmt.Errorf("shard: listen[%d]: %q: %w", i, l.String(), err)
@@ -219,16 +219,16 @@ func (s *Server) probeListen() error {
 	return nil
 }
 
-// OnBoot records the engine and the sockets UDP replies leave from.
+// OnBoot records the engine and the sockets datagram replies leave from.
 func (s *Server) OnBoot(eng gnet.Engine) gnet.Action {
 	s.engine = eng
 	for i, l := range s.listen {
-		if l.Transport != transport.UDP {
+		if l.Transport.Stream() {
 			continue
 		}
-		fd, err := eng.DupListener("udp", l.Addr.String())
+		fd, err := eng.DupListener(l.Transport.Network(), l.Addr.String())
 		if err != nil {
-			s.started <- fmt.Errorf("cannot dup UDP listener %s: %w", l.String(), err)
+			s.started <- fmt.Errorf("cannot dup %v listener %s: %w", l.Transport, l.String(), err)
 			return gnet.Shutdown
 		}
 		s.udpFD[i] = fd

@@ -61,6 +61,7 @@ type Shard struct {
 	received   uint64        // datagrams and hand-overs taken (poll.go)
 	lastUDP    time.Duration // when a datagram last woke the loop, or it last polled
 	yielded    time.Duration // when the loop, polling, last went through the scheduler (sleep)
+	every      time.Duration // the batch interval, as the load adapted it (poll.go)
 	conns      map[ConnID]*tcpConn
 	tcpOut     []*tcpConn // connections with bytes to write (flushTCP)
 	seq        uint64
@@ -319,16 +320,16 @@ func ResponseTarget(via *parser.Via, from transport.Peer) transport.Peer {
 }
 
 // Send transmits b to peer from the shard's loop. b may be reused as soon as
-// Send returns. UDP leaves from the listening socket's port; a stream
-// message goes on peer.Conn when it is set and open, else on a connection to
-// peer.Addr, dialled if needed.
+// Send returns. A datagram leaves from the listening socket's port; a
+// stream message (transport.Kind.Stream) goes on peer.Conn when it is set
+// and open, else on a connection to peer.Addr, dialled if needed.
 func (sh *Shard) Send(peer transport.Peer, b []byte) {
 	sh.m.countOut(b)
-	if peer.Transport == transport.UDP {
-		sh.sendUDP(peer, b)
+	if peer.Transport.Stream() {
+		sh.sendTCP(peer, b)
 		return
 	}
-	sh.sendTCP(peer, b)
+	sh.sendUDP(peer, b)
 }
 
 // MintCallID appends to dst a new random Call-ID that hashes to this shard,

@@ -72,7 +72,7 @@ func (sh *Shard) openTCP(c gnet.Conn) ([]byte, gnet.Action) {
 	}
 	sh.seq++
 	tc := &tcpConn{sh: sh, c: c, id: newConnID(sh.idx, sh.seq), opened: now, lastRead: now, partial: -1}
-	tc.peer = transport.Peer{Addr: ap, Transport: transport.TCP, Conn: uint64(tc.id)}
+	tc.peer = transport.Peer{Addr: ap, Transport: s.listen[s.listenerOf(c.LocalAddr())].Transport, Conn: uint64(tc.id)}
 	c.SetContext(tc)
 	sh.conns[tc.id] = tc
 	sh.m.tcpConns.Inc()
@@ -258,11 +258,11 @@ func (sh *Shard) sendTCP(peer transport.Peer, b []byte) {
 func (sh *Shard) dial(peer transport.Peer) *tcpConn {
 	sh.seq++
 	tc := &tcpConn{sh: sh, id: newConnID(sh.idx, sh.seq), outbound: true, partial: -1, opened: sh.Now()}
-	tc.peer = transport.Peer{Addr: peer.Addr, Transport: transport.TCP, Conn: uint64(tc.id)}
+	tc.peer = transport.Peer{Addr: peer.Addr, Transport: peer.Transport, Conn: uint64(tc.id)}
 	sh.dials[peer.Addr] = tc
 	sh.conns[tc.id] = tc
 	d := &net.Dialer{Timeout: sh.srv.cfg.TCP.FirstDataTimeout}
-	if a := sh.srv.dialFrom(peer.Addr.Addr()); a.IsValid() {
+	if a := sh.srv.dialFrom(peer.Addr.Addr(), peer.Transport); a.IsValid() {
 		d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(a, 0))
 	}
 	loop := sh.loop
@@ -279,7 +279,7 @@ func (sh *Shard) dial(peer transport.Peer) *tcpConn {
 // enroll connects to tc's peer and hands the connection to loop, whose
 // OnOpen completes tc (openTCP).
 func enroll(loop gnet.EventLoop, d *net.Dialer, tc *tcpConn) error {
-	c, err := d.Dial("tcp", tc.peer.Addr.String())
+	c, err := d.Dial(tc.peer.Transport.Network(), tc.peer.Addr.String())
 	if err != nil {
 		return err
 	}
@@ -291,17 +291,18 @@ func enroll(loop gnet.EventLoop, d *net.Dialer, tc *tcpConn) error {
 	return (<-ch).Err
 }
 
-// dialFrom returns the address outbound TCP connections to peer leave
-// from: the first TCP listen address of its family, else the first UDP
-// one, that can reach it (loopback for a loopback peer only); none (the
-// kernel's choice) when there is none or it is unspecified. UDP leaves from
-// its listening socket already: the listen address is the one sipedge
-// advertises (Via, Contact), and the one carriers allow-list.
-func (s *Server) dialFrom(peer netip.Addr) netip.Addr {
-	for _, tp := range [...]transport.Kind{transport.TCP, transport.UDP} {
+// dialFrom returns the address outbound connections on transport k to
+// peer leave from: the first listen address of k and of the peer's family,
+// else the first of another transport, that can reach it (loopback for a
+// loopback peer only); none (the kernel's choice) when there is none or it
+// is unspecified. A datagram leaves from its listening socket already: the
+// listen address is the one sipedge advertises (Via, Contact), and the one
+// carriers allow-list.
+func (s *Server) dialFrom(peer netip.Addr, k transport.Kind) netip.Addr {
+	for _, own := range [...]bool{true, false} {
 		for _, l := range s.listen {
 			a := l.Addr.Addr()
-			if l.Transport != tp || a.Is4() != peer.Is4() || a.IsLoopback() != peer.IsLoopback() {
+			if (l.Transport == k) != own || a.Is4() != peer.Is4() || a.IsLoopback() != peer.IsLoopback() {
 				continue
 			}
 			if a.IsUnspecified() {
@@ -334,7 +335,7 @@ func (sh *Shard) dropDial(id ConnID, tc *tcpConn) {
 		delete(sh.dials, tc.peer.Addr)
 	}
 	if lost > 0 && sh.handler.SendFailed != nil {
-		sh.handler.SendFailed(sh, transport.Peer{Addr: tc.peer.Addr, Transport: transport.TCP})
+		sh.handler.SendFailed(sh, transport.Peer{Addr: tc.peer.Addr, Transport: tc.peer.Transport})
 	}
 }
 

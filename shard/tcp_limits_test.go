@@ -275,11 +275,10 @@ func TestListenerOfMatchesTransport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	local := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port}
-	if got := s.listenerOf(local, transport.UDP); got != 1 {
+	if got := s.listenerOf(&net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port}); got != 1 {
 		t.Errorf("UDP listener %d, want 1", got)
 	}
-	if got := s.listenerOf(local, transport.TCP); got != 0 {
+	if got := s.listenerOf(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port}); got != 0 {
 		t.Errorf("TCP listener %d, want 0", got)
 	}
 }
@@ -478,7 +477,7 @@ func TestDialFrom(t *testing.T) {
 	}
 	for peer, want := range map[string]string{"127.0.0.9": "127.0.0.1", "198.51.100.1": "192.0.2.7",
 		"2001:db8::9": "2001:db8::7", "::1": "invalid IP"} {
-		if got := s.dialFrom(netip.MustParseAddr(peer)).String(); got != want {
+		if got := s.dialFrom(netip.MustParseAddr(peer), transport.TCP).String(); got != want {
 			t.Errorf("to %s from %s, want %s", peer, got, want)
 		}
 	}

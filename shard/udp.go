@@ -67,7 +67,7 @@ func (u *udpIO) init(maxMessage int) {
 // other one the socket holds.
 func (sh *Shard) readUDP(c gnet.Conn) {
 	buf, _ := c.Next(-1)
-	listener := sh.srv.listenerOf(c.LocalAddr(), transport.UDP)
+	listener := sh.srv.listenerOf(c.LocalAddr())
 	if len(buf) > sh.srv.cfg.Limits.MaxMessageSize {
 		sh.m.oversize.Inc() // RFC 3261 18.1.1 wants such messages on TCP
 	} else {
@@ -130,7 +130,7 @@ func (sh *Shard) datagram(buf []byte, from netip.AddrPort, listener uint8) {
 	if IsKeepAlive(buf) {
 		return // RFC 5626 over UDP is STUN, not CRLF; stray CRLFs are ignored
 	}
-	sh.receive(buf, transport.Peer{Addr: from, Transport: transport.UDP, Conn: uint64(listener)})
+	sh.receive(buf, transport.Peer{Addr: from, Transport: sh.srv.listen[listener].Transport, Conn: uint64(listener)})
 }
 
 // IsKeepAlive reports whether a datagram is a stray keep-alive, up to four
@@ -274,20 +274,29 @@ func (s *Server) sendFD(listener uint8, v4 bool) int {
 // anyUDPFD returns a UDP socket of the wanted family, or -1.
 func (s *Server) anyUDPFD(v4 bool) int {
 	for i, l := range s.listen {
-		if l.Transport == transport.UDP && s.udpFD[i] >= 0 && l.Addr.Addr().Is4() == v4 {
+		if s.udpFD[i] >= 0 && l.Addr.Addr().Is4() == v4 {
 			return s.udpFD[i]
 		}
 	}
 	return -1
 }
 
-// listenerOf finds the listener a local address belongs to.
-func (s *Server) listenerOf(local net.Addr, tp transport.Kind) uint8 {
+// listenerOf finds the listener a socket's local address belongs to, among
+// those of its network (a UDP and a TCP socket may share an address and
+// port): the first of them when none matches.
+func (s *Server) listenerOf(local net.Addr) uint8 {
 	ap := addrPortOf(local)
+	first := -1
 	for i, l := range s.listen {
-		if l.Transport == tp && l.Addr.Port() == ap.Port() && (l.Addr.Addr() == ap.Addr() || l.Addr.Addr().IsUnspecified()) {
+		if l.Transport.Network() != local.Network() {
+			continue
+		}
+		if l.Addr.Port() == ap.Port() && (l.Addr.Addr() == ap.Addr() || l.Addr.Addr().IsUnspecified()) {
 			return uint8(i)
 		}
+		if first < 0 {
+			first = i
+		}
 	}
-	return 0
+	return uint8(max(first, 0))
 }

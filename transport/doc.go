@@ -13,7 +13,15 @@
 // its default port (RFC 3261 19.1.2). The zero Kind is no transport, so
 // that a field left unset is never silently UDP.
 //
-// Adding a transport (TLS) is a Kind here, its listener in shard, and its
-// socket and dial rules in the carrier plane (carrier); the transaction
-// layer and the call core read only Kind.Reliable and the names.
+// A Kind's properties are what everyone else reads of it, so that no other
+// package names a transport to decide: Reliable (the transaction layer),
+// Stream and Network (the runtime's listeners, sockets and paths),
+// URIParam and FromURIParam (the URIs sipedge writes and reads), Served
+// (which the configuration accepts). Adding a transport (TLS) is a Kind
+// here, its keys in the configuration and its dial rules in the carrier
+// plane (carrier); ARCHITECTURE.md ("A transport") says what TLS would
+// still need of the runtime.
+//
+// SplitHostPort is the one reading of "host:port", for the configuration,
+// gateway health and the listen addresses (ParseListen).
 package transport

@@ -1,9 +1,7 @@
 package transport
 
 import (
-	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -22,9 +20,18 @@ const (
 	numKinds
 )
 
+// URIDefault is the transport of a sip: URI with a numeric host and no
+// transport parameter (RFC 3263 4.1).
+const URIDefault = UDP
+
+// NumKinds is one more than the largest Kind: the length of an array
+// indexed by Kind.
+const NumKinds = int(numKinds)
+
 var (
 	viaNames    = [numKinds]string{"", "UDP", "TCP", "TLS"}
 	configNames = [numKinds]string{"", "udp", "tcp", "tls"}
+	uriParams   = [numKinds]string{"", ";transport=udp", ";transport=tcp", ";transport=tls"}
 )
 
 // Valid reports whether k is a transport (the zero Kind is none).
@@ -50,6 +57,33 @@ func (k Kind) Name() string {
 	return configNames[k]
 }
 
+// Stream reports whether k carries messages on a connection, framed by
+// their Content-Length (RFC 3261 18.3): TCP, and TLS over it. A Peer's
+// Conn on one is the connection's id. The others carry one message a
+// datagram (RFC 3261 18.1.1), and a Peer's Conn is the index of the
+// listening socket replies leave from.
+func (k Kind) Stream() bool { return k == TCP || k == TLS }
+
+// Network returns the network k's sockets are, as package net names it:
+// "tcp" for a stream Kind (TLS runs over TCP), else "udp".
+func (k Kind) Network() string {
+	if k.Stream() {
+		return "tcp"
+	}
+	return "udp"
+}
+
+// URIParam returns what a sip: URI of sipedge's own (a Contact, a next
+// hop's Request-URI) adds to name k: nothing for the transport a URI with
+// a numeric host and no parameter means (URIDefault, RFC 3263 4.1), else
+// ";transport=" and k's name (RFC 3261 19.1.1).
+func (k Kind) URIParam() string {
+	if k == URIDefault || !k.Valid() {
+		return ""
+	}
+	return uriParams[k]
+}
+
 // Reliable reports whether the transport delivers by itself: on one the
 // transaction layer neither retransmits nor lingers (RFC 3261 17.1.1.2,
 // 17.1.2.2, 17.2.1, 17.2.2). UDP alone is unreliable.
@@ -68,13 +102,24 @@ func (k Kind) DefaultPort() uint16 {
 // "tcp". Its error is worded for the configuration's reader, who sees it
 // after the field's path.
 func Parse(s string) (Kind, error) {
-	switch s {
-	case "udp":
-		return UDP, nil
-	case "tcp":
-		return TCP, nil
+	for k := UDP; k < numKinds; k++ {
+		if k.Served() && s == configNames[k] {
+			return k, nil
+		}
 	}
-	return 0, fmt.Errorf(`%q: want one of "udp", "tcp"`, s)
+	return 0, fmt.Errorf("%q: want one of %s", s, servedNames(`"`, `"`, ", "))
+}
+
+// servedNames lists the served transports' configuration names, each
+// between before and after, separated by sep: for errors.
+func servedNames(before, after, sep string) string {
+	var names []string
+	for k := UDP; k < numKinds; k++ {
+		if k.Served() {
+			names = append(names, before+configNames[k]+after)
+		}
+	}
+	return strings.Join(names, sep)
 }
 
 // FromParam reads the value of a URI's transport parameter, whose case does
@@ -86,6 +131,16 @@ func FromParam(v []byte) (Kind, bool) {
 		}
 	}
 	return 0, false
+}
+
+// FromURIParam reads a URI's transport parameter as parser.URI.Param
+// returns it, value and presence: URIDefault when it is absent (RFC 3263
+// 4.1), FromParam's reading when present.
+func FromURIParam(v []byte, present bool) (Kind, bool) {
+	if !present {
+		return URIDefault, true
+	}
+	return FromParam(v)
 }
 
 // MarshalText writes k as the configuration does; the zero Kind, unset,
@@ -155,11 +210,11 @@ func (l *Listen) UnmarshalText(b []byte) error {
 func ParseListen(s string) (Listen, error) {
 	scheme, hostport, ok := strings.Cut(s, "://")
 	if !ok {
-		return Listen{}, fmt.Errorf("%q: want udp://host:port or tcp://host:port", s)
+		return Listen{}, fmt.Errorf("%q: want %s", s, servedNames("", "://host:port", " or "))
 	}
 	k, err := Parse(scheme)
 	if err != nil {
-		return Listen{}, fmt.Errorf("%q: transport %q is not udp or tcp", s, scheme)
+		return Listen{}, fmt.Errorf("%q: transport %q is not %s", s, scheme, servedNames("", "", " or "))
 	}
 	host, port, err := splitHostPort(s, hostport)
 	if err != nil {
@@ -173,27 +228,4 @@ func ParseListen(s string) (Listen, error) {
 		return Listen{}, fmt.Errorf("%q: port must not be 0", s)
 	}
 	return Listen{Transport: k, Addr: netip.AddrPortFrom(addr, port)}, nil
-}
-
-// splitHostPort splits hostport, reporting errors about whole (as written).
-func splitHostPort(whole, hostport string) (string, uint16, error) {
-	host, port, err := net.SplitHostPort(hostport)
-	if err != nil {
-		var ae *net.AddrError
-		if errors.As(err, &ae) {
-			return "", 0, fmt.Errorf("%q: %s", whole, strings.TrimSuffix(ae.Err, " in address"))
-		}
-		return "", 0, fmt.Errorf("%q: %v", whole, err)
-	}
-	if host == "" {
-		return "", 0, fmt.Errorf("%q: missing host", whole)
-	}
-	if port == "" {
-		return "", 0, fmt.Errorf("%q: missing port", whole)
-	}
-	n, err := strconv.ParseUint(port, 10, 16)
-	if err != nil {
-		return "", 0, fmt.Errorf("%q: invalid port", whole)
-	}
-	return host, uint16(n), nil
 }

@@ -22,6 +22,40 @@ func TestKindNames(t *testing.T) {
 	}
 }
 
+// What the runtime and the URIs sipedge writes read of a Kind: the stream
+// ones run on a TCP socket, and a URI names every transport but the one a
+// numeric host without a transport parameter means (RFC 3263 4.1).
+func TestKindProperties(t *testing.T) {
+	f := func(k Kind, stream bool, network, param string) {
+		t.Helper()
+		if k.Stream() != stream || k.Network() != network || k.URIParam() != param {
+			t.Errorf("%v: stream %v network %q param %q, want %v %q %q", k, k.Stream(), k.Network(), k.URIParam(), stream, network, param)
+		}
+	}
+	f(UDP, false, "udp", "")
+	f(TCP, true, "tcp", ";transport=tcp")
+	f(TLS, true, "tcp", ";transport=tls")
+	f(0, false, "udp", "")
+	if URIDefault != UDP {
+		t.Errorf("a numeric URI without a transport means %v, want UDP", URIDefault)
+	}
+	if NumKinds != int(TLS)+1 {
+		t.Errorf("NumKinds %d: an array indexed by Kind must hold the last one, TLS", NumKinds)
+	}
+
+	p := func(v string, present bool, want Kind, ok bool) {
+		t.Helper()
+		if k, got := FromURIParam([]byte(v), present); k != want || got != ok {
+			t.Errorf("FromURIParam(%q, %v) = %v, %v, want %v, %v", v, present, k, got, want, ok)
+		}
+	}
+	p("", false, UDP, true)
+	p("TCP", true, TCP, true)
+	p("tls", true, TLS, true)
+	p("", true, 0, false)
+	p("sctp", true, 0, false)
+}
+
 // The configuration names the served transports exactly; a URI's transport
 // parameter is read whatever its case (RFC 3261 19.1.4).
 func TestParse(t *testing.T) {

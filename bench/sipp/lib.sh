@@ -171,7 +171,11 @@ write_config() {
 			  - { name: sipp, trunk_group: sipp-trunks, sources: ["127.0.0.1/32"] }
 		EOF
 		[ -z "${SHARDS:-}" ] || echo "shards: $SHARDS"
-		[ -z "${BATCH_US:-}" ] || echo "sip: { batch_interval_us: $BATCH_US }"
+		if [ -n "${BATCH_US:-}${BATCH_MAX_US:-}" ]; then
+			echo "sip:"
+			[ -z "${BATCH_US:-}" ] || echo "  batch_interval_us: $BATCH_US"
+			[ -z "${BATCH_MAX_US:-}" ] || echo "  batch_interval_max_us: $BATCH_MAX_US"
+		fi
 		cat
 		echo "cdr: { file: \"$WORK/cdr.jsonl\" }"
 	} >"$WORK/sipedge.yaml"

@@ -10,6 +10,7 @@ import (
 	"github.com/sipedge/sipedge/dialog/b2bua"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/shard"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // supportedOptionTags are the option tags sipedge implements. A request that
@@ -21,12 +22,13 @@ var supportedOptionTags = b2bua.OptionTags()
 func checkMsgCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("check-msg", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	transport := fs.String("transport", "udp", "transport the messages arrived on: udp or tcp")
+	name := fs.String("transport", "udp", "transport the messages arrived on: udp or tcp")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *transport != "udp" && *transport != "tcp" {
-		fmt.Fprintf(stderr, "check-msg: -transport must be udp or tcp, not %q\n", *transport)
+	tp, err := transport.Parse(*name)
+	if err != nil {
+		fmt.Fprintf(stderr, "check-msg: -transport must be udp or tcp, not %q\n", *name)
 		return 2
 	}
 	if fs.NArg() == 0 {
@@ -40,7 +42,7 @@ func checkMsgCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "check-msg: %v\n", err)
 			return 2
 		}
-		v, ok := checkMessage(buf, *transport == "tcp")
+		v, ok := checkMessage(buf, tp.Stream())
 		fmt.Fprintf(stdout, "%s: %s\n", name, v)
 		if !ok {
 			status = 1

@@ -8,27 +8,18 @@ import (
 	"github.com/sipedge/sipedge/transport"
 )
 
-// localHost returns sipedge's host:port for a transport.
-func (e *Engine) localHost(k transport.Kind) string { return e.cfg.localHost(k) }
-
 // localHost returns sipedge's host:port for transport k.
-func (cfg *Config) localHost(k transport.Kind) string {
-	if k == transport.TCP && cfg.LocalTCP != "" {
-		return cfg.LocalTCP
-	}
-	return cfg.LocalUDP
-}
+func (e *Engine) localHost(k transport.Kind) string { return e.cfg.Local.For(k) }
 
 // appendContact appends sipedge's Contact for a message sent over
-// transport k (RFC 3261 8.1.1.8).
+// transport k (RFC 3261 8.1.1.8): its address on k, and k named unless it
+// is the one a URI without a transport parameter means.
 func (e *Engine) appendContact(dst []byte, k transport.Kind) []byte {
 	dst = append(dst, "Contact: <sip:"...)
 	dst = append(dst, e.cfg.User...)
 	dst = append(dst, '@')
 	dst = append(dst, e.localHost(k)...)
-	if k == transport.TCP {
-		dst = append(dst, ";transport=tcp"...)
-	}
+	dst = append(dst, k.URIParam()...)
 	return append(dst, ">\r\n"...)
 }
 

@@ -208,7 +208,7 @@ func newLadder(t *testing.T) *ladder {
 	cfg := b2bua.Config{
 		Trunks:      []b2bua.Trunk{{Name: "local", Group: "cust-trunks", Sources: []b2bua.Source{{Prefix: netip.MustParsePrefix("192.0.2.0/24")}}}},
 		HeaderAllow: defaultAllow,
-		LocalUDP:    enginerig.Local,
+		Local:       b2bua.LocalAddrs{transport.UDP: enginerig.Local},
 		MaxDuration: time.Hour,
 	}
 	env := b2bua.Env{

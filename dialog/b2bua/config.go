@@ -8,6 +8,7 @@ import (
 
 	"github.com/sipedge/sipedge/dialog/txn"
 	"github.com/sipedge/sipedge/route"
+	"github.com/sipedge/sipedge/transport"
 )
 
 // Config configures an Engine.
@@ -39,7 +40,7 @@ type Config struct {
 	ReferCode int
 	// Local is the host:port written into Via and Contact for each
 	// transport: sipedge's own address as the other side must reach it.
-	LocalUDP, LocalTCP string
+	Local LocalAddrs
 	// User is the user part of sipedge's Contact (default "sipedge").
 	User string
 	// Txn configures the transaction layer; its T1 and T2 also pace the
@@ -61,4 +62,25 @@ type Config struct {
 	// Metrics receives the engine's metrics, labelled with Shard.
 	Metrics *metrics.Set
 	Shard   int
+}
+
+// LocalAddrs holds sipedge's own host:port per transport, indexed by
+// transport.Kind: LocalAddrs{transport.UDP: "192.0.2.1:5060"}. The wiring
+// fills it from the listen addresses; the call core reads it only through
+// For, so that it names no transport.
+type LocalAddrs [transport.NumKinds]string
+
+// For returns sipedge's host:port on transport k: k's own, else the first
+// one set in Kind order (a node that listens on one transport writes that
+// address on every one), "" when none is.
+func (a *LocalAddrs) For(k transport.Kind) string {
+	if int(k) < len(a) && a[k] != "" {
+		return a[k]
+	}
+	for _, s := range a {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
 }

@@ -198,8 +198,8 @@ func New(cfg Config, env Env) (*Engine, error) {
 	if e.txns, err = txn.New(cfg.Txn, txnClock{env.Clock}); err != nil {
 		return nil, err
 	}
-	for _, local := range []string{cfg.LocalUDP, cfg.LocalTCP} {
-		if local != "" {
+	for i, local := range cfg.Local {
+		if local != "" && !slices.Contains(cfg.Local[:i], local) {
 			e.sentBy = append(e.sentBy, parseSentBy(local))
 		}
 	}
@@ -226,7 +226,7 @@ func parseSentBy(hostPort string) sentBy {
 }
 
 // ownVia reports whether the top Via of response m is one sipedge wrote,
-// its sent-by LocalUDP's or LocalTCP's. Every request sipedge sends is its
+// its sent-by one of Config.Local's. Every request sipedge sends is its
 // own, so every response meant for it carries one: RFC 3261 18.1.2 has
 // any other silently discarded.
 func (e *Engine) ownVia(m *parser.Message) bool {

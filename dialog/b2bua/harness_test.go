@@ -59,7 +59,7 @@ func newRig(t *testing.T, mod func(*Config)) *rig {
 	cfg := Config{
 		Trunks:      []Trunk{{Name: "local", Group: "cust-trunks", Sources: []Source{{Prefix: netip.MustParsePrefix("192.0.2.0/24")}}}},
 		HeaderAllow: []string{"Allow", "Supported", "X-Keep"},
-		LocalUDP:    enginerig.Local,
+		Local:       LocalAddrs{transport.UDP: enginerig.Local},
 		MaxDuration: time.Hour,
 	}
 	if mod != nil {

@@ -119,12 +119,13 @@ func routeParam(uri []byte, name string) ([]byte, bool) {
 
 // nextHop resolves uri, the next hop of a request to a caller whose
 // INVITE came from src, by RFC 3263 4 without DNS: the maddr parameter,
-// else the host, which must be an IP address; the port, else 5060 (19.1.2);
-// the transport parameter, else UDP (4.1: a numeric address without one).
-// A next hop on the address of a stream caller goes on its connection
-// while it lives (the shard opens a new one to the next hop's port once it
-// is gone), whatever the URI's transport; a UDP one leaves from the socket
-// the caller reached. False for a URI sipedge cannot send to: not sip
+// else the host, which must be an IP address; the transport parameter,
+// else UDP (4.1: a numeric address without one); the port, else the
+// transport's default (RFC 3261 19.1.2). A next hop on the address of a
+// stream caller goes on its connection while it lives (the shard opens a
+// new one to the next hop's port once it is gone), whatever the URI's
+// transport; a datagram one on the caller's transport leaves from the
+// socket the caller reached. False for a URI sipedge cannot send to: not sip
 // (sips needs TLS), a host name, a transport not served.
 func nextHop(uri []byte, src transport.Peer) (transport.Peer, bool) {
 	var u parser.URI
@@ -142,24 +143,20 @@ func nextHop(uri []byte, src transport.Peer) (transport.Peer, bool) {
 	if err != nil || ip.Zone() != "" {
 		return transport.Peer{}, false
 	}
-	port := u.Port
-	if port == 0 {
-		port = 5060
+	kind, known := transport.FromURIParam(u.Param("transport"))
+	if !known || !kind.Served() {
+		return transport.Peer{}, false
 	}
-	kind := transport.UDP
-	if tp, ok := u.Param("transport"); ok {
-		k, known := transport.FromParam(tp)
-		if !known || !k.Served() {
-			return transport.Peer{}, false
-		}
-		kind = k
+	port := uint16(u.Port)
+	if port == 0 {
+		port = kind.DefaultPort()
 	}
 	ip = ip.Unmap()
-	p := transport.Peer{Addr: netip.AddrPortFrom(ip, uint16(port)), Transport: kind}
+	p := transport.Peer{Addr: netip.AddrPortFrom(ip, port), Transport: kind}
 	switch {
-	case src.Transport.Reliable() && ip == src.Addr.Addr().Unmap():
+	case src.Transport.Stream() && ip == src.Addr.Addr().Unmap():
 		p.Transport, p.Conn = src.Transport, src.Conn
-	case kind == transport.UDP && src.Transport == transport.UDP:
+	case !kind.Stream() && kind == src.Transport:
 		p.Conn = src.Conn
 	}
 	return p, true

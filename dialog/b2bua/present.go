@@ -63,7 +63,7 @@ func (cfg *Config) Present(caller, callee []byte, r *route.Route, d *carrier.Dia
 	p.CallerID, p.Restricted = string(id.caller), id.anon
 	var l leg
 	l.peer = d.Peer
-	addressB(&l, &id, r, d.URI, nil, cfg.localHost(d.Peer.Transport), false)
+	addressB(&l, &id, r, d.URI, nil, cfg.Local.For(d.Peer.Transport), false)
 	p.RequestURI, p.To, p.From = string(l.target), string(l.remoteURI), string(l.localURI)
 	for _, line := range strings.Split(string(cfg.appendIdentity(nil, &id, d.Peer.Transport)), "\r\n") {
 		if v, ok := strings.CutPrefix(line, "P-Asserted-Identity: "); ok {

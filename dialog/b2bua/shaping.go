@@ -275,7 +275,7 @@ var identityHeaders = parser.NewHeaderSet(parser.HeaderPAssertedIdentity, parser
 // carrying the real identity to the trusted next hop, and no
 // P-Preferred-Identity is forwarded.
 func (cfg *Config) appendIdentity(dst []byte, id *identity, k transport.Kind) []byte {
-	host := hostOnly(cfg.localHost(k))
+	host := hostOnly(cfg.Local.For(k))
 	if len(id.pai) > 0 {
 		dst = append(dst, "P-Asserted-Identity: <sip:"...)
 		dst = append(dst, id.pai...)

@@ -26,7 +26,7 @@ var (
 	Stranger = netip.MustParseAddrPort("203.0.113.66:5060")
 )
 
-// Local is sipedge's SIP address on the rig's network (b2bua.Config.LocalUDP).
+// Local is sipedge's SIP address on the rig's network (b2bua.Config.Local, on UDP).
 const Local = "203.0.113.1:5060"
 
 // Rig runs one engine: what its peers send goes through the parser as the

@@ -124,6 +124,11 @@ type SIP struct {
 	// for each (shard.Config.BatchInterval). Default 1000 us; 0 wakes for
 	// each; at most 100 ms.
 	BatchInterval time.Duration `yaml:"batch_interval_us"`
+	// BatchIntervalMax: the longest the interval grows to while intervals
+	// bring few messages (shard.Config.BatchIntervalMax), the most a
+	// message waits in its socket under load. Default 4000 us; at or below
+	// batch_interval_us the interval is fixed; at most 100 ms.
+	BatchIntervalMax time.Duration `yaml:"batch_interval_max_us"`
 }
 
 // SIPTCP bounds stream connections. Zero fields take the defaults.

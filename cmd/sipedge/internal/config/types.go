@@ -2,11 +2,12 @@ package config
 
 import (
 	"errors"
-	"fmt"
 	"net"
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/sipedge/sipedge/transport"
 )
 
 // HostPort is "host:port" where host is an IP address (IPv6 in brackets) or
@@ -47,66 +48,12 @@ func (hp *HostPort) UnmarshalText(b []byte) error {
 		*hp = HostPort{}
 		return nil
 	}
-	host, port, err := splitHostPort(s, s)
+	host, port, err := transport.SplitHostPort(s)
 	if err != nil {
 		return err
 	}
-	if _, err := netip.ParseAddr(host); err != nil && !validDNSName(host) {
-		return fmt.Errorf("%q: host %q is neither an IP address nor a DNS name", s, host)
-	}
 	*hp = HostPort{Host: host, Port: port}
 	return nil
-}
-
-// splitHostPort splits hostport, reporting errors about whole (as written).
-func splitHostPort(whole, hostport string) (string, uint16, error) {
-	host, port, err := net.SplitHostPort(hostport)
-	if err != nil {
-		var ae *net.AddrError
-		if errors.As(err, &ae) {
-			return "", 0, fmt.Errorf("%q: %s", whole, strings.TrimSuffix(ae.Err, " in address"))
-		}
-		return "", 0, fmt.Errorf("%q: %v", whole, err)
-	}
-	if host == "" {
-		return "", 0, fmt.Errorf("%q: missing host", whole)
-	}
-	p, err := parsePort(port)
-	if err != nil {
-		return "", 0, fmt.Errorf("%q: %v", whole, err)
-	}
-	return host, p, nil
-}
-
-func parsePort(s string) (uint16, error) {
-	if s == "" {
-		return 0, errors.New("missing port")
-	}
-	n, err := strconv.ParseUint(s, 10, 16)
-	if err != nil {
-		return 0, errors.New("invalid port")
-	}
-	return uint16(n), nil
-}
-
-// validDNSName reports whether s is a syntactically valid DNS name.
-func validDNSName(s string) bool {
-	s = strings.TrimSuffix(s, ".")
-	if s == "" || len(s) > 253 {
-		return false
-	}
-	for _, label := range strings.Split(s, ".") {
-		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
-			return false
-		}
-		for i := 0; i < len(label); i++ {
-			c := label[i]
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // AdvertiseAddr returns the address sipedge advertises for a socket

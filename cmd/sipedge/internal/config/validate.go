@@ -40,6 +40,7 @@ func (c *Config) Preset() {
 	c.CDR.MaxBackups = 10
 	c.RateLimit.Flood = Flood{MessagesPerSec: 200, Ban: time.Minute}
 	c.SIP.BatchInterval = time.Millisecond
+	c.SIP.BatchIntervalMax = 4 * time.Millisecond
 }
 
 func (c *Cache) Preset() { c.LocalTTL = 60 * time.Second }
@@ -125,8 +126,8 @@ const maxSessionInterval = 24 * time.Hour
 // maxMessageSize bounds sip.max_message_size.
 const maxMessageSize = 65535
 
-// maxBatchInterval bounds sip.batch_interval_us: a message waits up to an
-// interval in its socket, and T1 is 500 ms.
+// maxBatchInterval bounds sip.batch_interval_us and batch_interval_max_us:
+// a message waits up to an interval in its socket, and T1 is 500 ms.
 const maxBatchInterval = 100 * time.Millisecond
 
 // maxSocketBufferKB bounds sip.socket_*_buffer_kb: 1 GiB, past any kernel's
@@ -268,6 +269,9 @@ func (c *Config) validate(v *validator) {
 	}
 	if s.BatchInterval > maxBatchInterval {
 		v.errorf("sip.batch_interval_us", "%d: at most %d", s.BatchInterval.Microseconds(), maxBatchInterval.Microseconds())
+	}
+	if s.BatchIntervalMax > maxBatchInterval {
+		v.errorf("sip.batch_interval_max_us", "%d: at most %d", s.BatchIntervalMax.Microseconds(), maxBatchInterval.Microseconds())
 	}
 	for _, b := range []struct {
 		field string
@@ -643,7 +647,7 @@ func ipDest(s string) (isIP bool, portErr string) {
 		return false, ""
 	}
 	if hasPort {
-		switch p, err := parsePort(port); {
+		switch p, err := transport.ParsePort(port); {
 		case err != nil:
 			return true, err.Error()
 		case p == 0:

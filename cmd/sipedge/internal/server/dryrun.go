@@ -189,7 +189,7 @@ func (dr *dryRun) route(ctx context.Context, q RouteQuery) (RouteAnswer, error) 
 		from = fmt.Appendf(nil, "sip:%s@%s", caller, src.Addr.Addr())
 	}
 	rq := route.Request{CallID: []byte(q.CallID), Trunk: t.Name, TrunkGroup: t.Group, Attributes: t.Attributes,
-		Dialed: dialed, From: from, To: fmt.Appendf(nil, "sip:%s@%s", q.To, hostOnlyOf(dr.engine.LocalUDP)), Source: src}
+		Dialed: dialed, From: from, To: fmt.Appendf(nil, "sip:%s@%s", q.To, hostOnlyOf(dr.engine.Local.For(src.Transport))), Source: src}
 	var static *lcr.StaticTable
 	if dr.static != nil {
 		static = dr.static()

@@ -177,7 +177,7 @@ func NewWithPolicy(cfg *config.Config, log *slog.Logger, policy b2bua.Policy) (*
 			FirstDataTimeout: cfg.SIP.TCP.FirstDataTimeout, MessageTimeout: cfg.SIP.TCP.MessageTimeout,
 			IdleTimeout: cfg.SIP.TCP.IdleTimeout},
 		SocketRecvBuffer: cfg.SIP.SocketReceiveBufferKB << 10, SocketSendBuffer: cfg.SIP.SocketSendBufferKB << 10,
-		BatchInterval: cfg.SIP.BatchInterval}
+		BatchInterval: cfg.SIP.BatchInterval, BatchIntervalMax: cfg.SIP.BatchIntervalMax}
 	sc.Listen = cfg.Listen
 	// Flood protection for sources that are neither trunks nor carriers.
 	sc.Flood = shard.FloodConfig{PerSecond: cfg.RateLimit.Flood.MessagesPerSec,
@@ -261,16 +261,12 @@ func (s *Server) b2buaConfig(shardIdx int) b2bua.Config {
 		// The limit is per node; each shard takes its share.
 		bc.MaxCalls = (n + s.shardCount() - 1) / s.shardCount()
 	}
+	// Each transport's first listen address (a transport with none uses
+	// the first one's: LocalAddrs.For).
 	for _, l := range cfg.Listen {
-		switch {
-		case l.Transport == transport.UDP && bc.LocalUDP == "":
-			bc.LocalUDP = advertised(cfg, l).String()
-		case l.Transport == transport.TCP && bc.LocalTCP == "":
-			bc.LocalTCP = advertised(cfg, l).String()
+		if bc.Local[l.Transport] == "" {
+			bc.Local[l.Transport] = advertised(cfg, l).String()
 		}
-	}
-	if bc.LocalUDP == "" {
-		bc.LocalUDP = bc.LocalTCP
 	}
 	if s.trunks != nil {
 		bc.TrunkSet = &s.trunks.set
