@@ -12,7 +12,7 @@ PKGS     := ./...
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 INTEROP_JOBS ?= 2
 
-.PHONY: all build run test test-short test-short-nosockets test-unit test-race test-report bench capacity capacity-recheck report fuzz lint deps interop interop-deps chaos clean
+.PHONY: all build run test test-short test-short-nosockets test-unit test-race test-report test-wire bench capacity capacity-recheck report fuzz lint deps interop interop-deps chaos clean
 
 all: build
 
@@ -24,10 +24,31 @@ build:
 run: build
 	$(GO) run ./cmd/sipedge run
 
-test: deps lint test-unit test-race test-report e2e interop
+# Every test, in two rounds of jobs run at once, each job's output printed
+# whole as it ends (-O). First lint and the report generator's tests, which
+# compute, beside test-wire, which mostly waits on SIPp at a fixed call
+# rate. Then the unit and the race tiers, TEST_JOBS at a time: most of each
+# is cmd/sipedge/internal/server's end-to-end tests, which wait on SIPp,
+# Redis and timers more than they compute, so that the two together keep 2
+# cores about half busy. TEST_JOBS=1 runs them one after the other, for a
+# machine too busy for the timing tests (the SIPp suites beside them too
+# made some miss).
+TEST_JOBS ?= 2
+test: deps
+	@$(MAKE) --no-print-directory -j3 -O lint test-report test-wire
+	@$(MAKE) --no-print-directory -j$(TEST_JOBS) -O test-unit test-race
+
+# sipedge on the wire against real peers: the SIPp end to end, then the
+# interop suite.
+test-wire:
+	@$(MAKE) --no-print-directory e2e && $(MAKE) --no-print-directory interop
+
+# The longest package's tests first: go test runs packages in the order
+# given, so they start as soon as they are built, the rest beside them.
+FIRST = $(if $(filter ./...,$(PKGS)),./cmd/sipedge/internal/server/)
 
 test-unit:
-	$(GO) test -count=1 $(PKGS)
+	$(GO) test -count=1 $(FIRST) $(PKGS)
 
 # The fast tier (internal/testtier): no socket, no Redis or SIPp, no wait on
 # the wall clock; under a minute on 2 cores. Run it while editing; run
@@ -39,9 +60,11 @@ test-short:
 test-short-nosockets:
 	GO=$(GO) bash internal/testtier/nosockets.sh $(PKGS)
 
-# Allocation tests are excluded under -race (the race runtime allocates).
+# Allocation tests are excluded under -race (the race runtime allocates),
+# and the server's SIPp load tests skip, saying so (loadTest: the race
+# detector slows sipedge below the rates they hold it to).
 test-race:
-	$(GO) test -race -count=1 $(PKGS)
+	$(GO) test -race -count=1 $(FIRST) $(PKGS)
 
 # SIPp end to end on loopback (bench/sipp/run.sh): sipedge between a SIPp
 # UAC and UAS; fails on any failed call or a missing CDR.

@@ -160,7 +160,9 @@ func TestJournalRedisRestarted(t *testing.T) {
 	eventually(t, time.Second, "journalled", func() bool { return journalLen(r, a) == ":3" })
 	r.Restart()
 	a.Journal().Ended(0)
-	eventually(t, 3*time.Second, "journal written again", func() bool { return journalLen(r, a) == ":2" })
+	// Within 100 ms when the machine is idle; the bound is for a loaded
+	// one, where the client's reconnection to the new Redis waits its turn.
+	eventually(t, 10*time.Second, "journal written again", func() bool { return journalLen(r, a) == ":2" })
 	if !a.log.Contains("the call journal was gone from Redis") && !a.log.Contains("differed from this node's: mended") {
 		t.Fatalf("not logged:\n%s", a.log)
 	}

@@ -74,18 +74,6 @@ func pickCounts(t testing.TB, r *Registry, group string, n int) map[int]int {
 	return counts
 }
 
-// waitFor polls cond every 5 ms until it holds or d passes.
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // syncBuffer is a log sink safe for concurrent writers.
 type syncBuffer struct {
 	mu sync.Mutex

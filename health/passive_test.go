@@ -122,7 +122,7 @@ func TestPassiveRecoveryUnprobed(t *testing.T) {
 	if _, res := r.Pick("g", 0, &sel); res != GroupDown {
 		t.Fatalf("after the failure: %v", res)
 	}
-	waitFor(t, 2*time.Second, "half-open", func() bool { return m.st.health() == stateHalfOpen })
+	testtier.Eventually(t, 2*time.Second, "half-open", func() bool { return m.st.health() == stateHalfOpen })
 	if el := time.Since(downAt); el < 50*time.Millisecond {
 		t.Fatalf("back after %v, want 50 ms", el)
 	}
@@ -144,7 +144,7 @@ func TestCallCooldown(t *testing.T) {
 	if counts[m.Index] != 0 {
 		t.Fatalf("member in cooldown picked: %v", counts)
 	}
-	waitFor(t, time.Second, "cooldown cleared by the loop", func() bool { return m.st.cooldown.Load() == 0 })
+	testtier.Eventually(t, time.Second, "cooldown cleared by the loop", func() bool { return m.st.cooldown.Load() == 0 })
 	if el := time.Since(start); el < 70*time.Millisecond {
 		t.Fatalf("cooldown over after %v", el)
 	}

@@ -234,7 +234,7 @@ func TestProbeDownAndUp(t *testing.T) {
 	r, logs := newTestRegistry(t, Options{Prober: prober}, probedGroup("g", a.addr(), b.addr()))
 	r.Start()
 	uriA := "sip:gw0@" + a.addr()
-	waitFor(t, 2*time.Second, "a good probe of each member", func() bool {
+	testtier.Eventually(t, 2*time.Second, "a good probe of each member", func() bool {
 		return len(prober.since(0, uriA)) > 0 && len(prober.since(0, "sip:gw1@"+b.addr())) > 0
 	})
 
@@ -242,7 +242,7 @@ func TestProbeDownAndUp(t *testing.T) {
 	a.behaviour.Store(uasSilent)
 	// The record of a probe is written after the registry applied it: wait
 	// for the record, not only for the state, or the third one may be missing.
-	waitFor(t, 3*time.Second, "a marked down", func() bool { return lastState(prober.since(mark, uriA)) == "down" })
+	testtier.Eventually(t, 3*time.Second, "a marked down", func() bool { return lastState(prober.since(mark, uriA)) == "down" })
 	recs := prober.since(mark, uriA)
 	// Probes in flight when the UAS went silent may still have been answered.
 	for len(recs) > 0 && recs[0].code != 0 {
@@ -261,7 +261,7 @@ func TestProbeDownAndUp(t *testing.T) {
 
 	mark = prober.len()
 	a.behaviour.Store(uasAnswer200)
-	waitFor(t, 3*time.Second, "a half-open", func() bool { return lastState(prober.since(mark, uriA)) == "half_open" })
+	testtier.Eventually(t, 3*time.Second, "a half-open", func() bool { return lastState(prober.since(mark, uriA)) == "half_open" })
 	recs = prober.since(mark, uriA)
 	for len(recs) > 0 && recs[0].code == 0 {
 		recs = recs[1:]
@@ -305,14 +305,14 @@ func TestProbe503RetryAfterCooldown(t *testing.T) {
 	a.behaviour.Store(uasAnswer503)
 	r.Start()
 	var sel Selector
-	waitFor(t, 2*time.Second, "cooldown", func() bool { _, res := r.Pick("g", 0, &sel); return res == GroupDown })
+	testtier.Eventually(t, 2*time.Second, "cooldown", func() bool { _, res := r.Pick("g", 0, &sel); return res == GroupDown })
 	time.Sleep(100 * time.Millisecond) // a few more 503s, each extending the cooldown
 	mark := prober.len()
 	a.behaviour.Store(uasAnswer200)
 	// One probe at a time: once one answered 200 is recorded, every 503 is.
 	// (A fixed sleep for the probes in flight missed a late one on a loaded
 	// machine, and the cooldown seemed to last that much longer.)
-	waitFor(t, 2*time.Second, "a probe answered 200", func() bool {
+	testtier.Eventually(t, 2*time.Second, "a probe answered 200", func() bool {
 		return slices.ContainsFunc(prober.since(mark, g.Destinations[0].URI), func(rec probeRecord) bool { return rec.code == 200 })
 	})
 	var last503 time.Time
@@ -360,7 +360,7 @@ func TestProbeAllDownGroupDown(t *testing.T) {
 	r.Start()
 	a.behaviour.Store(uasSilent)
 	b.behaviour.Store(uasSilent)
-	waitFor(t, 3*time.Second, "both down", func() bool {
+	testtier.Eventually(t, 3*time.Second, "both down", func() bool {
 		return st(t, r, "g", 0).health() == stateDown && st(t, r, "g", 1).health() == stateDown
 	})
 	var sel Selector
@@ -387,7 +387,7 @@ func TestProbeHealthyCodes(t *testing.T) {
 	g.Probe.FailureThreshold = 2
 	r, _ := newTestRegistry(t, Options{Prober: newUDPProber(t)}, g)
 	r.Start()
-	waitFor(t, 2*time.Second, "down on 200s", func() bool { return st(t, r, "g", 0).health() == stateDown })
+	testtier.Eventually(t, 2*time.Second, "down on 200s", func() bool { return st(t, r, "g", 0).health() == stateDown })
 	gs, _ := r.Group("g")
 	if gs.Members[0].LastProbeCode != 200 || gs.Members[0].LastProbeRTTMs <= 0 {
 		t.Fatalf("status %+v", gs.Members[0])
@@ -404,7 +404,7 @@ func TestProbeLost(t *testing.T) {
 	g.Probe.FailureThreshold = 2
 	r, _ := newTestRegistry(t, Options{Prober: lost}, g)
 	r.Start()
-	waitFor(t, 3*time.Second, "down", func() bool { return st(t, r, "g", 0).health() == stateDown })
+	testtier.Eventually(t, 3*time.Second, "down", func() bool { return st(t, r, "g", 0).health() == stateDown })
 	if calls.Load() < 2 {
 		t.Fatalf("%d probes", calls.Load())
 	}

@@ -280,26 +280,26 @@ func TestDNSNames(t *testing.T) {
 	// The current address is kept while the name still has it.
 	dns.set("gw.example.net", "192.0.2.2", "192.0.2.1")
 	calls := dns.calls.Load()
-	waitFor(t, time.Second, "a re-resolution", func() bool { return dns.calls.Load() >= calls+4 })
+	testtier.Eventually(t, time.Second, "a re-resolution", func() bool { return dns.calls.Load() >= calls+4 })
 	if m, _ := pick(); m.Addr.Addr() != netip.MustParseAddr("192.0.2.1") {
 		t.Fatalf("address changed to %v though still resolved", m.Addr)
 	}
 	dns.set("gw.example.net", "192.0.2.9")
-	waitFor(t, time.Second, "the new address", func() bool { m, _ := pick(); return m.Addr == netip.MustParseAddrPort("192.0.2.9:5080") })
+	testtier.Eventually(t, time.Second, "the new address", func() bool { m, _ := pick(); return m.Addr == netip.MustParseAddrPort("192.0.2.9:5080") })
 	dns.set("other.example.net", "2001:db8::1")
-	waitFor(t, time.Second, "the other name", func() bool {
+	testtier.Eventually(t, time.Second, "the other name", func() bool {
 		m, _ := pick()
 		return m.Addr == netip.MustParseAddrPort("[2001:db8::1]:5060")
 	})
 	dns.set("gw.example.net")
 	dns.set("other.example.net")
-	waitFor(t, time.Second, "unresolvable", func() bool { _, res := pick(); return res == Unresolvable })
+	testtier.Eventually(t, time.Second, "unresolvable", func() bool { _, res := pick(); return res == Unresolvable })
 	if n := logs.count(`msg="gateway member unresolvable"`); n != 3 {
 		t.Fatalf("%d unresolvable lines, want 3 (once per change):\n%s", n, logs)
 	}
 	// Down and unresolvable together: down.
 	dns.set("gw.example.net", "192.0.2.1")
-	waitFor(t, time.Second, "resolved", func() bool { _, res := pick(); return res == OK })
+	testtier.Eventually(t, time.Second, "resolved", func() bool { _, res := pick(); return res == OK })
 	r.toDown(st(t, r, "g", 0), true, "test", nil)
 	if _, res := pick(); res != GroupDown {
 		t.Fatalf("one down, one unresolvable: %v", res)
@@ -329,9 +329,9 @@ func TestKnown(t *testing.T) {
 	}
 	r.Start()
 	dns.set("gw.example.net", "192.0.2.3")
-	waitFor(t, time.Second, "the name resolved", func() bool { return known("192.0.2.3") })
+	testtier.Eventually(t, time.Second, "the name resolved", func() bool { return known("192.0.2.3") })
 	dns.set("gw.example.net", "192.0.2.4")
-	waitFor(t, time.Second, "the name moved", func() bool { return known("192.0.2.4") && !known("192.0.2.3") })
+	testtier.Eventually(t, time.Second, "the name moved", func() bool { return known("192.0.2.4") && !known("192.0.2.3") })
 	if err := r.RemoveGroup("runtime"); err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +381,7 @@ func TestDNSTemporaryFailureKeepsAddress(t *testing.T) {
 	r.Start()
 	dns.fail("gw.example.net", &net.DNSError{Err: "i/o timeout", Name: "gw.example.net", IsTimeout: true, IsTemporary: true})
 	calls := dns.calls.Load()
-	waitFor(t, time.Second, "re-resolutions", func() bool { return dns.calls.Load() >= calls+3 })
+	testtier.Eventually(t, time.Second, "re-resolutions", func() bool { return dns.calls.Load() >= calls+3 })
 	if m, res := r.Pick("g", 0, &sel); res != OK || m.Addr != netip.MustParseAddrPort("192.0.2.1:5060") {
 		t.Fatalf("after resolver timeouts: Pick = %v %v, want the address it had", m.Addr, res)
 	}
@@ -393,7 +393,7 @@ func TestDNSTemporaryFailureKeepsAddress(t *testing.T) {
 		t.Fatal("sipedge_gateway_member_address_stale is not 1 while re-resolution fails")
 	}
 	dns.fail("gw.example.net", nil) // the resolver answers again
-	waitFor(t, time.Second, "the stale gauge back at 0", func() bool { return !stale() })
+	testtier.Eventually(t, time.Second, "the stale gauge back at 0", func() bool { return !stale() })
 	dns.fail("gw.example.net", &net.DNSError{Err: "no such host", Name: "gw.example.net", IsNotFound: true})
-	waitFor(t, time.Second, "unresolvable", func() bool { _, res := r.Pick("g", 0, &sel); return res == Unresolvable })
+	testtier.Eventually(t, time.Second, "unresolvable", func() bool { _, res := r.Pick("g", 0, &sel); return res == Unresolvable })
 }

@@ -86,18 +86,6 @@ func disableKeys(m *Monitor) []string {
 	return out
 }
 
-// eventually fails t unless cond holds within a few seconds.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 5 s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func fastRetries(t *testing.T) {
 	minR, maxR := storeRetryMin, storeRetryMax
 	storeRetryMin, storeRetryMax = 10*time.Millisecond, 40*time.Millisecond
@@ -118,7 +106,7 @@ func TestStoreLoadAndWrite(t *testing.T) {
 		"c|99": {Carrier: "c", Prefix: ptr("99"), Since: since},
 	}}
 	m := newTestMonitor(t, Config{Prefixes: []string{"", "+44"}}, Options{Store: st})
-	eventually(t, "the load", func() bool { return len(m.Disables()) == 2 })
+	testtier.Eventually(t, 5*time.Second, "the load", func() bool { return len(m.Disables()) == 2 })
 	if got, want := disableKeys(m), []string{"a|*", "b|+44"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("loaded %v, want %v", got, want)
 	}
@@ -133,7 +121,7 @@ func TestStoreLoadAndWrite(t *testing.T) {
 	}
 	// b's was stored as "44", configured "+44" now: gone under either
 	// spelling; x's is written, c's left alone.
-	eventually(t, "the writes", func() bool { return reflect.DeepEqual(st.keys(), []string{"a|*", "c|99", "x|"}) })
+	testtier.Eventually(t, 5*time.Second, "the writes", func() bool { return reflect.DeepEqual(st.keys(), []string{"a|*", "c|99", "x|"}) })
 }
 
 // TestStoreDownAtStart: a store that does not answer leaves the Monitor
@@ -160,12 +148,12 @@ func TestStoreDownAtStart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "the load", func() bool {
+	testtier.Eventually(t, 5*time.Second, "the load", func() bool {
 		st.mu.Lock()
 		defer st.mu.Unlock()
 		return st.loads == 4
 	})
-	eventually(t, "the store in step", func() bool { return reflect.DeepEqual(st.keys(), []string{"b|*", "c|*", "d|*"}) })
+	testtier.Eventually(t, 5*time.Second, "the store in step", func() bool { return reflect.DeepEqual(st.keys(), []string{"b|*", "c|*", "d|*"}) })
 	if got, want := disableKeys(m), []string{"b|*", "c|*", "d|*"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("disables %v, want %v", got, want)
 	}
@@ -183,7 +171,7 @@ func TestStoreWriteRetried(t *testing.T) {
 	st := &memStore{m: map[string]Disable{}}
 	set := metrics.NewSet()
 	m := newTestMonitor(t, Config{}, Options{Store: st, Metrics: set})
-	eventually(t, "the load", func() bool {
+	testtier.Eventually(t, 5*time.Second, "the load", func() bool {
 		st.mu.Lock()
 		defer st.mu.Unlock()
 		return st.loads == 1
@@ -194,7 +182,7 @@ func TestStoreWriteRetried(t *testing.T) {
 	if err := m.Disable(Target{Carrier: "a"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the retried write", func() bool { return reflect.DeepEqual(st.keys(), []string{"a|*"}) })
+	testtier.Eventually(t, 5*time.Second, "the retried write", func() bool { return reflect.DeepEqual(st.keys(), []string{"a|*"}) })
 	var b strings.Builder
 	set.WritePrometheus(&b)
 	if !strings.Contains(b.String(), `sipedge_quality_store_errors_total{op="write"} 2`) {
@@ -257,19 +245,19 @@ func TestStoreShared(t *testing.T) {
 	b := newTestMonitor(t, cfg, Options{Store: st})
 	st.followers = []*Monitor{a, b}
 	for _, m := range []*Monitor{a, b} {
-		eventually(t, "the load", func() bool { m.mu.Lock(); defer m.mu.Unlock(); return m.stored != nil })
+		testtier.Eventually(t, 5*time.Second, "the load", func() bool { m.mu.Lock(); defer m.mu.Unlock(); return m.stored != nil })
 	}
 	if err := a.Disable(Target{Carrier: "x", Prefix: ptr("44")}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "x disabled on b", func() bool { return b.Disabled(b.Prefix("447700900123"), "x") })
+	testtier.Eventually(t, 5*time.Second, "x disabled on b", func() bool { return b.Disabled(b.Prefix("447700900123"), "x") })
 	if b.Disabled(b.Prefix("1202"), "x") {
 		t.Fatal("x disabled on b for a prefix it was not disabled for")
 	}
 	if _, err := b.Enable(Target{Carrier: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "x enabled on a", func() bool { return !a.Disabled(a.Prefix("447700900123"), "x") })
+	testtier.Eventually(t, 5*time.Second, "x enabled on a", func() bool { return !a.Disabled(a.Prefix("447700900123"), "x") })
 	// Let both persisters run out of work, then count: one write each.
 	time.Sleep(50 * time.Millisecond)
 	if puts, deletes := st.writes(); puts != 1 || deletes != 1 {

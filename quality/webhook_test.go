@@ -26,16 +26,6 @@ func badCarrier(m *Monitor, carrier string, i int) {
 	m.Update(at + 5*time.Second)
 }
 
-// waitFor polls cond until it holds or 10 s pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
-}
-
 // TestWebhook: events reach a real HTTP server as JSON POSTs, off the
 // reader; failures and timeouts are counted, not retried.
 func TestWebhook(t *testing.T) {
@@ -82,19 +72,19 @@ func TestWebhook(t *testing.T) {
 		p.body["asr"].(map[string]any)["level"] != "critical" {
 		t.Fatalf("posted %+v", p)
 	}
-	waitFor(t, "the ok count", func() bool { return counter("ok") == 1 })
+	testtier.Eventually(t, 10*time.Second, "the ok count", func() bool { return counter("ok") == 1 })
 
 	// A 500: counted as failed, not retried.
 	status <- 500
 	badCarrier(m, "b", 1)
 	<-posts
-	waitFor(t, "the failed count", func() bool { return counter("failed") == 1 })
+	testtier.Eventually(t, 10*time.Second, "the failed count", func() bool { return counter("failed") == 1 })
 
 	// A server that does not answer: the POST gives up at the timeout.
 	status <- 0
 	badCarrier(m, "c", 2)
 	<-posts
-	waitFor(t, "the timeout", func() bool { return counter("failed") == 2 })
+	testtier.Eventually(t, 10*time.Second, "the timeout", func() bool { return counter("failed") == 2 })
 	select {
 	case p := <-posts:
 		t.Fatalf("retried: %+v", p)
@@ -109,11 +99,11 @@ func TestWebhook(t *testing.T) {
 	for i := 1; i < 70; i++ {
 		badCarrier(m, fmt.Sprint("d", i), i)
 	}
-	waitFor(t, "the drops", func() bool { return counter("dropped") == 70-1-webhookQueue })
+	testtier.Eventually(t, 10*time.Second, "the drops", func() bool { return counter("dropped") == 70-1-webhookQueue })
 	status <- 204 // the one in flight
 	for range webhookQueue {
 		<-posts
 		status <- 204
 	}
-	waitFor(t, "the queue's posts", func() bool { return counter("ok") == 1+webhookQueue })
+	testtier.Eventually(t, 10*time.Second, "the queue's posts", func() bool { return counter("ok") == 1+webhookQueue })
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sipedge/sipedge/internal/testtier"
 )
@@ -70,7 +71,7 @@ func tornLineChild(t *testing.T, path string) {
 		r.Caller = strings.Repeat("1", 400) // about 600 bytes a line: the second is cut at 1000
 		tw.Write(r)
 	}
-	eventually(t, "the writer to take every record", func() bool { return len(tw.queue) == 0 })
+	testtier.Eventually(t, 5*time.Second, "the writer to take every record", func() bool { return len(tw.queue) == 0 })
 	if err := tw.Reopen(); err != nil { // flushes, into the limit
 		t.Fatal(err)
 	}

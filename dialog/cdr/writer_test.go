@@ -144,16 +144,6 @@ func equal(t *testing.T, what string, got, want []string) {
 	}
 }
 
-// eventually polls cond for up to 5 s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
-}
-
 func TestWriterWritesLines(t *testing.T) {
 	tw := newTestWriter(t, Options{}, hooks{})
 	for _, id := range ids(0, 100) {
@@ -191,7 +181,7 @@ func TestWriterFlushesWithin100ms(t *testing.T) {
 	tw := newTestWriter(t, Options{}, hooks{})
 	start := time.Now()
 	tw.Write(record("call-000"))
-	eventually(t, "the line to reach the file", func() bool {
+	testtier.Eventually(t, 5*time.Second, "the line to reach the file", func() bool {
 		b, _ := os.ReadFile(tw.path)
 		return bytes.HasSuffix(b, []byte("}\n"))
 	})
@@ -284,7 +274,7 @@ func TestWriterReopen(t *testing.T) {
 	testtier.RequiresWallClock(t)
 	tw := newTestWriter(t, Options{}, hooks{})
 	tw.Write(record("call-000"))
-	eventually(t, "the first record to be flushed", func() bool { return tw.metric(t, metricWritten) == "1" })
+	testtier.Eventually(t, 5*time.Second, "the first record to be flushed", func() bool { return tw.metric(t, metricWritten) == "1" })
 
 	// logrotate moves the file; the writer still holds the old one.
 	moved := tw.path + ".moved"
@@ -292,7 +282,7 @@ func TestWriterReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	tw.Write(record("call-001")) // in the old file or the new one: queued before Reopen
-	eventually(t, "the second record to be flushed", func() bool { return tw.metric(t, metricWritten) == "2" })
+	testtier.Eventually(t, 5*time.Second, "the second record to be flushed", func() bool { return tw.metric(t, metricWritten) == "2" })
 	if err := tw.Reopen(); err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +349,7 @@ func TestWriterQueueFullDoesNotBlock(t *testing.T) {
 	tw.wantMetric(t, metricDropped, fmt.Sprint(drops))
 
 	// Logged at once, with the count, and not once per drop.
-	eventually(t, "the drop log line", func() bool { return len(tw.log.lines(t, "cdr queue full, records dropped")) > 0 })
+	testtier.Eventually(t, 5*time.Second, "the drop log line", func() bool { return len(tw.log.lines(t, "cdr queue full, records dropped")) > 0 })
 	if n := len(tw.log.lines(t, "cdr queue full, records dropped")); n > 2 {
 		t.Fatalf("%d log lines for a burst of drops, want at most 2 in the first second", n)
 	}
@@ -407,7 +397,7 @@ func TestWriterDropLogRateLimited(t *testing.T) {
 		n++
 		time.Sleep(5 * time.Millisecond)
 	}
-	eventually(t, "two drop lines", func() bool { return len(tw.log.lines(t, "cdr queue full, records dropped")) >= 2 })
+	testtier.Eventually(t, 5*time.Second, "two drop lines", func() bool { return len(tw.log.lines(t, "cdr queue full, records dropped")) >= 2 })
 	lines := tw.log.lines(t, "cdr queue full, records dropped")
 	if len(lines) != 2 {
 		t.Fatalf("%d drop log lines in 1.5 s, want 2", len(lines))
@@ -539,8 +529,8 @@ func TestWriterIOError(t *testing.T) {
 			t.Fatal("Write refused")
 		}
 	}
-	eventually(t, "write errors", func() bool { return tw.metric(t, metricWriteErrors) == "5" })
-	eventually(t, "the error log line", func() bool { return len(tw.log.lines(t, "cdr write failed")) > 0 })
+	testtier.Eventually(t, 5*time.Second, "write errors", func() bool { return tw.metric(t, metricWriteErrors) == "5" })
+	testtier.Eventually(t, 5*time.Second, "the error log line", func() bool { return len(tw.log.lines(t, "cdr write failed")) > 0 })
 	tw.Write(record("call-005")) // the file is reopened for the next record
 	err := tw.Close(context.Background())
 	if err == nil {

@@ -8,9 +8,9 @@
 //
 // A test that opens a socket (a listener, an httptest.Server, a client of
 // one, a Redis, SIPp or a gnet loop) or that waits for real time to pass
-// (time.Sleep, a component's own timers, polling until a condition holds)
-// calls RequiresSockets or RequiresWallClock first, before it starts
-// anything. A test that merely bounds a wait with a generous timeout (a
+// (time.Sleep, a component's own timers, polling until a condition holds:
+// Eventually) calls RequiresSockets or RequiresWallClock first, before it
+// starts anything. A test that merely bounds a wait with a generous timeout (a
 // select on a channel that a goroutine of the test closes, with
 // time.After as the failure case) is not waiting on the wall clock.
 //

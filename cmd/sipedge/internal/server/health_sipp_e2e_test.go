@@ -1,5 +1,3 @@
-//go:build !race
-
 package server
 
 import (
@@ -13,8 +11,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/sipedge/sipedge/internal/testtier"
 )
 
 // Gateway health under load, end to end with SIPp (sipp_e2e_helpers_test.go):
@@ -24,8 +20,8 @@ import (
 //
 // These tests hold sipedge to rates and deadlines (500 calls/s, down
 // within 2 s), which the race detector, slowing it several-fold, would
-// miss: they are left out of the race build, as the allocation tests are,
-// and run in every other (go test ./..., without -short).
+// miss: they skip under -race (loadTest), and run in every other build
+// (go test ./..., without -short).
 
 // memberState is the admin API's state of a group's only member.
 func (r *lcrRig) memberState(group string) string {
@@ -69,7 +65,7 @@ func cdrsBy(recs []map[string]any) (codes map[int]int, attempts map[string]int) 
 // Such calls are more of the same evidence, scattered, which must not
 // take the member down either; they are counted and logged.
 func TestHealthSIPpScatteredNoAnswersKeepCarrierUp(t *testing.T) {
-	testtier.RequiresSockets(t)
+	loadTest(t)
 	const rate, calls = 500, 10000
 	p := sippCarrier(t, "carrier-p", "uas.xml")
 	r := newSIPpRig(t, "gateway:\n  groups:\n"+gatewayGroup("carrier-p", "", p),
@@ -268,7 +264,7 @@ func invitedAfter(t *testing.T, rec map[string]any, at time.Time) bool {
 // each call to it fails over after its timeout_secs (1 s), the evidence
 // (no answer) counted as it does.
 func TestHealthSIPpBlackHoleTakenOutAndBack(t *testing.T) {
-	testtier.RequiresSockets(t)
+	loadTest(t)
 	const rate, seconds = 200, 10
 	p := sippCarrier(t, "carrier-p", "uas.xml")
 	b := sippCarrier(t, "carrier-b", "uas.xml")
@@ -378,7 +374,7 @@ func (m *blackHoleMember) dest() string {
 // the 50 % threshold), and panic never brings back what probes hold down,
 // so every call goes to the third member, and is answered.
 func TestHealthSIPpTwoOfThreeDownStillSendsToTheThird(t *testing.T) {
-	testtier.RequiresSockets(t)
+	loadTest(t)
 	const rate, calls = 200, 1000
 	dead1, dead2 := newBlackHoleMember(t), newBlackHoleMember(t)
 	live := sippCarrier(t, "carrier-live", "uas.xml", "-aa") // -aa: SIPp answers OPTIONS 200
@@ -422,7 +418,7 @@ func TestHealthSIPpTwoOfThreeDownStillSendsToTheThird(t *testing.T) {
 // (a last-resort pick, counted), and its answers bring it back long
 // before down_secs, while the first carrier stays down.
 func TestHealthSIPpLastCarrierTriedWhenEveryGroupIsDown(t *testing.T) {
-	testtier.RequiresSockets(t)
+	loadTest(t)
 	const rate, seconds = 100, 12
 	q := sippCarrier(t, "carrier-q", "uas.xml")
 	p := sippCarrier(t, "carrier-p", "uas.xml")

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sipedge/sipedge/internal/testtier"
 )
 
 // SIPp load rig (beside sipp_e2e_helpers_test.go's, for runs of thousands
@@ -24,6 +26,22 @@ import (
 // and a directory for its files; t.Cleanup kills what is still running.
 // SIPP_TRACE=DIR keeps every message each SIPp sent and received in
 // DIR/NAME_msg.log (it slows SIPp down: for a failure's post-mortem).
+
+// loadTest skips t in the fast tier and, saying so, under the race
+// detector: a load test holds sipedge to rates and deadlines (hundreds of
+// calls a second, a member down within 2 s) that the race detector,
+// slowing sipedge several-fold, makes it miss, which would say nothing of
+// sipedge. The functional e2e tests, which take the same paths at a few
+// calls a second, run under -race.
+func loadTest(t *testing.T) {
+	t.Helper()
+	testtier.RequiresSockets(t)
+	if raceEnabled {
+		const why = "a load test, skipped under -race: the race detector slows sipedge below the rates it holds it to (go test without -race runs it)"
+		fmt.Fprintf(os.Stderr, "SKIP %s: %s\n", t.Name(), why)
+		t.Skip(why)
+	}
+}
 
 // sipp is one SIPp process.
 type sipp struct {
