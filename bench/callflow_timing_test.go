@@ -19,36 +19,14 @@ import (
 // 1024 calls. allocs/op is allocations per call; the goals are 0 and at
 // least 100,000 calls/s on one core.
 func BenchmarkCallFlow(b *testing.B) {
-	r := newRig(b, rigOptions{maxDuration: 3 * time.Hour})
-	for range 4 * r.period { // warm up: slabs, maps, queues, the timer list
-		r.call()
-		r.tick()
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		r.call()
-		r.tick()
-	}
-	r.check(int(r.n))
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+	benchmarkCallFlow(b, rigOptions{maxDuration: 3 * time.Hour})
 }
 
 // BenchmarkCallFlowHooks is BenchmarkCallFlow with a routing policy whose
 // hooks do nothing: what running a policy's hooks (OnInvite and OnAnswer
 // here), each guarded against a panic, costs a call.
 func BenchmarkCallFlowHooks(b *testing.B) {
-	r := newRig(b, rigOptions{maxDuration: 3 * time.Hour, hooks: true})
-	for range 4 * r.period {
-		r.call()
-		r.tick()
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		r.call()
-		r.tick()
-	}
-	r.check(int(r.n))
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+	benchmarkCallFlow(b, rigOptions{maxDuration: 3 * time.Hour, hooks: true})
 }
 
 // BenchmarkCallFlowFailover is BenchmarkCallFlow with a failover in every
@@ -56,18 +34,7 @@ func BenchmarkCallFlowHooks(b *testing.B) {
 // a fresh B-leg goes to the second, which answers. The goal is at least
 // 60,000 calls/s on one core.
 func BenchmarkCallFlowFailover(b *testing.B) {
-	r := newRig(b, rigOptions{maxDuration: 3 * time.Hour, failover: true})
-	for range 4 * r.period {
-		r.call()
-		r.tick()
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		r.call()
-		r.tick()
-	}
-	r.check(int(r.n))
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+	benchmarkCallFlow(b, rigOptions{maxDuration: 3 * time.Hour, failover: true})
 }
 
 // BenchmarkCallFlowFailoverPlane is BenchmarkCallFlowFailover through the
@@ -93,9 +60,11 @@ func BenchmarkCallFlowFailoverReordered(b *testing.B) {
 	benchmarkCallFlow(b, rigOptions{maxDuration: 3 * time.Hour, failover: true, plane: true, quality: quality.ModeDemote, reorder: true})
 }
 
+// benchmarkCallFlow makes calls through a rig built with o, warmed up
+// first, and reports calls/s.
 func benchmarkCallFlow(b *testing.B, o rigOptions) {
 	r := newRig(b, o)
-	for range 4 * r.period {
+	for range 4 * r.period { // warm up: slabs, maps, queues, the timer list
 		r.call()
 		r.tick()
 	}

@@ -45,7 +45,7 @@ type Store struct {
 }
 
 // New returns a Store for the Redis at url (redis:// or rediss://; a
-// Cluster's seed nodes as ?addr=host:port&addr=...), not yet connected.
+// Cluster's other nodes as ?addr=host:port&addr=...), not yet connected.
 // log (nil: slog.Default()) gets the stored values that do not decode.
 func New(url string, log *slog.Logger) (*Store, error) {
 	opt, err := redisurl.Options(url)
