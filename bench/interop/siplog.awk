@@ -62,6 +62,12 @@ function begin(d) {
 	delete lines; delete hval
 }
 
+# header TO: a baresip message from "from" to TO starts on the next line.
+function header(to) {
+	pending = 0
+	begin(from == self || (" " peers " ") ~ (" " to " ") ? "sent" : "received")
+}
+
 {
 	raw = $0
 	sub(/\r$/, "")
@@ -76,12 +82,16 @@ function begin(d) {
 # SIPp: the dashed line with a time stamp before each message.
 /^-----------/ { flush(); next }
 # baresip: "UDP 127.0.0.1:25075 -> 127.0.0.1:25060", the message after it,
-# ended by the escape sequence that resets the colour.
-/^(UDP|TCP|TLS) [^ ]+ -> [^ ]+$/ {
-	to = $4
-	begin($2 == self || (" " peers " ") ~ (" " to " ") ? "sent" : "received")
+# ended by the escape sequence that resets the colour. Another thread's log
+# line can land inside that line ("UDP a -> aubridge: thread start ...",
+# then "b" alone on the next line): the header then waits for its address.
+/^(UDP|TCP|TLS) [^ ]+ -> / {
+	from = $2
+	if (NF == 4 && $4 ~ /:[0-9]+$/) { header($4); next }
+	pending = 1
 	next
 }
+pending && /^[^ ]+:[0-9]+$/ { header($0); next }
 raw ~ /^\033\[;m/ { flush(); next }
 
 inmsg {
