@@ -40,8 +40,8 @@ func bigRequest(method, branch string) []byte {
 // really keeps, counted without its own bookkeeping.
 func heldByScan(tab *Table) int {
 	n := 0
-	for i := range tab.txns {
-		x := &tab.txns[i]
+	for i := range tab.slots.n {
+		x := tab.slots.at(i)
 		n += cap(x.key) + cap(x.msg) + cap(x.ack) + cap(x.cancelHdrs) + cap(x.respTag)
 	}
 	return n

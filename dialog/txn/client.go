@@ -31,7 +31,7 @@ func (t *Table) SendRequest(m *parser.Message, to transport.Peer, now time.Durat
 	if err != nil {
 		return 0, err
 	}
-	x := &t.txns[i]
+	x := t.slots.at(i)
 	x.msg = append(x.msg, m.Bytes()...)
 	t.charge(x)
 	t.start(i)
@@ -67,7 +67,7 @@ func (t *Table) SendBuilt(r *Built, to transport.Peer, now time.Duration) (Handl
 	if err != nil {
 		return 0, err
 	}
-	x := &t.txns[i]
+	x := t.slots.at(i)
 	x.msg = append(x.msg, r.Data...)
 	t.charge(x)
 	if x.kind == KindInviteClient {
@@ -146,7 +146,7 @@ func (t *Table) dropInvite(x *txn) {
 
 // start sends a new client transaction's request and arms its timers.
 func (t *Table) start(i int32) {
-	x := &t.txns[i]
+	x := t.slots.at(i)
 	t.send(i, x.msg)
 	retransmit, timeout := inTimerE, inTimerF // RFC 3261 17.1.2.2
 	if x.kind == KindInviteClient {
@@ -218,7 +218,7 @@ func (t *Table) CancelWith(h Handle, headers []byte, now time.Duration) error {
 	if !ok {
 		return ErrStale
 	}
-	if t.txns[i].kind != KindInviteClient {
+	if t.slots.at(i).kind != KindInviteClient {
 		return ErrState
 	}
 	return t.step(i, &event{in: inCancel, data: headers})
@@ -234,7 +234,7 @@ func (t *Table) AppendCancel(dst []byte, h Handle) ([]byte, error) {
 	if !ok {
 		return dst, ErrStale
 	}
-	if t.txns[i].kind != KindInviteClient {
+	if t.slots.at(i).kind != KindInviteClient {
 		return dst, ErrState
 	}
 	var req request
@@ -247,7 +247,7 @@ func (t *Table) AppendCancel(dst []byte, h Handle) ([]byte, error) {
 	dst = parser.AppendHeader(dst, "To", req.to)
 	dst = parser.AppendHeader(dst, "Call-ID", req.callID)
 	dst = appendCSeq(dst, req.cseq, "CANCEL")
-	dst = append(dst, t.txns[i].cancelHdrs...)
+	dst = append(dst, t.slots.at(i).cancelHdrs...)
 	return parser.AppendBody(dst, "", nil), nil
 }
 
@@ -292,7 +292,7 @@ func (r *request) appendRoute(dst []byte) []byte {
 // already; one sent with SendBuilt is re-read only by AppendCancel after
 // its final response, which the engine never calls: an error is a bug.
 func (t *Table) request(i int32, r *request) {
-	x := &t.txns[i]
+	x := t.slots.at(i)
 	if x.invite != 0 {
 		p := &t.invites[x.invite-1]
 		*r = request{uri: p.uri.of(x.msg), via: p.via.of(x.msg), from: p.from.of(x.msg), to: p.to.of(x.msg),
@@ -324,19 +324,19 @@ func appendCSeq(dst []byte, num uint32, method string) []byte {
 // internal non-INVITE client transaction, and starts the 64*T1 wait of RFC
 // 3261 9.1 on the INVITE.
 func (t *Table) sendCancel(i int32) error {
-	t.txns[i].cancel = cancelSent
+	t.slots.at(i).cancel = cancelSent
 	var req request
 	t.request(i, &req)
 	t.arm(i, inTimerCancel, t.long)
 	t.clientKey(methodCancel, req.branch)
 	h := t.hash(t.key)
 	if t.find(h, nil, false) < 0 { // else the TU sent one itself
-		j, err := t.alloc(KindNonInviteClient, StateTrying, t.txns[i].peer)
+		j, err := t.alloc(KindNonInviteClient, StateTrying, t.slots.at(i).peer)
 		if err != nil {
 			return err
 		}
 		t.insert(j, h)
-		c := &t.txns[j] // after alloc: the slab may have moved
+		c := t.slots.at(j)
 		c.internal = true
 		c.msg, _ = t.AppendCancel(c.msg[:0], t.handle(i))
 		t.charge(c)
@@ -348,7 +348,7 @@ func (t *Table) sendCancel(i int32) error {
 // ictCalling is the Calling state of the INVITE client transaction (RFC 3261
 // 17.1.1.2, Figure 5, as amended by RFC 6026 8.4).
 func (t *Table) ictCalling(i int32, e *event) error {
-	x := &t.txns[i]
+	x := t.slots.at(i)
 	switch e.in {
 	case inTimerA:
 		// 17.1.1.2: retransmit and double A, without bound; Calling only.
@@ -393,7 +393,7 @@ func (t *Table) ictCalling(i int32, e *event) error {
 // ictProceeding is the Proceeding state of the INVITE client transaction
 // (RFC 3261 17.1.1.2, Figure 5, as amended by RFC 6026 8.4).
 func (t *Table) ictProceeding(i int32, e *event) error {
-	x := &t.txns[i]
+	x := t.slots.at(i)
 	switch e.in {
 	case inProvisional:
 		// 17.1.1.2: further provisionals go to the TU.
@@ -427,7 +427,7 @@ func (t *Table) ictProceeding(i int32, e *event) error {
 // RFC 3261 17.1.1.2): the 2xx goes to the TU, which ACKs it itself, and the
 // transaction waits in Accepted for 2xx retransmissions and forks, Timer M.
 func (t *Table) ictAccept(i int32) {
-	x := &t.txns[i]
+	x := t.slots.at(i)
 	t.stopRtx(x)
 	t.stopLife(x)
 	x.state = StateAccepted
@@ -440,7 +440,7 @@ func (t *Table) ictAccept(i int32) {
 // ACK it, pass it to the TU, and wait in Completed for retransmissions,
 // Timer D (zero on reliable transports).
 func (t *Table) ictReject(i int32, resp *parser.Message) {
-	x := &t.txns[i]
+	x := t.slots.at(i)
 	t.stopRtx(x)
 	t.stopLife(x)
 	x.state = StateCompleted
@@ -459,7 +459,7 @@ func (t *Table) ictCompleted(i int32, e *event) error {
 	case inFailure:
 		// 17.1.1.2: a retransmitted final response is ACKed again and not
 		// passed to the TU.
-		t.resend(i, t.txns[i].ack)
+		t.resend(i, t.slots.at(i).ack)
 	case inTimerD:
 		// 17.1.1.2: D fires: Terminated.
 		t.terminate(i)
@@ -493,7 +493,7 @@ func (t *Table) ictAccepted(i int32, e *event) error {
 // nictTrying is the Trying state of the non-INVITE client transaction (RFC
 // 3261 17.1.2.2, Figure 6).
 func (t *Table) nictTrying(i int32, e *event) error {
-	x := &t.txns[i]
+	x := t.slots.at(i)
 	switch e.in {
 	case inTimerE:
 		// 17.1.2.2: retransmit; E doubles up to T2.
@@ -513,7 +513,7 @@ func (t *Table) nictTrying(i int32, e *event) error {
 // nictProceeding is the Proceeding state of the non-INVITE client
 // transaction (RFC 3261 17.1.2.2, Figure 6).
 func (t *Table) nictProceeding(i int32, e *event) error {
-	x := &t.txns[i]
+	x := t.slots.at(i)
 	switch e.in {
 	case inTimerE:
 		// 17.1.2.2: in Proceeding, retransmit every T2.
@@ -532,7 +532,7 @@ func (t *Table) nictProceeding(i int32, e *event) error {
 // nictCommon holds the transitions Trying and Proceeding share (RFC 3261
 // 17.1.2.2, Figure 6).
 func (t *Table) nictCommon(i int32, e *event) {
-	x := &t.txns[i]
+	x := t.slots.at(i)
 	switch e.in {
 	case inTimerF:
 		// 17.1.2.2: F fires: inform the TU of the timeout.

@@ -59,7 +59,7 @@ type event struct {
 // step feeds an event to transaction i's state machine: one method per
 // state, named after the transaction kind (ict, nict, ist, nist).
 func (t *Table) step(i int32, e *event) error {
-	x := &t.txns[i]
+	x := t.slots.at(i)
 	switch x.kind {
 	case KindInviteClient:
 		switch x.state {

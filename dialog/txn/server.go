@@ -79,7 +79,7 @@ func (t *Table) receiveRequest(m *parser.Message, from transport.Peer, replyTo *
 		return err
 	}
 	t.insert(i, h)
-	x := &t.txns[i]
+	x := t.slots.at(i)
 	x.legacy = legacy
 	if kind == KindInviteServer {
 		// RFC 3261 17.2.1: "the server transaction MUST generate a 100
@@ -145,7 +145,7 @@ func (t *Table) MatchCancel(m *parser.Message) Handle {
 		return 0
 	}
 	i := t.find(t.hash(t.key), nil, false)
-	if i < 0 || t.txns[i].kind != KindInviteServer {
+	if i < 0 || t.slots.at(i).kind != KindInviteServer {
 		return 0
 	}
 	return t.handle(i)
@@ -166,7 +166,7 @@ func (t *Table) Respond(h Handle, resp []byte, now time.Duration) error {
 	if !ok {
 		return ErrStale
 	}
-	x := &t.txns[i]
+	x := t.slots.at(i)
 	if x.kind.client() {
 		return ErrState
 	}
@@ -212,7 +212,7 @@ func statusCode(b []byte) (int, bool) {
 
 // respond makes the TU's response the transaction's last response and sends it.
 func (t *Table) respond(i int32, e *event) {
-	x := &t.txns[i]
+	x := t.slots.at(i)
 	x.msg = append(x.msg[:0], e.data...)
 	if e.in != inTUProvisional {
 		x.respTag = append(x.respTag[:0], e.toTag...)
@@ -224,7 +224,7 @@ func (t *Table) respond(i int32, e *event) {
 // istProceeding is the Proceeding state of the INVITE server transaction
 // (RFC 3261 17.2.1, Figure 7, as amended by RFC 6026 7.1, 8.5).
 func (t *Table) istProceeding(i int32, e *event) error {
-	x := &t.txns[i]
+	x := t.slots.at(i)
 	switch e.in {
 	case inRequest:
 		// 17.2.1: a retransmitted INVITE gets the most recent provisional
@@ -261,7 +261,7 @@ func (t *Table) istProceeding(i int32, e *event) error {
 // istCompleted is the Completed state of the INVITE server transaction (RFC
 // 3261 17.2.1, Figure 7).
 func (t *Table) istCompleted(i int32, e *event) error {
-	x := &t.txns[i]
+	x := t.slots.at(i)
 	switch e.in {
 	case inRequest:
 		// 17.2.1: a retransmitted INVITE gets the final response again.
@@ -333,7 +333,7 @@ func (t *Table) istAccepted(i int32, e *event) error {
 // nistTrying is the Trying state of the non-INVITE server transaction (RFC
 // 3261 17.2.2, Figure 8).
 func (t *Table) nistTrying(i int32, e *event) error {
-	x := &t.txns[i]
+	x := t.slots.at(i)
 	switch e.in {
 	case inRequest:
 		// 17.2.2: retransmissions in Trying are discarded.
@@ -351,7 +351,7 @@ func (t *Table) nistTrying(i int32, e *event) error {
 // nistProceeding is the Proceeding state of the non-INVITE server
 // transaction (RFC 3261 17.2.2, Figure 8).
 func (t *Table) nistProceeding(i int32, e *event) error {
-	x := &t.txns[i]
+	x := t.slots.at(i)
 	switch e.in {
 	case inRequest:
 		// 17.2.2: a retransmission gets the most recent provisional.
@@ -383,8 +383,8 @@ func (t *Table) nistProceeding(i int32, e *event) error {
 // handshake (17.2.1).
 func (t *Table) nistComplete(i int32, e *event) {
 	t.respond(i, e)
-	t.txns[i].state = StateCompleted
-	if t.held > t.budget && !t.txns[i].peer.Transport.Reliable() {
+	t.slots.at(i).state = StateCompleted
+	if t.held > t.budget && !t.slots.at(i).peer.Transport.Reliable() {
 		t.stats.BudgetShortcuts++
 		t.terminate(i)
 		return
@@ -398,7 +398,7 @@ func (t *Table) nistCompleted(i int32, e *event) error {
 	switch e.in {
 	case inRequest:
 		// 17.2.2: a retransmission gets the final response again.
-		t.resend(i, t.txns[i].msg)
+		t.resend(i, t.slots.at(i).msg)
 	case inTimerJ:
 		// 17.2.2: J fires: Terminated.
 		t.terminate(i)

@@ -98,7 +98,7 @@ func (t *Table) takeFree(kind Kind) int32 {
 		k = other
 	}
 	i := t.free[k]
-	t.free[k] = t.txns[i].next
+	t.free[k] = t.slots.at(i).next
 	return i
 }
 
@@ -113,15 +113,15 @@ func (t *Table) release(x *txn) {
 
 // handle packs generation and index: gen<<32 | index. Indexes stay below
 // 1<<24 so that bits 24-31 can carry a timer id in a timer argument.
-func (t *Table) handle(i int32) Handle { return Handle(uint64(t.txns[i].gen)<<32 | uint64(i)) }
+func (t *Table) handle(i int32) Handle { return Handle(uint64(t.slots.at(i).gen)<<32 | uint64(i)) }
 
 // lookup returns the slot of a live transaction h.
 func (t *Table) lookup(h Handle) (int32, bool) {
 	i := uint64(h) & 0xffffffff
-	if i >= uint64(len(t.txns)) {
+	if i >= uint64(t.slots.len()) {
 		return -1, false
 	}
-	x := &t.txns[i]
+	x := t.slots.at(int32(i))
 	if x.gen != uint32(h>>32) || x.state == StateTerminated {
 		return -1, false
 	}
@@ -150,16 +150,15 @@ func (t *Table) alloc(kind Kind, state State, peer transport.Peer) (int32, error
 	}
 	i := t.takeFree(kind)
 	if i >= 0 {
-		t.pooled -= t.txns[i].held
+		t.pooled -= t.slots.at(i).held
 	} else {
-		if len(t.txns) >= maxTransactions {
+		if t.slots.len() >= maxTransactions {
 			return -1, ErrFull
 		}
-		t.txns = append(t.txns, txn{gen: t.genFloor})
-		i = int32(len(t.txns) - 1)
+		i = t.slots.add(txn{gen: t.genFloor})
 	}
 	t.live++
-	x := &t.txns[i]
+	x := t.slots.at(i)
 	x.reset()
 	x.kind, x.state, x.peer = kind, state, peer
 	return i, nil
@@ -170,7 +169,7 @@ func (t *Table) alloc(kind Kind, state State, peer transport.Peer) (int32, error
 // stale. The slot is freed at the start of the next call, so that views
 // into its buffers in this call's actions stay valid.
 func (t *Table) terminate(i int32) {
-	x := &t.txns[i]
+	x := t.slots.at(i)
 	t.stopRtx(x)
 	t.stopLife(x)
 	t.dropInvite(x)
@@ -355,7 +354,7 @@ func (t *Table) find(h uint64, toTag []byte, ack bool) int32 {
 		if s == 0 {
 			return -1
 		}
-		x := &t.txns[s-1]
+		x := t.slots.at(s - 1)
 		if x.hash != h || string(x.key) != string(t.key) {
 			continue
 		}
@@ -372,7 +371,7 @@ func (t *Table) insert(i int32, h uint64) {
 	if 2*(t.indexed+1) > len(t.index) {
 		t.grow()
 	}
-	x := &t.txns[i]
+	x := t.slots.at(i)
 	x.hash = h
 	x.key = append(x.key[:0], t.key...)
 	t.charge(x)
@@ -383,7 +382,7 @@ func (t *Table) insert(i int32, h uint64) {
 
 func (t *Table) place(i int32) {
 	mask := uint64(len(t.index) - 1)
-	p := t.txns[i].hash & mask
+	p := t.slots.at(i).hash & mask
 	for t.index[p] != 0 {
 		p = (p + 1) & mask
 	}
@@ -406,7 +405,7 @@ func (t *Table) grow() {
 // Algorithm R), which leaves no tombstones: lookups stay short under churn.
 func (t *Table) unindex(i int32) {
 	mask := uint64(len(t.index) - 1)
-	p := t.txns[i].hash & mask
+	p := t.slots.at(i).hash & mask
 	for t.index[p] != i+1 {
 		p = (p + 1) & mask
 	}
@@ -417,13 +416,13 @@ func (t *Table) unindex(i int32) {
 			q = (q + 1) & mask
 			s := t.index[q]
 			if s == 0 {
-				t.txns[i].inIndex = false
+				t.slots.at(i).inIndex = false
 				t.indexed--
 				return
 			}
 			// The entry at q may fill the hole at p unless its home lies
 			// cyclically in (p, q].
-			home := t.txns[s-1].hash & mask
+			home := t.slots.at(s-1).hash & mask
 			if p <= q && (home <= p || home > q) || p > q && home <= p && home > q {
 				t.index[p] = s
 				p = q
@@ -441,7 +440,7 @@ func (t *Table) timerArg(i int32, id input) uint64 { return uint64(t.handle(i)) 
 
 // arm starts timer id to fire d from now.
 func (t *Table) arm(i int32, id input, d time.Duration) {
-	x := &t.txns[i]
+	x := t.slots.at(i)
 	h := t.timers.StartAt(t.now+d, t.timerArg(i, id))
 	if id.retransmit() {
 		x.rtx, x.rtxID = h, id
@@ -468,7 +467,7 @@ func (t *Table) stopLife(x *txn) {
 // or terminates at once when the transport is reliable, where its value is
 // zero (RFC 3261 Table 4).
 func (t *Table) linger(i int32, id input, d time.Duration) {
-	if t.txns[i].peer.Transport.Reliable() {
+	if t.slots.at(i).peer.Transport.Reliable() {
 		t.terminate(i)
 		return
 	}
@@ -490,7 +489,7 @@ func (t *Table) Timeout(arg uint64, now time.Duration) {
 	if !ok || !id.timer() {
 		return
 	}
-	x := &t.txns[i]
+	x := t.slots.at(i)
 	if id.retransmit() {
 		if x.rtxID != id {
 			return
@@ -528,8 +527,8 @@ func (t *Table) TransportError(h Handle, now time.Duration) error {
 func (t *Table) PeerFailed(peer transport.Peer, now time.Duration) int {
 	t.begin(now)
 	n := 0
-	for i := range t.txns {
-		x := &t.txns[i]
+	for i := range t.slots.n {
+		x := t.slots.at(i)
 		if x.state == StateTerminated || !x.kind.client() || x.peer.Addr != peer.Addr || x.peer.Transport != peer.Transport {
 			continue
 		}
@@ -570,7 +569,7 @@ func (t *Table) act(kind ActionKind, h Handle, peer transport.Peer, data []byte)
 }
 
 func (t *Table) send(i int32, data []byte) {
-	t.act(ActSend, t.handle(i), t.txns[i].peer, data)
+	t.act(ActSend, t.handle(i), t.slots.at(i).peer, data)
 }
 
 // resend is send for a retransmission, counted in Stats.
@@ -580,7 +579,7 @@ func (t *Table) resend(i int32, data []byte) {
 }
 
 func (t *Table) tu(kind ActionKind, i int32) {
-	x := &t.txns[i]
+	x := t.slots.at(i)
 	if x.internal {
 		return
 	}

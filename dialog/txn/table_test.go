@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"runtime"
 	"strconv"
 	"testing"
+	"unsafe"
 
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/transport"
@@ -29,7 +31,7 @@ func TestIndexClusters(t *testing.T) {
 		tab.key = append(tab.key[:0], key...)
 		if i, ok := want[key]; ok {
 			if rng.IntN(2) == 0 {
-				h = tab.txns[i].hash
+				h = tab.slots.at(i).hash
 				if got := tab.find(h, nil, false); got != i {
 					t.Fatalf("step %d: find(%s) = %d, want %d", step, key, got, i)
 				}
@@ -51,7 +53,7 @@ func TestIndexClusters(t *testing.T) {
 		}
 		for k, i := range want {
 			tab.key = append(tab.key[:0], k...)
-			if got := tab.find(tab.txns[i].hash, nil, false); got != i {
+			if got := tab.find(tab.slots.at(i).hash, nil, false); got != i {
 				t.Fatalf("step %d: after update, find(%s) = %d, want %d", step, k, got, i)
 			}
 		}
@@ -272,7 +274,7 @@ func TestLegacyFlood(t *testing.T) {
 	longest := 0
 	for p, s := range tab.index {
 		if s != 0 {
-			longest = max(longest, (p-int(tab.txns[s-1].hash)&mask)&mask)
+			longest = max(longest, (p-int(tab.slots.at(s-1).hash)&mask)&mask)
 		}
 	}
 	if longest > 100 {
@@ -299,5 +301,37 @@ func TestResponseCarriesRequest(t *testing.T) {
 		if string(acts[0].Data) != string(benchUAC) {
 			t.Fatalf("%v: the response came with\n%q\nwant the request\n%q", tr, acts[0].Data, benchUAC)
 		}
+	}
+}
+
+// TestSlabGrowsInPlace: the slab grows by chunks, so a slot never moves
+// and growing copies nothing: the bytes allocated for new slots are their
+// own size, not a doubling array's copies and leftovers (about three times
+// as much).
+func TestSlabGrowsInPlace(t *testing.T) {
+	tab, err := New(Config{}, &fakeTimers{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := tab.alloc(KindNonInviteServer, StateTrying, transport.Peer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := tab.slots.at(first)
+	const n = 64 * chunkSlots
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range n {
+		if _, err := tab.alloc(KindNonInviteServer, StateTrying, transport.Peer{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if tab.slots.at(first) != x {
+		t.Fatal("slot 0 moved when the slab grew")
+	}
+	slotBytes := uint64(unsafe.Sizeof(txn{}))
+	if got := after.TotalAlloc - before.TotalAlloc; got > n*slotBytes*5/4 {
+		t.Errorf("growing by %d slots allocated %d bytes: want about %d (their size)", n, got, n*slotBytes)
 	}
 }

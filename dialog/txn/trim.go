@@ -38,8 +38,8 @@ func (t *Table) trim() {
 	cutoff := t.now - t.idleRelease
 	young := 0
 	for _, head := range t.free {
-		for i := head; i >= 0; i = t.txns[i].next {
-			x := &t.txns[i]
+		for i := head; i >= 0; i = t.slots.at(i).next {
+			x := t.slots.at(i)
 			if x.freedAt > cutoff {
 				young++
 				continue
@@ -70,27 +70,25 @@ func (t *Table) trim() {
 // are free-listed in order, so that new transactions fill the low ones and
 // a later shrink can cut more.
 func (t *Table) shrink() {
-	n := len(t.txns)
-	for n > 0 && t.txns[n-1].state == StateTerminated {
+	n := t.slots.n
+	for n > 0 && t.slots.at(n-1).state == StateTerminated {
 		n--
 	}
-	keep := max(n, t.minSlots)
-	if keep*4 > len(t.txns) || cap(t.txns)-keep < minShrink {
+	keep := max(int(n), t.minSlots)
+	if keep*4 > t.slots.len() || t.slots.cap()-keep < minShrink {
 		return
 	}
-	for i := n; i < len(t.txns); i++ {
-		if g := t.txns[i].gen; g >= t.genFloor {
+	for i := n; i < t.slots.n; i++ {
+		if g := t.slots.at(i).gen; g >= t.genFloor {
 			t.genFloor = max(g+1, 1) // a wrapped generation restarts at 1
 		}
 	}
-	txns := make([]txn, n, keep)
-	copy(txns, t.txns[:n])
-	t.txns = txns
+	t.slots.truncate(n, keep)
 	for k := range t.free {
 		t.free[k] = -1
 	}
-	for i := int32(n) - 1; i >= 0; i-- {
-		if x := &t.txns[i]; x.state == StateTerminated {
+	for i := n - 1; i >= 0; i-- {
+		if x := t.slots.at(i); x.state == StateTerminated {
 			x.next, t.free[x.kind] = t.free[x.kind], i
 		}
 	}
@@ -101,8 +99,8 @@ func (t *Table) shrink() {
 	}
 	if size < len(t.index) {
 		t.index = make([]int32, size)
-		for i := range t.txns {
-			if t.txns[i].inIndex {
+		for i := range t.slots.n {
+			if t.slots.at(i).inIndex {
 				t.place(int32(i))
 			}
 		}

@@ -104,8 +104,8 @@ func TestTrimAfterPeak(t *testing.T) {
 	if st.StoredBytes != 0 || st.PooledBytes != 0 || heldByScan(r.tab) != 0 {
 		t.Fatalf("after IdleRelease: %+v, %d bytes by scan: want none", st, heldByScan(r.tab))
 	}
-	if st.Slots != 0 || cap(r.tab.txns) != 0 || len(r.tab.index) != 64 || len(r.tab.index) >= indexAtPeak {
-		t.Fatalf("slab %d (cap %d), index %d (%d at the peak): want both shrunk", st.Slots, cap(r.tab.txns), len(r.tab.index), indexAtPeak)
+	if st.Slots != 0 || r.tab.slots.cap() != 0 || len(r.tab.index) != 64 || len(r.tab.index) >= indexAtPeak {
+		t.Fatalf("slab %d (cap %d), index %d (%d at the peak): want both shrunk", st.Slots, r.tab.slots.cap(), len(r.tab.index), indexAtPeak)
 	}
 	if n := len(r.clock.pending); n != 0 {
 		t.Fatalf("%d timers pending on an empty table", n)
@@ -234,7 +234,7 @@ func TestTrimEveryKind(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		x := &r.tab.txns[i]
+		x := r.tab.slots.at(i)
 		x.msg = append(x.msg, "a stored message"...)
 		r.tab.charge(x)
 		slots = append(slots, i)

@@ -233,7 +233,7 @@ type Table struct {
 	genFloor    uint32
 	minSlots    int // Config.Capacity: a shrink keeps this room
 
-	txns []txn
+	slots slab
 	// free are the free lists' heads by the kind of transaction that last
 	// held the slot, -1 if none: a slot goes to a transaction of its kind
 	// when one is free, whose buffers then fit at once (alloc).
@@ -302,8 +302,8 @@ func New(cfg Config, timers Timers) (*Table, error) {
 		genFloor:    1,
 		minSlots:    cfg.Capacity,
 		freeInvite:  -1,
-		txns:        make([]txn, 0, cfg.Capacity),
 	}
+	t.slots.reserve(cfg.Capacity)
 	for k := range t.free {
 		t.free[k] = -1
 	}
@@ -339,7 +339,7 @@ type Stats struct {
 func (t *Table) Stats() Stats {
 	st := t.stats
 	st.StoredBytes, st.InUseBytes, st.PooledBytes = t.held, t.held-t.pooled, t.pooled
-	st.Slots = len(t.txns)
+	st.Slots = t.slots.len()
 	return st
 }
 
@@ -381,8 +381,8 @@ func (t *Table) Len() int { return t.live }
 // not.
 func (t *Table) Unsettled(except string) int {
 	n := 0
-	for i := range t.txns {
-		x := &t.txns[i]
+	for i := range t.slots.n {
+		x := t.slots.at(i)
 		switch x.state {
 		case StateCalling, StateTrying, StateProceeding:
 		case StateCompleted:
@@ -407,7 +407,7 @@ func (t *Table) State(h Handle) (k Kind, s State, ok bool) {
 	if !ok {
 		return 0, StateTerminated, false
 	}
-	return t.txns[i].kind, t.txns[i].state, true
+	return t.slots.at(i).kind, t.slots.at(i).state, true
 }
 
 // Response returns the last response server transaction h sent (a 100
@@ -416,10 +416,10 @@ func (t *Table) State(h Handle) (k Kind, s State, ok bool) {
 // call on the Table.
 func (t *Table) Response(h Handle) []byte {
 	i, ok := t.lookup(h)
-	if !ok || t.txns[i].kind.client() {
+	if !ok || t.slots.at(i).kind.client() {
 		return nil
 	}
-	return t.txns[i].msg
+	return t.slots.at(i).msg
 }
 
 // begin starts an input method: it frees the slots terminated by the
@@ -433,7 +433,7 @@ func (t *Table) begin(now time.Duration) {
 		return // a list TakeActions gave out may name them (see there)
 	}
 	for _, i := range t.limbo {
-		x := &t.txns[i]
+		x := t.slots.at(i)
 		x.next, x.freedAt, x.swept = t.free[x.kind], now, false
 		t.free[x.kind] = i
 	}
