@@ -44,6 +44,14 @@ func heldByScan(tab *Table) int {
 		x := tab.slots.at(i)
 		n += cap(x.key) + cap(x.msg) + cap(x.ack) + cap(x.cancelHdrs) + cap(x.respTag)
 	}
+	for _, s := range tab.spares {
+		for _, b := range s {
+			n += cap(b)
+		}
+	}
+	for _, s := range tab.shedding {
+		n += cap(s.buf)
+	}
 	return n
 }
 

@@ -432,7 +432,8 @@ func (t *Table) ictAccept(i int32) {
 	t.stopLife(x)
 	x.state = StateAccepted
 	t.dropInvite(x)
-	t.tu(ActResponse, i)
+	t.tu(ActResponse, i) // with the request: shed after
+	t.shed(x)
 	t.arm(i, inTimerM, t.long)
 }
 
@@ -449,6 +450,7 @@ func (t *Table) ictReject(i int32, resp *parser.Message) {
 	t.dropInvite(x)
 	t.send(i, x.ack)
 	t.tu(ActResponse, i)
+	t.shed(x)
 	t.linger(i, inTimerD, t.timerD)
 }
 
@@ -549,6 +551,7 @@ func (t *Table) nictCommon(i int32, e *event) {
 		t.stopLife(x)
 		x.state = StateCompleted
 		t.tu(ActResponse, i)
+		t.shed(x)
 		t.linger(i, inTimerK, t.t4)
 	}
 }

@@ -37,8 +37,12 @@
 // and a server transaction builds its own 100 Trying. Each transaction
 // keeps what it may retransmit (the request for clients, the last response
 // for servers, the ACK for a non-2xx) in its own buffers, reused when its
-// slot is. Action.Data views those buffers and is valid until the next call
-// on the Table; a terminated transaction's slot is reused only after that.
+// slot is, and only while it may retransmit it: past that (a client's
+// final response, an INVITE server's 2xx or ACK) the message's buffer goes
+// to spares for the next transaction of its kind (shed.go). Action.Data
+// views those buffers and is valid until the next call on the Table; a
+// terminated transaction's slot, and a shed buffer, are reused only after
+// that.
 //
 // Handles. A Handle carries the transaction's slot and a generation, so it
 // goes stale when the transaction terminates (ActTerminated) and never
@@ -65,7 +69,8 @@
 // transactions need shrink to fit. The table arms a timer of its own on
 // Timers for this, whose fire (argument trimArg) the owner delivers to
 // Timeout as any other. Stats splits the bytes kept into InUseBytes (live
-// transactions) and PooledBytes (free slots, until IdleRelease passes).
+// transactions) and PooledBytes (free slots, until IdleRelease passes, and
+// spare buffers, until a trim finds them untaken since the one before).
 //
 // # Memory budget
 //

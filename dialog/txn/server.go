@@ -213,6 +213,7 @@ func statusCode(b []byte) (int, bool) {
 // respond makes the TU's response the transaction's last response and sends it.
 func (t *Table) respond(i int32, e *event) {
 	x := t.slots.at(i)
+	t.refill(x)
 	x.msg = append(x.msg[:0], e.data...)
 	if e.in != inTUProvisional {
 		x.respTag = append(x.respTag[:0], e.toTag...)
@@ -237,6 +238,7 @@ func (t *Table) istProceeding(i int32, e *event) error {
 		// RFC 6026 8.5: a 2xx is sent and the transaction waits in
 		// Accepted for INVITE retransmissions and further 2xx, Timer L.
 		t.respond(i, e)
+		t.shed(x)
 		x.state = StateAccepted
 		t.arm(i, inTimerL, t.long)
 	case inTUFailure:
@@ -280,6 +282,7 @@ func (t *Table) istCompleted(i int32, e *event) error {
 		// retransmissions for Timer I (zero on reliable transports).
 		t.stopRtx(x)
 		t.stopLife(x)
+		t.shed(x)
 		x.state = StateConfirmed
 		t.linger(i, inTimerI, t.t4)
 	case inTransportError:
@@ -318,6 +321,7 @@ func (t *Table) istAccepted(i int32, e *event) error {
 	case inTUSuccess:
 		// RFC 6026 7.1: the TU's 2xx (retransmission or another) is sent.
 		t.respond(i, e)
+		t.shed(t.slots.at(i))
 	case inTransportError:
 		// RFC 6026 8.8 and its Figure 7: inform the TU and stay.
 		t.tu(ActTransportError, i)

@@ -161,6 +161,7 @@ func (t *Table) alloc(kind Kind, state State, peer transport.Peer) (int32, error
 	x := t.slots.at(i)
 	x.reset()
 	x.kind, x.state, x.peer = kind, state, peer
+	t.refill(x)
 	return i, nil
 }
 

@@ -31,8 +31,9 @@ func (t *Table) armTrim() {
 	t.timers.StartAt(t.now+t.idleRelease/2, trimArg)
 }
 
-// trim releases the buffers of the slots free for IdleRelease or longer
-// and, when no free slot is younger, shrinks the slab and the index.
+// trim releases the buffers of the slots free for IdleRelease or longer and
+// the spares no transaction took since the last trim (shed.go) and, when no
+// free slot is younger and no spare is left, shrinks the slab and the index.
 func (t *Table) trim() {
 	t.trimArmed = false
 	cutoff := t.now - t.idleRelease
@@ -52,8 +53,9 @@ func (t *Table) trim() {
 			x.swept = true
 		}
 	}
+	spares := t.trimSpares()
 	switch {
-	case young > 0:
+	case young > 0, spares:
 		t.armTrim()
 	case t.taken > 0:
 		t.armTrim() // a list TakeActions gave out may name any slot: later

@@ -91,7 +91,8 @@ const (
 	// ActResponse: pass the response just received to the TU for client
 	// transaction Txn. Data is the request it answers, as the transaction
 	// sent it: a TU that answers a challenge to it (RFC 3261 22.2) need
-	// not keep a copy of its own.
+	// not keep a copy of its own. A 2xx retransmission in Accepted comes
+	// with none: the request is no longer kept (shed.go).
 	ActResponse
 	// ActTimeout: transaction Txn timed out (Timer B, F or H, or the RFC
 	// 3261 9.1 wait after a CANCEL).
@@ -239,9 +240,15 @@ type Table struct {
 	// when one is free, whose buffers then fit at once (alloc).
 	free  [len(kindNames)]int32
 	limbo []int32 // terminated in the current call; freed at the next
-	taken int     // lists out with TakeActions: limbo is kept until they are back
-	live  int
-	stats Stats
+	// Message buffers of transactions past sending them (shed.go): shed
+	// in the current call, then spares by kind; spareLow is a list's
+	// shortest since the last trim.
+	shedding []shedBuf
+	spares   [len(kindNames)][][]byte
+	spareLow [len(kindNames)]int
+	taken    int // lists out with TakeActions: limbo is kept until they are back
+	live     int
+	stats    Stats
 
 	index   []int32 // open addressing, linear probing: 1 + slot index, 0 if empty
 	indexed int
@@ -411,9 +418,10 @@ func (t *Table) State(h Handle) (k Kind, s State, ok bool) {
 }
 
 // Response returns the last response server transaction h sent (a 100
-// Trying of its own included), nil when none or when h is stale or a
-// client's: a view into the transaction's buffer, valid until the next
-// call on the Table.
+// Trying of its own included), nil when none, when h is stale or a
+// client's, or once the transaction no longer keeps it (an INVITE's 2xx or
+// ACK came: shed.go): a view into the transaction's buffer, valid until
+// the next call on the Table.
 func (t *Table) Response(h Handle) []byte {
 	i, ok := t.lookup(h)
 	if !ok || t.slots.at(i).kind.client() {
@@ -438,6 +446,7 @@ func (t *Table) begin(now time.Duration) {
 		t.free[x.kind] = i
 	}
 	t.limbo = t.limbo[:0]
+	t.unshed()
 }
 
 // storedLimits re-parse messages the table stored after they were parsed
