@@ -39,16 +39,17 @@
 //
 // Each loop learns its shard through a private waker connection; waking it
 // runs the shard (Shard.run): drain the rings and posted functions, advance
-// the timer wheel. gnet's ticker wakes every shard each Config.Tick (5 ms),
-// so timers have that resolution. Under load a loop is not woken per
+// the timer wheel. The server's ticker wakes every shard with timers
+// pending each Config.Tick (5 ms), so timers have that resolution; it rests
+// while every shard polls (ticker.go). Under load a loop is not woken per
 // datagram: while datagrams come faster than one every two
 // Config.BatchInterval, it takes them every interval (lengthened up to
 // Config.BatchIntervalMax while intervals bring few messages), runs its
 // rings and timers, and sends, as long as each interval brings messages
 // (poll.go); meanwhile other loops hand it messages without waking it.
-// Shard.Post runs a function on a shard
-// from any goroutine: it is how blocking work done elsewhere (an HTTP
-// lookup, a Redis round trip) returns its result.
+// Shard.Post runs a function on a shard from any goroutine: it is how
+// blocking work done elsewhere (an HTTP lookup, a Redis round trip)
+// returns its result.
 //
 // # Transport
 //

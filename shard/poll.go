@@ -31,7 +31,9 @@ import (
 // While the loop polls, other loops hand it messages without waking it
 // (wake returns early): it runs its rings every interval. It clears the
 // flag before its last run, so a push that saw the flag set is drained
-// by that run, and a later push sees it clear and wakes the loop.
+// by that run, and a later push sees it clear and wakes the loop. The
+// ticker rests while every loop polls: the loop kicks it after clearing
+// the flag (ticker.go).
 //
 // The loop goes back to gnet's epoll_wait when an interval brought
 // nothing, when the server drains, or after maxPoll if it has TCP
@@ -95,6 +97,7 @@ func (sh *Shard) poll() {
 	sh.polling.Store(false)
 	sh.run() // what other loops pushed without waking this one
 	sh.flush()
+	sh.srv.kickTicker() // it may rest while every loop polls (ticker.go)
 }
 
 // pollLimit is how long the loop may poll before it returns to gnet, read

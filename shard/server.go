@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/netip"
 	"slices"
@@ -66,6 +67,10 @@ type Server struct {
 	draining  atomic.Bool
 	loopsUp   chan struct{}
 	loopsOnce sync.Once
+	tickKick  chan struct{} // buffered 1: a shard stopped polling (ticker.go)
+	tickStop  chan struct{} // closed to end the ticker
+	tickOnce  sync.Once
+	ticks     *metrics.Counter
 	ready     atomic.Bool // the shards know their loops; set once, before serving
 
 	tcpMu    sync.Mutex // guards the connection counts, taken on open and close only
@@ -91,7 +96,8 @@ func New(cfg Config, newHandler func(*Shard) Handler, log *slog.Logger, set *met
 		return nil, fmt.Errorf("shard: listen: %d addresses: at most %d", len(cfg.Listen), MaxListeners)
 	}
 	s := &Server{cfg: cfg, newHander: newHandler, log: log, metrics: set,
-		started: make(chan error, 1), wakerOpen: make(chan gnet.Conn, 1), loopsUp: make(chan struct{}), tcpPerIP: make(map[netip.Addr]int)}
+		started: make(chan error, 1), wakerOpen: make(chan gnet.Conn, 1), loopsUp: make(chan struct{}),
+		tickKick: make(chan struct{}, 1), tickStop: make(chan struct{}), tcpPerIP: make(map[netip.Addr]int)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -104,6 +110,7 @@ func New(cfg Config, newHandler func(*Shard) Handler, log *slog.Logger, set *met
 			return nil, fmt.Errorf("shard: listen[%d]: %q: want udp or tcp, an IP address and a port other than 0", i, l)
 		}
 	}
+	s.ticks = s.metrics.NewCounter("sipedge_shard_ticks_total")
 	s.listen = slices.Clone(cfg.Listen)
 	s.origin = time.Now()
 	s.udpFD = make([]int, len(s.listen))
@@ -165,6 +172,11 @@ func (s *Server) Start() error {
 		return err
 	}
 	s.ready.Store(true)
+	s.running.Add(1)
+	go func() {
+		defer s.running.Done()
+		s.tick()
+	}()
 	s.checkBuffers()
 	return nil
 }
@@ -297,28 +309,19 @@ func (s *Server) registerWaker(sh *Shard) (gnet.Conn, error) {
 	return <-s.wakerOpen, nil
 }
 
-// OnTick wakes every shard each Config.Tick so that it advances its timers.
-// gnet runs it on its own goroutine, first right after every loop is up: the
-// moment registerWakers may start.
+// OnTick tells Start that the event loops are up: gnet calls it first on
+// a goroutine of its own right after it has created every loop and started
+// them, the moment registerWakers may start (OnBoot is too early: it runs
+// before the loops exist). gnet's ticker is not the shards' clock: it
+// would wake its thread every Tick, and the server's own (ticker.go) rests
+// while every shard polls. So OnTick asks not to be called again.
 func (s *Server) OnTick() (time.Duration, gnet.Action) {
 	s.loopsOnce.Do(func() { close(s.loopsUp) })
-	if s.ready.Load() {
-		// A shard with no timer pending sleeps: waking every loop every tick
-		// for nothing costs an idle node a sizeable share of a core. It is
-		// still woken about once a second for its housekeeping (TCP
-		// timeouts, Handler.Tick).
-		idleWake := int(time.Second / s.cfg.Tick)
-		for _, sh := range s.shards {
-			if sh.pending.Load() > 0 || sh.idle >= idleWake {
-				sh.idle = 0
-				sh.wake()
-				continue
-			}
-			sh.idle++
-		}
-	}
-	return s.cfg.Tick, gnet.None
+	return math.MaxInt64, gnet.None
 }
+
+// OnShutdown ends the ticker when the engine stops, whoever stops it.
+func (s *Server) OnShutdown(gnet.Engine) { s.stopTicker() }
 
 // Draining reports whether Shutdown has begun: applications stop taking new
 // transactions and let running ones finish.
@@ -342,6 +345,7 @@ func (s *Server) Shutdown(ctx context.Context, busy func() bool) error {
 		}
 	}
 	err := s.engine.Stop(context.Background())
+	s.stopTicker() // OnShutdown did, unless the engine had stopped already
 	s.running.Wait()
 	for _, fd := range s.udpFD {
 		if fd >= 0 {

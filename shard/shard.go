@@ -50,8 +50,8 @@ type Shard struct {
 	// dialFailed is set by a dialling goroutine whose dial failed, so that
 	// the loop drops the dial and reports it at once, not at the sweep.
 	dialFailed atomic.Bool
-	pending    atomic.Int64 // timers pending on the wheel, published for OnTick
-	idle       int          // ticks skipped since the last run (OnTick's goroutine only)
+	pending    atomic.Int64 // timers pending on the wheel, published for the ticker
+	idle       int          // ticks skipped since the last run (the ticker's goroutine only)
 
 	msg        parser.Message // the message being parsed on this loop
 	out        []byte         // scratch for stateless replies

@@ -361,7 +361,7 @@ func TestTCPLoneCRLFNotTimedOut(t *testing.T) {
 
 // A timer a handler starts outside a message (here SendFailed, as the
 // engine's failover does when a carrier refuses the connection) is
-// published to OnTick: a shard with it pending is woken every tick, not
+// published to the ticker: a shard with it pending is woken every tick, not
 // once a second.
 func TestTimerStartedOnSendFailedKeepsShardAwake(t *testing.T) {
 	testtier.RequiresSockets(t)

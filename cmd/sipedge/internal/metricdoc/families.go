@@ -48,6 +48,7 @@ var Families = []Family{
 	{"sipedge_shard_handoff_queue_full_total", Counter, byShard, "messages dropped because the ring to the owning shard was full (the sender retransmits)", secSIP},
 	{"sipedge_shard_timers", Gauge, byShard, "timers on the shard's timer wheel", secSIP},
 	{"sipedge_shard_batch_intervals_total", Counter, byShard, "intervals (sip.batch_interval_us) a busy event loop slept before taking what its sockets held, instead of waking per datagram", secSIP},
+	{"sipedge_shard_ticks_total", Counter, nil, "ticks of the shards' timer clock, which wakes a shard not polling to advance its timers (every 5 ms while one does not poll; none while every shard polls: a polling loop advances its own)", secSIP},
 	{"sipedge_transport_send_errors_total", Counter, byShard, "messages that could not be sent: socket errors, a closed or stalled TCP connection", secSIP},
 	{"sipedge_tcp_connections", Gauge, byShard, "TCP connections open", secSIP},
 	{"sipedge_tcp_connections_rejected_total", Counter, byShard, "TCP connections refused over sip.tcp.max_conns or sip.tcp.max_conns_per_ip", secSIP},
