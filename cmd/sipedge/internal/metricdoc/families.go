@@ -64,7 +64,7 @@ var Families = []Family{
 	{"sipedge_sip_retransmissions_absorbed_total", Counter, byShard, "retransmissions received that a transaction absorbed (answered again or ignored) without reaching the call", secTxn},
 	{"sipedge_txn_stored_bytes", Gauge, byShard, "bytes the transaction table keeps to answer retransmissions: inuse plus pooled, bounded by sip.max_txn_memory_mb", secTxn},
 	{"sipedge_txn_inuse_bytes", Gauge, byShard, "bytes live transactions hold", secTxn},
-	{"sipedge_txn_pooled_bytes", Gauge, byShard, "bytes free transaction slots keep for the next ones (given back after 10 s free)", secTxn},
+	{"sipedge_txn_pooled_bytes", Gauge, byShard, "bytes free transaction slots keep for the next ones (given back after 10 s free), and spare message buffers shed by transactions past sending (given back when none was taken between two trims)", secTxn},
 	{"sipedge_txn_budget_shortcuts_total", Counter, byShard, "non-INVITE server transactions on UDP ended at their final response, without Timer J, over sip.max_txn_memory_mb", secTxn},
 	{"sipedge_txn_budget_refused_total", Counter, byShard, "requests refused 503 at twice sip.max_txn_memory_mb", secTxn},
 
