@@ -70,7 +70,9 @@ func TestMemoryReturnsAfterBurst(t *testing.T) {
 			mb(f.heapStart), mb(f.heapPeak), mb(f.heapIdle), mb(f.rssStart), mb(f.rssPeak), mb(f.rssIdle))
 	}
 	f := got["trim+free"]
-	if f.heapPeak < f.heapStart+50<<20 {
+	// The peak is some 50 MiB since transactions past sending shed their
+	// messages (txn's shed.go); 30 MiB is still a peak to come back from.
+	if f.heapPeak < f.heapStart+30<<20 {
 		t.Fatalf("the burst took the heap from %.1f to %.1f MB only: no peak to come back from", mb(f.heapStart), mb(f.heapPeak))
 	}
 	if f.heapIdle > f.heapStart+20<<20 {
