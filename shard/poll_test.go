@@ -33,20 +33,9 @@ func testPolling(t *testing.T, shards int) {
 		set := metrics.NewSet()
 		r := &responder{byShard: make(map[int]int)}
 		port := freePort(t)
-		s, err := New(Config{Listen: listens(fmt.Sprintf("udp://127.0.0.1:%d", port)), Shards: shards,
-			BatchInterval: interval}, r.handler, nil, set)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer s.Shutdown(t.Context(), nil)
-		c, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		runServer(t, Config{Listen: listens(fmt.Sprintf("udp://127.0.0.1:%d", port)), Shards: shards,
+			BatchInterval: interval}, r.handler, set)
+		c := dialUDP(t, port)
 		local := c.LocalAddr().(*net.UDPAddr).Port
 		if err := c.SetReadBuffer(4 << 20); err != nil { // the replies wait until all is sent
 			t.Fatal(err)

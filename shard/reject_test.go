@@ -15,11 +15,7 @@ import (
 func TestUDPMalformedACKNotAnswered(t *testing.T) {
 	testtier.RequiresSockets(t)
 	s, _, port := startServer(t, 1, Config{})
-	c, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialUDP(t, port)
 	local := c.LocalAddr().(*net.UDPAddr).Port
 	ack := strings.NewReplacer("OPTIONS sip:", "ACK sip:", "CSeq: 1 OPTIONS", "CSeq: 1 INVITE").
 		Replace(options("ack@test", "a1", "UDP", local))
@@ -40,11 +36,7 @@ func TestUDPMalformedACKNotAnswered(t *testing.T) {
 func TestUDPBadRequestLineAnswered(t *testing.T) {
 	testtier.RequiresSockets(t)
 	_, _, port := startServer(t, 2, Config{})
-	c, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialUDP(t, port)
 	local := c.LocalAddr().(*net.UDPAddr).Port
 	cases := []struct{ from, to, want string }{
 		{"OPTIONS sip:srv@127.0.0.1 SIP/2.0", "OPTIONS <sip:srv@127.0.0.1> SIP/2.0", "SIP/2.0 400 Bad Request-Line\r\n"},

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
+
 	"github.com/sipedge/sipedge/internal/testtier"
 	"github.com/sipedge/sipedge/parser"
 	"github.com/sipedge/sipedge/transport"
@@ -73,7 +75,14 @@ func startServer(t *testing.T, shards int, cfg Config) (*Server, *responder, int
 	cfg.Listen = listens(fmt.Sprintf("udp://127.0.0.1:%d", port), fmt.Sprintf("tcp://127.0.0.1:%d", port))
 	cfg.Shards = shards
 	r := &responder{byShard: make(map[int]int)}
-	s, err := New(cfg, r.handler, nil, nil)
+	return runServer(t, cfg, r.handler, nil), r, port
+}
+
+// runServer starts the server New makes of its arguments; it shuts down
+// when the test ends.
+func runServer(t *testing.T, cfg Config, newHandler func(*Shard) Handler, set *metrics.Set) *Server {
+	t.Helper()
+	s, err := New(cfg, newHandler, nil, set)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +96,19 @@ func startServer(t *testing.T, shards int, cfg Config) (*Server, *responder, int
 			t.Errorf("shutdown: %v", err)
 		}
 	})
-	return s, r, port
+	return s
+}
+
+// dialUDP dials a server's UDP port on loopback; the socket closes when the
+// test ends.
+func dialUDP(t *testing.T, port int) *net.UDPConn {
+	t.Helper()
+	c, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 func options(callID, branch, transport string, port int) string {
@@ -111,11 +132,7 @@ func readUDP(t *testing.T, c *net.UDPConn) string {
 func TestUDPOptionsAcrossShards(t *testing.T) {
 	testtier.RequiresSockets(t)
 	s, r, port := startServer(t, 2, Config{})
-	c, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialUDP(t, port)
 	local := c.LocalAddr().(*net.UDPAddr).Port
 	for i := 0; i < 40; i++ {
 		callID := fmt.Sprintf("call-%d@test", i)
@@ -149,11 +166,7 @@ func TestUDPOptionsAcrossShards(t *testing.T) {
 func TestUDPMalformedRequestAnswered400(t *testing.T) {
 	testtier.RequiresSockets(t)
 	s, _, port := startServer(t, 2, Config{})
-	c, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialUDP(t, port)
 	local := c.LocalAddr().(*net.UDPAddr).Port
 	bad := strings.Replace(options("bad@test", "x1", "UDP", local), "CSeq: 1 OPTIONS", "CSeq: 1 INVITE", 1)
 	c.Write([]byte(bad))
@@ -377,15 +390,8 @@ func TestIPv6Listeners(t *testing.T) {
 	port := l.LocalAddr().(*net.UDPAddr).Port
 	l.Close()
 	r := &responder{byShard: make(map[int]int)}
-	s, err := New(Config{Shards: 2, Listen: listens(fmt.Sprintf("udp://[::1]:%d", port), fmt.Sprintf("tcp://[::1]:%d", port))},
-		r.handler, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Shutdown(t.Context(), nil)
+	runServer(t, Config{Shards: 2, Listen: listens(fmt.Sprintf("udp://[::1]:%d", port), fmt.Sprintf("tcp://[::1]:%d", port))},
+		r.handler, nil)
 	c, err := net.DialUDP("udp6", nil, &net.UDPAddr{IP: net.IPv6loopback, Port: port})
 	if err != nil {
 		t.Fatal(err)
@@ -431,15 +437,8 @@ func TestUDPSendPicksFamily(t *testing.T) {
 	}
 	defer v4.Close()
 	port := freePort(t)
-	s, err := New(Config{Shards: 1, Listen: listens(fmt.Sprintf("udp://127.0.0.1:%d", port), fmt.Sprintf("udp://[::1]:%d", port))},
-		func(*Shard) Handler { return Handler{} }, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Shutdown(t.Context(), nil)
+	s := runServer(t, Config{Shards: 1, Listen: listens(fmt.Sprintf("udp://127.0.0.1:%d", port), fmt.Sprintf("udp://[::1]:%d", port))},
+		func(*Shard) Handler { return Handler{} }, nil)
 	sh := s.Shards()[0]
 	for i, tc := range []struct {
 		listener uint8

@@ -290,11 +290,7 @@ func TestListenerOfMatchesTransport(t *testing.T) {
 func TestNoReplyEchoesABareCR(t *testing.T) {
 	testtier.RequiresSockets(t)
 	_, _, port := startServer(t, 1, Config{})
-	c, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialUDP(t, port)
 	local := c.LocalAddr().(*net.UDPAddr).Port
 	bad := strings.Replace(options("cr@test", "cr1", "UDP", local), "From: <sip:a@127.0.0.1>;tag=1\r\n",
 		"From: <sip:a@127.0.0.1>;tag=1\rX-Injected: evil\r\n", 1)
@@ -367,19 +363,12 @@ func TestTimerStartedOnSendFailedKeepsShardAwake(t *testing.T) {
 	testtier.RequiresSockets(t)
 	port := freePort(t)
 	failed := make(chan struct{}, 1)
-	s, err := New(Config{Shards: 1, Listen: listens(fmt.Sprintf("udp://127.0.0.1:%d", port))}, func(*Shard) Handler {
+	s := runServer(t, Config{Shards: 1, Listen: listens(fmt.Sprintf("udp://127.0.0.1:%d", port))}, func(*Shard) Handler {
 		return Handler{SendFailed: func(sh *Shard, _ transport.Peer) {
 			sh.Timers().StartAt(sh.Now()+time.Hour, timer.Payload{})
 			failed <- struct{}{}
 		}}
-	}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Shutdown(t.Context(), nil)
+	}, nil)
 	closed := freePort(t) // nothing listens: the dial is refused
 	sh := s.Shards()[0]
 	onShard(sh, func() {
@@ -432,15 +421,8 @@ func TestFloodCountsIPv6By64(t *testing.T) {
 func TestTCPDialFromListenAddress(t *testing.T) {
 	testtier.RequiresSockets(t)
 	port := freePort(t)
-	s, err := New(Config{Shards: 1, Listen: listens(fmt.Sprintf("tcp://127.0.0.2:%d", port))},
-		func(*Shard) Handler { return Handler{} }, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Shutdown(t.Context(), nil)
+	s := runServer(t, Config{Shards: 1, Listen: listens(fmt.Sprintf("tcp://127.0.0.2:%d", port))},
+		func(*Shard) Handler { return Handler{} }, nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package shard
 
 import (
 	"fmt"
-	"net"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -114,7 +113,7 @@ func TestTimerFiresAfterPollingEnds(t *testing.T) {
 	fired := make(chan time.Duration, 1)
 	port := freePort(t)
 	const delay = 20 * time.Millisecond
-	s, err := New(Config{Shards: 1, Listen: listens(fmt.Sprintf("udp://127.0.0.1:%d", port)),
+	s := runServer(t, Config{Shards: 1, Listen: listens(fmt.Sprintf("udp://127.0.0.1:%d", port)),
 		BatchInterval: time.Millisecond, BatchIntervalMax: 4 * time.Millisecond}, func(*Shard) Handler {
 		return Handler{
 			Message: func(sh *Shard, m *parser.Message, _ transport.Peer) {
@@ -125,19 +124,8 @@ func TestTimerFiresAfterPollingEnds(t *testing.T) {
 			},
 			Timer: func(sh *Shard, _ timer.Payload) { fired <- sh.Now() },
 		}
-	}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Shutdown(t.Context(), nil)
-	c, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	}, nil)
+	c := dialUDP(t, port)
 	const n = 200 // a datagram a millisecond: the loop polls throughout
 	for i := range n {
 		id := fmt.Sprint("load-", i)

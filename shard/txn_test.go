@@ -78,21 +78,10 @@ func TestOptionsRetransmissionAbsorbed(t *testing.T) {
 	testtier.RequiresSockets(t)
 	port := freePort(t)
 	r := &txnResponder{}
-	s, err := New(Config{Shards: 2, Listen: listens(fmt.Sprintf("udp://127.0.0.1:%d", port), fmt.Sprintf("tcp://127.0.0.1:%d", port))},
-		r.handler, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Shutdown(t.Context(), nil)
+	runServer(t, Config{Shards: 2, Listen: listens(fmt.Sprintf("udp://127.0.0.1:%d", port), fmt.Sprintf("tcp://127.0.0.1:%d", port))},
+		r.handler, nil)
 
-	c, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialUDP(t, port)
 	local := c.LocalAddr().(*net.UDPAddr).Port
 	req := options("rtx@test", "rtx1", "UDP", local)
 	for i := 0; i < 3; i++ { // the request and two retransmissions

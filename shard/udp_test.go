@@ -51,11 +51,7 @@ func TestUDPBurst(t *testing.T) {
 	testtier.RequiresSockets(t)
 	const burst = 3*udpBatch + 5
 	_, r, port := startServer(t, 1, Config{})
-	c, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialUDP(t, port)
 	local := c.LocalAddr().(*net.UDPAddr).Port
 	for i := range burst {
 		if _, err := c.Write([]byte(options(fmt.Sprintf("burst-%d", i), strconv.Itoa(i), "UDP", local))); err != nil {
@@ -81,15 +77,8 @@ func TestUDPFlushSkipsRefused(t *testing.T) {
 	testtier.RequiresSockets(t)
 	set := metrics.NewSet()
 	port := freePort(t)
-	s, err := New(Config{Listen: listens(fmt.Sprintf("udp://127.0.0.1:%d", port)), Shards: 1},
-		func(*Shard) Handler { return Handler{} }, nil, set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Shutdown(t.Context(), nil)
+	s := runServer(t, Config{Listen: listens(fmt.Sprintf("udp://127.0.0.1:%d", port)), Shards: 1},
+		func(*Shard) Handler { return Handler{} }, set)
 	sink, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
