@@ -150,8 +150,10 @@ func TestRedisDown(t *testing.T) {
 		if d := r.lookup(t, testRequest(n)); d.Source != route.SourceLCR {
 			t.Fatalf("%s: decision %+v", n, d)
 		}
-		if el := time.Since(start); el > time.Second {
-			t.Fatalf("%s: lookup took %v with Redis down", n, el)
+		// The first call to find Redis gone may wait out its deadline
+		// (the lookup then carries on without it); none may wait longer.
+		if el := time.Since(start); el > testRedisDeadline+time.Second {
+			t.Fatalf("%s: lookup took %v with Redis down, its deadline %v", n, el, testRedisDeadline)
 		}
 	}
 	// The in-process tier still serves.
