@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sipedge/sipedge/internal/testtier"
 )
 
 // The fleet's end-to-end rig: sipedge nodes as child processes (this test
@@ -275,17 +277,12 @@ func tail(s string, lines int) string {
 	return strings.Join(l, "\n")
 }
 
-// waitUntil polls cond every 50 ms until it holds, failing after d.
+// waitUntil polls cond every 50 ms, the pace of a condition that reads
+// Redis or a node's admin API, until it holds, failing after d; it
+// returns how long that took.
 func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > d {
-			t.Fatalf("not within %v: %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return time.Since(start)
+	return testtier.Poll(t, d, 50*time.Millisecond, what, cond)
 }
 
 // ---- SIPp ----

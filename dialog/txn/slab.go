@@ -41,8 +41,8 @@ func (s *slab) add(x txn) int32 {
 	return i
 }
 
-// truncate keeps the first n slots and the chunks that room for keep slots
-// (n at least) needs; the others go to the collector.
+// truncate keeps the first n slots, and chunks enough to hold keep slots
+// (n at least); the other chunks go to the collector.
 func (s *slab) truncate(n int32, keep int) {
 	for i := n; i < s.n; i++ {
 		*s.at(i) = txn{}
